@@ -1,0 +1,323 @@
+"""The graph IR: immutable, hash-consed nodes over named axes.
+
+A `Node` is an op applied to argument nodes with attributes; its output axes and dtype are
+inferred from the op table when it is built. Building the same op on the same arguments and
+attributes twice returns the same node (hash-consing), so structural equality is identity and
+common subexpressions are shared by construction. Nothing here recurses on graph depth.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from .axes import Axes, Axis
+from .errors import GraphError, OpError
+from .ops import get_op, normalize_attrs
+
+_INTERN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_NO_ATTRS: Mapping[str, Any] = MappingProxyType({})
+
+
+def _freeze(value: Any) -> Any:
+    """A hashable stand-in for an attribute value that keeps every length and array byte."""
+    if isinstance(value, Axes):
+        return tuple(_freeze(a) for a in value)
+    if isinstance(value, Axis):
+        comps = getattr(value, "components", None)
+        return (value.name, value.length, _freeze(comps) if comps is not None else None)
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, np.dtype):
+        return ("dtype", value.str)
+    if isinstance(value, float):
+        return ("float", value)
+    return value
+
+
+class Node:
+    """One op applied to argument nodes; immutable and hash-consed.
+
+    `.op` is the op's name, `.args` the argument nodes, `.attrs` a read-only mapping, `.axes`
+    and `.dtype` the output's type. A multi-output node has `.outputs` (a tuple of
+    (axes, dtype)) and is read through `Output` nodes; its own `.axes` is empty.
+    `.origin` names the rule that created the node, if a rewrite did.
+    """
+
+    __slots__ = ("op", "args", "attrs", "axes", "dtype", "outputs", "origin", "_key", "__weakref__")
+
+    op: str
+    args: tuple[Node, ...]
+    attrs: Mapping[str, Any]
+    axes: Axes
+    dtype: np.dtype | None
+    outputs: tuple[tuple[Axes, np.dtype], ...] | None
+    origin: Any
+
+    def __setattr__(self, key, value):
+        if key != "origin":
+            raise AttributeError("nodes are immutable")
+        object.__setattr__(self, key, value)
+
+    def __repr__(self) -> str:
+        label = self.attrs.get("name") if self.attrs else None
+        label = f" {label}" if isinstance(label, str) else ""
+        return f"<{self.op}{label} {self.axes!r} {self.dtype}>"
+
+    def __reduce__(self):
+        raise TypeError("nodes are not picklable; use ngrules.save_graph")
+
+    # -- convenience -------------------------------------------------------------------------
+    @property
+    def name(self) -> str | None:
+        """The name of a placeholder or variable (None for other nodes)."""
+        value = self.attrs.get("name")
+        return value if isinstance(value, str) else None
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.outputs is None and len(self.axes) == 0
+
+    def with_args(self, args: tuple[Node, ...]) -> Node:
+        """The same op and attributes on new arguments of the same types (no re-inference)."""
+        if args == self.args:
+            return self
+        return _intern(self.op, args, self.attrs, self._key[2], self.axes, self.dtype, self.outputs)
+
+    # -- Python operators, with ngraph's elementwise broadcasting --------------------------------
+    def __add__(self, other):
+        return _frontend().add(self, other)
+
+    def __radd__(self, other):
+        return _frontend().add(other, self)
+
+    def __sub__(self, other):
+        return _frontend().subtract(self, other)
+
+    def __rsub__(self, other):
+        return _frontend().subtract(other, self)
+
+    def __mul__(self, other):
+        return _frontend().multiply(self, other)
+
+    def __rmul__(self, other):
+        return _frontend().multiply(other, self)
+
+    def __truediv__(self, other):
+        return _frontend().divide(self, other)
+
+    def __rtruediv__(self, other):
+        return _frontend().divide(other, self)
+
+    def __neg__(self):
+        return _frontend().negative(self)
+
+
+def _frontend():
+    from . import frontend
+
+    return frontend
+
+
+def _intern(op, args, attrs, attrs_key, axes, dtype, outputs) -> Node:
+    key = (op, args, attrs_key)
+    node = _INTERN.get(key)
+    if node is not None:
+        return node
+    node = object.__new__(Node)
+    set_ = object.__setattr__
+    set_(node, "op", op)
+    set_(node, "args", args)
+    set_(node, "attrs", attrs)
+    set_(node, "axes", axes)
+    set_(node, "dtype", dtype)
+    set_(node, "outputs", outputs)
+    set_(node, "origin", None)
+    set_(node, "_key", key)
+    _INTERN[key] = node
+    return node
+
+
+def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
+    """Build (or find) the node `op(args, attrs)`, inferring its axes and dtype."""
+    opdef = get_op(op)
+    args = tuple(args)
+    if opdef.arity is not None and len(args) != opdef.arity:
+        raise OpError(f"{op} takes {opdef.arity} argument(s), got {len(args)}")
+    for a in args:
+        if not isinstance(a, Node):
+            raise OpError(f"{op}: arguments must be nodes, got {type(a).__name__}")
+        if a.outputs is not None and op != "Output":
+            raise OpError(f"{op}: {a.op} has several outputs; pick one with Output(..., index=i)")
+    norm = normalize_attrs(opdef, attrs) if (attrs or opdef.attrs) else {}
+    attrs_key = tuple((k, _freeze(v)) for k, v in norm.items())
+    existing = _INTERN.get((op, args, attrs_key))
+    if existing is not None:
+        return existing
+    inferred = opdef.infer(args, norm)
+    if opdef.outputs > 1:
+        outputs = tuple((ax, np.dtype(dt)) for ax, dt in inferred)
+        axes, dtype = Axes(), None
+    else:
+        (axes, dtype), outputs = inferred, None
+        dtype = np.dtype(dtype)
+    frozen = MappingProxyType(norm) if norm else _NO_ATTRS
+    return _intern(op, args, frozen, attrs_key, axes, dtype, outputs)
+
+
+# -- whole-graph operations ------------------------------------------------------------------
+def toposort(outputs: Iterable[Node]) -> list[Node]:
+    """Every node reachable from `outputs`, arguments before users (iterative, no recursion)."""
+    order: list[Node] = []
+    seen: set[Node] = set()
+    for root in outputs:
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter(root.args))]
+        while stack:
+            node, it = stack[-1]
+            for arg in it:
+                if arg not in seen:
+                    seen.add(arg)
+                    stack.append((arg, iter(arg.args)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
+def users_of(outputs: Iterable[Node]) -> dict[Node, list[Node]]:
+    """For each reachable node, the nodes that use it (once per use)."""
+    users: dict[Node, list[Node]] = {}
+    for node in toposort(outputs):
+        users.setdefault(node, [])
+        for arg in node.args:
+            users[arg].append(node)
+    return users
+
+
+def substitute(outputs: Sequence[Node], mapping: Mapping[Node, Node]) -> list[Node]:
+    """The outputs with every node in `mapping` replaced, rebuilding each user once."""
+    for old, new in mapping.items():
+        if (old.axes, old.dtype, old.outputs) != (new.axes, new.dtype, new.outputs) or (
+            old.axes.lengths != new.axes.lengths
+        ):
+            raise GraphError(
+                f"cannot replace {old!r} by {new!r}: the axes or dtype differ"
+            )
+    memo: dict[Node, Node] = dict(mapping)
+    for node in toposort(outputs):
+        if node in memo:
+            continue
+        memo[node] = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
+    return [memo[o] for o in outputs]
+
+
+def validate(outputs: Iterable[Node]) -> None:
+    """Re-infer every node's axes and dtype from the op table; raise on any disagreement."""
+    for node in toposort(outputs):
+        opdef = get_op(node.op)
+        if opdef.arity is not None and len(node.args) != opdef.arity:
+            raise GraphError(f"{node!r} has {len(node.args)} arguments, {node.op} takes {opdef.arity}")
+        try:
+            inferred = opdef.infer(node.args, dict(node.attrs))
+        except OpError as e:
+            raise GraphError(f"{node!r} is ill-formed: {e.message}") from None
+        if node.outputs is not None:
+            ok = tuple((ax, np.dtype(dt)) for ax, dt in inferred) == node.outputs
+        else:
+            axes, dtype = inferred
+            ok = axes == node.axes and axes.lengths == node.axes.lengths
+            ok = ok and np.dtype(dtype) == node.dtype
+        if not ok:
+            raise GraphError(f"{node!r}: stored type differs from re-inferred {inferred!r}")
+
+
+class Graph:
+    """A set of nodes with designated outputs: users, replacement, dead-node removal.
+
+    Nodes stay immutable: `replace` rebuilds the users of the replaced node (once each) and
+    moves the outputs to the rebuilt nodes. Nodes not reachable from the outputs are dead.
+    """
+
+    def __init__(self, outputs: Iterable[Node]):
+        self.outputs: list[Node] = list(outputs)
+        self._nodes: set[Node] = set(toposort(self.outputs))
+
+    def __contains__(self, node: Node) -> bool:
+        return node in self._nodes
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def nodes(self) -> list[Node]:
+        """Live nodes in topological order, then any dead ones still held."""
+        live = toposort(self.outputs)
+        dead = self._nodes.difference(live)
+        return live + [n for n in toposort(dead) if n in dead]
+
+    def add(self, node: Node) -> Node:
+        self._nodes.update(toposort([node]))
+        return node
+
+    def users(self, node: Node) -> list[Node]:
+        return [n for n in self._nodes if node in n.args]
+
+    def replace(self, old: Node, new: Node) -> None:
+        """Redirect every user of `old` (and any output that is `old`) to `new`."""
+        self.outputs = substitute(self.outputs, {old: new})
+        self._nodes.update(toposort(self.outputs))
+
+    def remove_dead(self) -> int:
+        """Drop nodes not reachable from the outputs; returns how many were dropped."""
+        live = set(toposort(self.outputs))
+        dropped = len(self._nodes - live)
+        self._nodes = live
+        return dropped
+
+    def validate(self) -> None:
+        validate(self.outputs)
+
+    def __str__(self) -> str:
+        return format_graph(self.outputs)
+
+
+# -- canonical text ----------------------------------------------------------------------------
+def _format_value(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        if value.size and np.all(value == value.flat[0]):
+            return f"{value.flat[0].item()!r}" + ("" if value.ndim == 0 else f"x{value.shape}")
+        return np.array2string(value, separator=",", threshold=8).replace("\n", "")
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, str):
+        return repr(value)
+    return repr(value)
+
+
+def format_node(node: Node, names: Mapping[Node, str]) -> str:
+    """`Op(%a, %b, attr=value) : axes dtype` using `names` for the arguments."""
+    parts = [names[a] for a in node.args]
+    parts += [f"{k}={_format_value(v)}" for k, v in node.attrs.items()]
+    if node.outputs is not None:
+        typ = "(" + ", ".join(f"{ax!r} {dt.name}" for ax, dt in node.outputs) + ")"
+    else:
+        typ = f"{node.axes!r} {node.dtype.name}"
+    return f"{node.op}({', '.join(parts)}) : {typ}"
+
+
+def format_graph(outputs: Sequence[Node]) -> str:
+    """A canonical listing: one `%k = ...` line per node in topological order, then outputs."""
+    names: dict[Node, str] = {}
+    lines = []
+    for node in toposort(outputs):
+        names[node] = f"%{len(names)}"
+        lines.append(f"{names[node]} = {format_node(node, names)}")
+    lines.append("return " + ", ".join(names[o] for o in outputs))
+    return "\n".join(lines)
