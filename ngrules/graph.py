@@ -8,8 +8,10 @@ common subexpressions are shared by construction. Nothing here recurses on graph
 
 from __future__ import annotations
 
+import gc
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
 
@@ -21,6 +23,9 @@ from .ops import get_op, normalize_attrs
 
 _INTERN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _NO_ATTRS: Mapping[str, Any] = MappingProxyType({})
+
+#: When a list, every newly created node is appended to it (the engine's provenance record).
+creation_log: list | None = None
 
 
 def _freeze(value: Any) -> Any:
@@ -123,9 +128,15 @@ def _frontend():
     return frontend
 
 
+def _lookup(key) -> Node | None:
+    """The live node with this key, if any (reads the weak table's dict directly, for speed)."""
+    ref = _INTERN.data.get(key)
+    return None if ref is None else ref()
+
+
 def _intern(op, args, attrs, attrs_key, axes, dtype, outputs) -> Node:
     key = (op, args, attrs_key)
-    node = _INTERN.get(key)
+    node = _lookup(key)
     if node is not None:
         return node
     node = object.__new__(Node)
@@ -139,6 +150,8 @@ def _intern(op, args, attrs, attrs_key, axes, dtype, outputs) -> Node:
     set_(node, "origin", None)
     set_(node, "_key", key)
     _INTERN[key] = node
+    if creation_log is not None:
+        creation_log.append(node)
     return node
 
 
@@ -155,7 +168,7 @@ def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
             raise OpError(f"{op}: {a.op} has several outputs; pick one with Output(..., index=i)")
     norm = normalize_attrs(opdef, attrs) if (attrs or opdef.attrs) else {}
     attrs_key = tuple((k, _freeze(v)) for k, v in norm.items())
-    existing = _INTERN.get((op, args, attrs_key))
+    existing = _lookup((op, args, attrs_key))
     if existing is not None:
         return existing
     inferred = opdef.infer(args, norm)
@@ -169,25 +182,41 @@ def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
     return _intern(op, args, frozen, attrs_key, axes, dtype, outputs)
 
 
+@contextmanager
+def paused_gc():
+    """Pause the cyclic garbage collector around whole-graph work.
+
+    Graphs are acyclic and freed by reference counting; with hundreds of thousands of live
+    nodes, the collector's repeated scans would otherwise dominate the run time.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 # -- whole-graph operations ------------------------------------------------------------------
 def toposort(outputs: Iterable[Node]) -> list[Node]:
     """Every node reachable from `outputs`, arguments before users (iterative, no recursion)."""
     order: list[Node] = []
     seen: set[Node] = set()
     for root in outputs:
-        if root in seen:
-            continue
-        seen.add(root)
-        stack = [(root, iter(root.args))]
+        stack = [root]
         while stack:
-            node, it = stack[-1]
-            for arg in it:
+            node = stack[-1]
+            if node in seen:
+                stack.pop()
+                continue
+            for arg in node.args:
                 if arg not in seen:
-                    seen.add(arg)
-                    stack.append((arg, iter(arg.args)))
+                    stack.append(arg)
                     break
             else:
                 stack.pop()
+                seen.add(node)
                 order.append(node)
     return order
 
@@ -208,9 +237,7 @@ def substitute(outputs: Sequence[Node], mapping: Mapping[Node, Node]) -> list[No
         if (old.axes, old.dtype, old.outputs) != (new.axes, new.dtype, new.outputs) or (
             old.axes.lengths != new.axes.lengths
         ):
-            raise GraphError(
-                f"cannot replace {old!r} by {new!r}: the axes or dtype differ"
-            )
+            raise GraphError(f"cannot replace {old!r} by {new!r}: the axes or dtype differ")
     memo: dict[Node, Node] = dict(mapping)
     for node in toposort(outputs):
         if node in memo:
@@ -224,7 +251,9 @@ def validate(outputs: Iterable[Node]) -> None:
     for node in toposort(outputs):
         opdef = get_op(node.op)
         if opdef.arity is not None and len(node.args) != opdef.arity:
-            raise GraphError(f"{node!r} has {len(node.args)} arguments, {node.op} takes {opdef.arity}")
+            raise GraphError(
+                f"{node!r} has {len(node.args)} arguments, {node.op} takes {opdef.arity}"
+            )
         try:
             inferred = opdef.infer(node.args, dict(node.attrs))
         except OpError as e:

@@ -8,7 +8,6 @@ re-parsed file compares equal to the original.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 from .errors import Span
 
@@ -54,7 +53,7 @@ class PNamed:
     span: Span | None = _span()
 
 
-Pattern = Union[PVar, PLit, POp, PNamed]
+Pattern = PVar | PLit | POp | PNamed
 
 
 # -- expressions (guards, lets, replacements) -----------------------------------------------------
@@ -141,7 +140,7 @@ class ETuple:
     span: Span | None = _span()
 
 
-Expr = Union[ENum, EStr, EBool, EVar, EAttr, EIndex, ESlice, ECall, EBinary, EUnary, ETuple]
+Expr = ENum | EStr | EBool | EVar | EAttr | EIndex | ESlice | ECall | EBinary | EUnary | ETuple
 
 
 # -- rule clauses -----------------------------------------------------------------------------
@@ -171,7 +170,7 @@ class Where:
     span: Span | None = _span()
 
 
-Clause = Union[Guard, Let, Where]
+Clause = Guard | Let | Where
 
 
 # -- declarations -----------------------------------------------------------------------------
@@ -212,7 +211,7 @@ class Import:
     span: Span | None = _span()
 
 
-Decl = Union[RuleDecl, PassDecl, PipelineDecl, Import]
+Decl = RuleDecl | PassDecl | PipelineDecl | Import
 
 
 @dataclass(frozen=True)
