@@ -1,0 +1,205 @@
+"""Why a rule does not match: the closest partial matches, in terms of the rule's text.
+
+For every node that could be the rule's root, a tracing twin of the reference matcher counts
+how many pattern elements matched before the first one that failed, and records that element
+(with its source span), the node found there and why it was refused. Guards are evaluated once
+the pattern matches, and a false one is reported the same way. The candidates that got furthest
+come first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from .compiled import CompiledRule, root_ops
+from .errors import NgrulesError, Span
+from .graph import Node, toposort
+from .match import is_commutative, kind_predicate, literal_matches
+from .rules import Rule
+from .syntax import Guard, Let, PLit, PNamed, POp, PVar
+
+
+@dataclass
+class Miss:
+    """The furthest a rule got at one candidate root, and what stopped it there."""
+
+    root: Node
+    score: int
+    text: str
+    span: Span | None
+    found: str
+
+    def __str__(self) -> str:
+        where = f" at {self.span}" if self.span else ""
+        return f"`{self.text}`{where}: {self.found}"
+
+
+@dataclass
+class Explanation:
+    """The nodes a rule matches at, and the closest misses (furthest first)."""
+
+    rule: Rule
+    matches: list[Node] = field(default_factory=list)
+    misses: list[Miss] = field(default_factory=list)
+    names: dict[Node, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        head = f"rule {self.rule.name} ({self.rule.location})"
+        lines = [f"{head}: matches at {len(self.matches)} node(s)"]
+        lines += [f"  matches {self.names.get(n, describe(n))}" for n in self.matches[:5]]
+        if not self.matches and not self.misses:
+            lines.append("  no node has the op its pattern starts with")
+        for miss in self.misses:
+            lines.append(f"  at {self.names.get(miss.root, describe(miss.root))}: {miss}")
+        return "\n".join(lines)
+
+
+def describe(node: Node, depth: int = 1) -> str:
+    """`Op(Arg(...), ...)` to the given depth, as explanations quote found nodes."""
+    label = node.name or ""
+    if not node.args:
+        return f"{node.op}({label})" if label else node.op
+    if depth == 0:
+        return f"{node.op}(...)"
+    return f"{node.op}({', '.join(describe(a, depth - 1) for a in node.args)})"
+
+
+def quote(element) -> str:
+    """The source text of a pattern element or guard, from its span."""
+    span = getattr(element, "span", None)
+    if span is not None and span.source_line and span.end_line == span.line:
+        text = span.source_line[span.col - 1 : span.end_col - 1].strip()
+        if text:
+            return text
+    from .formatter import format_node
+
+    return format_node(element.expr if isinstance(element, Guard) else element)
+
+
+class _Tracker:
+    def __init__(self):
+        self.best: tuple[int, object, str] | None = None
+
+    def fail(self, score: int, element, reason: str) -> None:
+        if self.best is None or score > self.best[0]:
+            self.best = (score, element, reason)
+
+
+def _rebound(name: str, b: dict, node: Node) -> str:
+    return f"`{name}` is already {describe(b[name])}, found {describe(node)}"
+
+
+def _trace(p, node: Node, b: dict, score: int, t: _Tracker) -> Iterator[tuple[dict, int]]:
+    """The reference matcher, yielding (bindings, elements matched) and logging failures."""
+    if isinstance(p, PVar):
+        ok = kind_predicate(p.kind)
+        if ok is not None and not ok(node):
+            t.fail(score, p, f"found {describe(node)}, which is not a {p.kind}")
+        elif p.name == "_":
+            yield b, score + 1
+        elif p.name in b and b[p.name] is not node:
+            t.fail(score, p, _rebound(p.name, b, node))
+        else:
+            yield {**b, p.name: node}, score + 1
+    elif isinstance(p, PLit):
+        if literal_matches(p.value, node):
+            yield b, score + 1
+        else:
+            t.fail(score, p, f"found {describe(node)}, not known to be {p.value:g} everywhere")
+    elif isinstance(p, PNamed):
+        if p.name in b:
+            if b[p.name] is node:
+                yield b, score + 1
+            else:
+                t.fail(score, p, _rebound(p.name, b, node))
+            return
+        for b2, s in _trace(p.pattern, node, b, score, t):
+            yield {**b2, p.name: node}, s
+    else:
+        yield from _trace_op(p, node, b, score, t)
+
+
+def _trace_op(p: POp, node: Node, b: dict, score: int, t: _Tracker):
+    if p.optional:
+        if node.op == p.op and len(node.args) == 1:
+            yield from _trace(p.args[0], node.args[0], b, score + 1, t)
+        yield from _trace(p.args[0], node, b, score, t)
+        return
+    if node.op != p.op or len(node.args) != len(p.args):
+        t.fail(score, p, f"found {describe(node)}")
+        return
+    orders = [node.args, node.args[::-1]] if is_commutative(p.op) else [node.args]
+    for args in orders:
+        yield from _trace_args(p.args, args, b, score + 1, t)
+
+
+def _trace_args(patterns, args, b, score, t):
+    if not patterns:
+        yield b, score
+        return
+    for b2, s in _trace(patterns[0], args[0], b, score, t):
+        yield from _trace_args(patterns[1:], args[1:], b2, s, t)
+
+
+def _check_clauses(rule: CompiledRule, b: dict, score: int, t: _Tracker) -> bool:
+    """Evaluate lets and guards as the engine would; log the first false or failing one."""
+    env = dict(b)
+    for clause in rule.rule.clauses:
+        try:
+            if isinstance(clause, Let):
+                env[clause.name] = rule._eval(clause.expr, env)
+            elif not rule._holds(clause, env):
+                t.fail(score, clause, "the guard is false")
+                return False
+        except NgrulesError as e:
+            t.fail(score, clause, f"failed: {e.message}")
+            return False
+        score += 1
+    return True
+
+
+def _trace_roots(rule: CompiledRule, b: dict, score: int, t: _Tracker, ctx, i: int = 1):
+    """Match the further roots of a multi-root rule among the users of bound nodes."""
+    if i == len(rule.matchers):
+        yield b, score
+        return
+    candidates = list(ctx.candidates(rule.anchors[i], b))
+    if not candidates:
+        t.fail(score, rule.rule.roots[i], "no candidate node uses the nodes bound so far")
+    for node in candidates:
+        for b2, s in _trace(rule.rule.roots[i], node, b, score, t):
+            yield from _trace_roots(rule, b2, s, t, ctx, i + 1)
+
+
+def _miss_at(rule: CompiledRule, node: Node, ctx) -> Miss | None:
+    """None if the rule matches at node, else its furthest failure there."""
+    tracker = _Tracker()
+    for b, score in _trace(rule.rule.roots[0], node, {}, 0, tracker):
+        for b2, s in _trace_roots(rule, b, score, tracker, ctx):
+            if _check_clauses(rule, b2, s, tracker):
+                return None
+    score, element, reason = tracker.best or (0, rule.rule.roots[0], "no match")
+    return Miss(node, score, quote(element), getattr(element, "span", None), reason)
+
+
+def explain(rule: Rule, outputs: Sequence[Node], limit: int = 3) -> Explanation:
+    """Where `rule` matches in the graph of `outputs`, and why it fails at the closest misses."""
+    from .engine import _Context
+
+    compiled, ctx = CompiledRule(rule), _Context(outputs)
+    ops = root_ops(rule.roots[0])
+    order = toposort(outputs)
+    result = Explanation(rule, names={n: f"%{i} {describe(n)}" for i, n in enumerate(order)})
+    misses = []
+    for node in order:
+        if ops is not None and node.op not in ops:
+            continue
+        miss = _miss_at(compiled, node, ctx)
+        if miss is None:
+            result.matches.append(node)
+        else:
+            misses.append(miss)
+    misses.sort(key=lambda m: -m.score)
+    result.misses = misses[:limit]
+    return result
