@@ -1,12 +1,15 @@
 """ngrules: a declarative rewrite-rule language for named-axes tensor-graph compilers."""
 
 from . import builtin_ops as _builtin_ops  # noqa: F401  (fills the op table)
+from . import functions
 from .autodiff import deriv
 from .axes import Axes, Axis, FlattenedAxis, make_axes, make_axis
+from .engine import Firing, RewriteResult, rewrite
 from .errors import (
     AxesError,
     ExecutionError,
     GraphError,
+    GraphFileError,
     NgrulesError,
     OpError,
     RuleError,
@@ -14,6 +17,7 @@ from .errors import (
     Span,
 )
 from .executor import Program, compile_graph, execute
+from .explain import Explanation, explain
 from .frontend import (
     add,
     axes_with_order,
@@ -52,12 +56,35 @@ from .frontend import (
     variable,
     variance,
 )
+from .functions import register_function
 from .graph import Graph, Node, format_graph, make_node, substitute, toposort, validate
+from .graphfile import load_graph, save_graph
+from .loader import load_rules, parse_rules
 from .ops import OPS, AttrSpec, NotDifferentiable, OpDef, register_op
+from .picture import render as render_dot
+from .picture import to_dot, write_picture
+from .rules import Rule, RuleSet
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "GraphFileError",
+    "load_graph",
+    "render_dot",
+    "save_graph",
+    "to_dot",
+    "write_picture",
+    "Explanation",
+    "Firing",
+    "RewriteResult",
+    "Rule",
+    "RuleSet",
+    "explain",
+    "functions",
+    "load_rules",
+    "parse_rules",
+    "register_function",
+    "rewrite",
     "OPS",
     "AttrSpec",
     "Axes",

@@ -70,11 +70,15 @@ class _Cycle(Exception):
 
 
 class _Budget:
-    """Fuel shared by every pass of one rewrite call."""
+    """Fuel shared by every pass of one rewrite call (default: set from the first walk)."""
 
-    def __init__(self, fuel: int):
+    def __init__(self, fuel: int | None):
         self.left = fuel
         self.exhausted = False
+
+    def size_for(self, nodes: int) -> None:
+        if self.left is None:
+            self.left = 10 * nodes + 10_000
 
 
 class _Context:
@@ -124,13 +128,15 @@ class _Pass:
     def walk(self, outputs: Sequence[Node]) -> list[Node]:
         """Normal forms of the outputs. Arguments come first in topological order, so most
         nodes need no stack: only a rewrite's result is normalised on the explicit stack."""
-        memo, try_rules = self.memo, self._try
-        for node in toposort(outputs):
+        memo, try_rules, index = self.memo, self._try, self._index
+        order = toposort(outputs)
+        self.run.budget.size_for(len(order))
+        for node in order:
             if node in memo:
                 continue
             rebuilt = node.with_args(tuple([memo[a] for a in node.args])) if node.args else node
             done = memo.get(rebuilt)
-            if done is None and not self.rules_for(rebuilt.op):
+            if done is None and not (index.get(rebuilt.op) or self.rules_for(rebuilt.op)):
                 memo[rebuilt] = done = rebuilt
             elif done is None:
                 rule, replacement = try_rules(rebuilt)
@@ -248,7 +254,7 @@ class _Pass:
 class _Run:
     """State shared by the passes of one rewrite call: fuel, trace, checking."""
 
-    def __init__(self, fuel: int, checked: bool):
+    def __init__(self, fuel: int | None, checked: bool):
         self.budget = _Budget(fuel)
         self.checked = checked
         self.trace: list[Firing] = []
@@ -330,8 +336,6 @@ def rewrite(
 
 def _rewrite(outputs, ruleset: RuleSet, names: list[str], fuel, checked) -> RewriteResult:
     current = list(outputs)
-    if fuel is None:
-        fuel = 10 * len(toposort(current)) + 10_000
     run = _Run(fuel, checked)
     stats: dict[str, RuleStats] = {}
     result = RewriteResult(current, run.trace, stats, passes=names)

@@ -72,8 +72,16 @@ class GraphError(NgrulesError):
     """A graph that is not well formed."""
 
 
+class GraphFileError(NgrulesError):
+    """A graph file that cannot be read: bad JSON, a missing arrays file, an invalid node."""
+
+
 class RuleError(NgrulesError):
     """A problem in a rules file, found while parsing or checking it."""
+
+
+class RuleSyntaxError(RuleError):
+    """Text that is not a well-formed rules file."""
 
 
 class RuleErrors(RuleError):

@@ -72,9 +72,12 @@ def quote(element) -> str:
         text = span.source_line[span.col - 1 : span.end_col - 1].strip()
         if text:
             return text
-    from .formatter import format_node
+    from .formatter import format_expr, format_pattern
 
-    return format_node(element.expr if isinstance(element, Guard) else element)
+    if isinstance(element, (Guard, Let)):
+        element = element.expr
+    is_pattern = isinstance(element, (PVar, PLit, POp, PNamed))
+    return format_pattern(element) if is_pattern else format_expr(element)
 
 
 class _Tracker:
@@ -150,10 +153,10 @@ def _check_clauses(rule: CompiledRule, b: dict, score: int, t: _Tracker) -> bool
             if isinstance(clause, Let):
                 env[clause.name] = rule._eval(clause.expr, env)
             elif not rule._holds(clause, env):
-                t.fail(score, clause, "the guard is false")
+                t.fail(score, clause.expr, "the guard is false")
                 return False
         except NgrulesError as e:
-            t.fail(score, clause, f"failed: {e.message}")
+            t.fail(score, getattr(clause, "expr", clause), f"failed: {e.message}")
             return False
         score += 1
     return True

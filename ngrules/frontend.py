@@ -118,6 +118,16 @@ def _binary(op: str, x: Operand, y: Operand) -> Node:
     return make_node(op, (broadcast(x, out), broadcast(y, out)))
 
 
+def apply_op(op: str, args: Sequence[Operand], attrs: dict | None = None) -> Node:
+    """`op(args, attrs)`, with numbers and ngraph's broadcasting allowed for elementwise ops."""
+    from .ops import get_op
+
+    opdef = get_op(op)
+    if opdef.has("elementwise") and len(args) == 2 and not attrs:
+        return _binary(op, *args)
+    return make_node(op, args, **(attrs or {}))
+
+
 def add(x: Operand, y: Operand) -> Node:
     return _binary("Add", x, y)
 

@@ -1,0 +1,61 @@
+"""The compiled matcher and the reference matcher find the same matches, in the same order."""
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ngrules as ng
+from ngrules.graph import toposort
+from ngrules.match import all_matches, compile_pattern, match_ref
+from ngrules.syntax import PLit, PNamed, POp, PVar
+
+A = ng.make_axis(2, "A")
+LEAVES = [ng.placeholder([A], name=n) for n in ("p", "q")] + [
+    ng.constant(np.full(2, v, np.float32), [A]) for v in (0.0, 1.0)
+]
+
+
+@st.composite
+def graphs(draw, depth=3):
+    """A random expression over two placeholders and two constants (shared by hash-consing)."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(LEAVES))
+    op = draw(st.sampled_from(["Add", "Multiply", "Subtract", "Negative", "Exp"]))
+    if op in ("Negative", "Exp"):
+        return ng.make_node(op, (draw(graphs(depth=depth - 1)),))
+    return ng.make_node(op, (draw(graphs(depth=depth - 1)), draw(graphs(depth=depth - 1))))
+
+
+@st.composite
+def patterns(draw, depth=3):
+    """Random patterns: variables (some typed, some repeated), literals, ops, optional, named."""
+    choice = draw(st.integers(0, 6 if depth else 2))
+    if choice == 0:
+        return PVar(draw(st.sampled_from(["x", "y", "_"])))
+    if choice == 1:
+        return PVar(draw(st.sampled_from(["x", "z"])), draw(st.sampled_from(["Exp", "constant"])))
+    if choice == 2:
+        return PLit(draw(st.sampled_from([0.0, 1.0, 2.0])))
+    if choice == 3:
+        return POp("Negative", (draw(patterns(depth=depth - 1)),), optional=draw(st.booleans()))
+    if choice == 4:
+        inner = draw(patterns(depth=depth - 1))
+        return POp("Add", (PNamed("n", inner), PNamed("n", inner)))
+    op = draw(st.sampled_from(["Add", "Multiply", "Subtract"]))
+    return POp(op, (draw(patterns(depth=depth - 1)), draw(patterns(depth=depth - 1))))
+
+
+@given(graphs(), patterns())
+def test_compiled_and_reference_matchers_agree(graph, pattern):
+    compiled = compile_pattern(pattern)
+    for node in toposort([graph]):
+        reference = list(match_ref(pattern, node, {}))
+        assert all_matches(compiled, node) == reference
+
+
+@given(graphs())
+def test_a_repeated_variable_never_binds_two_different_nodes(graph):
+    pattern = POp("Add", (PVar("x"), PVar("x")))
+    for node in toposort([graph]):
+        for b in all_matches(compile_pattern(pattern), node):
+            assert node.args[0] is node.args[1] is b["x"]
