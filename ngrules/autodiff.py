@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .errors import OpError
-from .graph import Node, toposort
+from .graph import Node, paused_gc, toposort
 from .ops import get_op
 
 
@@ -17,7 +17,8 @@ def deriv(cost: Node, wrt: Node) -> Node:
 
     if not isinstance(cost, Node) or cost.outputs is not None or len(cost.axes):
         raise OpError(f"deriv needs a scalar cost, got {cost!r}")
-    adjoints = _adjoints(cost, wrt)
+    with paused_gc():
+        adjoints = _adjoints(cost, wrt)
     grad = adjoints.get(wrt)
     if grad is None:
         return constant(0.0, wrt.axes, dtype=wrt.dtype)

@@ -89,6 +89,8 @@ class FlattenedAxis(Axis):
         if len(comps) == 0:
             raise AxesError("cannot flatten an empty list of axes")
         name = "*".join(f"({a.name})" if a.is_flattened else a.name for a in comps)
+        if len(comps) == 1:  # a flattening of one axis is not that axis (ngraph's force=True)
+            name = f"({name})"
         super().__init__(name, comps.size)
         object.__setattr__(self, "components", comps)
 
@@ -126,7 +128,7 @@ def _check_lengths(first: Iterable[Axis], second: Iterable[Axis]) -> None:
 class Axes:
     """An ordered, immutable tuple of axes with distinct names."""
 
-    __slots__ = ("_axes", "_names")
+    __slots__ = ("_axes", "_names", "_lengths")
 
     def __init__(self, axes: Iterable[Axis] = ()):
         items = tuple(axes)
@@ -140,6 +142,7 @@ class Axes:
             raise AxesError(f"axis {dup!r} appears twice in {list(names)}")
         object.__setattr__(self, "_axes", items)
         object.__setattr__(self, "_names", names)
+        object.__setattr__(self, "_lengths", tuple(a.length for a in items))
 
     def __setattr__(self, key, value):
         raise AttributeError("Axes are immutable")
@@ -214,7 +217,7 @@ class Axes:
 
     @property
     def lengths(self) -> tuple[int, ...]:
-        return tuple(a.length for a in self._axes)
+        return self._lengths
 
     @property
     def size(self) -> int:

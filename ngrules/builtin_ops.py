@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import frontend as F
+from . import opgen as G
 from .axes import Axes, Axis, make_axis
 from .errors import OpError
 from .graph import make_node
 from .ops import AttrSpec, NotDifferentiable, register_op
-from . import opgen as G
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -39,7 +39,9 @@ def _subset(op: str, inner: Axes, outer: Axes, what: str) -> None:
         if ax not in outer:
             raise OpError(f"{op}: {what} axis {ax!r} is not in {outer!r}")
         if outer[outer.index(ax)].length != ax.length:
-            raise OpError(f"{op}: axis {ax.name!r} has length {ax.length} and {outer[outer.index(ax)].length}")
+            raise OpError(
+                f"{op}: axis {ax.name!r} has length {ax.length} and {outer[outer.index(ax)].length}"
+            )
 
 
 def _elementwise_infer(op: str):
@@ -98,18 +100,37 @@ _NAME_AXES_DTYPE = (
 )
 
 register_op(
-    "Placeholder", arity=0, attrs=_NAME_AXES_DTYPE, infer=_leaf_infer, kernel=_needs_feed,
-    grad=_no_grad, gen=G.gen_placeholder, traits={"leaf"}, doc="an input fed at run time",
+    "Placeholder",
+    arity=0,
+    attrs=_NAME_AXES_DTYPE,
+    infer=_leaf_infer,
+    kernel=_needs_feed,
+    grad=_no_grad,
+    gen=G.gen_placeholder,
+    traits={"leaf"},
+    doc="an input fed at run time",
 )
 register_op(
-    "Variable", arity=0, attrs=_NAME_AXES_DTYPE + (AttrSpec("initial", "float", 0.0),),
-    infer=_leaf_infer, kernel=_variable_kernel, grad=_no_grad, gen=G.gen_variable,
-    traits={"leaf"}, doc="a trainable tensor; fed, or filled with `initial`",
+    "Variable",
+    arity=0,
+    attrs=_NAME_AXES_DTYPE + (AttrSpec("initial", "float", 0.0),),
+    infer=_leaf_infer,
+    kernel=_variable_kernel,
+    grad=_no_grad,
+    gen=G.gen_variable,
+    traits={"leaf"},
+    doc="a trainable tensor; fed, or filled with `initial`",
 )
 register_op(
-    "Constant", arity=0, attrs=(AttrSpec("value", "array"), AttrSpec("axes", "axes", ())),
-    infer=_constant_infer, kernel=_constant_kernel, grad=_no_grad, gen=G.gen_constant,
-    traits={"leaf"}, doc="a known tensor value",
+    "Constant",
+    arity=0,
+    attrs=(AttrSpec("value", "array"), AttrSpec("axes", "axes", ())),
+    infer=_constant_infer,
+    kernel=_constant_kernel,
+    grad=_no_grad,
+    gen=G.gen_constant,
+    traits={"leaf"},
+    doc="a known tensor value",
 )
 
 
@@ -128,15 +149,29 @@ def _compare(fn):
 
 def _unary(name, fn, grad, doc, domain="real"):
     register_op(
-        name, arity=1, infer=_elementwise_infer(name), kernel=_ufunc(fn), grad=grad,
-        gen=G.gen_elementwise(name), traits={"elementwise"}, domain=(domain,), doc=doc,
+        name,
+        arity=1,
+        infer=_elementwise_infer(name),
+        kernel=_ufunc(fn),
+        grad=grad,
+        gen=G.gen_elementwise(name),
+        traits={"elementwise"},
+        domain=(domain,),
+        doc=doc,
     )
 
 
 def _binary(name, kernel, grad, doc, traits=(), domain=("real",)):
     register_op(
-        name, arity=2, infer=_elementwise_infer(name), kernel=kernel, grad=grad,
-        gen=G.gen_elementwise(name), traits={"elementwise", *traits}, domain=domain, doc=doc,
+        name,
+        arity=2,
+        infer=_elementwise_infer(name),
+        kernel=kernel,
+        grad=grad,
+        gen=G.gen_elementwise(name),
+        traits={"elementwise", *traits},
+        domain=domain,
+        doc=doc,
     )
 
 
@@ -160,7 +195,10 @@ def _minimum_grad(node, d):
 _binary("Add", _ufunc(np.add), lambda n, d: (d, d), "x + y", ("commutative", "associative"))
 _binary("Subtract", _ufunc(np.subtract), lambda n, d: (d, -d), "x - y")
 _binary(
-    "Multiply", _ufunc(np.multiply), lambda n, d: (d * n.args[1], d * n.args[0]), "x * y",
+    "Multiply",
+    _ufunc(np.multiply),
+    lambda n, d: (d * n.args[1], d * n.args[0]),
+    "x * y",
     ("commutative", "associative"),
 )
 _binary("Divide", _ufunc(np.divide), _divide_grad, "x / y", domain=("real", "nonzero"))
@@ -221,9 +259,15 @@ for _name, _fn, _grad, _domain in (
     ("Prod", np.prod, _prod_grad, "nonzero"),
 ):
     register_op(
-        _name, arity=1, attrs=(AttrSpec("reduction_axes", "axes"),),
-        infer=_reduction_infer(_name), kernel=_reduction_kernel(_fn), grad=_grad,
-        gen=G.gen_reduction(_name), traits={"reduction"}, domain=(_domain,),
+        _name,
+        arity=1,
+        attrs=(AttrSpec("reduction_axes", "axes"),),
+        infer=_reduction_infer(_name),
+        kernel=_reduction_kernel(_fn),
+        grad=_grad,
+        gen=G.gen_reduction(_name),
+        traits={"reduction"},
+        domain=(_domain,),
         doc=f"{_name.lower()} over reduction_axes",
     )
 
@@ -236,10 +280,16 @@ def _dot_infer(args, attrs):
 
 
 def _dot_kernel(node):
+    """One matmul of (x_out, red) by (red, y_out) views: np.tensordot without its overhead."""
     x, y = node.args
     red = x.axes & y.axes
-    where = ([x.axes.index(a) for a in red], [y.axes.index(a) for a in red])
-    return lambda a, b: np.tensordot(a, b, axes=where)
+    x_out, y_out = x.axes - red, y.axes - red
+    px = [x.axes.index(a) for a in x_out + red]
+    py = [y.axes.index(a) for a in red + y_out]
+    m, k, n, shape = x_out.size, red.size, y_out.size, node.axes.lengths
+    return lambda a, b: np.matmul(
+        a.transpose(px).reshape(m, k), b.transpose(py).reshape(k, n)
+    ).reshape(shape)
 
 
 def _dot_grad(node, d):
@@ -248,7 +298,12 @@ def _dot_grad(node, d):
 
 
 register_op(
-    "Dot", arity=2, infer=_dot_infer, kernel=_dot_kernel, grad=_dot_grad, gen=G.gen_dot,
+    "Dot",
+    arity=2,
+    infer=_dot_infer,
+    kernel=_dot_kernel,
+    grad=_dot_grad,
+    gen=G.gen_dot,
     derived={
         "reduction_axes": lambda n: n.args[0].axes & n.args[1].axes,
         "x_out_axes": lambda n: n.args[0].axes - n.args[1].axes,
@@ -296,8 +351,13 @@ def _dld_grad(node, d):
 
 
 register_op(
-    "DotLowDimension", arity=2, attrs=(AttrSpec("axes", "axes"),), infer=_dld_infer,
-    kernel=lambda node: np.dot, grad=_dld_grad, gen=G.gen_dot_low,
+    "DotLowDimension",
+    arity=2,
+    attrs=(AttrSpec("axes", "axes"),),
+    infer=_dld_infer,
+    kernel=lambda node: np.dot,
+    grad=_dld_grad,
+    gen=G.gen_dot_low,
     doc="np.dot of 1-D/2-D operands, with explicit output axes",
 )
 
@@ -359,29 +419,57 @@ def _relayout_grad(inverse):
 
 
 register_op(
-    "Broadcast", arity=1, attrs=(AttrSpec("axes", "axes"),), infer=_broadcast_infer,
-    kernel=_broadcast_kernel, grad=_broadcast_grad, gen=G.gen_broadcast, traits={"view"},
+    "Broadcast",
+    arity=1,
+    attrs=(AttrSpec("axes", "axes"),),
+    infer=_broadcast_infer,
+    kernel=_broadcast_kernel,
+    grad=_broadcast_grad,
+    gen=G.gen_broadcast,
+    traits={"view"},
     doc="repeat x along the new axes of `axes` (may also reorder)",
 )
 register_op(
-    "ReorderAxes", arity=1, attrs=(AttrSpec("axes", "axes"),), infer=_reorder_infer,
-    kernel=_reorder_kernel, grad=lambda n, d: (F.axes_with_order(d, n.args[0].axes),),
-    gen=G.gen_reorder, traits={"view"}, doc="permute x's axes into the order `axes`",
+    "ReorderAxes",
+    arity=1,
+    attrs=(AttrSpec("axes", "axes"),),
+    infer=_reorder_infer,
+    kernel=_reorder_kernel,
+    grad=lambda n, d: (F.axes_with_order(d, n.args[0].axes),),
+    gen=G.gen_reorder,
+    traits={"view"},
+    doc="permute x's axes into the order `axes`",
 )
 register_op(
-    "Transpose", arity=1, infer=lambda args, attrs: (args[0].axes[::-1], args[0].dtype),
-    kernel=lambda node: np.transpose, grad=lambda n, d: (F.transpose(d),),
-    gen=G.gen_elementwise("Transpose"), traits={"view"}, doc="reverse the axis order",
+    "Transpose",
+    arity=1,
+    infer=lambda args, attrs: (args[0].axes[::-1], args[0].dtype),
+    kernel=lambda node: np.transpose,
+    grad=lambda n, d: (F.transpose(d),),
+    gen=G.gen_elementwise("Transpose"),
+    traits={"view"},
+    doc="reverse the axis order",
 )
 register_op(
-    "Flatten", arity=1, attrs=(AttrSpec("axes", "axes"),), infer=_relayout_infer("Flatten"),
-    kernel=_reshape_kernel, grad=_relayout_grad("Unflatten"), gen=G.gen_flatten,
-    traits={"view"}, doc="group consecutive axes into flattened axes",
+    "Flatten",
+    arity=1,
+    attrs=(AttrSpec("axes", "axes"),),
+    infer=_relayout_infer("Flatten"),
+    kernel=_reshape_kernel,
+    grad=_relayout_grad("Unflatten"),
+    gen=G.gen_flatten,
+    traits={"view"},
+    doc="group consecutive axes into flattened axes",
 )
 register_op(
-    "Unflatten", arity=1, attrs=(AttrSpec("axes", "axes"),),
-    infer=_relayout_infer("Unflatten"), kernel=_reshape_kernel,
-    grad=_relayout_grad("Flatten"), gen=G.gen_unflatten, traits={"view"},
+    "Unflatten",
+    arity=1,
+    attrs=(AttrSpec("axes", "axes"),),
+    infer=_relayout_infer("Unflatten"),
+    kernel=_reshape_kernel,
+    grad=_relayout_grad("Flatten"),
+    gen=G.gen_unflatten,
+    traits={"view"},
     doc="split flattened axes back into their components",
 )
 
@@ -413,7 +501,9 @@ def _concat_grad(node, d):
     pos, start, out = node.attrs["position"], 0, []
     for a in node.args:
         ax = a.axes[pos]
-        out.append(make_node("Slice", (d,), position=pos, start=start, stop=start + ax.length, axis=ax))
+        out.append(
+            make_node("Slice", (d,), position=pos, start=start, stop=start + ax.length, axis=ax)
+        )
         start += ax.length
     return tuple(out)
 
@@ -446,22 +536,37 @@ def _slice_grad(node, d):
         if length:
             ax = d.axes[:pos] + Axes((make_axis(length),)) + d.axes[pos + 1 :]
             parts.append(F.constant(0.0, ax, dtype=d.dtype))
-    pieces = ([parts[0]] if a["start"] else []) + [d] + (parts[-1:] if a["stop"] < full.length else [])
+    pieces = (
+        ([parts[0]] if a["start"] else []) + [d] + (parts[-1:] if a["stop"] < full.length else [])
+    )
     if len(pieces) == 1:
         return (make_node("Slice", (d,), position=pos, start=0, stop=full.length, axis=full),)
     return (make_node("Concat", tuple(pieces), axis=full, position=pos),)
 
 
 register_op(
-    "Concat", arity=None, attrs=(AttrSpec("axis", "axis"), AttrSpec("position", "int")),
-    infer=_concat_infer, kernel=_concat_kernel, grad=_concat_grad, gen=G.gen_concat,
+    "Concat",
+    arity=None,
+    attrs=(AttrSpec("axis", "axis"), AttrSpec("position", "int")),
+    infer=_concat_infer,
+    kernel=_concat_kernel,
+    grad=_concat_grad,
+    gen=G.gen_concat,
     doc="join along the axis at `position`, which becomes `axis`",
 )
 register_op(
-    "Slice", arity=1,
-    attrs=(AttrSpec("position", "int"), AttrSpec("start", "int"), AttrSpec("stop", "int"),
-           AttrSpec("axis", "axis")),
-    infer=_slice_infer, kernel=_slice_kernel, grad=_slice_grad, gen=G.gen_slice,
+    "Slice",
+    arity=1,
+    attrs=(
+        AttrSpec("position", "int"),
+        AttrSpec("start", "int"),
+        AttrSpec("stop", "int"),
+        AttrSpec("axis", "axis"),
+    ),
+    infer=_slice_infer,
+    kernel=_slice_kernel,
+    grad=_slice_grad,
+    gen=G.gen_slice,
     doc="the [start:stop] part of the axis at `position`, which becomes `axis`",
 )
 
@@ -477,10 +582,14 @@ def _output_infer(args, attrs):
 
 
 register_op(
-    "Output", arity=1, attrs=(AttrSpec("index", "int"),), infer=_output_infer,
-    kernel=lambda node: (lambda t, i=node.attrs["index"]: t[i]),
+    "Output",
+    arity=1,
+    attrs=(AttrSpec("index", "int"),),
+    infer=_output_infer,
+    kernel=lambda node: lambda t, i=node.attrs["index"]: t[i],
     grad=NotDifferentiable("autodiff routes Output adjoints to its multi-output node"),
-    gen=G.gen_output, doc="output `index` of a multi-output node",
+    gen=G.gen_output,
+    doc="output `index` of a multi-output node",
 )
 
 
@@ -569,14 +678,27 @@ def _bn_bprop_infer(args, attrs):
 
 _EPS = (AttrSpec("eps", "float", 1e-3, "added to the variance inside the square root"),)
 register_op(
-    "BatchnormFprop", arity=3, attrs=_EPS, infer=_bn_fprop_infer, kernel=_bn_fprop_kernel,
-    grad=_bn_fprop_grad, gen=G.gen_bn_fprop, traits={"multi_output", "fused"}, outputs=3,
+    "BatchnormFprop",
+    arity=3,
+    attrs=_EPS,
+    infer=_bn_fprop_infer,
+    kernel=_bn_fprop_kernel,
+    grad=_bn_fprop_grad,
+    gen=G.gen_bn_fprop,
+    traits={"multi_output", "fused"},
+    outputs=3,
     doc="(y, mean, var) of batch normalisation over every axis but the first (channel)",
 )
 register_op(
-    "BatchnormBprop", arity=5, attrs=_EPS, infer=_bn_bprop_infer, kernel=_bn_bprop_kernel,
+    "BatchnormBprop",
+    arity=5,
+    attrs=_EPS,
+    infer=_bn_bprop_infer,
+    kernel=_bn_bprop_kernel,
     grad=NotDifferentiable("second derivatives of batchnorm are not supported"),
-    gen=G.gen_bn_bprop, traits={"multi_output", "fused"}, outputs=3,
+    gen=G.gen_bn_bprop,
+    traits={"multi_output", "fused"},
+    outputs=3,
     domain=("real", "real", "real", "real", "positive"),
     doc="(dx, dgamma, dbeta) of batch normalisation from delta, x, gamma, mean, var",
 )

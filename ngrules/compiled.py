@@ -77,12 +77,25 @@ class CompiledRule:
         self.rule = rule
         self.name = rule.name
         self.location = rule.location
-        self.matchers = [compile_pattern(r) for r in rule.roots]
+        self.matchers = self._compile_roots()
         self.root_ops = root_ops(rule.roots[0])
         self.is_multi_root = len(rule.roots) > 1
         self.anchors = self._anchors()
         self.stats = RuleStats()
         self._root: tuple[Node, ...] = ()
+        self._finish_single = self._finish_single  # bind once: it runs at every match
+        only = rule.replacement[0] if len(rule.replacement) == 1 else None
+        plain = isinstance(only, EVar) and not rule.clauses and not self.is_multi_root
+        self._returns = only.name if plain else None
+
+    def _compile_roots(self):
+        """One matcher per root; each later root sees the names earlier roots bound."""
+        bound: set[str] = set()
+        matchers = []
+        for root in self.rule.roots:
+            matchers.append(compile_pattern(root, frozenset(bound)))
+            _bound_names(root, bound)
+        return matchers
 
     def _anchors(self):
         bound, anchors = set(), []
@@ -100,6 +113,12 @@ class CompiledRule:
         return self.matchers[0](node, {}, self._after_root(1, (node,), ctx))
 
     def _finish_single(self, b: dict):
+        """The continuation of a one-root rule; `=> x` with no clauses needs no evaluator."""
+        name = self._returns
+        if name is not None:
+            value = b[name]
+            if same_type(value, self._root[0]):
+                return self._root, (value,), ()
         return self._finish(b, self._root)
 
     def _after_root(self, i: int, roots: tuple[Node, ...], ctx):
@@ -159,32 +178,34 @@ class CompiledRule:
         values = [self._eval(e, env) for e in self.rule.replacement]
         if len(values) == 1 and len(roots) > 1:
             values = _split_outputs(values[0], len(roots))
-        out = []
         for root, value in zip(roots, values):
             if not isinstance(value, Node):
                 raise RuleError(f"the replacement must be a node, got {value!r}")
-            if value.outputs is not None:
-                raise RuleError(
-                    f"the replacement {value.op} has several outputs; pick one with [i]"
-                )
-            if value.axes is not root.axes and (
-                value.axes != root.axes or value.axes.lengths != root.axes.lengths
-            ):
-                raise RuleError(
-                    f"the replacement has axes {value.axes!r} but the matched {root.op} has "
-                    f"{root.axes!r}"
-                )
-            if value.dtype != root.dtype:
-                raise RuleError(
-                    f"the replacement is {value.dtype} but the matched node is {root.dtype}"
-                )
-            out.append(value)
-        return tuple(out)
+            if not same_type(value, root):
+                raise RuleError(_type_mismatch(value, root))
+        return tuple(values)
 
     def _error(self, e: NgrulesError) -> RuleError:
         where = f"rule {self.name} ({self.location})"
         err = RuleError(f"{where}: {e.message}", e.span or self.rule.span)
         return err
+
+
+def same_type(a: Node, b: Node) -> bool:
+    """Same axes (names, lengths, order), dtype and outputs: a valid stand-in."""
+    if a.outputs is not None or b.outputs is not None:
+        return a.outputs == b.outputs
+    if a.dtype is not b.dtype and a.dtype != b.dtype:
+        return False
+    return a.axes is b.axes or (a.axes == b.axes and a.axes.lengths == b.axes.lengths)
+
+
+def _type_mismatch(value: Node, root: Node) -> str:
+    if value.outputs is not None:
+        return f"the replacement {value.op} has several outputs; pick one with [i]"
+    if value.dtype != root.dtype:
+        return f"the replacement is {value.dtype} but the matched node is {root.dtype}"
+    return f"the replacement has axes {value.axes!r} but the matched {root.op} has {root.axes!r}"
 
 
 def _split_outputs(value, count: int) -> list:

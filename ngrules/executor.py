@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ExecutionError, NgrulesError
-from .graph import Node, toposort
+from .graph import Node, paused_gc, toposort
 from .ops import get_op
 
 _CACHE_SIZE = 8
@@ -26,16 +26,17 @@ class Program:
 
     def __init__(self, outputs: Sequence[Node]):
         self.outputs = tuple(outputs)
-        order = toposort(self.outputs)
-        slot = {node: i for i, node in enumerate(order)}
-        self.size = len(order)
-        self.placeholders: dict[Node, int] = {}
-        self.by_name: dict[str, Node] = {}
-        self.template: list[Any] = [None] * self.size
-        self.steps: list[tuple] = []
-        for node in order:
-            self._add(node, slot)
-        self._plan_frees(slot)
+        with paused_gc():
+            order = toposort(self.outputs)
+            slot = {node: i for i, node in enumerate(order)}
+            self.size = len(order)
+            self.placeholders: dict[Node, int] = {}
+            self.by_name: dict[str, Node] = {}
+            self.template: list[Any] = [None] * self.size
+            self.steps: list[tuple] = []
+            for node in order:
+                self._add(node, slot)
+            self._plan_frees(slot)
         self.result_slots = [slot[o] for o in self.outputs]
 
     def _add(self, node: Node, slot: dict[Node, int]) -> None:
@@ -68,7 +69,10 @@ class Program:
         for node, value in self._resolve(feeds or {}).items():
             env[self.placeholders[node]] = value
         for kernel, args, out, frees in self.steps:
-            env[out] = kernel(*[env[a] for a in args])
+            if len(args) == 1:  # most steps: skip building an argument list
+                env[out] = kernel(env[args[0]])
+            else:
+                env[out] = kernel(*[env[a] for a in args])
             for f in frees:
                 env[f] = None
         return [np.asarray(env[s]) for s in self.result_slots]

@@ -8,6 +8,7 @@ common subexpressions are shared by construction. Nothing here recurses on graph
 
 from __future__ import annotations
 
+import functools
 import gc
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,6 +24,9 @@ from .ops import get_op, normalize_attrs
 
 _INTERN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _NO_ATTRS: Mapping[str, Any] = MappingProxyType({})
+
+#: A node's cached constant value before it is first asked for (see `values.known_scalar`).
+UNKNOWN = object()
 
 #: When a list, every newly created node is appended to it (the engine's provenance record).
 creation_log: list | None = None
@@ -53,7 +57,18 @@ class Node:
     `.origin` names the rule that created the node, if a rewrite did.
     """
 
-    __slots__ = ("op", "args", "attrs", "axes", "dtype", "outputs", "origin", "_key", "__weakref__")
+    __slots__ = (
+        "op",
+        "args",
+        "attrs",
+        "axes",
+        "dtype",
+        "outputs",
+        "origin",
+        "_key",
+        "_scalar",
+        "__weakref__",
+    )
 
     op: str
     args: tuple[Node, ...]
@@ -148,6 +163,7 @@ def _intern(op, args, attrs, attrs_key, axes, dtype, outputs) -> Node:
     set_(node, "dtype", dtype)
     set_(node, "outputs", outputs)
     set_(node, "origin", None)
+    set_(node, "_scalar", UNKNOWN)
     set_(node, "_key", key)
     _INTERN[key] = node
     if creation_log is not None:
@@ -234,9 +250,7 @@ def users_of(outputs: Iterable[Node]) -> dict[Node, list[Node]]:
 def substitute(outputs: Sequence[Node], mapping: Mapping[Node, Node]) -> list[Node]:
     """The outputs with every node in `mapping` replaced, rebuilding each user once."""
     for old, new in mapping.items():
-        if (old.axes, old.dtype, old.outputs) != (new.axes, new.dtype, new.outputs) or (
-            old.axes.lengths != new.axes.lengths
-        ):
+        if node_type(old) != node_type(new):
             raise GraphError(f"cannot replace {old!r} by {new!r}: the axes or dtype differ")
     memo: dict[Node, Node] = dict(mapping)
     for node in toposort(outputs):
@@ -244,6 +258,18 @@ def substitute(outputs: Sequence[Node], mapping: Mapping[Node, Node]) -> list[No
             continue
         memo[node] = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
     return [memo[o] for o in outputs]
+
+
+def _exact_type(axes: Axes, dtype) -> tuple:
+    """Axes names and lengths and the dtype (comparing Axes alone ignores the lengths)."""
+    return tuple((a.name, a.length) for a in axes), np.dtype(dtype)
+
+
+def node_type(node: Node) -> tuple:
+    """The node's output type(s), for exact comparison: lengths and every output count."""
+    if node.outputs is not None:
+        return tuple(_exact_type(ax, dt) for ax, dt in node.outputs)
+    return _exact_type(node.axes, node.dtype)
 
 
 def validate(outputs: Iterable[Node]) -> None:
@@ -259,11 +285,9 @@ def validate(outputs: Iterable[Node]) -> None:
         except OpError as e:
             raise GraphError(f"{node!r} is ill-formed: {e.message}") from None
         if node.outputs is not None:
-            ok = tuple((ax, np.dtype(dt)) for ax, dt in inferred) == node.outputs
+            ok = tuple(_exact_type(ax, dt) for ax, dt in inferred) == node_type(node)
         else:
-            axes, dtype = inferred
-            ok = axes == node.axes and axes.lengths == node.axes.lengths
-            ok = ok and np.dtype(dtype) == node.dtype
+            ok = _exact_type(*inferred) == node_type(node)
         if not ok:
             raise GraphError(f"{node!r}: stored type differs from re-inferred {inferred!r}")
 
@@ -330,14 +354,19 @@ def _format_value(value: Any) -> str:
     return repr(value)
 
 
+@functools.cache
+def _dtype_name(dtype: np.dtype) -> str:
+    return dtype.name  # numpy computes the name afresh (slowly) on every access
+
+
 def format_node(node: Node, names: Mapping[Node, str]) -> str:
     """`Op(%a, %b, attr=value) : axes dtype` using `names` for the arguments."""
     parts = [names[a] for a in node.args]
     parts += [f"{k}={_format_value(v)}" for k, v in node.attrs.items()]
     if node.outputs is not None:
-        typ = "(" + ", ".join(f"{ax!r} {dt.name}" for ax, dt in node.outputs) + ")"
+        typ = "(" + ", ".join(f"{ax!r} {_dtype_name(dt)}" for ax, dt in node.outputs) + ")"
     else:
-        typ = f"{node.axes!r} {node.dtype.name}"
+        typ = f"{node.axes!r} {_dtype_name(node.dtype)}"
     return f"{node.op}({', '.join(parts)}) : {typ}"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import Node
+from .graph import UNKNOWN, Node
 
 #: Views that do not change which values a tensor holds, only where they sit.
 _VALUE_PRESERVING = frozenset({"Broadcast", "ReorderAxes", "Transpose", "Flatten", "Unflatten"})
@@ -32,3 +32,12 @@ def scalar_value(node: Node) -> float | None:
     if value.size > 1 and not np.all(value == first):
         return None
     return float(first)
+
+
+def known_scalar(node: Node) -> float | None:
+    """`scalar_value`, computed once per node and kept on it (constants never change)."""
+    value = node._scalar
+    if value is UNKNOWN:
+        value = scalar_value(node)
+        object.__setattr__(node, "_scalar", value)
+    return value

@@ -106,7 +106,8 @@ def test_multi_root_rule_replaces_each_root_with_an_output():
     rule sum_and_max:
         s @ Sum(x), m @ Max(x)
         if s.reduction_axes == m.reduction_axes
-        => (Sum(x, reduction_axes=s.reduction_axes) * 1, Max(x, reduction_axes=m.reduction_axes) * 1)
+        => (Sum(x, reduction_axes=s.reduction_axes) * 1,
+            Max(x, reduction_axes=m.reduction_axes) * 1)
     """)
     x = ng.placeholder([A, B], name="x")
     s, m = ng.sum(x, reduction_axes=[B]), ng.max(x, reduction_axes=[B])

@@ -1,0 +1,250 @@
+"""Shared test helpers: placeholder leaves with domain-aware values, an independent numpy
+evaluator of graphs, finite differences, and small hypothesis strategies."""
+
+from __future__ import annotations
+
+import itertools
+import string
+
+import numpy as np
+from hypothesis import strategies as st
+
+import ngrules as ng
+from ngrules.graph import toposort
+
+FLOAT_DTYPES = (np.float32, np.float64)
+_names = itertools.count()
+
+# -- leaves and their values -------------------------------------------------------------------
+_STRICTNESS = {"real": 0, "nonzero": 1, "positive": 2}
+
+
+class Leaves:
+    """`leaf(axes)` for op generators: a fresh placeholder of one dtype, remembered in order."""
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)
+        self.made: list[ng.Node] = []
+
+    def __call__(self, axes) -> ng.Node:
+        node = ng.placeholder(axes, self.dtype, name=f"p{next(_names)}")
+        self.made.append(node)
+        return node
+
+
+def placeholder_domains(outputs) -> dict[ng.Node, str]:
+    """For each placeholder, the strictest value domain any of its users asks of it."""
+    domains: dict[ng.Node, str] = {}
+    for node in toposort(outputs):
+        for i, arg in enumerate(node.args):
+            if arg.op == "Placeholder":
+                want = ng.OPS[node.op].arg_domain(i)
+                have = domains.get(arg, "real")
+                domains[arg] = want if _STRICTNESS[want] > _STRICTNESS[have] else have
+    for node in toposort(outputs):
+        if node.op == "Placeholder":
+            domains.setdefault(node, "real")
+    return domains
+
+
+def domain_values(rng, shape, dtype, domain: str) -> np.ndarray:
+    """Random values in a domain, kept away from zero where the domain asks it."""
+    if domain == "real":
+        return rng.uniform(-2.0, 2.0, shape).astype(dtype)
+    magnitude = rng.uniform(0.5, 2.0, shape)
+    if domain == "nonzero":
+        magnitude *= rng.choice([-1.0, 1.0], shape)
+    return magnitude.astype(dtype)
+
+
+def random_feeds(outputs, seed: int) -> dict[ng.Node, np.ndarray]:
+    """A value for every placeholder under `outputs`, drawn from its domain."""
+    rng = np.random.default_rng(seed)
+    return {
+        node: domain_values(rng, node.axes.lengths, node.dtype, domain)
+        for node, domain in placeholder_domains(outputs).items()
+    }
+
+
+def single_outputs(node: ng.Node) -> list[ng.Node]:
+    """The node itself, or the `Output` nodes of a multi-output node."""
+    return list(ng.outputs_of(node)) if node.outputs is not None else [node]
+
+
+def draw_op_instance(data, op: str, dtype):
+    """A random instance of `op` from its generator, its single outputs and random feeds."""
+    node = ng.OPS[op].gen(data.draw, Leaves(dtype))
+    outputs = single_outputs(node)
+    feeds = random_feeds(outputs, data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    return node, outputs, feeds
+
+
+def tolerance(dtype) -> dict:
+    return (
+        {"rtol": 2e-4, "atol": 2e-4}
+        if np.dtype(dtype) == np.float32
+        else {"rtol": 1e-9, "atol": 1e-9}
+    )
+
+
+# -- an independent numpy evaluator ------------------------------------------------------------
+def _letters(*axes_lists) -> dict[str, str]:
+    names = dict.fromkeys(a.name for axes in axes_lists for a in axes)
+    return dict(zip(names, string.ascii_letters))
+
+
+def einsum_dot(x, y, xa, ya):
+    """Dot by np.einsum: contract the names both share, output x's rest then y's rest."""
+    letters = _letters(xa, ya)
+    shared = set(xa.names) & set(ya.names)
+    out = [n for n in xa.names if n not in shared] + [n for n in ya.names if n not in shared]
+    spec = "{},{}->{}".format(
+        "".join(letters[n] for n in xa.names),
+        "".join(letters[n] for n in ya.names),
+        "".join(letters[n] for n in out),
+    )
+    return np.einsum(spec, x, y)
+
+
+def permute(x, src, dst):
+    """x laid out in axes `src`, permuted into the order of `dst` (same names), by einsum."""
+    letters = _letters(src)
+    spec = "".join(letters[n] for n in src.names) + "->" + "".join(letters[n] for n in dst.names)
+    return np.einsum(spec, x)
+
+
+def reduce_named(fn, x, axes, red):
+    """fn over the axes named in `red`: move them last, merge them, reduce the merged axis."""
+    keep = axes - red
+    moved = permute(x, axes, keep + (axes & red))
+    return fn(moved.reshape(keep.lengths + (-1,)), axis=-1)
+
+
+def broadcast_named(x, axes, out):
+    """x (axes) repeated along the new axes of `out`, in out's order."""
+    present = out & axes
+    x = permute(x, axes, present)
+    shape = [a.length if a in axes else 1 for a in out]
+    return np.zeros(out.lengths, x.dtype) + x.reshape(shape)
+
+
+def bn_reference(x, gamma, beta, eps):
+    """Batchnorm over every axis but the first: (y, mean, var) by reference §4's formulas."""
+    rest = tuple(range(1, x.ndim))
+    col = (-1,) + (1,) * len(rest)
+    mean, var = x.mean(axis=rest), x.var(axis=rest)
+    xhat = (x - mean.reshape(col)) / np.sqrt(var.reshape(col) + eps)
+    return gamma.reshape(col) * xhat + beta.reshape(col), mean, var
+
+
+def bn_bprop_reference(delta, x, gamma, mean, var, eps):
+    rest = tuple(range(1, x.ndim))
+    col, m = (-1,) + (1,) * len(rest), x.size // x.shape[0]
+    xhat = (x - mean.reshape(col)) / np.sqrt(var.reshape(col) + eps)
+    dgamma, dbeta = (delta * xhat).sum(axis=rest), delta.sum(axis=rest)
+    scale = gamma.reshape(col) / np.sqrt(var.reshape(col) + eps)
+    return scale * (delta - (xhat * dgamma.reshape(col) + dbeta.reshape(col)) / m), dgamma, dbeta
+
+
+def _slice(n, x):
+    a = n.attrs
+    return np.take(x, np.arange(a["start"], a["stop"]), axis=a["position"])
+
+
+_UNARY = {
+    "Negative": np.negative,
+    "Reciprocal": lambda x: 1.0 / x,
+    "Sqrt": np.sqrt,
+    "Square": lambda x: x * x,
+    "Exp": np.exp,
+    "Log": np.log,
+    "Tanh": np.tanh,
+}
+_BINARY = {
+    "Add": np.add,
+    "Subtract": np.subtract,
+    "Multiply": np.multiply,
+    "Divide": np.divide,
+    "Maximum": np.maximum,
+    "Minimum": np.minimum,
+    "Greater": lambda a, b: (a > b) * 1.0,
+    "Less": lambda a, b: (a < b) * 1.0,
+}
+_REDUCE = {"Sum": np.sum, "Max": np.max, "Min": np.min, "Prod": np.prod}
+
+
+def _reference(n, vals):
+    """The value of node n from its arguments' values, without the executor's kernels."""
+    op, a = n.op, n.attrs
+    if op in _UNARY:
+        return _UNARY[op](vals[0])
+    if op in _BINARY:
+        return _BINARY[op](*vals)
+    if op in _REDUCE:
+        return reduce_named(_REDUCE[op], vals[0], n.args[0].axes, a["reduction_axes"])
+    table = {
+        "Constant": lambda: a["value"],
+        "Variable": lambda: np.full(n.axes.lengths, a["initial"]),
+        "Dot": lambda: einsum_dot(*vals, n.args[0].axes, n.args[1].axes),
+        "DotLowDimension": lambda: np.matmul(*vals),
+        "Broadcast": lambda: broadcast_named(vals[0], n.args[0].axes, n.axes),
+        "ReorderAxes": lambda: permute(vals[0], n.args[0].axes, n.axes),
+        "Transpose": lambda: vals[0].T,
+        "Flatten": lambda: np.reshape(vals[0], n.axes.lengths),
+        "Unflatten": lambda: np.reshape(vals[0], n.axes.lengths),
+        "Concat": lambda: np.concatenate(vals, axis=a["position"]),
+        "Slice": lambda: _slice(n, vals[0]),
+        "Output": lambda: vals[0][a["index"]],
+        "BatchnormFprop": lambda: bn_reference(*vals, a["eps"]),
+        "BatchnormBprop": lambda: bn_bprop_reference(*vals, a["eps"]),
+    }
+    return table[op]()
+
+
+def numpy_eval(outputs, feeds) -> list:
+    """Evaluate a graph node by node with plain numpy (feeds keyed by placeholder node)."""
+    env: dict[ng.Node, object] = {}
+    for node in toposort(outputs):
+        if node.op == "Placeholder":
+            env[node] = np.asarray(feeds[node], np.float64)
+        else:
+            env[node] = _reference(node, [env[arg] for arg in node.args])
+    return [np.asarray(env[o]) for o in outputs]
+
+
+# -- finite differences ------------------------------------------------------------------------
+def central_difference(f, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """The gradient of the scalar f at x by float64 central differences, one entry at a time."""
+    x = np.array(x, np.float64)
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        saved = x[i]
+        x[i] = saved + h
+        up = f(x)
+        x[i] = saved - h
+        down = f(x)
+        x[i] = saved
+        grad[i] = (up - down) / (2 * h)
+    return grad
+
+
+def directional_difference(f, x: np.ndarray, v: np.ndarray, h: float = 1e-6) -> float:
+    """d/dt f(x + t v) at t = 0 by a float64 central difference."""
+    return (f(x + h * v) - f(x - h * v)) / (2 * h)
+
+
+# -- hypothesis strategies for axes --------------------------------------------------------------
+NAMES = tuple("ABCDEFGH")
+
+
+@st.composite
+def axis_lists(draw, min_size=0, max_size=5, names=NAMES):
+    """A list of axes with distinct names from `names`, lengths fixed per name (1-4)."""
+    chosen = draw(
+        st.lists(st.sampled_from(names), unique=True, min_size=min_size, max_size=max_size)
+    )
+    return [ng.Axis(n, 1 + names.index(n) % 4) for n in chosen]
+
+
+def axes_st(**kw):
+    return axis_lists(**kw).map(ng.make_axes)
