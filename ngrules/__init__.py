@@ -14,6 +14,7 @@ from .errors import (
     OpError,
     RuleError,
     RuleErrors,
+    RuleSyntaxError,
     Span,
 )
 from .executor import Program, compile_graph, execute
@@ -68,6 +69,7 @@ from .rules import Rule, RuleSet
 __version__ = "0.1.0"
 
 __all__ = [
+    "RuleSyntaxError",
     "GraphFileError",
     "load_graph",
     "render_dot",

@@ -56,4 +56,6 @@ class RuleSet:
                 return r
         from .ops import did_you_mean
 
-        raise NgrulesError(f"no rule named {name!r}{did_you_mean(name, [r.name for r in self.rules])}")
+        raise NgrulesError(
+            f"no rule named {name!r}{did_you_mean(name, [r.name for r in self.rules])}"
+        )

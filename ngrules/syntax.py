@@ -113,6 +113,7 @@ class ECall:
     args: tuple[Expr, ...]
     kwargs: tuple[tuple[str, Expr], ...] = ()
     span: Span | None = _span()
+    kwarg_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,7 @@ class RuleDecl:
     replacement: tuple[Expr, ...]
     priority: int | None = None
     span: Span | None = _span()
+    name_span: Span | None = _span()
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,7 @@ class PipelineDecl:
     name: str
     passes: tuple[str, ...]
     span: Span | None = _span()
+    pass_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -218,3 +221,44 @@ Decl = RuleDecl | PassDecl | PipelineDecl | Import
 class RulesFile:
     path: str
     decls: tuple[Decl, ...]
+    text: str = field(default="", compare=False, repr=False)
+
+
+# -- walking ----------------------------------------------------------------------------------
+def _call_children(e: ECall) -> tuple:
+    return e.args + tuple(v for _, v in e.kwargs) if e.kwargs else e.args
+
+
+_CHILDREN = {
+    POp: lambda n: n.args,
+    PNamed: lambda n: (n.pattern,),
+    EAttr: lambda n: (n.obj,),
+    EIndex: lambda n: (n.obj, n.index),
+    ESlice: lambda n: tuple(c for c in (n.obj, n.start, n.stop) if c is not None),
+    ECall: _call_children,
+    EBinary: lambda n: (n.left, n.right),
+    EUnary: lambda n: (n.operand,),
+    ETuple: lambda n: n.items,
+    Guard: lambda n: (n.expr,),
+    Let: lambda n: (n.expr,),
+    Where: lambda n: (n.pattern,),
+    RuleDecl: lambda n: n.roots + n.clauses + n.replacement,
+}
+_LEAF = lambda n: ()  # noqa: E731
+
+
+def children(node) -> tuple:
+    """The sub-patterns, sub-expressions and clauses directly under node."""
+    return _CHILDREN.get(type(node), _LEAF)(node)
+
+
+def too_deep(node, limit: int):
+    """The first node nested more than `limit` levels below node, or None (no recursion)."""
+    stack = [(node, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return item
+        depth += 1
+        stack.extend((c, depth) for c in children(item))
+    return None

@@ -1,0 +1,194 @@
+"""The evaluator of guard, let and replacement expressions against a match's bindings.
+
+`evaluate(expr, env)` walks the AST; env maps names to nodes and values. Nothing here calls
+Python's eval: names resolve to bindings, calls resolve to ops (capitalised, built with
+`make_node`) or to the function table. A failure raises `RuleError` located at the
+sub-expression that failed.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .axes import Axes, Axis
+from .errors import NgrulesError, RuleError
+from .graph import Node, make_node
+from .ops import OPS, did_you_mean
+from .syntax import (
+    EAttr,
+    EBinary,
+    EBool,
+    ECall,
+    EIndex,
+    ENum,
+    ESlice,
+    EStr,
+    ETuple,
+    EUnary,
+    EVar,
+    Expr,
+)
+
+Env = Mapping[str, Any]
+
+#: Attributes every node has, besides its op's attributes and derived properties.
+NODE_ATTRIBUTES: dict[str, Callable[[Node], Any]] = {
+    "axes": lambda n: n.axes,
+    "dtype": lambda n: n.dtype,
+    "rank": lambda n: len(n.axes),
+    "op": lambda n: n.op,
+    "args": lambda n: n.args,
+    "shape": lambda n: n.axes.lengths,
+}
+AXIS_ATTRIBUTES: dict[str, Callable[[Axis], Any]] = {
+    "length": lambda a: a.length,
+    "name": lambda a: a.name,
+    "axes": lambda a: a.axes,
+    "is_flattened": lambda a: a.is_flattened,
+}
+AXES_ATTRIBUTES: dict[str, Callable[[Axes], Any]] = {
+    "names": lambda a: a.names,
+    "lengths": lambda a: a.lengths,
+    "size": lambda a: a.size,
+}
+
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "|": operator.or_,
+    "&": operator.and_,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "in": lambda a, b: a in b,
+}
+
+
+def evaluate(expr: Expr, env: Env) -> Any:
+    """The value of expr given the bindings in env."""
+    try:
+        return _EVAL[type(expr)](expr, env)
+    except RuleError:
+        raise
+    except NgrulesError as e:
+        raise RuleError(e.message, expr.span) from e
+    except (ArithmeticError, TypeError, ValueError, IndexError, KeyError, AttributeError) as e:
+        raise RuleError(f"{_describe(expr)} failed: {e}", expr.span) from e
+
+
+def _describe(expr: Expr) -> str:
+    if isinstance(expr, ECall):
+        return f"{expr.func}(...)"
+    if isinstance(expr, EBinary):
+        return f"'{expr.op}'"
+    if isinstance(expr, EAttr):
+        return f"'.{expr.name}'"
+    return "this expression"
+
+
+def _var(e: EVar, env: Env) -> Any:
+    try:
+        return env[e.name]
+    except KeyError:
+        raise RuleError(f"variable {e.name!r} is not bound", e.span) from None
+
+
+def get_attribute(value: Any, name: str) -> Any:
+    """`value.name` in the rules language: node, Axis and Axes properties only."""
+    if isinstance(value, Node):
+        if name in NODE_ATTRIBUTES:
+            return NODE_ATTRIBUTES[name](value)
+        if name in value.attrs:
+            return value.attrs[name]
+        derived = OPS[value.op].derived
+        if name in derived:
+            return derived[name](value)
+        known = [*NODE_ATTRIBUTES, *value.attrs, *derived]
+        raise NgrulesError(
+            f"a {value.op} node has no attribute {name!r}{did_you_mean(name, known)}"
+        )
+    for kind, table in ((Axis, AXIS_ATTRIBUTES), (Axes, AXES_ATTRIBUTES)):
+        if isinstance(value, kind):
+            if name in table:
+                return table[name](value)
+            hint = did_you_mean(name, table)
+            raise NgrulesError(f"an {kind.__name__} has no attribute {name!r}{hint}")
+    raise NgrulesError(f"{type(value).__name__} {value!r} has no attribute {name!r}")
+
+
+def _attr(e: EAttr, env: Env) -> Any:
+    return get_attribute(evaluate(e.obj, env), e.name)
+
+
+def _index(e: EIndex, env: Env) -> Any:
+    obj, index = evaluate(e.obj, env), evaluate(e.index, env)
+    if isinstance(obj, Node):
+        if obj.outputs is None:
+            raise NgrulesError(f"only a multi-output node can be indexed; {obj.op} has one output")
+        count = len(obj.outputs)
+        if not isinstance(index, int) or not -count <= index < count:
+            raise NgrulesError(f"{obj.op} has {count} outputs; index {index!r} is out of range")
+        return make_node("Output", (obj,), index=index % count)
+    return obj[index]
+
+
+def _slice(e: ESlice, env: Env) -> Any:
+    obj = evaluate(e.obj, env)
+    start = None if e.start is None else evaluate(e.start, env)
+    stop = None if e.stop is None else evaluate(e.stop, env)
+    return obj[start:stop]
+
+
+def _call(e: ECall, env: Env) -> Any:
+    args = [evaluate(a, env) for a in e.args]
+    kwargs = {k: evaluate(v, env) for k, v in e.kwargs}
+    if e.func in OPS:
+        from .frontend import apply_op
+
+        return apply_op(e.func, args, kwargs)
+    from .functions import FUNCTIONS
+
+    fdef = FUNCTIONS.get(e.func)
+    if fdef is None:
+        raise NgrulesError(f"unknown function {e.func!r}{did_you_mean(e.func, FUNCTIONS)}")
+    try:
+        return fdef.fn(*args, **kwargs)
+    except NgrulesError:
+        raise
+    except Exception as err:  # a registered Python function failed: say which
+        raise RuleError(f"{e.func}(...) failed: {type(err).__name__}: {err}", e.span) from err
+
+
+def _binary(e: EBinary, env: Env) -> Any:
+    if e.op == "and":
+        return bool(evaluate(e.left, env)) and bool(evaluate(e.right, env))
+    if e.op == "or":
+        return bool(evaluate(e.left, env)) or bool(evaluate(e.right, env))
+    return _BINARY[e.op](evaluate(e.left, env), evaluate(e.right, env))
+
+
+def _unary(e: EUnary, env: Env) -> Any:
+    value = evaluate(e.operand, env)
+    return (not value) if e.op == "not" else -value
+
+
+_EVAL: dict[type, Callable[[Any, Env], Any]] = {
+    ENum: lambda e, env: e.value,
+    EStr: lambda e, env: e.value,
+    EBool: lambda e, env: e.value,
+    ETuple: lambda e, env: tuple(evaluate(i, env) for i in e.items),
+    EVar: _var,
+    EAttr: _attr,
+    EIndex: _index,
+    ESlice: _slice,
+    ECall: _call,
+    EBinary: _binary,
+    EUnary: _unary,
+}

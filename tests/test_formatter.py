@@ -1,0 +1,111 @@
+"""The formatter: canonical text with minimal parentheses, and parse(format(f)) == f."""
+
+import pytest
+
+from ngrules.errors import NgrulesError
+from ngrules.formatter import format_expr, format_pattern, format_rules
+from ngrules.parser import parse
+from ngrules.syntax import EBinary, ENum, EUnary, EVar, PLit, POp, PVar, RuleDecl, RulesFile
+
+
+def canonical(text: str) -> str:
+    return format_rules(parse(text))
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        pytest.param("rule r:(x*1)=>(x)", "rule r: x * 1 => x", id="drops-parens"),
+        pytest.param("rule r: Add(x, Multiply(y, z)) => x", "rule r: x + y * z => x", id="infix"),
+        pytest.param(
+            "rule r: Multiply(Add(x, y), z) => x",
+            "rule r: (x + y) * z => x",
+            id="keeps-needed-parens",
+        ),
+        pytest.param(
+            "rule r: Subtract(x, Subtract(y, z)) => x",
+            "rule r: x - (y - z) => x",
+            id="right-operand",
+        ),
+        pytest.param("rule r: Negative(Negative(x)) => x", "rule r: -(-x) => x", id="negatives"),
+        pytest.param("rule r: Negative(1) => x", "rule r: -(1) => x", id="negate-literal"),
+        pytest.param("rule r: x * -1.0 => x", "rule r: x * -1 => x", id="negative-literal"),
+        pytest.param(
+            "rule r: Multiply(n @ Exp(x), y) => n",
+            "rule r: (n @ Exp(x)) * y => n",
+            id="named-operand",
+        ),
+        pytest.param(
+            "rule r: x if not (a == b) => (x)",
+            "rule r:\n    x\n    if not a == b\n    => x",
+            id="clauses-on-lines",
+        ),
+        pytest.param("rule r: x => (a, b)", "rule r: x => (a, b)", id="multi-replacement"),
+        pytest.param("rule r: x => ((a, b),)", "rule r: x => ((a, b),)", id="tuple-replacement"),
+        pytest.param("rule r: x => (-(1)).y", "rule r: x => (-(1)).y", id="postfix-on-unary"),
+        pytest.param("rule r priority 0: x => x", "rule r priority 0: x => x", id="priority"),
+    ],
+)
+def test_canonical_text(text, expected):
+    assert canonical(text) == expected + "\n"
+
+
+def test_file_layout():
+    text = 'import "a.rules"\npass p\nrule a: x => x\nrule b: x if x => x\npipeline c: p\n'
+    assert canonical(text) == (
+        'import "a.rules"\n\npass p\nrule a: x => x\n\nrule b:\n    x\n    if x\n    => x\n\n'
+        "pipeline c: p\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "node, expected",
+    [
+        pytest.param(POp("Add", (PLit(-2.0), PVar("x", "scalar"))), "-2 + x: scalar", id="p1"),
+        pytest.param(POp("Exp", (PVar("x"),), optional=True), "Exp?(x)", id="p2"),
+    ],
+)
+def test_format_pattern(node, expected):
+    assert format_pattern(node) == expected
+
+
+@pytest.mark.parametrize(
+    "node, expected",
+    [
+        pytest.param(
+            EBinary("==", EBinary("==", EVar("a"), EVar("b")), EVar("c")),
+            "(a == b) == c",
+            id="comparisons-do-not-chain",
+        ),
+        pytest.param(EUnary("-", ENum(-1)), "-(-1)", id="negate-negative"),
+        pytest.param(
+            EBinary("*", ENum(2.5), ENum(10**20)), "2.5 * 100000000000000000000", id="numbers"
+        ),
+    ],
+)
+def test_format_expr(node, expected):
+    assert format_expr(node) == expected
+
+
+def test_round_trip_of_a_realistic_file():
+    text = """
+    pass dot_lowering
+    rule dot_matrix_vector priority 2:
+        d @ Dot(x, y)
+        let r = d.reduction_axes
+        let xm = flatten_at(axes_with_order(x, (x.axes - r) + r), len(x.axes) - len(r))
+        if len(xm.axes) == 1 and not is_scalar(y) or "s" in x.axes.names[1:]
+        => axes_with_order(unflatten(DotLowDimension(xm, y, axes=xm.axes[0])), d.axes)
+    """
+    f = parse(text)
+    assert parse(format_rules(f)) == f
+    assert format_rules(parse(format_rules(f))) == format_rules(f)
+
+
+def test_too_deep_ast_is_an_error_not_a_crash():
+    p = PVar("x")
+    for _ in range(5000):
+        p = POp("Exp", (p,))
+    f = RulesFile("f", (RuleDecl("r", (p,), (), (EVar("x"),)),))
+    with pytest.raises(NgrulesError, match="nesting too deep"):
+        format_rules(f)
