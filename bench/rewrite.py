@@ -159,6 +159,12 @@ def _bn_inner(xc: Node, rb: Node, gamma: Node, beta: Node) -> Node | None:
     return None
 
 
+def hand_pass(outputs: list[Node], local) -> list[Node]:
+    """The hand-written pass, with the collector paused as the engine pauses it."""
+    with paused_gc():
+        return _rebuild(outputs, local)
+
+
 # -- measurement -------------------------------------------------------------------------------
 def best_of(fn, repeat: int) -> tuple[float, object]:
     best, result = float("inf"), None
@@ -173,8 +179,7 @@ def measure(name: str, build, rules, local, size: int, repeat: int) -> dict:
     outputs = build(size)
     nodes = len(toposort(outputs))
     t_engine, res = best_of(lambda: ng.rewrite(outputs, rules), repeat)
-    with paused_gc():
-        t_hand, hand_out = best_of(lambda: _rebuild(outputs, local), repeat)
+    t_hand, hand_out = best_of(lambda: hand_pass(outputs, local), repeat)
     assert res.outputs == hand_out, f"{name}: engine and hand-written pass disagree"
     return {
         "workload": name, "nodes": nodes, "rewrites": len(res.trace),

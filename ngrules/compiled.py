@@ -13,6 +13,7 @@ from typing import Any
 
 from . import graph
 from .errors import NgrulesError, RuleError
+from .expr import compile_expr
 from .graph import Node, make_node
 from .match import compile_pattern
 from .rules import Rule
@@ -83,6 +84,7 @@ class CompiledRule:
         self.anchors = self._anchors()
         self.stats = RuleStats()
         self._root: tuple[Node, ...] = ()
+        self._exprs: dict[int, object] = {}
         self._finish_single = self._finish_single  # bind once: it runs at every match
         only = rule.replacement[0] if len(rule.replacement) == 1 else None
         plain = isinstance(only, EVar) and not rule.clauses and not self.is_multi_root
@@ -155,14 +157,11 @@ class CompiledRule:
         return roots, replacements, tuple(log)
 
     def _eval(self, expr, env):
-        if type(expr) is EVar:  # the common `=> x`: no need for the evaluator
-            value = env.get(expr.name)
-            if value is not None:
-                return value
-        from .expr import evaluate
-
+        compiled = self._exprs.get(id(expr))
+        if compiled is None:
+            compiled = self._exprs[id(expr)] = compile_expr(expr)
         try:
-            return evaluate(expr, env)
+            return compiled(env)
         except NgrulesError:
             raise
         except Exception as e:  # a registered Python function failed

@@ -1,47 +1,112 @@
-"""`ngrules demo`: an MLP layer with batchnorm, built from primitives, differentiated, executed."""
+"""`ngrules demo`: the main job on an embedded example.
+
+An MLP of three layers with batchnorm and leaky relu is written from primitives, differentiated,
+rewritten by the shipped `cpu` pipeline (fusion, simplification, Dot lowering, shaping), and
+executed before and after on the same random data.
+"""
 
 from __future__ import annotations
 
 import argparse
 import time
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
 from . import frontend as F
 from .autodiff import deriv
 from .axes import make_axis
-from .executor import execute
-from .graph import toposort
+from .engine import rewrite
+from .executor import compile_graph
+from .graph import Node, toposort
+from .library import load_library
+
+SLOPE = 0.01
 
 
-def batchnorm_mlp(C: int = 64, N: int = 32, D: int = 48, eps: float = 1e-3, dtype=np.float32):
-    """tanh(batchnorm(W @ x)) with a squared-error cost; returns (outputs, feeds)."""
-    c, n, d = make_axis(C, "C"), make_axis(N, "N"), make_axis(D, "D")
-    x = F.placeholder([d, n], dtype, name="x")
-    w = F.placeholder([c, d], dtype, name="w")
-    gamma = F.placeholder([c], dtype, name="gamma")
-    beta = F.placeholder([c], dtype, name="beta")
-    h = F.dot(w, x)
-    mu = F.mean(h, out_axes=[c])
-    var = F.variance(h, out_axes=[c])
-    y = F.tanh(gamma * ((h - mu) * F.reciprocal(F.sqrt(var + eps))) + beta)
-    cost = F.sum(y * y, out_axes=())
-    outputs = [y] + [deriv(cost, p) for p in (x, w, gamma, beta)]
+def batchnorm(x: Node, gamma: Node, beta: Node, eps: float = 1e-3) -> Node:
+    """Batch normalisation over every axis but the first, from primitives (ngraph's neon layer)."""
+    channel = [x.axes[0]]
+    mu = F.mean(x, out_axes=channel)
+    var = F.variance(x, out_axes=channel)
+    return gamma * ((x - mu) * F.reciprocal(F.sqrt(var + eps))) + beta
+
+
+def leaky_relu(x: Node, slope: float = SLOPE) -> Node:
+    """ngraph's relu as autodiff-friendly primitives: max(x, 0) + slope * min(0, x)."""
+    return F.maximum(x, 0.0) + slope * F.minimum(0.0, x)
+
+
+def mlp(widths=(64, 48, 32, 16), batch: int = 32, dtype=np.float64):
+    """A 3-layer MLP with batchnorm and relu and its gradients; returns (outputs, feeds)."""
+    n = make_axis(batch, "N")
+    axes = [make_axis(w, f"H{i}") for i, w in enumerate(widths)]
+    x = F.placeholder([axes[0], n], dtype, name="x")
+    params, h = [], x
+    for i in range(1, len(axes)):
+        w = F.placeholder([axes[i], axes[i - 1]], dtype, name=f"w{i}")
+        gamma = F.placeholder([axes[i]], dtype, name=f"gamma{i}")
+        beta = F.placeholder([axes[i]], dtype, name=f"beta{i}")
+        params += [w, gamma, beta]
+        h = F.dot(w, h)
+        h = batchnorm(h, gamma, beta)
+        if i < len(axes) - 1:
+            h = leaky_relu(h)
+    cost = F.sum(h * h, out_axes=())
+    outputs = [cost] + [deriv(cost, p) for p in params]
     rng = np.random.default_rng(0)
-    feeds = {p: rng.standard_normal(p.axes.lengths).astype(dtype) for p in (x, w, gamma, beta)}
+    feeds = {p.name: rng.standard_normal(p.axes.lengths).astype(dtype) for p in [x] + params}
     return outputs, feeds
 
 
+def _counts(outputs) -> Counter:
+    return Counter(node.op for node in toposort(outputs))
+
+
+def _best_time(program, feeds, repeat: int = 20) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        program.run(feeds)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _print_counts(before: Counter, after: Counter) -> None:
+    print(f"{'op':18s} {'before':>7s} {'after':>7s}")
+    for op in sorted(set(before) | set(after), key=lambda o: (-before[o], o)):
+        print(f"{op:18s} {before[op]:7d} {after[op]:7d}")
+    print(f"{'total':18s} {sum(before.values()):7d} {sum(after.values()):7d}")
+
+
+def _pictures(before, after, out: Path) -> None:
+    from .picture import write_picture
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name, graph in (("before", before), ("after", after)):
+        svg = write_picture(graph, out / f"{name}.dot", title=f"demo graph, {name} rewriting")
+        shown = svg if svg is not None else f"{out / name}.dot (install Graphviz for SVG)"
+        print(f"picture: {shown}")
+
+
 def run_demo(args: argparse.Namespace) -> int:
-    outputs, feeds = batchnorm_mlp()
-    nodes = toposort(outputs)
-    counts = Counter(n.op for n in nodes)
-    print(f"graph: {len(nodes)} nodes ({', '.join(f'{op} {k}' for op, k in counts.most_common())})")
-    start = time.perf_counter()
-    values = execute(outputs, feeds)
-    elapsed = time.perf_counter() - start
-    for name, v in zip(["y", "dx", "dw", "dgamma", "dbeta"], values):
-        print(f"{name:7s} shape {str(v.shape):10s} mean {float(np.mean(v)):+.5f}")
-    print(f"executed in {elapsed * 1e3:.1f} ms")
-    return 0
+    outputs, feeds = mlp()
+    result = rewrite(outputs, load_library(), pipeline="cpu")
+    before, after = _counts(outputs), _counts(result.outputs)
+    print("MLP, 3 layers with batchnorm and relu, cost and gradients, float64\n")
+    _print_counts(before, after)
+    print(f"\nrules fired ({len(result.trace)} rewrites, stopped at {result.stop}):")
+    locations = {f.rule: f.location for f in result.trace}
+    for name, count in result.fired().items():
+        print(f"  {count:5d}  {name:24s} {locations[name]}")
+    slow, fast = compile_graph(outputs), compile_graph(result.outputs)
+    diff = max(
+        float(np.max(np.abs(a - b)) / (1.0 + np.max(np.abs(a))))
+        for a, b in zip(slow.run(feeds), fast.run(feeds))
+    )
+    print(f"\nlargest relative difference between the two results: {diff:.2e}")
+    ratio = _best_time(slow, feeds) / _best_time(fast, feeds)
+    print(f"execution time, before / after rewriting: {ratio:.2f}x")
+    _pictures(outputs, result.outputs, Path(args.out))
+    return 0 if diff < 1e-8 else 1

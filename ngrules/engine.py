@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .compiled import CompiledRule, RuleStats
 from .errors import NgrulesError
@@ -44,24 +44,41 @@ class Firing:
         return self.roots[0]
 
 
-@dataclass
 class RewriteResult:
     """The rewritten outputs, what fired, per-rule statistics and why rewriting stopped."""
 
-    outputs: list[Node]
-    trace: list[Firing]
-    stats: dict[str, RuleStats]
-    stop: str = "fixpoint"
-    cycle: tuple[str, ...] = ()
-    message: str = ""
-    passes: list[str] = field(default_factory=list)
+    def __init__(
+        self,
+        outputs: list[Node],
+        firings: list[tuple],
+        stats: dict[str, RuleStats],
+        passes: list[str],
+    ):
+        self.outputs = outputs
+        self.stats = stats
+        self.passes = passes
+        self.stop = "fixpoint"
+        self.cycle: tuple[str, ...] = ()
+        self.message = ""
+        self._firings = firings
+        self._trace: list[Firing] | None = None
+
+    @property
+    def trace(self) -> list[Firing]:
+        """Every rewrite in order (built on first use: recording stays cheap while rewriting)."""
+        if self._trace is None:
+            self._trace = [Firing(*f) for f in self._firings]
+        return self._trace
 
     def fired(self) -> dict[str, int]:
         """How many times each rule fired, in order of first firing."""
         counts: dict[str, int] = {}
-        for f in self.trace:
-            counts[f.rule] = counts.get(f.rule, 0) + 1
+        for f in self._firings:
+            counts[f[0]] = counts.get(f[0], 0) + 1
         return counts
+
+    def __repr__(self) -> str:
+        return f"<RewriteResult stop={self.stop} rewrites={len(self._firings)}>"
 
 
 class _Cycle(Exception):
@@ -265,11 +282,7 @@ class _Run:
                 n.origin = rule.rule
         if self.checked:
             validate(replacements)
-        self.trace.append(
-            Firing(
-                rule.name, rule.location, tuple(roots), tuple(replacements), new_nodes, pass_name
-            )
-        )
+        self.trace.append((rule.name, rule.location, roots, replacements, new_nodes, pass_name))
         self.budget.left -= 1
         if self.budget.left <= 0:
             self.budget.exhausted = True
@@ -338,7 +351,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], fuel, checked) -> Rewr
     current = list(outputs)
     run = _Run(fuel, checked)
     stats: dict[str, RuleStats] = {}
-    result = RewriteResult(current, run.trace, stats, passes=names)
+    result = RewriteResult(current, run.trace, stats, names)
     for name in names:
         compiled = [_compile(r) for r in ruleset.passes[name]]
         for c in compiled:

@@ -14,6 +14,8 @@ from typing import Any
 
 from .axes import Axes, Axis
 from .errors import NgrulesError, RuleError
+from .frontend import apply_op
+from .functions import FUNCTIONS
 from .graph import Node, make_node
 from .ops import OPS, did_you_mean
 from .syntax import (
@@ -128,7 +130,11 @@ def _attr(e: EAttr, env: Env) -> Any:
 
 
 def _index(e: EIndex, env: Env) -> Any:
-    obj, index = evaluate(e.obj, env), evaluate(e.index, env)
+    return index_value(evaluate(e.obj, env), evaluate(e.index, env))
+
+
+def index_value(obj: Any, index: Any) -> Any:
+    """`obj[index]`: output `index` of a multi-output node, else ordinary indexing."""
     if isinstance(obj, Node):
         if obj.outputs is None:
             raise NgrulesError(f"only a multi-output node can be indexed; {obj.op} has one output")
@@ -149,12 +155,13 @@ def _slice(e: ESlice, env: Env) -> Any:
 def _call(e: ECall, env: Env) -> Any:
     args = [evaluate(a, env) for a in e.args]
     kwargs = {k: evaluate(v, env) for k, v in e.kwargs}
+    return call(e, args, kwargs)
+
+
+def call(e: ECall, args: list, kwargs: dict) -> Any:
+    """Apply the op or library function `e` names to evaluated arguments."""
     if e.func in OPS:
-        from .frontend import apply_op
-
         return apply_op(e.func, args, kwargs)
-    from .functions import FUNCTIONS
-
     fdef = FUNCTIONS.get(e.func)
     if fdef is None:
         raise NgrulesError(f"unknown function {e.func!r}{did_you_mean(e.func, FUNCTIONS)}")
@@ -192,3 +199,74 @@ _EVAL: dict[type, Callable[[Any, Env], Any]] = {
     EBinary: _binary,
     EUnary: _unary,
 }
+
+
+# -- compiled expressions --------------------------------------------------------------------
+def compile_expr(expr: Expr) -> Callable[[Env], Any]:
+    """A closure computing what `evaluate(expr, env)` computes, without walking the AST.
+
+    When it fails, the expression is evaluated again by `evaluate`, which raises the error
+    located at the sub-expression responsible (expressions are pure, so this is the same
+    computation).
+    """
+    fast = _compile(expr)
+
+    def run(env: Env) -> Any:
+        try:
+            return fast(env)
+        except Exception:
+            return evaluate(expr, env)
+
+    return run
+
+
+def _compile(e: Expr) -> Callable[[Env], Any]:
+    kind = type(e)
+    if kind in (ENum, EStr, EBool):
+        value = e.value
+        return lambda env: value
+    if kind is EVar:
+        name = e.name
+        return lambda env: env[name]
+    if kind is EAttr:
+        obj, name = _compile(e.obj), e.name
+        return lambda env: get_attribute(obj(env), name)
+    if kind is EIndex:
+        obj, index = _compile(e.obj), _compile(e.index)
+        return lambda env: index_value(obj(env), index(env))
+    if kind is ESlice:
+        return _compile_slice(e)
+    if kind is ECall:
+        return _compile_call(e)
+    if kind is EBinary:
+        return _compile_binary(e)
+    if kind is EUnary:
+        operand = _compile(e.operand)
+        if e.op == "not":
+            return lambda env: not operand(env)
+        return lambda env: -operand(env)
+    items = [_compile(i) for i in e.items]
+    return lambda env: tuple(i(env) for i in items)
+
+
+def _compile_slice(e: ESlice) -> Callable[[Env], Any]:
+    obj = _compile(e.obj)
+    start = _compile(e.start) if e.start is not None else lambda env: None
+    stop = _compile(e.stop) if e.stop is not None else lambda env: None
+    return lambda env: obj(env)[start(env) : stop(env)]
+
+
+def _compile_call(e: ECall) -> Callable[[Env], Any]:
+    args = [_compile(a) for a in e.args]
+    kwargs = [(k, _compile(v)) for k, v in e.kwargs]
+    return lambda env: call(e, [a(env) for a in args], {k: v(env) for k, v in kwargs})
+
+
+def _compile_binary(e: EBinary) -> Callable[[Env], Any]:
+    left, right = _compile(e.left), _compile(e.right)
+    if e.op == "and":
+        return lambda env: bool(left(env)) and bool(right(env))
+    if e.op == "or":
+        return lambda env: bool(left(env)) or bool(right(env))
+    op = _BINARY[e.op]
+    return lambda env: op(left(env), right(env))

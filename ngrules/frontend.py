@@ -16,6 +16,7 @@ import numpy as np
 from .axes import Axes, AxesLike, flatten_groups, make_axes
 from .errors import OpError
 from .graph import Node, make_node
+from .ops import get_op
 
 _fresh_names = itertools.count()
 
@@ -120,8 +121,6 @@ def _binary(op: str, x: Operand, y: Operand) -> Node:
 
 def apply_op(op: str, args: Sequence[Operand], attrs: dict | None = None) -> Node:
     """`op(args, attrs)`, with numbers and ngraph's broadcasting allowed for elementwise ops."""
-    from .ops import get_op
-
     opdef = get_op(op)
     if opdef.has("elementwise") and len(args) == 2 and not attrs:
         return _binary(op, *args)

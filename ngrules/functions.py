@@ -14,7 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .axes import Axis, make_axes, make_axis
 from .errors import NgrulesError
+from .kinds import is_constant, is_scalar
+from .values import scalar_value
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,6 @@ class _Builder:
 # -- pure functions ------------------------------------------------------------------------------
 def _size(x) -> int:
     """Number of elements: of a node's axes, of an Axes, or the length of an Axis."""
-    from .axes import Axis, make_axes
 
     if isinstance(x, Axis):
         return x.length
@@ -67,7 +69,6 @@ def _size(x) -> int:
 
 
 def _value(node) -> float:
-    from .values import scalar_value
 
     value = scalar_value(node)
     if value is None:
@@ -76,31 +77,26 @@ def _value(node) -> float:
 
 
 def _new_axis(length: int, name: str | None = None):
-    from .axes import make_axis
 
     return make_axis(length, name)
 
 
 def _make_axes(axes=()):
-    from .axes import make_axes
 
     return make_axes(axes)
 
 
 def _flatten_axes(axes):
-    from .axes import make_axes
 
     return make_axes(axes).flatten(force=True)
 
 
 def _is_scalar(node) -> bool:
-    from .kinds import is_scalar
 
     return is_scalar(node)
 
 
 def _is_constant(node) -> bool:
-    from .kinds import is_constant
 
     return is_constant(node)
 
@@ -111,6 +107,7 @@ _PURE: list[tuple[str, Callable, int, int | None, str]] = [
     ("min", builtins.min, 1, None, "the smallest argument (or item of one tuple)"),
     ("max", builtins.max, 1, None, "the largest argument (or item of one tuple)"),
     ("abs", builtins.abs, 1, 1, "absolute value"),
+    ("pow", builtins.pow, 2, 2, "a raised to the power b"),
     ("is_scalar", _is_scalar, 1, 1, "the node has no axes"),
     ("is_constant", _is_constant, 1, 1, "the node's values are known (through views)"),
     ("value", _value, 1, 1, "the one value a known constant holds everywhere"),

@@ -84,7 +84,7 @@ class _Loader:
             self.load_file(path)
 
 
-def _expand(paths) -> list[str]:
+def expand_paths(paths) -> list[str]:
     """Each path as given, or the `.rules` files under a folder in sorted order."""
     out = []
     for p in paths:
@@ -101,7 +101,7 @@ def _expand(paths) -> list[str]:
 def load_rules(*paths: str | os.PathLike) -> RuleSet:
     """The checked rules of these files and folders (folders are searched for `*.rules`)."""
     loader = _Loader()
-    for path in _expand(paths):
+    for path in expand_paths(paths):
         loader.load_file(path)
     return check(loader.files, loader.errors, loader.order)
 

@@ -1,0 +1,143 @@
+"""The `ngrules` command, run as a subprocess against temporary files."""
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import ngrules as ng
+
+RULES = """
+pass simplify
+rule mul_one: x * 1 => x      # x * 1 = x
+rule add_zero: x + 0 => x     # x + 0 = x
+"""
+
+
+def run(*args, cwd):
+    exe = shutil.which("ngrules")
+    assert exe, "the ngrules console script is installed with the package"
+    return subprocess.run(
+        [exe, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture
+def files(tmp_path):
+    a = ng.make_axis(3, "A")
+    x = ng.placeholder([a], name="x")
+    ng.save_graph(tmp_path / "g.json", [ng.tanh(x * 1.0 + 0.0)])
+    (tmp_path / "s.rules").write_text(RULES)
+    return tmp_path
+
+
+def assert_bad_input(proc, *fragments):
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_help_on_every_command_has_an_example(tmp_path):
+    for cmd in ("check", "verify", "apply", "explain", "fmt", "demo"):
+        proc = run(cmd, "--help", cwd=tmp_path)
+        assert proc.returncode == 0 and "example: ngrules" in proc.stdout
+
+
+def test_check_reports_ok_and_located_errors(files):
+    ok = run("check", "s.rules", cwd=files)
+    assert ok.returncode == 0 and "2 rules in 1 passes" in ok.stdout
+    (files / "bad.rules").write_text("rule r: Mul(x, 1) => x\n")
+    bad = run("check", "bad.rules", cwd=files)
+    assert bad.returncode == 1
+    assert "bad.rules:1:9: error: unknown op 'Mul'" in bad.stderr and "^" in bad.stderr
+
+
+def test_apply_rewrites_and_prints_what_fired(files):
+    proc = run(
+        "apply", "g.json", "-o", "out.json", "--rules", "s.rules", "--trace", "--stats", cwd=files
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "mul_one" in proc.stdout
+        and "s.rules:3" in proc.stdout
+        and "stopped: fixpoint" in proc.stdout
+    )
+    (out,) = ng.load_graph(files / "out.json")
+    assert [n.op for n in ng.toposort([out])] == ["Placeholder", "Tanh"]
+
+
+def test_explain_quotes_the_rule_text(files):
+    proc = run("explain", "mul_one", "g.json", "--rules", "s.rules", cwd=files)
+    assert proc.returncode == 0 and "matches at 1 node(s)" in proc.stdout
+
+
+def test_fmt_check_then_rewrite(files):
+    (files / "u.rules").write_text("rule   a :  x*1=>x\n")
+    assert run("fmt", "u.rules", "--check", cwd=files).returncode == 1
+    assert run("fmt", "u.rules", cwd=files).returncode == 0
+    assert run("fmt", "u.rules", "--check", cwd=files).returncode == 0
+    assert ng.parse_rules((files / "u.rules").read_text()).rules[0].name == "a"
+
+
+@pytest.mark.parametrize(
+    "setup, args, fragments",
+    [
+        pytest.param(
+            lambda d: (d / "g.json").write_text('{"format": '),
+            ("apply", "g.json"),
+            ["g.json:1:"],
+            id="truncated-json",
+        ),
+        pytest.param(
+            lambda d: (d / "g.json").write_text("not json at all"),
+            ("apply", "g.json"),
+            ["g.json:1:1"],
+            id="malformed-json",
+        ),
+        pytest.param(
+            lambda d: _rename_op(d / "g.json", "Tanh", "Tahn"),
+            ("apply", "g.json"),
+            ["unknown op 'Tahn'"],
+            id="unknown-op",
+        ),
+        pytest.param(
+            lambda d: None, ("apply", "missing.json"), ["missing.json"], id="missing-file"
+        ),
+        pytest.param(
+            lambda d: (d / "s.rules").write_text("rule r: x * => x\n"),
+            ("apply", "g.json"),
+            ["s.rules:1:"],
+            id="rules-syntax-error",
+        ),
+    ],
+)
+def test_bad_input_exits_2_with_one_located_line_and_no_output(files, setup, args, fragments):
+    setup(files)
+    proc = run(*args, "-o", "out.json", "--rules", "s.rules", cwd=files)
+    assert_bad_input(proc, *fragments)
+    assert not (files / "out.json").exists()
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert_bad_input(run("apply", cwd=tmp_path), "error")
+    assert_bad_input(run("frobnicate", cwd=tmp_path), "invalid choice")
+
+
+def _rename_op(path, old, new):
+    data = json.loads(path.read_text())
+    for node in data["nodes"]:
+        if node["op"] == old:
+            node["op"] = new
+    path.write_text(json.dumps(data))
+
+
+def test_saved_graph_round_trips_through_the_command(files):
+    proc = run("apply", "g.json", "-o", "same.json", "--rules", "s.rules", cwd=files)
+    assert proc.returncode == 0
+    (before,), (after,) = ng.load_graph(files / "g.json"), ng.load_graph(files / "same.json")
+    value = {"x": np.arange(3, dtype=np.float32)}
+    np.testing.assert_allclose(ng.execute([before], value)[0], ng.execute([after], value)[0])
