@@ -349,6 +349,8 @@ def rewrite(
 
 def _rewrite(outputs, ruleset: RuleSet, names: list[str], fuel, checked) -> RewriteResult:
     current = list(outputs)
+    if checked:
+        validate(current)
     run = _Run(fuel, checked)
     stats: dict[str, RuleStats] = {}
     result = RewriteResult(current, run.trace, stats, names)
