@@ -145,27 +145,38 @@ class _Pass:
     def walk(self, outputs: Sequence[Node]) -> list[Node]:
         """Normal forms of the outputs. Arguments come first in topological order, so most
         nodes need no stack: only a rewrite's result is normalised on the explicit stack."""
-        memo, try_rules, index = self.memo, self._try, self._index
+        memo, index, budget, clock = self.memo, self._index, self.run.budget, time.perf_counter
         order = toposort(outputs)
-        self.run.budget.size_for(len(order))
+        budget.size_for(len(order))
         for node in order:
-            if node in memo:
-                continue
-            rebuilt = node.with_args(tuple([memo[a] for a in node.args])) if node.args else node
+            args = node.args
+            rebuilt = node.with_args(tuple([memo[a] for a in args])) if args else node
             done = memo.get(rebuilt)
-            if done is None and not (index.get(rebuilt.op) or self.rules_for(rebuilt.op)):
-                memo[rebuilt] = done = rebuilt
-            elif done is None:
-                rule, replacement = try_rules(rebuilt)
-                if rule is None:
-                    memo[rebuilt] = done = rebuilt
-                else:
-                    done = memo.get(replacement)
-                    if done is None:
-                        done = self._normalize(replacement, rebuilt, rule)
-                    memo[rebuilt] = done
+            if done is None:
+                done = rebuilt
+                rules = index.get(rebuilt.op)
+                if rules is None:
+                    rules = self.rules_for(rebuilt.op)
+                for rule in rules if not budget.exhausted else ():
+                    stats = rule.stats
+                    stats.attempts += 1
+                    start = clock()
+                    found = rule.apply(rebuilt)
+                    stats.seconds += clock() - start
+                    if found is not None:
+                        done = self._fired(rule, found, rebuilt)
+                        break
+                memo[rebuilt] = done
             memo[node] = done
         return [memo[o] for o in outputs]
+
+    def _fired(self, rule: CompiledRule, found, rewritten: Node) -> Node:
+        """Record a rewrite found by the walk and return the normal form of its result."""
+        rule.stats.matches += 1
+        self.run.record(self.name, rule, *found)
+        replacement = found[1][0]
+        done = self.memo.get(replacement)
+        return done if done is not None else self._normalize(replacement, rewritten, rule)
 
     def _normalize(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
         """The normal form of a rule's result, standing in for `rewritten`."""
@@ -255,7 +266,7 @@ class _Pass:
                 rule.stats.matches += 1
                 run.record(self.name, rule, *found)
                 chosen.update(zip(found[0], found[1]))
-                break
+                return chosen  # one firing per round: a later one may hold this one's roots
         return chosen
 
     def apply(self, outputs: list[Node]) -> list[Node]:
