@@ -68,7 +68,33 @@ from .rules import Rule, RuleSet
 
 __version__ = "0.1.0"
 
+#: Names served on first use, so `import ngrules` does not import hypothesis.
+_LAZY = {
+    "testing": ("ngrules.testing", None),
+    "check_rewrite": ("ngrules.testing", "check_rewrite"),
+    "verify": ("ngrules.verify", "verify"),
+    "VerificationReport": ("ngrules.verify", "VerificationReport"),
+    "Verdict": ("ngrules.verify", "Verdict"),
+    "Counterexample": ("ngrules.verify", "Counterexample"),
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'ngrules' has no attribute {name!r}")
+    import importlib
+
+    module_name, attr = _LAZY[name]
+    module = importlib.import_module(module_name)
+    return module if attr is None else getattr(module, attr)
+
 __all__ = [
+    "Counterexample",
+    "VerificationReport",
+    "Verdict",
+    "check_rewrite",
+    "testing",
+    "verify",
     "RuleSyntaxError",
     "GraphFileError",
     "load_graph",

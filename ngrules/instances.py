@@ -1,0 +1,661 @@
+"""Instances of a rule's pattern: random graphs the rule should match, for verification.
+
+A builder walks the pattern from its roots down, choosing the axes every node must have so that
+the op table's inference succeeds: elementwise operands get their parent's axes, reductions and
+`Dot` add fresh axes to reduce, `Broadcast` operands take a subset of its axes, and so on.
+Variables become placeholders (one node per name), typed variables random nodes of their kind,
+literals constants (bare or broadcast), optional wrappers are drawn present or absent and
+commutative operands in either order. Guards are honoured by construction when they fix a
+variable's rank or the dtype, and otherwise by discarding instances the rule does not fire on.
+Every choice is a hypothesis draw, so a failing instance shrinks to a small one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import strategies as st
+
+from .axes import Axes, flatten_groups
+from .errors import NgrulesError
+from .graph import Node, make_node, toposort
+from .ops import OPS
+from .rules import Rule
+from .syntax import EAttr, EBinary, ECall, ENum, EStr, EUnary, EVar, Guard, PLit, PNamed, POp, PVar
+
+Domain = str  # "real", "positive" or "nonzero", as in the op table
+_STRICTNESS = {"real": 0, "nonzero": 1, "positive": 2}
+_AXIS_NAMES = "abcdefghijklmopqrstuvwxyz"  # lowercase: never clashes with opgen's pool (A-F)
+_MAX_RANK = 3
+#: Axis lengths 1-5, with 1 drawn more often (guards about unit axes are common).
+_LENGTHS = st.sampled_from((1, 1, 2, 3, 4, 5))
+_VALUES = st.sampled_from((1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 0.25, 1.5, 0.1))
+_NEGATE = st.sampled_from((False, False, True))
+
+
+class Reject(Exception):
+    """This attempt cannot become an instance of the pattern; the message says why."""
+
+
+# -- value domains ------------------------------------------------------------------------------
+def strictest(a: Domain, b: Domain) -> Domain:
+    return a if _STRICTNESS[a] >= _STRICTNESS[b] else b
+
+
+#: Ops whose output is positive when their arguments are (so a positive need passes down).
+_VIEWS = ("Broadcast", "ReorderAxes", "Transpose", "Flatten", "Unflatten", "Slice", "Concat")
+_KEEPS_POSITIVE = frozenset(
+    ("Add", "Multiply", "Divide", "Maximum", "Minimum", "Sum", "Max", "Min", "Prod", "Dot")
+    + ("DotLowDimension", "Sqrt", "Reciprocal")
+    + _VIEWS
+)
+#: Ops whose output is nonzero when their arguments are.
+_KEEPS_NONZERO = frozenset(
+    ("Multiply", "Divide", "Reciprocal", "Negative", "Square", "Prod") + _VIEWS
+)
+
+
+def argument_domain(op: str, index: int, need: Domain) -> Domain:
+    """The values argument `index` of op should take: the op's own domain, and enough that the
+    output lands in `need` when the op keeps signs (positive under Add, nonzero under Multiply)."""
+    own = OPS[op].arg_domain(index)
+    if need == "real" or op == "Exp":
+        return own
+    if need == "nonzero" and op in _KEEPS_NONZERO or op == "Square":
+        return strictest(own, "nonzero")
+    return strictest(own, "positive") if op in _KEEPS_POSITIVE else own
+
+
+def placeholder_domains(outputs: Sequence[Node]) -> dict[Node, Domain]:
+    """For each placeholder, the strictest domain any of its users asks of it directly."""
+    domains: dict[Node, Domain] = {}
+    for node in toposort(outputs):
+        if node.op == "Placeholder":
+            domains.setdefault(node, "real")
+        for i, arg in enumerate(node.args):
+            if arg.op == "Placeholder":
+                domains[arg] = strictest(domains.get(arg, "real"), OPS[node.op].arg_domain(i))
+    return domains
+
+
+def domain_values(rng: np.random.Generator, shape, dtype, domain: Domain) -> np.ndarray:
+    """Random values in a domain, kept away from zero where the domain asks it."""
+    if domain == "real":
+        return rng.uniform(-2.0, 2.0, shape).astype(dtype)
+    magnitude = rng.uniform(0.5, 2.0, shape)
+    if domain == "nonzero":
+        magnitude *= rng.choice([-1.0, 1.0], shape)
+    return magnitude.astype(dtype)
+
+
+def feeds_for(
+    outputs: Sequence[Node], seed: int, domains: dict[Node, Domain] | None = None
+) -> dict[Node, np.ndarray]:
+    """A value for every placeholder under outputs, from its domain, rounded for readability."""
+    rng = np.random.default_rng(seed)
+    known = placeholder_domains(outputs)
+    for node, domain in (domains or {}).items():
+        if node in known:
+            known[node] = strictest(known[node], domain)
+    return {
+        node: np.round(domain_values(rng, node.axes.lengths, np.float64, d), 3).astype(node.dtype)
+        for node, d in known.items()
+    }
+
+
+def as_float64(outputs: Sequence[Node]) -> tuple[list[Node], dict[Node, Node]]:
+    """The same graph in float64 (leaves rebuilt, the rest re-inferred), and old -> new leaves."""
+    memo: dict[Node, Node] = {}
+    for node in toposort(outputs):
+        attrs = dict(node.attrs)
+        if node.op in ("Placeholder", "Variable"):
+            attrs["dtype"] = np.float64
+        elif node.op == "Constant":
+            attrs["value"] = np.asarray(attrs["value"], np.float64)
+        memo[node] = make_node(node.op, [memo[a] for a in node.args], **attrs)
+    return [memo[o] for o in outputs], memo
+
+
+# -- guard hints --------------------------------------------------------------------------------
+@dataclass
+class Hints:
+    """What the guards say that can be built in: a rank range per variable, a dtype."""
+
+    ranks: dict[str, tuple[int, int]] = field(default_factory=dict)
+    dtype: np.dtype | None = None
+    equations: dict[str, list] = field(default_factory=dict)  # v -> exprs v.axes must equal
+
+
+def _rank_of(e) -> str | None:
+    """The variable v when e is `len(v.axes)` or `v.rank`."""
+    if isinstance(e, ECall) and e.func == "len" and len(e.args) == 1:
+        e = e.args[0]
+        ok = isinstance(e, EAttr) and e.name == "axes"
+    else:
+        ok = isinstance(e, EAttr) and e.name == "rank"
+    return e.obj.name if ok and isinstance(e.obj, EVar) else None
+
+
+def _axes_of(e) -> str | None:
+    """The variable v when e is `v.axes`."""
+    ok = isinstance(e, EAttr) and e.name == "axes" and isinstance(e.obj, EVar)
+    return e.obj.name if ok else None
+
+
+_RANGES = {
+    "==": lambda n: (n, n),
+    ">=": lambda n: (n, 99),
+    ">": lambda n: (n + 1, 99),
+    "<=": lambda n: (0, n),
+    "<": lambda n: (0, n - 1),
+}
+
+
+def _hint(e, hints: Hints) -> None:
+    if isinstance(e, EBinary) and e.op == "and":
+        _hint(e.left, hints)
+        _hint(e.right, hints)
+    elif isinstance(e, EBinary) and e.op in _RANGES and isinstance(e.right, ENum):
+        name = _rank_of(e.left)
+        if name is not None:
+            lo, hi = _RANGES[e.op](int(e.right.value))
+            old = hints.ranks.get(name, (0, 99))
+            hints.ranks[name] = (max(lo, old[0]), min(hi, old[1]))
+    elif isinstance(e, EBinary) and e.op == "==" and (_axes_of(e.left) or _axes_of(e.right)):
+        for side, other in ((e.left, e.right), (e.right, e.left)):
+            name = _axes_of(side)
+            if name is not None:
+                hints.equations.setdefault(name, []).append(other)
+    elif isinstance(e, EBinary) and e.op == "==" and isinstance(e.right, EStr):
+        if isinstance(e.left, EAttr) and e.left.name == "dtype":
+            hints.dtype = np.dtype(e.right.value)
+    elif isinstance(e, ECall) and e.func == "is_scalar" and isinstance(e.args[0], EVar):
+        hints.ranks[e.args[0].name] = (0, 0)
+    elif isinstance(e, EUnary) and e.op == "not" and isinstance(e.operand, ECall):
+        call = e.operand
+        if call.func == "is_scalar" and isinstance(call.args[0], EVar):
+            hints.ranks[call.args[0].name] = (1, 99)
+
+
+def guard_hints(rule: Rule) -> Hints:
+    """Rank and dtype requirements the rule's guards state plainly (others are filtered)."""
+    hints = Hints()
+    for clause in rule.clauses:
+        if isinstance(clause, Guard):
+            try:
+                _hint(clause.expr, hints)
+            except (TypeError, ValueError):
+                continue
+    return hints
+
+
+# -- axes choices -------------------------------------------------------------------------------
+def same_axes(a: Axes, b: Axes) -> bool:
+    return a == b and a.lengths == b.lengths
+
+
+def interleave(draw, keep: Axes, extra: Axes, canonical: Axes | None = None) -> Axes:
+    """keep's axes in their order with extra's axes (in a random order) at random places; or,
+    as often, the `canonical` layout (the one lowering rules ask for), when given."""
+    if canonical is not None and draw(st.booleans()):
+        return canonical
+    out = list(keep)
+    for axis in draw(st.permutations(list(extra))):
+        out.insert(draw(st.integers(0, len(out))), axis)
+    return Axes(out)
+
+
+def _groups(draw, n: int) -> list[int]:
+    sizes, left = [], n
+    while left:
+        sizes.append(draw(st.integers(1, left)))
+        left -= sizes[-1]
+    return sizes
+
+
+def regroup(draw, axes: Axes) -> Axes:
+    """axes with random consecutive runs flattened together."""
+    return flatten_groups(axes, _groups(draw, len(axes)))
+
+
+# -- plans: an op's argument axes and attributes for given output axes ---------------------------
+Plan = Callable[["Builder", Axes, list], tuple[list[Axes], dict]]
+
+
+def _plan_elementwise(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    return [want] * len(forced), {}
+
+
+def _plan_transpose(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    return [Axes(want[::-1])], {}
+
+
+def _plan_reorder(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    arg = forced[0] if forced[0] is not None else Axes(b.draw(st.permutations(list(want))))
+    return [arg], {"axes": want}
+
+
+def _plan_broadcast(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    arg = forced[0]
+    if arg is None:
+        kept = [a for a in want if b.draw(st.booleans())]
+        arg = Axes(b.draw(st.permutations(kept)))
+    return [arg], {"axes": want}
+
+
+def _plan_flatten(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    return [forced[0] if forced[0] is not None else Axes(want.leaves())], {"axes": want}
+
+
+def _plan_unflatten(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    return [forced[0] if forced[0] is not None else regroup(b.draw, want)], {"axes": want}
+
+
+def _plan_reduce(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    arg = forced[0]
+    if arg is None:
+        red = b.fresh(b.draw(st.integers(1, 2)))
+        arg = interleave(b.draw, want, red, want + red)
+    red = Axes(b.draw(st.permutations(list(arg - want))))
+    return [arg], {"reduction_axes": red}
+
+
+def _plan_dot(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    fx, fy = forced
+    if fx is not None and fy is not None:
+        return [fx, fy], {}
+    if fx is not None:
+        red = fx - want
+        return [fx, interleave(b.draw, want[len(fx - red) :], red)], {}
+    if fy is not None:
+        red = fy - want
+        return [interleave(b.draw, want[: len(want) - len(fy - red)], red), fy], {}
+    k = b.draw(st.integers(0, len(want)))
+    red = b.fresh(b.draw(st.integers(0, 3)))
+    x_out, y_out = want[:k], want[k:]
+    return [
+        interleave(b.draw, x_out, red, x_out + red),
+        interleave(b.draw, y_out, red, red + y_out),
+    ], {}
+
+
+def _plan_dot_low(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    if len(want) > 2:
+        raise Reject(f"DotLowDimension cannot have the {len(want)} axes {want!r}")
+    k = b.fresh(1)
+    if len(want) == 2:
+        return [want[:1] + k, k + want[1:]], {"axes": want}
+    if len(want) == 1 and b.draw(st.booleans()):
+        return [k, k + want], {"axes": want}
+    return [want + k, k], {"axes": want}
+
+
+PLANS: dict[str, Plan] = {
+    "Transpose": _plan_transpose,
+    "ReorderAxes": _plan_reorder,
+    "Broadcast": _plan_broadcast,
+    "Flatten": _plan_flatten,
+    "Unflatten": _plan_unflatten,
+    "Sum": _plan_reduce,
+    "Max": _plan_reduce,
+    "Min": _plan_reduce,
+    "Prod": _plan_reduce,
+    "Dot": _plan_dot,
+    "DotLowDimension": _plan_dot_low,
+}
+
+
+def plan_for(op: str) -> Plan | None:
+    """How to choose op's argument axes for given output axes (None: use the op's generator)."""
+    if op in PLANS:
+        return PLANS[op]
+    return _plan_elementwise if OPS[op].has("elementwise") else None
+
+
+# -- the builder --------------------------------------------------------------------------------
+class Builder:
+    """Builds one instance of patterns top-down; `bound` maps pattern names to their nodes."""
+
+    def __init__(self, draw, dtype=np.float64, hints: Hints | None = None):
+        self.draw = draw
+        self.dtype = np.dtype(dtype)
+        self.hints = hints or Hints()
+        self.bound: dict[str, Node] = {}
+        self.domains: dict[Node, Domain] = {}
+        self._axis_names = iter(_AXIS_NAMES)
+        self._leaf_names = itertools.count()
+
+    # -- axes and leaves ------------------------------------------------------------------------
+    def fresh(self, n: int) -> Axes:
+        """n new axes of random lengths (1-5)."""
+        from .axes import Axis
+
+        names = [next(self._axis_names, None) for _ in range(n)]
+        if None in names:
+            raise Reject("the instance needs more axes than there are names")
+        return Axes(Axis(name, self.draw(_LENGTHS)) for name in names)
+
+    def free_axes(self, name: str | None = None, lo: int = 0) -> Axes:
+        """Axes for a node nothing above constrains: the rank its guards ask, else 0-3."""
+        low, high = self.hints.ranks.get(name, (0, _MAX_RANK)) if name else (0, _MAX_RANK)
+        low, high = max(low, lo), min(high, max(low, lo) + _MAX_RANK)
+        if low > high:
+            raise Reject(f"the guards ask {name!r} for no possible rank")
+        return self.fresh(self.draw(st.integers(low, high)))
+
+    def free_want(self, op: str, name: str | None) -> Axes:
+        """Output axes for an unconstrained op node (Flatten's output is really flattened)."""
+        if op == "Flatten":
+            return regroup(self.draw, self.free_axes(name, lo=1))
+        return self.free_axes(name)
+
+    def placeholder(self, axes: Axes, domain: Domain, name: str = "_") -> Node:
+        label = name if name != "_" else f"_{next(self._leaf_names)}"
+        node = make_node("Placeholder", name=label, axes=axes, dtype=self.dtype)
+        self.domains[node] = strictest(self.domains.get(node, "real"), domain)
+        return node
+
+    def scalar_value(self, domain: Domain) -> float:
+        """A readable value in the domain: a small count (as a mean's divisor) or a fraction."""
+        value = self.draw(_VALUES)
+        return -value if domain == "real" and self.draw(_NEGATE) else value
+
+    def literal(self, value: float, want: Axes | None) -> Node:
+        """A constant holding value everywhere: a scalar, bare full, or broadcast."""
+        axes = want if want is not None else self.free_axes()
+        scalar = make_node("Constant", value=np.asarray(value, self.dtype), axes=())
+        if not len(axes):
+            return scalar
+        if self.draw(st.booleans()):
+            return make_node("Constant", value=np.full(axes.lengths, value, self.dtype), axes=axes)
+        return make_node("Broadcast", (scalar,), axes=axes)
+
+    def constant(self, want: Axes | None, domain: Domain, name: str | None = None) -> Node:
+        """A known constant: one value everywhere, or random values, in the domain."""
+        axes = want if want is not None else self.free_axes(name)
+        if self.draw(st.booleans()) and len(axes):
+            rng = np.random.default_rng(self.draw(st.integers(0, 2**16)))
+            value = np.round(domain_values(rng, axes.lengths, np.float64, domain), 3)
+            return make_node("Constant", value=value.astype(self.dtype), axes=axes)
+        return self.literal(self.scalar_value(domain), axes)
+
+    def make(self, op: str, args: Sequence[Node], attrs: dict, want: Axes | None) -> Node:
+        try:
+            node = make_node(op, args, **attrs)
+        except NgrulesError as e:
+            raise Reject(f"{op}: {e.message}") from None
+        if want is not None and not (node.outputs is None and same_axes(node.axes, want)):
+            raise Reject(f"{op} came out with axes {node.axes!r}, not {want!r}")
+        return node
+
+    # -- patterns -------------------------------------------------------------------------------
+    def build(self, p, want: Axes | None, domain: Domain = "real") -> Node:
+        """A node matching pattern p, with axes `want` (None: any)."""
+        if isinstance(p, PNamed):
+            return self._named(p, want, domain)
+        if isinstance(p, PVar):
+            return self._var(p, want, domain)
+        if isinstance(p, PLit):
+            return self.literal(p.value, want)
+        if p.optional and not self.draw(st.booleans()):
+            return self.build(p.args[0], want, domain)
+        return self.op(p.op, p.args, want, domain)
+
+    def _reuse(self, name: str, want: Axes | None, domain: Domain) -> Node:
+        node = self.bound[name]
+        if want is not None and not same_axes(node.axes, want):
+            raise Reject(f"{name!r} has axes {node.axes!r} but is also used where {want!r} fit")
+        if node in self.domains:
+            self.domains[node] = strictest(self.domains[node], domain)
+        return node
+
+    def _named(self, p: PNamed, want: Axes | None, domain: Domain) -> Node:
+        if p.name in self.bound:
+            return self._reuse(p.name, want, domain)
+        want = want if want is not None else self.equation(p.name)
+        if want is None and p.name in self.hints.ranks:
+            want = self._hinted_want(p)
+        node = self.build(p.pattern, want, domain)
+        self.bound[p.name] = node
+        return node
+
+    def _hinted_want(self, p: PNamed) -> Axes:
+        inner = p.pattern.op if isinstance(p.pattern, POp) and not p.pattern.optional else ""
+        return self.free_want(inner, p.name)
+
+    def _var(self, p: PVar, want: Axes | None, domain: Domain) -> Node:
+        if p.name in self.bound:
+            return self._reuse(p.name, want, domain)
+        node = self._typed(p, want, domain)
+        if p.name != "_":
+            self.bound[p.name] = node
+        return node
+
+    def _typed(self, p: PVar, want: Axes | None, domain: Domain) -> Node:
+        kind, name = p.kind, p.name
+        want = want if want is not None else self.equation(name)
+        if kind is None:
+            axes = want if want is not None else self.free_axes(name)
+            return self.placeholder(axes, domain, name)
+        if kind == "scalar":
+            if want is not None and len(want):
+                raise Reject(f"{name!r} must be a scalar but sits where axes {want!r} are needed")
+            return self.placeholder(Axes(), domain, name)
+        if kind == "constant":
+            return self.constant(want, domain, name)
+        if kind not in OPS:
+            kind = self.draw(st.sampled_from(sorted(o for o in OPS if kind in OPS[o].traits)))
+        return self.op(kind, None, want, domain, name)
+
+    def equation(self, name: str) -> Axes | None:
+        """Axes a guard `name.axes == e` asks for, when e can be computed from what is bound."""
+        from .expr import evaluate
+
+        for expr in self.hints.equations.get(name, ()):
+            try:
+                value = evaluate(expr, self.bound)
+            except NgrulesError:
+                continue
+            if isinstance(value, Axes):
+                return value
+        return None
+
+    def linked(self, args) -> str | None:
+        """A rank-hinted variable reached from args through elementwise ops (same axes)."""
+        stack = list(args or ())
+        while stack:
+            p = stack.pop(0)
+            if isinstance(p, (PVar, PNamed)) and p.name in self.hints.ranks:
+                return p.name
+            if isinstance(p, PNamed):
+                stack.append(p.pattern)
+            elif isinstance(p, POp) and not p.optional and OPS[p.op].has("elementwise"):
+                stack.extend(p.args)
+        return None
+
+    def forced(self, p) -> Axes | None:
+        """The axes p's node must have before it is built (bound names, scalars), else None."""
+        if isinstance(p, (PVar, PNamed)) and p.name in self.bound:
+            return self.bound[p.name].axes
+        if isinstance(p, PVar) and p.kind == "scalar":
+            return Axes()
+        if isinstance(p, (PVar, PNamed)) and self.hints.ranks.get(p.name) == (0, 0):
+            return Axes()
+        if isinstance(p, (PVar, PNamed)) and self.equation(p.name) is not None:
+            return self.equation(p.name)
+        if isinstance(p, PNamed):
+            return self.forced(p.pattern)
+        if isinstance(p, POp) and not p.optional and OPS[p.op].has("elementwise"):
+            return next((f for f in map(self.forced, p.args) if f is not None), None)
+        return None
+
+    def op(self, op: str, args, want: Axes | None, domain: Domain, name: str = "_") -> Node:
+        """A node of op over nodes matching args (None: any arguments) with axes want."""
+        opdef = OPS[op]
+        if opdef.has("leaf"):
+            return self._leaf(op, want, domain, name)
+        if op == "Output":
+            return self._output(args, want, domain)
+        plan = plan_for(op)
+        if plan is None:
+            return self._generic(op, args, want, domain)
+        args = args if args is not None else (PVar("_"),) * opdef.arity
+        linked = self.linked(args) if opdef.has("elementwise") else None
+        want = want if want is not None else self.free_want(op, linked)
+        arg_axes, attrs = plan(self, want, [self.forced(a) for a in args])
+        nodes = [
+            self.build(a, ax, argument_domain(op, i, domain))
+            for i, (a, ax) in enumerate(zip(args, arg_axes))
+        ]
+        if opdef.has("commutative") and len(nodes) == 2 and self.draw(st.booleans()):
+            nodes.reverse()
+        return self.make(op, nodes, attrs, want)
+
+    def _leaf(self, op: str, want: Axes | None, domain: Domain, name: str) -> Node:
+        axes = want if want is not None else self.free_axes(name)
+        if op == "Constant":
+            return self.constant(axes, domain)
+        if op == "Variable":
+            label = f"v{next(self._leaf_names)}"
+            initial = self.scalar_value(domain)
+            return make_node("Variable", name=label, axes=axes, dtype=self.dtype, initial=initial)
+        return self.placeholder(axes, domain, name)
+
+    def _output(self, args, want: Axes | None, domain: Domain) -> Node:
+        inner = args[0] if args else PVar("_", "multi_output")
+        node = self.build(inner, None, domain)
+        if node.outputs is None:
+            raise Reject(f"Output needs a multi-output node, got {node.op}")
+        fits = [i for i, (ax, _) in enumerate(node.outputs) if want is None or same_axes(ax, want)]
+        if not fits:
+            raise Reject(f"no output of {node.op} has axes {want!r}")
+        return self.make("Output", [node], {"index": self.draw(st.sampled_from(fits))}, want)
+
+    def _generic(self, op: str, args, want: Axes | None, domain: Domain) -> Node:
+        """An op without a plan: its own generator picks the layout, the pattern the args."""
+        sample = OPS[op].gen(self.draw, lambda axes: self.placeholder(axes, "real"))
+        if sample.op != op:
+            raise Reject(f"the generator of {op} made a {sample.op}")
+        args = args if args is not None else (PVar("_"),) * len(sample.args)
+        if len(args) != len(sample.args):
+            raise Reject(f"{op} was generated with {len(sample.args)} arguments, not {len(args)}")
+        nodes = [
+            self.build(p, a.axes if a.outputs is None else None, argument_domain(op, i, domain))
+            for i, (p, a) in enumerate(zip(args, sample.args))
+        ]
+        return self.make(op, nodes, dict(sample.attrs), want)
+
+
+# -- instances ----------------------------------------------------------------------------------
+@dataclass
+class Instance:
+    """A graph built from a rule's pattern, its inputs, and what rewriting with the rule gave.
+
+    `outputs` are the roots (the graph before); `after` the rewritten outputs (None if the
+    rewrite raised `error`); `fired` whether the rule rewrote anything; `stop` the engine's
+    reason for stopping. `feeds` holds a value for every placeholder.
+    """
+
+    rule: Rule | None
+    outputs: list[Node]
+    feeds: dict[Node, np.ndarray]
+    after: list[Node] | None = None
+    fired: bool = False
+    stop: str = "fixpoint"
+    message: str = ""
+    error: BaseException | None = None
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.outputs[0].dtype
+
+
+@dataclass
+class Rejected:
+    """An attempt that did not give an instance, and why."""
+
+    reason: str
+
+
+def _build_roots(draw, rule: Rule) -> tuple[list[Node], dict[Node, Domain]]:
+    hints = guard_hints(rule)
+    dtype = hints.dtype if hints.dtype is not None else np.dtype(np.float64)
+    builder = Builder(draw, dtype, hints)
+    roots = [builder.build(root, None) for root in rule.roots]
+    for r in roots:
+        if r.outputs is not None:
+            raise Reject(f"the root {r.op} has several outputs")
+    return roots, builder.domains
+
+
+def rewrite_instance(rule: Rule, outputs: list[Node], feeds, fuel: int = 200) -> Instance:
+    """Rewrite the outputs with this rule alone and record what happened."""
+    from .engine import rewrite
+
+    inst = Instance(rule, outputs, feeds)
+    try:
+        res = rewrite(outputs, rule, fuel=fuel)
+    except NgrulesError as e:
+        inst.error, inst.fired = e, True
+        return inst
+    inst.after, inst.fired = res.outputs, any(f.rule == rule.name for f in res.trace)
+    inst.stop, inst.message = res.stop, res.message
+    return inst
+
+
+def taken_by(earlier: Sequence, root: Node) -> str | None:
+    """The first of the earlier (compiled, single-root) rules of a pass that matches at root:
+    in the pass it wins, so the later rule never sees this node."""
+    for compiled in earlier:
+        try:
+            found = compiled.apply(root)
+        except NgrulesError:
+            return compiled.name
+        if found is not None:
+            return compiled.name
+    return None
+
+
+def earlier_rules(rule: Rule, ruleset) -> list:
+    """The single-root rules tried before `rule` in its pass (compiled), given a RuleSet."""
+    from .compiled import CompiledRule
+
+    order = ruleset.passes.get(rule.pass_name, ()) if ruleset is not None else ()
+    before = order[: order.index(rule)] if rule in order else ()
+    return [CompiledRule(r) for r in before if len(r.roots) == 1]
+
+
+def why_not(rule: Rule, roots: Sequence[Node]) -> str:
+    """The first pattern element or guard that failed at the instance's root (from explain)."""
+    from .explain import explain
+
+    misses = explain(rule, list(roots), limit=1).misses
+    return f"`{misses[0].text}` {misses[0].found}" if misses else "no candidate root"
+
+
+@st.composite
+def attempts(draw, rule: Rule, earlier: Sequence = ()) -> Instance | Rejected:
+    """One try at an instance of the rule: an Instance (rewritten), or Rejected with a reason.
+    `earlier` are compiled rules that come first in the rule's pass (see `earlier_rules`)."""
+    try:
+        roots, domains = _build_roots(draw, rule)
+    except Reject as r:
+        return Rejected(str(r))
+    winner = taken_by(earlier, roots[0])
+    if winner is not None:
+        return Rejected(f"rule {winner} comes first in pass {rule.pass_name} and takes it")
+    feeds = feeds_for(roots, draw(st.integers(0, 2**32 - 1)), domains)
+    inst = rewrite_instance(rule, roots, feeds)
+    if not inst.fired:
+        return Rejected(f"the rule did not fire: {why_not(rule, roots)}")
+    return inst
+
+
+def instances(rule: Rule, ruleset=None) -> st.SearchStrategy[Instance]:
+    """Instances of the rule's pattern that the rule fires on, with inputs and the rewrite.
+    Given the rule's RuleSet, nodes an earlier rule of its pass would take are left out."""
+    built = attempts(rule, earlier_rules(rule, ruleset))
+    return built.filter(lambda attempt: isinstance(attempt, Instance))

@@ -1,0 +1,142 @@
+"""Instances of a rule's pattern: they match it, cover its variants, and respect op domains."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, find, given, settings
+
+import ngrules as ng
+from ngrules.instances import (
+    Builder,
+    argument_domain,
+    as_float64,
+    guard_hints,
+    instances,
+)
+from ngrules.kinds import is_constant
+
+QUIET = settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
+FIND = settings(QUIET, phases=[Phase.generate], max_examples=300)  # the first hit, unshrunk
+
+
+def rule(text: str) -> ng.Rule:
+    return ng.parse_rules(text, "inst.rules").rules[0]
+
+
+def first(text: str, condition):
+    """An instance of the rule's pattern satisfying condition (find fails if none exists)."""
+    return find(instances(rule(text)), condition, settings=FIND)
+
+
+PATTERNS = [
+    "rule r: x * 1 => x",
+    "rule r: Log(Exp(a)) => a",
+    "rule r: d @ Dot(x, y) if len(d.reduction_axes) == 0 => d * 1",
+    "rule r: s @ Sum(Broadcast?(c: constant)) => s * 1",
+    "rule r: Add(h, h) where h = Exp(x) => h * 2",
+    "rule r: r @ ReorderAxes(Transpose(x: Unflatten)) => r * 1",
+    "rule r: Sum(e: elementwise) * y => y",
+    "rule r: u @ Unflatten(Flatten(x)) => u * 1",
+    "rule r: DotLowDimension(x, y) => x",
+    "rule r: Output(b: BatchnormFprop) => b",
+    "rule r: s @ Exp(x) * Exp(y), d @ Exp(x) / Exp(y) => (s, d)",
+]
+
+
+@pytest.mark.parametrize("text", PATTERNS)
+def test_instances_match_their_pattern_and_are_valid_graphs(text):
+    @QUIET
+    @given(instances(rule(text)))
+    def check(inst):
+        assert inst.fired
+        ng.validate(inst.outputs)
+        assert set(inst.feeds) == {n for n in ng.toposort(inst.outputs) if n.op == "Placeholder"}
+
+    check()
+
+
+def test_a_variable_used_twice_is_one_node():
+    inst = first("rule r: x * x => Square(x)", lambda i: True)
+    a, b = inst.outputs[0].args
+    assert a is b
+
+
+def test_a_named_sub_pattern_is_one_node_at_every_use():
+    inst = first("rule r: Add(h, Log(h)) where h = Exp(x) => h", lambda i: True)
+    args = inst.outputs[0].args
+    h, log = args if args[0].op == "Exp" else args[::-1]
+    assert log.args[0] is h
+
+
+def test_optional_wrappers_are_drawn_present_and_absent():
+    text = "rule r: Exp(Broadcast?(x)) => x"
+    assert first(text, lambda i: i.outputs[0].args[0].op == "Broadcast")
+    assert first(text, lambda i: i.outputs[0].args[0].op == "Placeholder")
+
+
+def test_commutative_operands_come_in_both_orders():
+    text = "rule r: x * 2 => x + x"
+    assert first(text, lambda i: i.outputs[0].args[0].op == "Placeholder")
+    assert first(text, lambda i: i.outputs[0].args[1].op == "Placeholder")
+
+
+def test_literals_are_bare_and_broadcast_constants():
+    text = "rule r: x + 0 => x"
+    two = lambda i: [a for a in i.outputs[0].args if a.op != "Placeholder"][0]  # noqa: E731
+    assert first(text, lambda i: two(i).op == "Constant" and two(i).axes)
+    assert first(text, lambda i: two(i).op == "Broadcast")
+
+
+def test_kinds_build_nodes_of_that_kind():
+    inst = first("rule r: Dot(s: scalar, c: constant) => s", lambda i: True)
+    s, c = inst.outputs[0].args
+    assert len(s.axes) == 0 and is_constant(c)
+    trait = first("rule r: Negative(v: view) => v", lambda i: True)
+    assert ng.OPS[trait.outputs[0].args[0].op].has("view")
+
+
+def test_rank_guards_are_built_in():
+    hints = guard_hints(rule("rule r: x * y if len(x.axes) == 3 and y.rank >= 1 => x"))
+    assert hints.ranks == {"x": (3, 3), "y": (1, 99)}
+
+    @QUIET
+    @given(instances(rule("rule r: Exp(x) if len(x.axes) == 3 => x")))
+    def check(inst):
+        assert len(inst.outputs[0].axes) == 3
+
+    check()
+
+
+def test_inputs_come_from_each_ops_domain():
+    @QUIET
+    @given(instances(rule("rule r: Log(a + b) / Sqrt(c) => a")))
+    def check(inst):
+        values = {n.name: v for n, v in inst.feeds.items()}
+        assert (values["a"] > 0).all() and (values["b"] > 0).all() and (values["c"] > 0).all()
+
+    check()
+
+
+def test_domains_pass_down_through_sign_keeping_ops():
+    assert argument_domain("Add", 0, "positive") == "positive"
+    assert argument_domain("Multiply", 1, "nonzero") == "nonzero"
+    assert argument_domain("Exp", 0, "positive") == "real"
+    assert argument_domain("Subtract", 0, "positive") == "real"
+    assert argument_domain("Log", 0, "real") == "positive"
+
+
+def test_graphs_are_cast_to_float64_with_their_leaves():
+    x = ng.placeholder([ng.make_axis(2, "A")], np.float32, name="x")
+    y = ng.exp(x) * 0.5
+    (y64,), memo = as_float64([y])
+    assert y64.dtype == np.float64 and memo[x].dtype == np.float64 and memo[x].name == "x"
+
+
+def test_fresh_axes_have_distinct_names_and_small_lengths():
+    @QUIET
+    @given(instances(rule("rule r: d @ Dot(x, y) => d * 1")))
+    def check(inst):
+        axes = {a.name: a.length for n in ng.toposort(inst.outputs) for a in n.axes}
+        assert all(1 <= k <= 5 for k in axes.values())
+
+    check()
+    assert Builder(lambda s: 2).fresh(0) == ng.make_axes(())
