@@ -355,7 +355,7 @@ register_op(
     arity=2,
     attrs=(AttrSpec("axes", "axes"),),
     infer=_dld_infer,
-    kernel=lambda node: np.dot,
+    kernel=lambda node: np.matmul,
     grad=_dld_grad,
     gen=G.gen_dot_low,
     doc="np.dot of 1-D/2-D operands, with explicit output axes",
@@ -571,6 +571,50 @@ register_op(
 )
 
 
+# -- fused leaky relu (ngraph's ReluOp and BpropReluOp) ------------------------------------------
+def _slope_kernel(fn):
+    def kernel(node):
+        slope = node.attrs["slope"]
+        return lambda *arrays: fn(slope, *arrays)
+
+    return kernel
+
+
+def _relu(slope, x):
+    return np.where(x > 0, x, x * slope)
+
+
+def _relu_bprop(slope, delta, x):
+    return np.where(x > 0, delta, delta * slope)
+
+
+def _relu_grad(node, d):
+    return (make_node("ReluBprop", (d, node.args[0]), slope=node.attrs["slope"]),)
+
+
+def _relu_bprop_grad(node, d):
+    """Linear in delta; piecewise constant in x, so x's adjoint is zero (almost everywhere)."""
+    return make_node("ReluBprop", (d, node.args[1]), slope=node.attrs["slope"]), None
+
+
+_SLOPE = (AttrSpec("slope", "float", 0.0, "the gradient where x <= 0"),)
+for _name, _arity, _fn, _grad, _doc in (
+    ("Relu", 1, _relu, _relu_grad, "max(x, 0) + slope * min(0, x)"),
+    ("ReluBprop", 2, _relu_bprop, _relu_bprop_grad, "delta where x > 0, slope * delta elsewhere"),
+):
+    register_op(
+        _name,
+        arity=_arity,
+        attrs=_SLOPE,
+        infer=_elementwise_infer(_name),
+        kernel=_slope_kernel(_fn),
+        grad=_grad,
+        gen=G.gen_sloped(_name),
+        traits={"elementwise", "fused"},
+        doc=_doc,
+    )
+
+
 # -- multi-output and fused batchnorm -----------------------------------------------------------
 def _output_infer(args, attrs):
     (t,), i = args, attrs["index"]
@@ -609,21 +653,27 @@ def _bn_fprop_infer(args, attrs):
     return (x.axes, dt), (channel, dt), (channel, dt)
 
 
-def _bn_stats(x):
-    rest = tuple(range(1, x.ndim))
-    mean = x.mean(axis=rest)
-    var = np.square(x - mean.reshape((-1,) + (1,) * len(rest))).mean(axis=rest)
-    return rest, mean, var
+def _by_channel(x):
+    """x as a [channel, everything else] matrix (a view when x's layout allows)."""
+    return x.reshape(x.shape[0], -1)
+
+
+def _row_dots(a, b):
+    """Per-row dot products of two matrices, in one pass and without a temporary."""
+    return np.einsum("ij,ij->i", a, b)
 
 
 def _bn_fprop_kernel(node):
     eps = node.attrs["eps"]
 
     def run(x, gamma, beta):
-        rest, mean, var = _bn_stats(x)
-        col = (-1,) + (1,) * len(rest)
-        xhat = (x - mean.reshape(col)) / np.sqrt(var + eps).reshape(col)
-        return gamma.reshape(col) * xhat + beta.reshape(col), mean, var
+        flat = _by_channel(x)
+        mean = flat.mean(axis=1)
+        centred = flat - mean[:, None]
+        var = _row_dots(centred, centred) / flat.shape[1]
+        centred *= (gamma / np.sqrt(var + eps))[:, None]  # y = xhat * gamma + beta, in place
+        centred += beta[:, None]
+        return centred.reshape(x.shape), mean, var
 
     return run
 
@@ -632,15 +682,18 @@ def _bn_bprop_kernel(node):
     eps = node.attrs["eps"]
 
     def run(delta, x, gamma, mean, var):
-        rest = tuple(range(1, x.ndim))
-        col, m = (-1,) + (1,) * len(rest), x.size // x.shape[0]
+        flat, d = _by_channel(x), _by_channel(delta)
+        m = flat.shape[1]
         inv = 1.0 / np.sqrt(var + eps)
-        xhat = (x - mean.reshape(col)) * inv.reshape(col)
-        dgamma, dbeta = (delta * xhat).sum(axis=rest), delta.sum(axis=rest)
-        dx = (gamma * inv).reshape(col) * (
-            delta - (xhat * dgamma.reshape(col) + dbeta.reshape(col)) / m
-        )
-        return dx.astype(x.dtype), dgamma, dbeta
+        centred = flat - mean[:, None]
+        dbeta = d.sum(axis=1)
+        dgamma = _row_dots(d, centred) * inv  # sum(delta * xhat)
+        # dx = gamma*inv*(delta - (xhat*dgamma + dbeta)/m) = a*delta + b*(x - mean) + c
+        a = gamma * inv
+        centred *= (-a * inv * dgamma / m)[:, None]
+        centred += (-a * dbeta / m)[:, None]
+        centred += d * a[:, None]
+        return centred.reshape(x.shape).astype(x.dtype, copy=False), dgamma, dbeta
 
     return run
 

@@ -62,6 +62,18 @@ def gen_elementwise(op: str):
     return gen
 
 
+def gen_sloped(op: str):
+    """A fused relu op (forward or backward) on operands of one axes, with a random slope."""
+    from .ops import OPS
+
+    def gen(draw, leaf):
+        axes = some_axes(draw, axis_pool(draw))
+        slope = draw(_st().sampled_from((0.0, 0.01, 0.2, 1.5)))
+        return make_node(op, tuple(leaf(axes) for _ in range(OPS[op].arity)), slope=slope)
+
+    return gen
+
+
 def gen_reduction(op: str):
     def gen(draw, leaf):
         st = _st()

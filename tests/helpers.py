@@ -197,6 +197,8 @@ def _reference(n, vals):
         "Output": lambda: vals[0][a["index"]],
         "BatchnormFprop": lambda: bn_reference(*vals, a["eps"]),
         "BatchnormBprop": lambda: bn_bprop_reference(*vals, a["eps"]),
+        "Relu": lambda: np.maximum(vals[0], 0) + a["slope"] * np.minimum(0, vals[0]),
+        "ReluBprop": lambda: vals[0] * ((vals[1] > 0) + a["slope"] * (vals[1] <= 0)),
     }
     return table[op]()
 
