@@ -167,8 +167,9 @@ def format_rule(r: RuleDecl) -> str:
     head = f"rule {r.name}{priority}:"
     roots = ", ".join(format_pattern(p) for p in r.roots)
     body = f"=> {_replacement(r.replacement)}"
-    if not r.clauses:
+    if not r.clauses and len(r.roots) == 1:
         return f"{head} {roots} {body}"
+    roots = f",\n{INDENT}".join(format_pattern(p) for p in r.roots)
     lines = [head, INDENT + roots, *(INDENT + _clause(c) for c in r.clauses), INDENT + body]
     return "\n".join(lines)
 
@@ -187,12 +188,7 @@ def format_decl(d) -> str:
 
 
 def format_rules(f: RulesFile) -> str:
-    """Canonical text: a blank line before each pass and around rules of several lines."""
-    out: list[str] = []
-    for d in f.decls:
-        text = format_decl(d)
-        spaced = isinstance(d, PassDecl) or "\n" in text
-        if out and (spaced or "\n" in out[-1]) and out[-1] != "":
-            out.append("")
-        out.append(text)
-    return "\n".join(out) + "\n" if out else ""
+    """Canonical text of a file: comments and blank lines kept, one-line rules aligned."""
+    from .layout import format_file
+
+    return format_file(f)

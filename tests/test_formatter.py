@@ -109,3 +109,34 @@ def test_too_deep_ast_is_an_error_not_a_crash():
     f = RulesFile("f", (RuleDecl("r", (p,), (), (EVar("x"),)),))
     with pytest.raises(NgrulesError, match="nesting too deep"):
         format_rules(f)
+
+
+def test_comments_and_blank_lines_survive_formatting():
+    text = (
+        "# header\n\npass p\n\n# about r\nrule r: x * 1 => x  # identity\n\n"
+        "rule s:   # guarded\n    Exp(x)\n    if x.rank == 1   # rank one\n    => x\n# the end\n"
+    )
+    out = canonical(text)
+    assert out == (
+        "# header\n\npass p\n\n# about r\nrule r: x * 1 => x  # identity\n\n"
+        "rule s:  # guarded\n    Exp(x)\n    if x.rank == 1  # rank one\n    => x\n\n# the end\n"
+    )
+    assert canonical(out) == out
+
+
+def test_a_hash_inside_a_string_is_not_a_comment():
+    out = canonical('import "a#b.rules"  # real\n')
+    assert out == 'import "a#b.rules"  # real\n'
+
+
+def test_one_line_rules_form_an_aligned_table():
+    out = canonical("rule a: x * 1 => x # one\nrule long_name: Log(Exp(a)) => a # two\n")
+    assert out == (
+        "rule a:         x * 1       => x  # one\n"
+        "rule long_name: Log(Exp(a)) => a  # two\n"
+    )
+
+
+def test_multi_root_rules_put_each_root_on_its_own_line():
+    out = canonical("rule m: s @ Sum(x), t @ Max(x) => (s, t)\n")
+    assert out == "rule m:\n    s @ Sum(x),\n    t @ Max(x)\n    => (s, t)\n"
