@@ -24,7 +24,21 @@ from .errors import NgrulesError
 from .graph import Node, make_node, toposort
 from .ops import OPS
 from .rules import Rule
-from .syntax import EAttr, EBinary, ECall, ENum, EStr, EUnary, EVar, Guard, PLit, PNamed, POp, PVar
+from .syntax import (
+    EAttr,
+    EBinary,
+    ECall,
+    ENum,
+    EStr,
+    EUnary,
+    EVar,
+    Guard,
+    PLit,
+    PNamed,
+    POp,
+    PVar,
+    children,
+)
 
 Domain = str  # "real", "positive" or "nonzero", as in the op table
 _STRICTNESS = {"real": 0, "nonzero": 1, "positive": 2}
@@ -127,6 +141,8 @@ class Hints:
     ranks: dict[str, tuple[int, int]] = field(default_factory=dict)
     dtype: np.dtype | None = None
     equations: dict[str, list] = field(default_factory=dict)  # v -> exprs v.axes must equal
+    same: list[tuple[str, str]] = field(default_factory=list)  # (u, v): u.axes == v.axes
+    values: dict[str, list] = field(default_factory=dict)  # v -> exprs value(v) must equal
 
 
 def _rank_of(e) -> str | None:
@@ -154,6 +170,48 @@ _RANGES = {
 }
 
 
+def _value_of(e) -> str | None:
+    """The variable v when e is `value(v)`."""
+    ok = isinstance(e, ECall) and e.func == "value" and len(e.args) == 1
+    return e.args[0].name if ok and isinstance(e.args[0], EVar) else None
+
+
+_INVERSE = {"*": "/", "/": "*", "+": "-", "-": "+"}
+
+
+def isolate(side, other) -> tuple[str, object] | None:
+    """(v, e) when `side == other` says `value(v) == e`: value(v) is found in side under
+    + - * / and the arithmetic is undone on other (`value(c) * size(m) == size(x)` gives
+    `c`, `size(x) / size(m)`). None when side holds no value(v)."""
+    name = _value_of(side)
+    if name is not None:
+        return name, other
+    if not (isinstance(side, EBinary) and side.op in _INVERSE):
+        return None
+    inverse = _INVERSE[side.op]
+    found = isolate(side.left, EBinary(inverse, other, side.right))
+    if found is None:  # value(v) on the right: l + v, l * v undone alike; l - v, l / v not
+        undo = (inverse, other, side.left) if side.op in "+*" else (side.op, side.left, other)
+        found = isolate(side.right, EBinary(*undo))
+    return found
+
+
+def _hint_equal(left, right, hints: Hints) -> None:
+    """What `left == right` says: a dtype, axes equal to an expression, a constant's value."""
+    if isinstance(right, EStr) and isinstance(left, EAttr) and left.name == "dtype":
+        hints.dtype = np.dtype(right.value)
+        return
+    names = (_axes_of(left), _axes_of(right))
+    if None not in names:
+        hints.same.append(names)
+    for name, other in zip(names, (right, left)):
+        if name is not None:
+            hints.equations.setdefault(name, []).append(other)
+    for found in (isolate(left, right), isolate(right, left)):
+        if found is not None:
+            hints.values.setdefault(found[0], []).append(found[1])
+
+
 def _hint(e, hints: Hints) -> None:
     if isinstance(e, EBinary) and e.op == "and":
         _hint(e.left, hints)
@@ -164,14 +222,10 @@ def _hint(e, hints: Hints) -> None:
             lo, hi = _RANGES[e.op](int(e.right.value))
             old = hints.ranks.get(name, (0, 99))
             hints.ranks[name] = (max(lo, old[0]), min(hi, old[1]))
-    elif isinstance(e, EBinary) and e.op == "==" and (_axes_of(e.left) or _axes_of(e.right)):
-        for side, other in ((e.left, e.right), (e.right, e.left)):
-            name = _axes_of(side)
-            if name is not None:
-                hints.equations.setdefault(name, []).append(other)
-    elif isinstance(e, EBinary) and e.op == "==" and isinstance(e.right, EStr):
-        if isinstance(e.left, EAttr) and e.left.name == "dtype":
-            hints.dtype = np.dtype(e.right.value)
+        elif e.op == "==":
+            _hint_equal(e.left, e.right, hints)
+    elif isinstance(e, EBinary) and e.op == "==":
+        _hint_equal(e.left, e.right, hints)
     elif isinstance(e, ECall) and e.func == "is_scalar" and isinstance(e.args[0], EVar):
         hints.ranks[e.args[0].name] = (0, 0)
     elif isinstance(e, EUnary) and e.op == "not" and isinstance(e.operand, ECall):
@@ -181,7 +235,8 @@ def _hint(e, hints: Hints) -> None:
 
 
 def guard_hints(rule: Rule) -> Hints:
-    """Rank and dtype requirements the rule's guards state plainly (others are filtered)."""
+    """What the rule's guards state plainly (ranks, dtype, axes equations, constant values);
+    other guards are honoured by filtering."""
     hints = Hints()
     for clause in rule.clauses:
         if isinstance(clause, Guard):
@@ -190,6 +245,80 @@ def guard_hints(rule: Rule) -> Hints:
             except (TypeError, ValueError):
                 continue
     return hints
+
+
+# -- axes constraints: which positions of a pattern have the same axes ---------------------------
+def _key(p) -> object:
+    """What identifies a pattern position: its name when it has one, else the object itself."""
+    named = isinstance(p, (PVar, PNamed)) and p.name != "_"
+    return p.name if named else id(p)
+
+
+def _positions(roots):
+    """Every position of the patterns, the inside of a named sub-pattern once."""
+    seen, stack = set(), list(roots)
+    while stack:
+        p = stack.pop()
+        if isinstance(p, PNamed):
+            if p.name in seen:
+                continue
+            seen.add(p.name)
+        yield p
+        stack.extend(children(p))
+
+
+def _equal_axes(p) -> tuple:
+    """The positions the op table gives p's own axes: a named pattern's inside, the operands
+    of an elementwise op (optional or not: either way the position has the operand's axes)."""
+    if isinstance(p, PNamed):
+        return (p.pattern,)
+    return p.args if isinstance(p, POp) and OPS[p.op].has("elementwise") else ()
+
+
+def _intersect(a: tuple[int, int], b: tuple[int, int] | None) -> tuple[int, int]:
+    return a if b is None else (max(a[0], b[0]), min(a[1], b[1]))
+
+
+@dataclass
+class Constraints:
+    """Classes of pattern positions that have the same axes in every instance (unified over
+    named patterns, elementwise ops and `u.axes == v.axes` guards), and per class what the
+    guards say: a rank range, expressions the axes equal."""
+
+    classes: dict = field(default_factory=dict)  # position key -> class
+    ranks: dict = field(default_factory=dict)  # class -> (lowest, highest) rank
+    equations: dict = field(default_factory=dict)  # class -> expressions its axes equal
+
+    def of(self, p) -> object | None:
+        """p's class; None for an untracked unnamed position (`_`, or outside the rule)."""
+        key = _key(p)
+        return self.classes.get(key, key if isinstance(key, str) else None)
+
+    def names(self) -> dict[str, object]:
+        return {k: c for k, c in self.classes.items() if isinstance(k, str)}
+
+
+def constraints(roots, hints: Hints) -> Constraints:
+    """Union-find over the patterns' positions, then the guards' facts gathered per class."""
+    parent: dict = {}
+
+    def find(k):
+        while parent.setdefault(k, k) != k:
+            k = parent[k]
+        return k
+
+    pairs = [(_key(p), _key(q)) for p in _positions(roots) for q in (p, *_equal_axes(p))]
+    for a, b in [*pairs, *hints.same]:
+        parent[find(a)] = find(b)
+    cons = Constraints({k: find(k) for k in parent})
+    scalars = [p for p in _positions(roots) if isinstance(p, PVar) and p.kind == "scalar"]
+    ranked = [(PVar(name), rng) for name, rng in hints.ranks.items()]
+    for p, rng in [*ranked, *((p, (0, 0)) for p in scalars)]:
+        c = cons.of(p)
+        cons.ranks[c] = _intersect(rng, cons.ranks.get(c))
+    for name, exprs in hints.equations.items():
+        cons.equations.setdefault(cons.of(PVar(name)), []).extend(exprs)
+    return cons
 
 
 # -- axes choices -------------------------------------------------------------------------------
@@ -308,6 +437,15 @@ PLANS: dict[str, Plan] = {
 }
 
 
+def _op_at(p) -> str:
+    """The op a position's node is known to be ("" if none): for the shape of free axes."""
+    if isinstance(p, PNamed):
+        return _op_at(p.pattern)
+    if isinstance(p, POp) and not p.optional:
+        return p.op
+    return p.kind if isinstance(p, PVar) and p.kind in OPS else ""
+
+
 def plan_for(op: str) -> Plan | None:
     """How to choose op's argument axes for given output axes (None: use the op's generator)."""
     if op in PLANS:
@@ -317,12 +455,18 @@ def plan_for(op: str) -> Plan | None:
 
 # -- the builder --------------------------------------------------------------------------------
 class Builder:
-    """Builds one instance of patterns top-down; `bound` maps pattern names to their nodes."""
+    """Builds one instance of patterns top-down; `bound` maps pattern names to their nodes.
 
-    def __init__(self, draw, dtype=np.float64, hints: Hints | None = None):
+    Given the rule's `roots`, positions the op table or the guards make equal in axes share a
+    class (`constraints`); the first axes chosen for a class are `decided` for all of it, so a
+    named node built at its first use already has the axes its later uses need."""
+
+    def __init__(self, draw, dtype=np.float64, hints: Hints | None = None, roots=()):
         self.draw = draw
         self.dtype = np.dtype(dtype)
         self.hints = hints or Hints()
+        self.cons = constraints(roots, self.hints)
+        self.decided: dict[object, Axes] = {}
         self.bound: dict[str, Node] = {}
         self.domains: dict[Node, Domain] = {}
         self._axis_names = iter(_AXIS_NAMES)
@@ -338,19 +482,19 @@ class Builder:
             raise Reject("the instance needs more axes than there are names")
         return Axes(Axis(name, self.draw(_LENGTHS)) for name in names)
 
-    def free_axes(self, name: str | None = None, lo: int = 0) -> Axes:
+    def free_axes(self, at=None, lo: int = 0) -> Axes:
         """Axes for a node nothing above constrains: the rank its guards ask, else 0-3."""
-        low, high = self.hints.ranks.get(name, (0, _MAX_RANK)) if name else (0, _MAX_RANK)
+        low, high = self.cons.ranks.get(self.cons.of(at), (0, _MAX_RANK))
         low, high = max(low, lo), min(high, max(low, lo) + _MAX_RANK)
         if low > high:
-            raise Reject(f"the guards ask {name!r} for no possible rank")
+            raise Reject(f"the guards ask {getattr(at, 'name', '_')!r} for no possible rank")
         return self.fresh(self.draw(st.integers(low, high)))
 
-    def free_want(self, op: str, name: str | None) -> Axes:
+    def free_want(self, op: str, at=None) -> Axes:
         """Output axes for an unconstrained op node (Flatten's output is really flattened)."""
         if op == "Flatten":
-            return regroup(self.draw, self.free_axes(name, lo=1))
-        return self.free_axes(name)
+            return regroup(self.draw, self.free_axes(at, lo=1))
+        return self.free_axes(at)
 
     def placeholder(self, axes: Axes, domain: Domain, name: str = "_") -> Node:
         label = name if name != "_" else f"_{next(self._leaf_names)}"
@@ -373,9 +517,13 @@ class Builder:
             return make_node("Constant", value=np.full(axes.lengths, value, self.dtype), axes=axes)
         return make_node("Broadcast", (scalar,), axes=axes)
 
-    def constant(self, want: Axes | None, domain: Domain, name: str | None = None) -> Node:
-        """A known constant: one value everywhere, or random values, in the domain."""
-        axes = want if want is not None else self.free_axes(name)
+    def constant(self, want: Axes | None, domain: Domain, at=None) -> Node:
+        """A known constant: the value a guard asks (`value(c) * size(m) == size(x)`) when it
+        can be computed already, else one value everywhere or random values, in the domain."""
+        axes = want if want is not None else self.free_axes(at)
+        asked = self.solve(self.hints.values.get(getattr(at, "name", "_"), ()), (int, float))
+        if asked is not None:
+            return self.literal(float(asked), axes)
         if self.draw(st.booleans()) and len(axes):
             rng = np.random.default_rng(self.draw(st.integers(0, 2**16)))
             value = np.round(domain_values(rng, axes.lengths, np.float64, domain), 3)
@@ -391,9 +539,65 @@ class Builder:
             raise Reject(f"{op} came out with axes {node.axes!r}, not {want!r}")
         return node
 
+    # -- what is known of a position's axes -----------------------------------------------------
+    def decide(self, at, axes: Axes | None) -> None:
+        """Record axes for at's class (the first choice stands; a conflict rejects later)."""
+        c = self.cons.of(at)
+        if c is not None and axes is not None:
+            self.decided.setdefault(c, axes)
+
+    def known(self, at) -> Axes | None:
+        """The axes at's node must have before it is built: those decided for its class, none
+        for a rank-0 class, or what a guard equation gives from what is known; else None."""
+        c = self.cons.of(at)
+        if c in self.decided:
+            return self.decided[c]
+        if self.cons.ranks.get(c) == (0, 0):
+            return Axes()
+        return self.solve(self.cons.equations.get(c, ()), Axes)
+
+    def solve(self, exprs, kind) -> object | None:
+        """The first of exprs computable from what is built or decided that is a `kind`."""
+        from .expr import evaluate
+
+        env = self.env() if exprs else {}
+        for expr in exprs:
+            try:
+                value = evaluate(expr, env)
+            except NgrulesError:
+                continue
+            if isinstance(value, kind):
+                return value
+        return None
+
+    def env(self) -> dict[str, Node]:
+        """The bound names, and for names not built yet whose axes are decided a stand-in
+        placeholder with those axes (enough for guards such as `x.axes[:1]` or `size(x)`)."""
+        standins = {
+            name: make_node("Placeholder", name=name, axes=self.decided[c], dtype=self.dtype)
+            for name, c in self.cons.names().items()
+            if c in self.decided and name not in self.bound
+        }
+        return {**standins, **self.bound}
+
+    def want_for(self, p) -> Axes | None:
+        """Axes for p when its parent leaves them open: known ones, or a rank its guards ask."""
+        axes = self.known(p)
+        if axes is None and self.cons.of(p) in self.cons.ranks:
+            axes = self.free_want(_op_at(p), p)
+        return axes
+
     # -- patterns -------------------------------------------------------------------------------
     def build(self, p, want: Axes | None, domain: Domain = "real") -> Node:
         """A node matching pattern p, with axes `want` (None: any)."""
+        want = want if want is not None else self.want_for(p)
+        self.decide(p, want)
+        node = self._build(p, want, domain)
+        if node.outputs is None:
+            self.decide(p, node.axes)
+        return node
+
+    def _build(self, p, want: Axes | None, domain: Domain) -> Node:
         if isinstance(p, PNamed):
             return self._named(p, want, domain)
         if isinstance(p, PVar):
@@ -402,7 +606,7 @@ class Builder:
             return self.literal(p.value, want)
         if p.optional and not self.draw(st.booleans()):
             return self.build(p.args[0], want, domain)
-        return self.op(p.op, p.args, want, domain)
+        return self.op(p.op, p.args, want, domain, p)
 
     def _reuse(self, name: str, want: Axes | None, domain: Domain) -> Node:
         node = self.bound[name]
@@ -415,16 +619,9 @@ class Builder:
     def _named(self, p: PNamed, want: Axes | None, domain: Domain) -> Node:
         if p.name in self.bound:
             return self._reuse(p.name, want, domain)
-        want = want if want is not None else self.equation(p.name)
-        if want is None and p.name in self.hints.ranks:
-            want = self._hinted_want(p)
         node = self.build(p.pattern, want, domain)
         self.bound[p.name] = node
         return node
-
-    def _hinted_want(self, p: PNamed) -> Axes:
-        inner = p.pattern.op if isinstance(p.pattern, POp) and not p.pattern.optional else ""
-        return self.free_want(inner, p.name)
 
     def _var(self, p: PVar, want: Axes | None, domain: Domain) -> Node:
         if p.name in self.bound:
@@ -436,76 +633,36 @@ class Builder:
 
     def _typed(self, p: PVar, want: Axes | None, domain: Domain) -> Node:
         kind, name = p.kind, p.name
-        want = want if want is not None else self.equation(name)
         if kind is None:
-            axes = want if want is not None else self.free_axes(name)
+            axes = want if want is not None else self.free_axes(p)
             return self.placeholder(axes, domain, name)
         if kind == "scalar":
             if want is not None and len(want):
                 raise Reject(f"{name!r} must be a scalar but sits where axes {want!r} are needed")
             return self.placeholder(Axes(), domain, name)
         if kind == "constant":
-            return self.constant(want, domain, name)
+            return self.constant(want, domain, p)
         if kind not in OPS:
             kind = self.draw(st.sampled_from(sorted(o for o in OPS if kind in OPS[o].traits)))
-        return self.op(kind, None, want, domain, name)
+        return self.op(kind, None, want, domain, p)
 
-    def equation(self, name: str) -> Axes | None:
-        """Axes a guard `name.axes == e` asks for, when e can be computed from what is bound."""
-        from .expr import evaluate
-
-        for expr in self.hints.equations.get(name, ()):
-            try:
-                value = evaluate(expr, self.bound)
-            except NgrulesError:
-                continue
-            if isinstance(value, Axes):
-                return value
-        return None
-
-    def linked(self, args) -> str | None:
-        """A rank-hinted variable reached from args through elementwise ops (same axes)."""
-        stack = list(args or ())
-        while stack:
-            p = stack.pop(0)
-            if isinstance(p, (PVar, PNamed)) and p.name in self.hints.ranks:
-                return p.name
-            if isinstance(p, PNamed):
-                stack.append(p.pattern)
-            elif isinstance(p, POp) and not p.optional and OPS[p.op].has("elementwise"):
-                stack.extend(p.args)
-        return None
-
-    def forced(self, p) -> Axes | None:
-        """The axes p's node must have before it is built (bound names, scalars), else None."""
-        if isinstance(p, (PVar, PNamed)) and p.name in self.bound:
-            return self.bound[p.name].axes
-        if isinstance(p, PVar) and p.kind == "scalar":
-            return Axes()
-        if isinstance(p, (PVar, PNamed)) and self.hints.ranks.get(p.name) == (0, 0):
-            return Axes()
-        if isinstance(p, (PVar, PNamed)) and self.equation(p.name) is not None:
-            return self.equation(p.name)
-        if isinstance(p, PNamed):
-            return self.forced(p.pattern)
-        if isinstance(p, POp) and not p.optional and OPS[p.op].has("elementwise"):
-            return next((f for f in map(self.forced, p.args) if f is not None), None)
-        return None
-
-    def op(self, op: str, args, want: Axes | None, domain: Domain, name: str = "_") -> Node:
-        """A node of op over nodes matching args (None: any arguments) with axes want."""
+    def op(self, op: str, args, want: Axes | None, domain: Domain, at=None) -> Node:
+        """A node of op over nodes matching args (None: any arguments) with axes want; `at` is
+        the pattern position it is built for."""
         opdef = OPS[op]
         if opdef.has("leaf"):
-            return self._leaf(op, want, domain, name)
+            return self._leaf(op, want, domain, at)
         if op == "Output":
             return self._output(args, want, domain)
         plan = plan_for(op)
         if plan is None:
             return self._generic(op, args, want, domain)
         args = args if args is not None else (PVar("_"),) * opdef.arity
-        linked = self.linked(args) if opdef.has("elementwise") else None
-        want = want if want is not None else self.free_want(op, linked)
-        arg_axes, attrs = plan(self, want, [self.forced(a) for a in args])
+        want = want if want is not None else self.free_want(op, at)
+        self.decide(at, want)
+        arg_axes, attrs = plan(self, want, [self.known(a) for a in args])
+        for a, ax in zip(args, arg_axes):
+            self.decide(a, ax)
         nodes = [
             self.build(a, ax, argument_domain(op, i, domain))
             for i, (a, ax) in enumerate(zip(args, arg_axes))
@@ -514,15 +671,15 @@ class Builder:
             nodes.reverse()
         return self.make(op, nodes, attrs, want)
 
-    def _leaf(self, op: str, want: Axes | None, domain: Domain, name: str) -> Node:
-        axes = want if want is not None else self.free_axes(name)
+    def _leaf(self, op: str, want: Axes | None, domain: Domain, at) -> Node:
+        axes = want if want is not None else self.free_axes(at)
         if op == "Constant":
-            return self.constant(axes, domain)
+            return self.constant(axes, domain, at)
         if op == "Variable":
             label = f"v{next(self._leaf_names)}"
             initial = self.scalar_value(domain)
             return make_node("Variable", name=label, axes=axes, dtype=self.dtype, initial=initial)
-        return self.placeholder(axes, domain, name)
+        return self.placeholder(axes, domain, getattr(at, "name", "_"))
 
     def _output(self, args, want: Axes | None, domain: Domain) -> Node:
         inner = args[0] if args else PVar("_", "multi_output")
@@ -583,7 +740,7 @@ class Rejected:
 def _build_roots(draw, rule: Rule) -> tuple[list[Node], dict[Node, Domain]]:
     hints = guard_hints(rule)
     dtype = hints.dtype if hints.dtype is not None else np.dtype(np.float64)
-    builder = Builder(draw, dtype, hints)
+    builder = Builder(draw, dtype, hints, rule.roots)
     roots = [builder.build(root, None) for root in rule.roots]
     for r in roots:
         if r.outputs is not None:

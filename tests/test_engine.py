@@ -165,8 +165,12 @@ def test_deep_graphs_rewrite_without_recursion_error():
     (x,) = leaves("p")
     for i in range(50_000):
         x = ng.tanh(x) * 1.0 if i % 2 else -(-ng.exp(x))
+    depth = len(toposort([x]))
+    assert depth >= 100_000  # a chain: every node is one level deeper than the last
     res = ng.rewrite([x], rs)
     assert res.stop == "fixpoint" and len(res.trace) == 50_000
+    left = toposort(res.outputs)
+    assert len(left) == 50_001 and {n.op for n in left} == {"Placeholder", "Exp", "Tanh"}
 
 
 # -- safety ------------------------------------------------------------------------------------

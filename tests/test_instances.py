@@ -5,14 +5,19 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 
 import ngrules as ng
+from ngrules.expr import evaluate
 from ngrules.instances import (
     Builder,
+    Instance,
     argument_domain,
     as_float64,
+    attempts,
+    constraints,
     guard_hints,
     instances,
 )
 from ngrules.kinds import is_constant
+from ngrules.syntax import PVar
 
 QUIET = settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 FIND = settings(QUIET, phases=[Phase.generate], max_examples=300)  # the first hit, unshrunk
@@ -140,3 +145,79 @@ def test_fresh_axes_have_distinct_names_and_small_lengths():
 
     check()
     assert Builder(lambda s: 2).fresh(0) == ng.make_axes(())
+
+
+#: h is used under a Broadcast (which may keep any of its axes) and again beside Sum(y): the
+#: two uses need the same axes, which only the second use's context says.
+SHARED = """
+rule shared:
+    t @ Broadcast(h) * y + Broadcast(Sum(y) + h), n @ -z
+    where h = Exp(x)
+    if z.axes == h.axes
+    => (t * 1, n * 1)
+"""
+
+
+def test_axes_classes_join_named_nodes_elementwise_operands_and_guards():
+    r = rule(SHARED)
+    cons = constraints(r.roots, guard_hints(r))
+    same = lambda *ps: len({cons.of(p) for p in ps}) == 1  # noqa: E731
+    var = PVar
+    inner = r.roots[0].pattern.args[1].args[0]  # Sum(y) + h, under the second Broadcast
+    assert same(var("h"), var("x"), inner)  # Exp and Add are elementwise; h is one node
+    assert same(var("h"), var("z"), var("n"))  # the guard, then Negative
+    assert same(var("t"), var("y"))
+    assert not same(var("h"), var("y"))  # a Broadcast and a Sum lie between them
+    assert cons.of(PVar("_")) is None
+
+
+def built_and_tried(text: str, examples: int = 50) -> tuple[list[Instance], list]:
+    """The attempts at instances of the rule: those that became instances, and all."""
+    tried = []
+
+    @settings(QUIET, max_examples=examples)
+    @given(attempts(rule(text)))
+    def check(attempt):
+        tried.append(attempt)
+
+    check()
+    return [a for a in tried if isinstance(a, Instance)], tried
+
+
+def test_a_named_node_gets_the_axes_all_its_uses_need():
+    built, tried = built_and_tried(SHARED)
+    assert len(built) >= 0.9 * len(tried), [a.reason for a in tried if a not in built][:3]
+    for inst in built:
+        under_broadcast = inst.outputs[0].args  # h is Exp(x) in both places
+        assert any(n.op == "Exp" for n in ng.toposort(under_broadcast))
+
+
+MEAN = """
+rule centre:
+    c @ x - Broadcast(m)
+    where m = Sum(x) / Broadcast(n: Constant)
+    if n.rank == 0 and GUARD
+    => c * 1
+"""
+
+
+@pytest.mark.parametrize(
+    "guard, value",
+    [
+        ("value(n) * size(m) == size(x)", 3),
+        ("size(x) == size(m) * value(n)", 3),
+        ("size(x) / value(n) == size(m)", 3),
+        ("value(n) + 1 == size(m)", 1),
+        ("size(x) - value(n) == size(m)", 4),
+    ],
+)
+def test_a_guard_tying_a_constants_value_to_sizes_is_solved_for_it(guard, value):
+    (name, (expr,)), = guard_hints(rule(MEAN.replace("GUARD", guard))).values.items()
+    x = ng.placeholder([ng.make_axis(2, "A"), ng.make_axis(3, "B")], name="x")
+    m = ng.placeholder([ng.make_axis(2, "A")], name="m")
+    assert name == "n" and evaluate(expr, {"x": x, "m": m}) == value
+
+
+def test_constants_are_built_with_the_value_their_guard_asks():
+    built, tried = built_and_tried(MEAN.replace("GUARD", "value(n) * size(m) == size(x)"))
+    assert len(built) == len(tried)  # the guard always holds
