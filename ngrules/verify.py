@@ -13,7 +13,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -352,6 +352,7 @@ def verify(
     rtol: float = RTOL,
     atol: float = ATOL,
     budget: float | None = BUDGET,
+    on_rule: Callable[[int, int, Rule], None] | None = None,
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
@@ -360,11 +361,15 @@ def verify(
     seconds per rule after which no new instances are built (None: no limit). Within a
     RuleSet, a rule is checked on the nodes it would get in its pass: those no earlier rule
     of the pass matches (first match wins); a lone rule or a list is checked on its own.
+    on_rule(i, n, rule) is called before the i-th of n rules (a progress display).
     """
     start = time.perf_counter()
     chosen, ruleset = _rules_of(rules)
-    report = VerificationReport(
-        [verify_rule(r, examples, rtol, atol, ruleset, budget) for r in chosen]
-    )
+    verdicts = []
+    for i, rule in enumerate(chosen, start=1):
+        if on_rule is not None:
+            on_rule(i, len(chosen), rule)
+        verdicts.append(verify_rule(rule, examples, rtol, atol, ruleset, budget))
+    report = VerificationReport(verdicts)
     report.seconds = time.perf_counter() - start
     return report
