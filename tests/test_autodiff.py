@@ -2,16 +2,16 @@
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-import ngrules as ng
-from tests.helpers import (
+from helpers import (
     central_difference,
     directional_difference,
     draw_op_instance,
     placeholder_domains,
 )
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ngrules as ng
 
 NOT_DIFFERENTIABLE = {n for n, op in ng.OPS.items() if isinstance(op.grad, ng.NotDifferentiable)}
 DIFFERENTIABLE = sorted(

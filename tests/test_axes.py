@@ -3,12 +3,12 @@
 import math
 
 import pytest
+from helpers import axes_st, axis_lists
 from hypothesis import given
 from hypothesis import strategies as st
 
 import ngrules as ng
 from ngrules.axes import Axes, Axis, FlattenedAxis
-from tests.helpers import axes_st, axis_lists
 
 pairs = st.tuples(axes_st(), axes_st())
 

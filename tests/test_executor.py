@@ -4,11 +4,11 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from helpers import FLOAT_DTYPES, Leaves, axes_st, numpy_eval, random_feeds, tolerance
 from hypothesis import given
 from hypothesis import strategies as st
 
 import ngrules as ng
-from tests.helpers import FLOAT_DTYPES, Leaves, axes_st, numpy_eval, random_feeds, tolerance
 
 # -- random graphs: each builder makes a node of the requested axes from smaller graphs -------
 

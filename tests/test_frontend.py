@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from helpers import axes_st, broadcast_named, einsum_dot, permute, reduce_named
 from hypothesis import given
 from hypothesis import strategies as st
 
 import ngrules as ng
-from tests.helpers import axes_st, broadcast_named, einsum_dot, permute, reduce_named
 
 
 def _feed(*nodes, seed=0):

@@ -12,6 +12,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
+from helpers import FLOAT_DTYPES, Leaves, single_outputs
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -21,7 +22,6 @@ from ngrules import graph as graph_module
 from ngrules import graphfile
 from ngrules.errors import GraphFileError, NgrulesError
 from ngrules.graphfile import RuleOrigin, arrays_path, load_graph, save_graph
-from tests.helpers import FLOAT_DTYPES, Leaves, single_outputs
 
 OP_NAMES = sorted(ng.OPS)
 _names = itertools.count()

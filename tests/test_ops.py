@@ -4,12 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-import ngrules as ng
-from ngrules.ops import DOMAINS, TRAITS
-from tests.helpers import (
+from helpers import (
     FLOAT_DTYPES,
     bn_bprop_reference,
     bn_reference,
@@ -19,6 +14,11 @@ from tests.helpers import (
     numpy_eval,
     tolerance,
 )
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ngrules as ng
+from ngrules.ops import DOMAINS, TRAITS
 
 BUILTIN_OPS = sorted(ng.OPS)
 DESIGN_OPS = {

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import bn_bprop_reference, bn_reference, tolerance
 
 import ngrules as ng
 from ngrules.graph import toposort
-from tests.helpers import bn_bprop_reference, bn_reference, tolerance
 
 RULES = Path(__file__).resolve().parent.parent / "rules"
 BN_RULES = ("batchnorm_fprop", "batchnorm_bprop")

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import tolerance
 from hypothesis import given
 from hypothesis import strategies as st
 
 import ngrules as ng
 from ngrules.graph import toposort
-from tests.helpers import tolerance
 
 RULES = Path(__file__).resolve().parent.parent / "rules"
 

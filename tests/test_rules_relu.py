@@ -5,10 +5,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import tolerance
 
 import ngrules as ng
 from ngrules.graph import toposort
-from tests.helpers import tolerance
 
 RULES = Path(__file__).resolve().parent.parent / "rules"
 C, N = ng.make_axis(3, "C"), ng.make_axis(4, "N")

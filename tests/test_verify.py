@@ -104,6 +104,25 @@ rule unbiased_variance:     # the variance output of batchnorm, divided by n - 1
 rule sum_of_product:        # Σ x·y is not (Σ x)·(Σ y)
     s @ Sum(x * y)
     => sum(x, reduction_axes=s.reduction_axes) * sum(y, reduction_axes=s.reduction_axes)
+
+rule bprop_eps_outside_root:  # the library's batchnorm_bprop matching √σ² + ε, not √(σ² + ε)
+    dx @ dxc + Broadcast(Sum(-dxc) / m),
+    dgamma @ Sum(dy * (xc * rb)),
+    dbeta @ Sum(dy)
+    where dxc = dxhat * rb + Broadcast(dvar / m) * 2 * xc
+    where dvar = -(Sum(dxhat * xc) * r * r) * 0.5 / sqrtvar
+    where dxhat = dy * Broadcast(gamma)
+    where rb = Broadcast(r)
+    where r = Reciprocal(sqrtvar)
+    where sqrtvar = Sqrt(var) + Broadcast(eps: Constant)
+    where var = Sum(Square(xc)) / m
+    where xc = x - Broadcast(mean)
+    where mean = Sum(x) / m
+    where m = Broadcast(count: Constant)
+    if len(x.axes) > 1 and mean.axes == x.axes[:1] and count.rank == 0 and eps.rank == 0
+    if value(count) * size(mean) == size(x) and gamma.axes == mean.axes
+    if dgamma.axes == mean.axes and dbeta.axes == mean.axes
+    => BatchnormBprop(dy, x, gamma, mean, var, eps=value(eps))
 """
 
 
@@ -152,7 +171,7 @@ def test_the_report_summarises_and_is_not_ok(wrong_report):
     text = str(wrong_report)
     assert not wrong_report.ok
     assert len(wrong_report.failures) == len(wrong_report)
-    assert text.splitlines()[-1].startswith("0 verified, 22 with counterexamples, 0 unverified")
+    assert text.splitlines()[-1].startswith("0 verified, 23 with counterexamples, 0 unverified")
 
 
 LOOSE = """
@@ -245,3 +264,11 @@ def test_verify_takes_a_rule_a_list_or_a_path(tmp_path):
     rule = ng.load_rules(path).rule("mul_one")
     assert [v.rule.name for v in verify(rule, EXAMPLES)] == ["mul_one"]
     assert verify([rule], EXAMPLES)["mul_one"].examples >= EXAMPLES
+
+
+def test_the_library_batchnorm_rules_verify_on_many_instances():
+    library = ng.load_library()
+    rules = [library.rule(name) for name in ("batchnorm_bprop", "batchnorm_fprop")]
+    report = verify(rules, EXAMPLES)
+    assert report.ok, str(report)
+    assert all(v.examples >= EXAMPLES for v in report), str(report)
