@@ -5,9 +5,15 @@ the op table's inference succeeds: elementwise operands get their parent's axes,
 `Dot` add fresh axes to reduce, `Broadcast` operands take a subset of its axes, and so on.
 Variables become placeholders (one node per name), typed variables random nodes of their kind,
 literals constants (bare or broadcast), optional wrappers are drawn present or absent and
-commutative operands in either order. Guards are honoured by construction when they fix a
-variable's rank or the dtype, and otherwise by discarding instances the rule does not fire on.
-Every choice is a hypothesis draw, so a failing instance shrinks to a small one.
+commutative operands in either order.
+
+Before drawing, the pattern's positions are grouped into classes that must have the same axes
+(`constraints`: a named node wherever used, elementwise operands and results, `u.axes == v.axes`
+guards); the first axes chosen in a class hold for all of it, so a named node built at its first
+use already fits its later uses. Guards are honoured by construction when they fix a rank, the
+dtype, axes (`m.axes == x.axes[:1]`) or a constant's value (`value(n) * size(m) == size(x)`),
+computed from what is built or decided so far; otherwise by discarding instances the rule does
+not fire on. Every choice is a hypothesis draw, so a failing instance shrinks to a small one.
 """
 
 from __future__ import annotations
@@ -212,18 +218,21 @@ def _hint_equal(left, right, hints: Hints) -> None:
             hints.values.setdefault(found[0], []).append(found[1])
 
 
+def _is_rank_bound(e) -> bool:
+    """e is `len(v.axes) op n` or `v.rank op n` for a comparison op."""
+    ok = isinstance(e, EBinary) and e.op in _RANGES and isinstance(e.right, ENum)
+    return ok and _rank_of(e.left) is not None
+
+
 def _hint(e, hints: Hints) -> None:
     if isinstance(e, EBinary) and e.op == "and":
         _hint(e.left, hints)
         _hint(e.right, hints)
-    elif isinstance(e, EBinary) and e.op in _RANGES and isinstance(e.right, ENum):
+    elif _is_rank_bound(e):
         name = _rank_of(e.left)
-        if name is not None:
-            lo, hi = _RANGES[e.op](int(e.right.value))
-            old = hints.ranks.get(name, (0, 99))
-            hints.ranks[name] = (max(lo, old[0]), min(hi, old[1]))
-        elif e.op == "==":
-            _hint_equal(e.left, e.right, hints)
+        lo, hi = _RANGES[e.op](int(e.right.value))
+        old = hints.ranks.get(name, (0, 99))
+        hints.ranks[name] = (max(lo, old[0]), min(hi, old[1]))
     elif isinstance(e, EBinary) and e.op == "==":
         _hint_equal(e.left, e.right, hints)
     elif isinstance(e, ECall) and e.func == "is_scalar" and isinstance(e.args[0], EVar):
@@ -728,6 +737,14 @@ class Instance:
     @property
     def dtype(self) -> np.dtype:
         return self.outputs[0].dtype
+
+    def __repr__(self) -> str:  # short: hypothesis prints the examples it runs
+        name = self.rule.name if self.rule is not None else None
+        nodes = len(toposort(self.outputs))
+        return f"Instance(rule={name!r}, {nodes} nodes, fired={self.fired})"
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:  # hypothesis's printer
+        printer.text(repr(self))
 
 
 @dataclass

@@ -8,6 +8,7 @@ pattern) must be reported too, and rules that never fire must not pass silently.
 import pytest
 
 import ngrules as ng
+from ngrules.library import load_library
 from ngrules.verify import verify, verify_rule
 
 EXAMPLES = 20
@@ -267,7 +268,7 @@ def test_verify_takes_a_rule_a_list_or_a_path(tmp_path):
 
 
 def test_the_library_batchnorm_rules_verify_on_many_instances():
-    library = ng.load_library()
+    library = load_library()
     rules = [library.rule(name) for name in ("batchnorm_bprop", "batchnorm_fprop")]
     report = verify(rules, EXAMPLES)
     assert report.ok, str(report)
