@@ -8,6 +8,7 @@ no output file).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -227,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         return BAD_INPUT
     try:
         return args.run(args)
+    except BrokenPipeError:  # `ngrules demo | head`: the reader left; stop quietly
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the final flush cannot fail
+        return 0
     except NgrulesError as e:
         print(_one_line(e), file=sys.stderr)
         return BAD_INPUT

@@ -175,10 +175,11 @@ def get_op(name: str) -> OpDef:
 
 def did_you_mean(name: str, choices) -> str:
     """A ' (did you mean ...?)' suffix, or '' when nothing is close."""
-    close = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.6)
-    if not close:
-        lowered = {c.lower(): c for c in choices}
-        close = [lowered[name.lower()]] if name.lower() in lowered else []
+    choices = list(choices)
+    close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6)
+    if not close and len(name) >= 2:
+        lowered = name.lower()
+        close = [c for c in choices if c.lower().startswith(lowered)][:3]
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
