@@ -72,7 +72,9 @@ def _print_firings(result, trace: bool) -> None:
                 f"{i:5d}  {f.rule:24s} {f.location:28s} {f.root.op} -> "
                 f"{', '.join(r.op for r in f.replacements)}"
             )
-    locations = {f.rule: f.location for f in result.trace}
+    from .library import short_location
+
+    locations = {f.rule: short_location(f.location) for f in result.trace}
     for name, count in result.fired().items():
         print(f"fired {count:6d}  {name:24s} {locations[name]}")
 

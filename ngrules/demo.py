@@ -20,7 +20,7 @@ from .axes import make_axis
 from .engine import rewrite
 from .executor import compile_graph
 from .graph import Node, toposort
-from .library import load_library
+from .library import load_library, short_location
 
 SLOPE = 0.01
 
@@ -99,7 +99,7 @@ def run_demo(args: argparse.Namespace) -> int:
     print(f"\nrules fired ({len(result.trace)} rewrites, stopped at {result.stop}):")
     locations = {f.rule: f.location for f in result.trace}
     for name, count in result.fired().items():
-        print(f"  {count:5d}  {name:24s} {locations[name]}")
+        print(f"  {count:5d}  {name:24s} {short_location(locations[name])}")
     slow, fast = compile_graph(outputs), compile_graph(result.outputs)
     diff = max(
         float(np.max(np.abs(a - b)) / (1.0 + np.max(np.abs(a))))

@@ -21,3 +21,11 @@ def load_library() -> RuleSet:
     from .loader import load_rules
 
     return load_rules(library_path())
+
+
+def short_location(location: str) -> str:
+    """`rules/dot.rules:12` for a location in the shipped library, else the location as is."""
+    root = str(library_path())
+    if location.startswith(root):
+        return "rules" + location[len(root):]
+    return location
