@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 import ngrules as ng
 from ngrules.graph import toposort
+from ngrules.instances import domain_values, placeholder_domains
 
 FLOAT_DTYPES = (np.float32, np.float64)
 _names = itertools.count()
 
 # -- leaves and their values -------------------------------------------------------------------
-_STRICTNESS = {"real": 0, "nonzero": 1, "positive": 2}
 
 
 class Leaves:
@@ -30,31 +30,6 @@ class Leaves:
         node = ng.placeholder(axes, self.dtype, name=f"p{next(_names)}")
         self.made.append(node)
         return node
-
-
-def placeholder_domains(outputs) -> dict[ng.Node, str]:
-    """For each placeholder, the strictest value domain any of its users asks of it."""
-    domains: dict[ng.Node, str] = {}
-    for node in toposort(outputs):
-        for i, arg in enumerate(node.args):
-            if arg.op == "Placeholder":
-                want = ng.OPS[node.op].arg_domain(i)
-                have = domains.get(arg, "real")
-                domains[arg] = want if _STRICTNESS[want] > _STRICTNESS[have] else have
-    for node in toposort(outputs):
-        if node.op == "Placeholder":
-            domains.setdefault(node, "real")
-    return domains
-
-
-def domain_values(rng, shape, dtype, domain: str) -> np.ndarray:
-    """Random values in a domain, kept away from zero where the domain asks it."""
-    if domain == "real":
-        return rng.uniform(-2.0, 2.0, shape).astype(dtype)
-    magnitude = rng.uniform(0.5, 2.0, shape)
-    if domain == "nonzero":
-        magnitude *= rng.choice([-1.0, 1.0], shape)
-    return magnitude.astype(dtype)
 
 
 def random_feeds(outputs, seed: int) -> dict[ng.Node, np.ndarray]:
