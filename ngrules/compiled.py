@@ -111,7 +111,10 @@ class CompiledRule:
         """(roots, replacements, new nodes) for the first way the rule matches at node, or None."""
         if not self.is_multi_root:
             self._root = (node,)
-            return self.matchers[0](node, {}, self._finish_single)
+            try:
+                return self.matchers[0](node, {}, self._finish_single)
+            finally:
+                self._root = ()  # hold no graph between calls
         return self.matchers[0](node, {}, self._after_root(1, (node,), ctx))
 
     def _finish_single(self, b: dict):
