@@ -58,11 +58,20 @@ def cmd_apply(args) -> int:
         pipeline = "cpu"
     result = rewrite(outputs, rules, pipeline=pipeline, passes=args.passes or None)
     save_graph(args.output, result.outputs)
+    if args.picture:
+        _picture(result.outputs, args.picture)
     _print_firings(result, args.trace)
     if args.stats:
         _print_stats(result)
     print(f"stopped: {result.stop}" + (f" ({result.message})" if result.message else ""))
     return 0 if result.stop == "fixpoint" else FINDINGS
+
+
+def _picture(outputs, path: str) -> None:
+    from .picture import write_picture
+
+    svg = write_picture(outputs, path, title=Path(path).stem)
+    print(f"picture: {svg or path}" + ("" if svg else " (install Graphviz to render SVG)"))
 
 
 def _print_firings(result, trace: bool) -> None:
@@ -189,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--passes", nargs="+", metavar="PASS", help="run these passes instead")
     p.add_argument("--trace", action="store_true", help="print every rewrite")
     p.add_argument("--stats", action="store_true", help="print per-rule statistics")
+    p.add_argument("--picture", metavar="DOT",
+                   help="write the result as Graphviz DOT (and SVG when Graphviz is installed), "
+                        "rewritten nodes coloured by rule")
     p = _command(
         sub,
         "explain",

@@ -149,3 +149,13 @@ def test_verify_passes_sound_rules_and_fails_a_wrong_one(files):
     (files / "w.rules").write_text("rule wrong: x * 1 => x + 1  # off by one\n")
     bad = run("verify", "w.rules", "--examples", "5", cwd=files)
     assert bad.returncode == 1 and "counterexample" in bad.stdout and "w.rules:1" in bad.stdout
+
+
+def test_apply_draws_the_result_with_rewritten_nodes_marked(files):
+    rule = "rule tanh_exp: Tanh(x) => 2 * Reciprocal(1 + Exp(-2 * x)) - 1  # tanh via exp\n"
+    (files / "s.rules").write_text("pass p\n" + rule)
+    proc = run("apply", "g.json", "-o", "out.json", "--rules", "s.rules", "--picture", "o.dot",
+               cwd=files)
+    assert proc.returncode == 0 and "picture:" in proc.stdout
+    dot = (files / "o.dot").read_text()
+    assert dot.startswith("digraph") and "tanh_exp" in dot
