@@ -103,10 +103,14 @@ class Node:
         return self.outputs is None and len(self.axes) == 0
 
     def with_args(self, args: tuple[Node, ...]) -> Node:
-        """The same op and attributes on new arguments of the same types (no re-inference)."""
+        """The same op and attributes on new arguments of the same types (no re-inference).
+        The rebuilt node keeps the rule that made this one, if any (provenance survives)."""
         if args == self.args:
             return self
-        return _intern(self.op, args, self.attrs, self._key[2], self.axes, self.dtype, self.outputs)
+        node = _intern(self.op, args, self.attrs, self._key[2], self.axes, self.dtype, self.outputs)
+        if node.origin is None and self.origin is not None:
+            object.__setattr__(node, "origin", self.origin)
+        return node
 
     # -- Python operators, with ngraph's elementwise broadcasting --------------------------------
     def __add__(self, other):

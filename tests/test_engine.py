@@ -264,3 +264,16 @@ def test_explain_reports_a_false_guard():
 def _feeds(*names):
     rng = np.random.default_rng(0)
     return {n: rng.standard_normal(3).astype(np.float32) for n in names or ("p", "q")}
+
+
+def test_provenance_survives_later_passes_that_rebuild_a_node():
+    rs = rules("""
+    pass first
+    rule exp_log: Exp(Log(x)) => Tanh(x)
+    pass second
+    rule mul_one: x * 1 => x
+    """)
+    (p,) = leaves("p")
+    res = ng.rewrite([ng.exp(ng.log(p * 1.0))], rs)  # the Tanh is rebuilt when its arg goes
+    (out,) = res.outputs
+    assert out.op == "Tanh" and out.args == (p,) and out.origin.name == "exp_log"
