@@ -21,6 +21,7 @@ import numpy as np
 from .axes import Axes, Axis
 from .graph import Node, toposort
 from .graphfile import staged_files
+from .library import short_location
 from .ops import get_op
 
 #: Pastel fills (ColorBrewer Set3 and Pastel1) that keep black text readable.
@@ -130,7 +131,8 @@ def _rules_used(nodes: Sequence[Node]) -> dict[str, str]:
         name = _rule_name(node)
         if name is not None:
             location = getattr(node.origin, "location", None)
-            rules.setdefault(name, location if isinstance(location, str) else "<unknown>")
+            shown = short_location(location) if isinstance(location, str) else "<unknown>"
+            rules.setdefault(name, shown)
     return rules
 
 
