@@ -206,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
         "explain",
         cmd_explain,
         "say why a rule does not match a graph",
-        "ngrules explain bn_bprop g.json --rules rules/",
+        "ngrules explain batchnorm_bprop g.json --rules rules/",
     )
     p.add_argument("rule", metavar="RULE")
     p.add_argument("graph", metavar="GRAPH")
