@@ -37,6 +37,7 @@ from .syntax import (
 
 MAX_DEPTH = 100
 INDENT = "    "
+WIDTH = 100
 
 # -- patterns: @ (0) < + - (1) < * / (2) < unary minus, numbers (3) < atoms (4) ----------------
 _INFIX_PATTERNS = {"Add": ("+", 1), "Subtract": ("-", 1), "Multiply": ("*", 2), "Divide": ("/", 2)}
@@ -162,16 +163,55 @@ def _replacement(items: tuple[Expr, ...]) -> str:
     return _tuple(items) if items else "()"
 
 
-def format_rule(r: RuleDecl) -> str:
+def format_rule(r: RuleDecl, one_line_limit: int = WIDTH) -> str:
+    """One line when it fits and the rule has one root and no clauses; otherwise a head line,
+    then one indented line per root, clause and the replacement (long ones wrapped)."""
     priority = "" if r.priority is None else f" priority {r.priority}"
     head = f"rule {r.name}{priority}:"
-    roots = ", ".join(format_pattern(p) for p in r.roots)
     body = f"=> {_replacement(r.replacement)}"
     if not r.clauses and len(r.roots) == 1:
-        return f"{head} {roots} {body}"
-    roots = f",\n{INDENT}".join(format_pattern(p) for p in r.roots)
-    lines = [head, INDENT + roots, *(INDENT + _clause(c) for c in r.clauses), INDENT + body]
-    return "\n".join(lines)
+        line = f"{head} {format_pattern(r.roots[0])} {body}"
+        if len(line) <= one_line_limit:
+            return line
+    roots = [format_pattern(p) + ("," if i < len(r.roots) - 1 else "") for i, p in
+             enumerate(r.roots)]
+    parts = [*roots, *(_clause(c) for c in r.clauses), body]
+    return "\n".join([head, *(wrap(INDENT + part) for part in parts)])
+
+
+def wrap(line: str, width: int = WIDTH) -> str:
+    """Break a long line before top-level infix operators, continuing 4 columns deeper."""
+    if len(line) <= width:
+        return line
+    indent = line[: len(line) - len(line.lstrip())] + INDENT
+    pieces, current = [], ""
+    for chunk in _split_top_level(line):
+        if current.strip() and len(current) + len(chunk) > width:
+            pieces.append(current.rstrip())
+            current = indent + chunk.lstrip()
+        else:
+            current += chunk
+    return "\n".join(pieces + [current.rstrip()])
+
+
+def _split_top_level(line: str) -> list[str]:
+    """line cut before each ` + `, ` - `, ` * `, ` / `, ` and `, ` or ` outside brackets."""
+    chunks, depth, start, quoted = [], 0, 0, False
+    for i, ch in enumerate(line):
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted and ch in "([":
+            depth += 1
+        elif not quoted and ch in ")]":
+            depth -= 1
+        elif not quoted and depth == 0 and ch == " " and _operator_at(line, i + 1):
+            chunks.append(line[start:i])
+            start = i
+    return chunks + [line[start:]]
+
+
+def _operator_at(line: str, i: int) -> bool:
+    return any(line.startswith(op, i) for op in ("+ ", "- ", "* ", "/ ", "and ", "or "))
 
 
 def format_decl(d) -> str:

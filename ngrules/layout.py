@@ -80,13 +80,16 @@ def _blank_between(lines: list[str], after: int, before: int) -> bool:
     return any(not lines[i - 1].strip() for i in range(after + 1, before))
 
 
-def _table_row(decl) -> tuple[str, str, str] | None:
-    """(head, pattern, replacement) of a rule written on one line, else None."""
-    from .formatter import format_decl
+def _table_row(block: _Block) -> tuple[str, str, str] | None:
+    """(head, pattern, replacement) of a rule that fits on one line with its comment."""
+    from .formatter import WIDTH, format_decl, format_rule
 
+    decl = block.decl
     if not isinstance(decl, RuleDecl):
         return None
-    text = format_decl(decl)
+    format_decl(decl)  # the depth check
+    comment = block.trailing.get(0, "")
+    text = format_rule(decl, WIDTH - (len(comment) + len(COMMENT_GAP) if comment else 0))
     if "\n" in text:
         return None
     head, rest = text.split(": ", 1)
@@ -110,18 +113,17 @@ def _with_comments(text_lines: list[str], trailing: dict[int, str], width: int) 
 
 def format_file(f: RulesFile) -> str:
     """The canonical text of a whole file, comments and blank lines included."""
-    from .formatter import format_decl
 
     blocks, trailer = _blocks(f)
     out: list[str] = []
     i = 0
     while i < len(blocks):
         run = _table_run(blocks, i)
-        texts = _aligned([_table_row(b.decl) for b in run]) if run else None
+        texts = _aligned([_table_row(b) for b in run]) if run else None
         group = run or [blocks[i]]
         width = max(len(t) for t in texts) if texts else 0
         for k, block in enumerate(group):
-            lines = [texts[k]] if texts else format_decl(block.decl).split("\n")
+            lines = [texts[k]] if texts else _decl_lines(block)
             if out and (block.blank_before or _needs_space(block, lines, out)):
                 out.append("")
             out.extend(block.leading + [""] * block.blank_after_leading)
@@ -132,12 +134,21 @@ def format_file(f: RulesFile) -> str:
     return "\n".join(out) + "\n" if out else ""
 
 
+def _decl_lines(block: _Block) -> list[str]:
+    """A declaration's lines; a rule too long for one line with its comment is split."""
+    from .formatter import format_decl, format_rule
+
+    if isinstance(block.decl, RuleDecl) and _table_row(block) is None:
+        return format_rule(block.decl, one_line_limit=0).split("\n")
+    return format_decl(block.decl).split("\n")
+
+
 def _table_run(blocks: list[_Block], start: int) -> list[_Block]:
     """The one-line rules from `start` that sit together (no blank line or comment between)."""
     run = []
     for k in range(start, len(blocks)):
         block = blocks[k]
-        if _table_row(block.decl) is None or (run and (block.blank_before or block.leading)):
+        if _table_row(block) is None or (run and (block.blank_before or block.leading)):
             break
         run.append(block)
     return run

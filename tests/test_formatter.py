@@ -140,3 +140,19 @@ def test_one_line_rules_form_an_aligned_table():
 def test_multi_root_rules_put_each_root_on_its_own_line():
     out = canonical("rule m: s @ Sum(x), t @ Max(x) => (s, t)\n")
     assert out == "rule m:\n    s @ Sum(x),\n    t @ Max(x)\n    => (s, t)\n"
+
+
+def test_the_rule_library_is_canonically_formatted():
+    from ngrules.library import library_path
+
+    for path in sorted(library_path().glob("*.rules")):
+        text = path.read_text(encoding="utf-8")
+        assert canonical(text) == text, f"{path.name} is not in canonical form (ngrules fmt)"
+
+
+def test_long_rules_break_over_lines_within_100_columns():
+    pattern = " + ".join(f"Exp(variable_number_{i})" for i in range(8))
+    out = canonical(f"rule long: {pattern} => variable_number_0  # a comment\n")
+    assert out.startswith("rule long:  # a comment\n    Exp(variable_number_0) + ")
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "\n        + Exp(" in out and canonical(out) == out
