@@ -8,7 +8,7 @@ costs time linear in the graph plus the work of the rewrites themselves; only th
 rewrite touched is revisited. Work is kept on an explicit stack (no recursion on graph depth).
 
 Rules with several roots need the users of the nodes they bind, so they run between walks, on
-a settled graph, with their replacements applied together.
+a settled graph, one match at a time (all of a match's roots are replaced together).
 
 Termination: a rewrite whose result is a node still being normalised would loop forever; the
 engine stops with `stop == "cycle"` and names the rules that formed the cycle, in order. Fuel
@@ -106,7 +106,6 @@ class _Context:
         self.by_op: dict[str, list[Node]] = {}
         for node in self.users:
             self.by_op.setdefault(node.op, []).append(node)
-        self.root_ops: frozenset[str] | None = None
 
     def candidates(self, anchor, bindings) -> Iterable[Node]:
         """Nodes that could be a further root: users (to the anchor's depth) of a bound node."""
@@ -132,7 +131,6 @@ class _Pass:
         self.multi = [r for r in rules if r.is_multi_root]
         self.memo: dict[Node, Node] = {}
         self._index: dict[str, list[CompiledRule]] = {}
-        self._any = [r for r in self.single if r.root_ops is None]
 
     def rules_for(self, op: str) -> list[CompiledRule]:
         rules = self._index.get(op)
@@ -252,7 +250,9 @@ class _Pass:
 
     # -- multi-root rules: matched on a settled graph, applied together -----------------------
     def multi_round(self, outputs: list[Node]) -> dict[Node, Node]:
-        ctx, run, chosen = _Context(outputs), self.run, {}
+        """The roots of the first multi-root match on the settled graph, mapped to their
+        replacements. One at a time: a replacement may contain another match's roots."""
+        ctx, run = _Context(outputs), self.run
         for node in toposort(outputs):
             for rule in self.multi:
                 if run.budget.exhausted or (rule.root_ops and node.op not in rule.root_ops):
@@ -261,13 +261,11 @@ class _Pass:
                 start = time.perf_counter()
                 found = rule.apply(node, ctx)
                 rule.stats.seconds += time.perf_counter() - start
-                if found is None or any(r in chosen for r in found[0]):
-                    continue
-                rule.stats.matches += 1
-                run.record(self.name, rule, *found)
-                chosen.update(zip(found[0], found[1]))
-                return chosen  # one firing per round: a later one may hold this one's roots
-        return chosen
+                if found is not None:
+                    rule.stats.matches += 1
+                    run.record(self.name, rule, *found)
+                    return dict(zip(found[0], found[1]))
+        return {}
 
     def apply(self, outputs: list[Node]) -> list[Node]:
         outputs = self.walk(outputs)
