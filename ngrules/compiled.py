@@ -78,10 +78,9 @@ class CompiledRule:
         self.rule = rule
         self.name = rule.name
         self.location = rule.location
-        self.matchers = self._compile_roots()
+        self.matchers, self.anchors = self._compile_roots()
         self.root_ops = root_ops(rule.roots[0])
         self.is_multi_root = len(rule.roots) > 1
-        self.anchors = self._anchors()
         self.stats = RuleStats()
         self._root: tuple[Node, ...] = ()
         self._exprs: dict[int, object] = {}
@@ -91,20 +90,15 @@ class CompiledRule:
         self._returns = only.name if plain else None
 
     def _compile_roots(self):
-        """One matcher per root; each later root sees the names earlier roots bound."""
+        """One matcher per root, each seeing the names earlier roots bound, and for each later
+        root the bound name (and its depth) from which to search for its candidates."""
         bound: set[str] = set()
-        matchers = []
+        matchers, anchors = [], []
         for root in self.rule.roots:
             matchers.append(compile_pattern(root, frozenset(bound)))
-            _bound_names(root, bound)
-        return matchers
-
-    def _anchors(self):
-        bound, anchors = set(), []
-        for root in self.rule.roots:
             anchors.append(_anchor(root, bound))
             _bound_names(root, bound)
-        return anchors
+        return matchers, anchors
 
     # -- matching --------------------------------------------------------------------------
     def apply(self, node: Node, ctx: Any = None):

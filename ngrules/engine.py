@@ -143,42 +143,30 @@ class _Pass:
     def walk(self, outputs: Sequence[Node]) -> list[Node]:
         """Normal forms of the outputs. Arguments come first in topological order, so most
         nodes need no stack: only a rewrite's result is normalised on the explicit stack."""
-        memo, index, budget, clock = self.memo, self._index, self.run.budget, time.perf_counter
+        memo, index = self.memo, self._index
         order = toposort(outputs)
-        budget.size_for(len(order))
+        self.run.budget.size_for(len(order))
         for node in order:
             args = node.args
             rebuilt = node.with_args(tuple([memo[a] for a in args])) if args else node
             done = memo.get(rebuilt)
             if done is None:
-                done = rebuilt
                 rules = index.get(rebuilt.op)
                 if rules is None:
                     rules = self.rules_for(rebuilt.op)
-                for rule in rules if not budget.exhausted else ():
-                    stats = rule.stats
-                    stats.attempts += 1
-                    start = clock()
-                    found = rule.apply(rebuilt)
-                    stats.seconds += clock() - start
-                    if found is not None:
-                        done = self._fired(rule, found, rebuilt)
-                        break
+                rule, found = self._first_match(rebuilt, rules) if rules else (None, None)
+                done = rebuilt if rule is None else self._result(found[1][0], rebuilt, rule)
                 memo[rebuilt] = done
             memo[node] = done
         return [memo[o] for o in outputs]
 
-    def _fired(self, rule: CompiledRule, found, rewritten: Node) -> Node:
-        """Record a rewrite found by the walk and return the normal form of its result."""
-        rule.stats.matches += 1
-        self.run.record(self.name, rule, *found)
-        replacement = found[1][0]
+    def _result(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
         done = self.memo.get(replacement)
         return done if done is not None else self._normalize(replacement, rewritten, rule)
 
     def _normalize(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
         """The normal form of a rule's result, standing in for `rewritten`."""
-        memo, try_rules = self.memo, self._try
+        memo = self.memo
         frames = [[rewritten, rewritten, replacement, rule]]  # node, rebuilt, waiting-on, rule
         active = {rewritten: 0}
         if replacement not in memo:
@@ -202,10 +190,11 @@ class _Pass:
                 self._finish(frames, active, done)
                 continue
             active.setdefault(rebuilt, len(frames) - 1)
-            frame[3], replacement = try_rules(rebuilt)
+            frame[3], found = self._first_match(rebuilt, self.rules_for(rebuilt.op))
             if frame[3] is None:
                 self._finish(frames, active, rebuilt)
                 continue
+            replacement = found[1][0]
             done = memo.get(replacement)
             if done is not None:
                 self._finish(frames, active, done)
@@ -231,40 +220,34 @@ class _Pass:
         if active.get(node) == len(frames):
             del active[node]
 
-    def _try(self, node: Node):
-        """The first rule that rewrites node, and its replacement; (None, None) if none does."""
+    def _first_match(self, node: Node, rules, ctx=None):
+        """The first of `rules` that matches at node, counted and recorded: (rule, found), or
+        (None, None). found is (roots, replacements, new nodes)."""
         run = self.run
         if run.budget.exhausted:
             return None, None
-        for rule in self.rules_for(node.op):
+        for rule in rules:
             stats = rule.stats
             stats.attempts += 1
             start = time.perf_counter()
-            found = rule.apply(node)
+            found = rule.apply(node, ctx)
             stats.seconds += time.perf_counter() - start
             if found is not None:
                 stats.matches += 1
                 run.record(self.name, rule, *found)
-                return rule, found[1][0]
+                return rule, found
         return None, None
 
     # -- multi-root rules: matched on a settled graph, applied together -----------------------
     def multi_round(self, outputs: list[Node]) -> dict[Node, Node]:
         """The roots of the first multi-root match on the settled graph, mapped to their
         replacements. One at a time: a replacement may contain another match's roots."""
-        ctx, run = _Context(outputs), self.run
+        ctx = _Context(outputs)
         for node in toposort(outputs):
-            for rule in self.multi:
-                if run.budget.exhausted or (rule.root_ops and node.op not in rule.root_ops):
-                    continue
-                rule.stats.attempts += 1
-                start = time.perf_counter()
-                found = rule.apply(node, ctx)
-                rule.stats.seconds += time.perf_counter() - start
-                if found is not None:
-                    rule.stats.matches += 1
-                    run.record(self.name, rule, *found)
-                    return dict(zip(found[0], found[1]))
+            rules = [r for r in self.multi if not r.root_ops or node.op in r.root_ops]
+            rule, found = self._first_match(node, rules, ctx)
+            if rule is not None:
+                return dict(zip(found[0], found[1]))
         return {}
 
     def apply(self, outputs: list[Node]) -> list[Node]:

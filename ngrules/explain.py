@@ -9,13 +9,13 @@ come first.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .compiled import CompiledRule, root_ops
 from .errors import NgrulesError, Span
 from .graph import Node, toposort
-from .match import is_commutative, kind_predicate, literal_matches
+from .match import trace_matches
 from .rules import Rule
 from .syntax import Guard, Let, PLit, PNamed, POp, PVar
 
@@ -81,6 +81,8 @@ def quote(element) -> str:
 
 
 class _Tracker:
+    """Keeps the failure that came after the most matched elements, as text."""
+
     def __init__(self):
         self.best: tuple[int, object, str] | None = None
 
@@ -88,61 +90,24 @@ class _Tracker:
         if self.best is None or score > self.best[0]:
             self.best = (score, element, reason)
 
-
-def _rebound(name: str, b: dict, node: Node) -> str:
-    return f"`{name}` is already {describe(b[name])}, found {describe(node)}"
-
-
-def _trace(p, node: Node, b: dict, score: int, t: _Tracker) -> Iterator[tuple[dict, int]]:
-    """The reference matcher, yielding (bindings, elements matched) and logging failures."""
-    if isinstance(p, PVar):
-        ok = kind_predicate(p.kind)
-        if ok is not None and not ok(node):
-            t.fail(score, p, f"found {describe(node)}, which is not a {p.kind}")
-        elif p.name == "_":
-            yield b, score + 1
-        elif p.name in b and b[p.name] is not node:
-            t.fail(score, p, _rebound(p.name, b, node))
-        else:
-            yield {**b, p.name: node}, score + 1
-    elif isinstance(p, PLit):
-        if literal_matches(p.value, node):
-            yield b, score + 1
-        else:
-            t.fail(score, p, f"found {describe(node)}, not known to be {p.value:g} everywhere")
-    elif isinstance(p, PNamed):
-        if p.name in b:
-            if b[p.name] is node:
-                yield b, score + 1
-            else:
-                t.fail(score, p, _rebound(p.name, b, node))
-            return
-        for b2, s in _trace(p.pattern, node, b, score, t):
-            yield {**b2, p.name: node}, s
-    else:
-        yield from _trace_op(p, node, b, score, t)
+    def pattern_failed(self, score: int, p, why: str, node: Node, b: dict) -> None:
+        if self.best is None or score > self.best[0]:
+            self.fail(score, p, _reason(p, why, node, b))
 
 
-def _trace_op(p: POp, node: Node, b: dict, score: int, t: _Tracker):
-    if p.optional:
-        if node.op == p.op and len(node.args) == 1:
-            yield from _trace(p.args[0], node.args[0], b, score + 1, t)
-        yield from _trace(p.args[0], node, b, score, t)
-        return
-    if node.op != p.op or len(node.args) != len(p.args):
-        t.fail(score, p, f"found {describe(node)}")
-        return
-    orders = [node.args, node.args[::-1]] if is_commutative(p.op) else [node.args]
-    for args in orders:
-        yield from _trace_args(p.args, args, b, score + 1, t)
+def _reason(p, why: str, node: Node, b: dict) -> str:
+    found = describe(node)
+    if why == "kind":
+        return f"found {found}, which is not a {p.kind}"
+    if why == "literal":
+        return f"found {found}, not known to be {p.value:g} everywhere"
+    if why == "rebound":
+        return f"`{p.name}` is already {describe(b[p.name])}, found {found}"
+    return f"found {found}"
 
 
-def _trace_args(patterns, args, b, score, t):
-    if not patterns:
-        yield b, score
-        return
-    for b2, s in _trace(patterns[0], args[0], b, score, t):
-        yield from _trace_args(patterns[1:], args[1:], b2, s, t)
+def _trace(p, node: Node, b: dict, score: int, t: _Tracker):
+    return trace_matches(p, node, b, score, t.pattern_failed)
 
 
 def _check_clauses(rule: CompiledRule, b: dict, score: int, t: _Tracker) -> bool:

@@ -23,7 +23,7 @@ import numpy as np
 
 from .graph import UNKNOWN, Node
 from .ops import OPS
-from .syntax import PLit, PNamed, PVar
+from .syntax import PLit, PNamed, POp, PVar
 from .values import known_scalar
 
 Bindings = dict[str, Any]
@@ -94,42 +94,68 @@ def all_matches(matcher: Matcher, node: Node, bindings: Bindings | None = None) 
 # -- reference matcher -------------------------------------------------------------------------
 def match_ref(p, node: Node, b: Bindings) -> Iterator[Bindings]:
     """Every way pattern p matches node, given bindings b: the plain generator twin."""
+    for found, _ in trace_matches(p, node, b):
+        yield found
+
+
+#: fail(elements matched so far, pattern element, why, node found, bindings): why is "op",
+#: "kind", "literal" or "rebound" (a name already bound to another node).
+Fail = Callable[[int, Any, str, Node, Bindings], None]
+
+
+def trace_matches(p, node: Node, b: Bindings, score: int = 0, fail: Fail | None = None):
+    """The reference matcher, yielding (bindings, elements matched), and telling `fail` where
+    each attempt stopped (how `explain` finds the closest miss)."""
     if isinstance(p, PVar):
         ok = kind_predicate(p.kind)
         if ok is not None and not ok(node):
-            return
-        if p.name == "_":
-            yield b
-        elif p.name in b:
-            if b[p.name] is node:
-                yield b
+            _tell(fail, score, p, "kind", node, b)
+        elif p.name == "_":
+            yield b, score + 1
+        elif p.name in b and b[p.name] is not node:
+            _tell(fail, score, p, "rebound", node, b)
         else:
-            yield {**b, p.name: node}
+            yield {**b, p.name: node}, score + 1
     elif isinstance(p, PLit):
         if literal_matches(p.value, node):
-            yield b
+            yield b, score + 1
+        else:
+            _tell(fail, score, p, "literal", node, b)
     elif isinstance(p, PNamed):
         if p.name in b:
             if b[p.name] is node:
-                yield b
+                yield b, score + 1
+            else:
+                _tell(fail, score, p, "rebound", node, b)
             return
-        for b2 in match_ref(p.pattern, node, b):
-            yield {**b2, p.name: node}
-    elif p.optional:
+        for b2, s in trace_matches(p.pattern, node, b, score, fail):
+            yield {**b2, p.name: node}, s
+    else:
+        yield from _trace_op(p, node, b, score, fail)
+
+
+def _tell(fail: Fail | None, score: int, p, why: str, node: Node, b: Bindings) -> None:
+    if fail is not None:
+        fail(score, p, why, node, b)
+
+
+def _trace_op(p: POp, node: Node, b: Bindings, score: int, fail: Fail | None):
+    if p.optional:
         if node.op == p.op and len(node.args) == 1:
-            yield from match_ref(p.args[0], node.args[0], b)
-        yield from match_ref(p.args[0], node, b)
-    elif node.op == p.op and len(node.args) == len(p.args):
-        orders = [node.args]
-        if is_commutative(p.op):
-            orders.append(node.args[::-1])
-        for args in orders:
-            yield from _match_args(p.args, args, b)
-
-
-def _match_args(patterns, args, b: Bindings) -> Iterator[Bindings]:
-    if not patterns:
-        yield b
+            yield from trace_matches(p.args[0], node.args[0], b, score + 1, fail)
+        yield from trace_matches(p.args[0], node, b, score, fail)
         return
-    for b2 in match_ref(patterns[0], args[0], b):
-        yield from _match_args(patterns[1:], args[1:], b2)
+    if node.op != p.op or len(node.args) != len(p.args):
+        _tell(fail, score, p, "op", node, b)
+        return
+    orders = [node.args, node.args[::-1]] if is_commutative(p.op) else [node.args]
+    for args in orders:
+        yield from _trace_args(p.args, args, b, score + 1, fail)
+
+
+def _trace_args(patterns, args, b: Bindings, score: int, fail: Fail | None):
+    if not patterns:
+        yield b, score
+        return
+    for b2, s in trace_matches(patterns[0], args[0], b, score, fail):
+        yield from _trace_args(patterns[1:], args[1:], b2, s, fail)

@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from .graph import UNKNOWN, Node
-
-#: Views that do not change which values a tensor holds, only where they sit.
-_VALUE_PRESERVING = frozenset({"Broadcast", "ReorderAxes", "Transpose", "Flatten", "Unflatten"})
+from .ops import OPS
 
 
 def constant_source(node: Node) -> Node | None:
-    """The Constant under any chain of views, or None if the node is not a known constant."""
-    while node.op in _VALUE_PRESERVING:
+    """The Constant under any chain of views (ops with the `view` trait, which move values
+    without changing them), or None if the node is not a known constant."""
+    while OPS[node.op].has("view"):
         node = node.args[0]
     return node if node.op == "Constant" else None
 
