@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 import ngrules as ng
+from ngrules.layers import batchnorm
 
 EPS = 1e-3
 
@@ -54,10 +55,7 @@ def mlp_graph(c: int, n: int, d: int, dtype=np.float32):
     gamma = ng.placeholder([C], dtype, name="gamma")
     beta = ng.placeholder([C], dtype, name="beta")
     h = ng.dot(w, x)
-    xhat = (h - ng.mean(h, out_axes=[C])) * ng.reciprocal(
-        ng.sqrt(ng.variance(h, out_axes=[C]) + EPS)
-    )
-    y = ng.tanh(gamma * xhat + beta)
+    y = ng.tanh(batchnorm(h, gamma, beta, EPS))
     cost = ng.sum(y * y, out_axes=())
     params = (x, w, gamma, beta)
     return [y] + [ng.deriv(cost, p) for p in params], params

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import ngrules as ng
+from ngrules.layers import batchnorm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from executor import best_of, max_rel_error  # noqa: E402  (bench/executor.py)
@@ -43,8 +44,7 @@ def batchnorm_graph(c: int, hw: int, n: int, dtype=np.float32):
     x = ng.placeholder(axes, dtype, name="x")
     delta = ng.placeholder(axes, dtype, name="delta")
     gamma, beta = (ng.placeholder(axes[:1], dtype, name=k) for k in ("gamma", "beta"))
-    mean, var = ng.mean(x, out_axes=axes[:1]), ng.variance(x, out_axes=axes[:1])
-    y = gamma * ((x - mean) * ng.reciprocal(ng.sqrt(var + EPS))) + beta
+    y = batchnorm(x, gamma, beta, EPS)
     cost = ng.sum(y * delta, out_axes=())
     rng = np.random.default_rng(0)
     feeds = {p: rng.normal(size=p.axes.lengths).astype(dtype) for p in (x, delta, gamma, beta)}

@@ -17,6 +17,7 @@ import numpy as np
 
 import ngrules as ng
 from ngrules.graph import Node, make_node, paused_gc, toposort
+from ngrules.layers import batchnorm
 from ngrules.values import known_scalar
 
 SIMPLIFY = """
@@ -66,9 +67,7 @@ def batchnorm_chain(n_nodes: int) -> list[Node]:
     while 23 * k < n_nodes:
         gamma = ng.placeholder([c], name=f"g{k}")
         beta = ng.placeholder([c], name=f"b{k}")
-        mu = ng.mean(x, out_axes=[c])
-        var = ng.variance(x, out_axes=[c])
-        x = ng.tanh(gamma * ((x - mu) * ng.reciprocal(ng.sqrt(var + 1e-3))) + beta)
+        x = ng.tanh(batchnorm(x, gamma, beta, 1e-3))
         k += 1
     return [x]
 

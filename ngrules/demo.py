@@ -19,23 +19,11 @@ from .autodiff import deriv
 from .axes import make_axis
 from .engine import rewrite
 from .executor import compile_graph
-from .graph import Node, toposort
+from .graph import toposort
+from .layers import batchnorm, leaky_relu
 from .library import load_library, short_location
 
 SLOPE = 0.01
-
-
-def batchnorm(x: Node, gamma: Node, beta: Node, eps: float = 1e-3) -> Node:
-    """Batch normalisation over every axis but the first, from primitives (ngraph's neon layer)."""
-    channel = [x.axes[0]]
-    mu = F.mean(x, out_axes=channel)
-    var = F.variance(x, out_axes=channel)
-    return gamma * ((x - mu) * F.reciprocal(F.sqrt(var + eps))) + beta
-
-
-def leaky_relu(x: Node, slope: float = SLOPE) -> Node:
-    """ngraph's relu as autodiff-friendly primitives: max(x, 0) + slope * min(0, x)."""
-    return F.maximum(x, 0.0) + slope * F.minimum(0.0, x)
 
 
 def mlp(widths=(64, 48, 32, 16), batch: int = 32, dtype=np.float64):
@@ -52,7 +40,7 @@ def mlp(widths=(64, 48, 32, 16), batch: int = 32, dtype=np.float64):
         h = F.dot(w, h)
         h = batchnorm(h, gamma, beta)
         if i < len(axes) - 1:
-            h = leaky_relu(h)
+            h = leaky_relu(h, SLOPE)
     cost = F.sum(h * h, out_axes=())
     outputs = [cost] + [deriv(cost, p) for p in params]
     rng = np.random.default_rng(0)

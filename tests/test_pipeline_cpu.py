@@ -8,6 +8,7 @@ import pytest
 
 import ngrules as ng
 from ngrules.graph import toposort
+from ngrules.layers import batchnorm, leaky_relu
 
 RULES = Path(__file__).resolve().parent.parent / "rules"
 WIDTHS = (("F", 6), ("H1", 5), ("H2", 4), ("K", 3))
@@ -18,17 +19,6 @@ EPS, SLOPE = 1e-3, 0.1
 @pytest.fixture(scope="module")
 def rules():
     return ng.load_rules(RULES)
-
-
-def batchnorm(x, gamma, beta):
-    """Batch normalisation from primitives, over the batch axis of x = [channel, N]."""
-    channel = x.axes[:1]
-    mean, var = ng.mean(x, out_axes=channel), ng.variance(x, out_axes=channel)
-    return gamma * ((x - mean) * ng.reciprocal(ng.sqrt(var + EPS))) + beta
-
-
-def leaky_relu(x):
-    return ng.maximum(x, 0.0) + SLOPE * ng.minimum(0.0, x)
 
 
 def mlp(dtype):
@@ -44,7 +34,7 @@ def mlp(dtype):
         if layer < 2:
             gamma = ng.placeholder([fan_out], dtype, name=f"gamma{layer}")
             beta = ng.placeholder([fan_out], dtype, name=f"beta{layer}")
-            a = leaky_relu(batchnorm(a, gamma, beta))
+            a = leaky_relu(batchnorm(a, gamma, beta, EPS), SLOPE)
             params += [gamma, beta]
     cost = ng.sum(ng.square(a - target), out_axes=()) * 0.5
     return [cost] + [ng.deriv(cost, p) for p in params], params + [x, target]
