@@ -36,7 +36,3 @@ KINDS: dict[str, Callable[[Node], bool]] = {t: _has_trait(t) for t in sorted(TRA
 KINDS["scalar"] = is_scalar
 KINDS["constant"] = is_constant
 
-
-def kind_names() -> list[str]:
-    """Every name a typed variable accepts: op names, then kinds."""
-    return sorted(OPS) + sorted(KINDS)
