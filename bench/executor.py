@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 import ngrules as ng
-from ngrules.layers import batchnorm
+from ngrules.ir.layers import batchnorm
 
 EPS = 1e-3
 

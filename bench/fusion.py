@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import ngrules as ng
-from ngrules.layers import batchnorm
+from ngrules.ir.layers import batchnorm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from executor import best_of, max_rel_error  # noqa: E402  (bench/executor.py)

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ngrules.loader import load_rules
+from ngrules.lang.loader import load_rules
 
 TEMPLATES = [
     "rule mul_one_{i}: Multiply(x, {i}) => x",

@@ -16,9 +16,9 @@ from collections.abc import Callable
 import numpy as np
 
 import ngrules as ng
-from ngrules.graph import Node, make_node, paused_gc, toposort
-from ngrules.layers import batchnorm
-from ngrules.values import known_scalar
+from ngrules.ir.graph import Node, make_node, paused_gc, toposort
+from ngrules.ir.layers import batchnorm
+from ngrules.ir.values import known_scalar
 
 SIMPLIFY = """
 pass simplify

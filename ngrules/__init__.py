@@ -1,11 +1,10 @@
 """ngrules: a declarative rewrite-rule language for named-axes tensor-graph compilers."""
 
-from . import builtin_ops as _builtin_ops  # noqa: F401  (fills the op table)
-from . import functions
-from .autodiff import deriv
-from .axes import Axes, Axis, FlattenedAxis, make_axes, make_axis
-from .engine import Firing, RewriteResult, rewrite
-from .errors import (
+from ngrules.cli.picture import render as render_dot
+from ngrules.cli.picture import to_dot, write_picture
+from ngrules.engine.driver import Firing, RewriteResult, rewrite
+from ngrules.engine.explain import Explanation, explain
+from ngrules.errors import (
     AxesError,
     ExecutionError,
     GraphError,
@@ -17,9 +16,11 @@ from .errors import (
     RuleSyntaxError,
     Span,
 )
-from .executor import Program, compile_graph, execute
-from .explain import Explanation, explain
-from .frontend import (
+from ngrules.ir import builtin as _builtin  # noqa: F401  (fills the op table)
+from ngrules.ir.autodiff import deriv
+from ngrules.ir.axes import Axes, Axis, FlattenedAxis, make_axes, make_axis
+from ngrules.ir.executor import Program, compile_graph, execute
+from ngrules.ir.frontend import (
     add,
     axes_with_order,
     batchnorm_bprop,
@@ -57,25 +58,23 @@ from .frontend import (
     variable,
     variance,
 )
-from .functions import register_function
-from .graph import Graph, Node, format_graph, make_node, substitute, toposort, validate
-from .graphfile import load_graph, save_graph
-from .loader import load_rules, parse_rules
-from .ops import OPS, AttrSpec, NotDifferentiable, OpDef, register_op
-from .picture import render as render_dot
-from .picture import to_dot, write_picture
-from .rules import Rule, RuleSet
-
-__version__ = "0.1.0"
+from ngrules.ir.graph import Graph, Node, format_graph, make_node, substitute, toposort, validate
+from ngrules.ir.graphfile import load_graph, save_graph
+from ngrules.ir.ops import OPS, AttrSpec, NotDifferentiable, OpDef, register_op
+from ngrules.lang import functions
+from ngrules.lang.functions import register_function
+from ngrules.lang.loader import load_rules, parse_rules
+from ngrules.lang.rules import Rule, RuleSet
+from ngrules.version import __version__  # noqa: F401
 
 #: Names served on first use, so `import ngrules` does not import hypothesis.
 _LAZY = {
     "testing": ("ngrules.testing", None),
-    "check_rewrite": ("ngrules.testing", "check_rewrite"),
-    "verify": ("ngrules.verify", "verify"),
-    "VerificationReport": ("ngrules.verify", "VerificationReport"),
-    "Verdict": ("ngrules.verify", "Verdict"),
-    "Counterexample": ("ngrules.verify", "Counterexample"),
+    "check_rewrite": ("ngrules.verification.testing", "check_rewrite"),
+    "verify": ("ngrules.verification.verify", "verify"),
+    "VerificationReport": ("ngrules.verification.verify", "VerificationReport"),
+    "Verdict": ("ngrules.verification.verify", "Verdict"),
+    "Counterexample": ("ngrules.verification.verify", "Counterexample"),
 }
 
 

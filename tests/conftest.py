@@ -4,7 +4,7 @@ import os
 
 from hypothesis import settings
 
-from ngrules.profiles import register_profiles
+from ngrules.verification.profiles import register_profiles
 
 register_profiles()
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

@@ -10,8 +10,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 import ngrules as ng
-from ngrules.graph import toposort
-from ngrules.instances import domain_values, placeholder_domains
+from ngrules.ir.graph import toposort
+from ngrules.verification.instances import domain_values, placeholder_domains
 
 FLOAT_DTYPES = (np.float32, np.float64)
 _names = itertools.count()

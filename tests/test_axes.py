@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ngrules as ng
-from ngrules.axes import Axes, Axis, FlattenedAxis
+from ngrules.ir.axes import Axes, Axis, FlattenedAxis
 
 pairs = st.tuples(axes_st(), axes_st())
 

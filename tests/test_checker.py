@@ -3,8 +3,8 @@
 import pytest
 
 from ngrules.errors import NgrulesError, RuleErrors
-from ngrules.loader import load_rules, parse_rules
-from ngrules.syntax import Guard, Let, PNamed, POp, PVar
+from ngrules.lang.loader import load_rules, parse_rules
+from ngrules.lang.syntax import Guard, Let, PNamed, POp, PVar
 
 
 def errors(text: str, path: str = "c.rules") -> list[tuple[int, int, str]]:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import ngrules as ng
-from ngrules.graph import format_graph, toposort
+from ngrules.ir.graph import format_graph, toposort
 
 A, B = ng.make_axis(3, "A"), ng.make_axis(2, "B")
 
@@ -83,7 +83,7 @@ def test_optional_wrapper_backtracks_when_skipping_fails():
 
 
 def test_optional_wrapper_is_tried_present_first_then_absent():
-    from ngrules.match import all_matches, compile_pattern
+    from ngrules.engine.match import all_matches, compile_pattern
 
     (pattern,) = rules("rule r: Exp(Broadcast?(y)) => Exp(y)").rules[0].roots
     p = ng.placeholder([A], name="p")

@@ -5,10 +5,11 @@ import pytest
 
 import ngrules as ng
 from ngrules.errors import NgrulesError, RuleError
-from ngrules.expr import evaluate
-from ngrules.functions import FUNCTIONS, register_function
-from ngrules.kinds import KINDS
-from ngrules.parser import parse
+from ngrules.ir.ops import TRAITS
+from ngrules.lang.expr import evaluate
+from ngrules.lang.functions import FUNCTIONS, register_function
+from ngrules.lang.kinds import KINDS
+from ngrules.lang.parser import parse
 
 C, N = ng.make_axis(4, "C"), ng.make_axis(8, "N")
 
@@ -102,7 +103,7 @@ def test_failing_registered_function_names_itself():
 
 
 def test_kinds_cover_every_trait_and_more(nodes):
-    assert set(KINDS) == set(ng.ops.TRAITS) | {"scalar", "constant"}
+    assert set(KINDS) == set(TRAITS) | {"scalar", "constant"}
     c = ng.constant(np.float32(2.0), [C])
     assert KINDS["constant"](c) and not KINDS["constant"](nodes["x"])
     assert KINDS["view"](c) and KINDS["leaf"](nodes["x"])

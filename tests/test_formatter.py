@@ -3,9 +3,10 @@
 import pytest
 
 from ngrules.errors import NgrulesError
-from ngrules.formatter import format_expr, format_pattern, format_rules
-from ngrules.parser import parse
-from ngrules.syntax import EBinary, ENum, EUnary, EVar, PLit, POp, PVar, RuleDecl, RulesFile
+from ngrules.lang.formatter import format_expr, format_pattern
+from ngrules.lang.layout import format_rules
+from ngrules.lang.parser import parse
+from ngrules.lang.syntax import EBinary, ENum, EUnary, EVar, PLit, POp, PVar, RuleDecl, RulesFile
 
 
 def canonical(text: str) -> str:
@@ -143,7 +144,7 @@ def test_multi_root_rules_put_each_root_on_its_own_line():
 
 
 def test_the_rule_library_is_canonically_formatted():
-    from ngrules.library import library_path
+    from ngrules.lang.library import library_path
 
     for path in sorted(library_path().glob("*.rules")):
         text = path.read_text(encoding="utf-8")

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ngrules as ng
-from ngrules.graph import users_of
+from ngrules.ir.graph import users_of
 
 
 def _xy(dtype=np.float32):

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ngrules as ng
-from ngrules import graph as graph_module
-from ngrules import graphfile
 from ngrules.errors import GraphFileError, NgrulesError
-from ngrules.graphfile import RuleOrigin, arrays_path, load_graph, save_graph
+from ngrules.ir import graph as graph_module
+from ngrules.ir import graphfile
+from ngrules.ir.graphfile import RuleOrigin, arrays_path, load_graph, save_graph
 
 OP_NAMES = sorted(ng.OPS)
 _names = itertools.count()

@@ -5,8 +5,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 
 import ngrules as ng
-from ngrules.expr import evaluate
-from ngrules.instances import (
+from ngrules.lang.expr import evaluate
+from ngrules.lang.kinds import is_constant
+from ngrules.lang.syntax import PVar
+from ngrules.verification.instances import (
     Builder,
     Instance,
     argument_domain,
@@ -16,8 +18,6 @@ from ngrules.instances import (
     guard_hints,
     instances,
 )
-from ngrules.kinds import is_constant
-from ngrules.syntax import PVar
 
 QUIET = settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 FIND = settings(QUIET, phases=[Phase.generate], max_examples=300)  # the first hit, unshrunk

@@ -7,10 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ngrules.errors import NgrulesError, RuleErrors
-from ngrules.formatter import format_rules
-from ngrules.loader import load_rules, parse_rules
-from ngrules.parser import KEYWORDS, parse
-from ngrules.syntax import (
+from ngrules.lang.layout import format_rules
+from ngrules.lang.loader import load_rules, parse_rules
+from ngrules.lang.parser import KEYWORDS, parse
+from ngrules.lang.syntax import (
     EAttr,
     EBinary,
     EBool,

@@ -5,9 +5,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ngrules as ng
-from ngrules.graph import toposort
-from ngrules.match import all_matches, compile_pattern, match_ref
-from ngrules.syntax import PLit, PNamed, POp, PVar
+from ngrules.engine.match import all_matches, compile_pattern, match_ref
+from ngrules.ir.graph import toposort
+from ngrules.lang.syntax import PLit, PNamed, POp, PVar
 
 A = ng.make_axis(2, "A")
 LEAVES = [ng.placeholder([A], name=n) for n in ("p", "q")] + [

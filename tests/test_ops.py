@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ngrules as ng
-from ngrules.ops import DOMAINS, TRAITS
+from ngrules.ir.ops import DOMAINS, TRAITS
 
 BUILTIN_OPS = sorted(ng.OPS)
 DESIGN_OPS = {

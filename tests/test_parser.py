@@ -11,8 +11,8 @@ import pytest
 
 import ngrules
 from ngrules.errors import RuleSyntaxError
-from ngrules.parser import grammar_text, parse
-from ngrules.syntax import (
+from ngrules.lang.parser import grammar_text, parse
+from ngrules.lang.syntax import (
     EAttr,
     EBinary,
     EBool,
@@ -245,7 +245,7 @@ def test_grammar_loads_from_an_installed_layout(tmp_path):
     text = marker + (REPO / "grammar" / "ngrules.lark").read_text()
     (pkg / "grammar" / "ngrules.lark").write_text(text)
     code = (
-        "import ngrules.parser as p; assert 'installed-copy-marker' in p.grammar_text(); "
+        "import ngrules.lang.parser as p; assert 'installed-copy-marker' in p.grammar_text(); "
         "print(p.parse('rule r: x => x').decls[0].name)"
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
@@ -254,4 +254,4 @@ def test_grammar_loads_from_an_installed_layout(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "r"
-    assert ngrules.parser.grammar_text() == (REPO / "grammar" / "ngrules.lark").read_text()
+    assert ngrules.lang.parser.grammar_text() == (REPO / "grammar" / "ngrules.lark").read_text()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ngrules as ng
-from ngrules.picture import PALETTE, render, rule_colour, to_dot, write_picture
+from ngrules.cli.picture import PALETTE, render, rule_colour, to_dot, write_picture
 
 _DECL = re.compile(r'^\s*(n\d+|legend_\w+) \[label="((?:[^"\\]|\\.)*)"(.*)\];$')
 _EDGE = re.compile(r"^\s*(\w+) -> (\w+);$")

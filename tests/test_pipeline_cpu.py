@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import ngrules as ng
-from ngrules.graph import toposort
-from ngrules.layers import batchnorm, leaky_relu
+from ngrules.ir.graph import toposort
+from ngrules.ir.layers import batchnorm, leaky_relu
 
 RULES = Path(__file__).resolve().parent.parent / "rules"
 WIDTHS = (("F", 6), ("H1", 5), ("H2", 4), ("K", 3))

@@ -8,7 +8,7 @@ import pytest
 from helpers import bn_bprop_reference, bn_reference, tolerance
 
 import ngrules as ng
-from ngrules.graph import toposort
+from ngrules.ir.graph import toposort
 
 RULES = Path(__file__).resolve().parent.parent / "rules"
 BN_RULES = ("batchnorm_fprop", "batchnorm_bprop")

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ngrules as ng
-from ngrules.graph import toposort
+from ngrules.ir.graph import toposort
 
 RULES = Path(__file__).resolve().parent.parent / "rules"
 

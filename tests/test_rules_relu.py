@@ -8,7 +8,7 @@ import pytest
 from helpers import tolerance
 
 import ngrules as ng
-from ngrules.graph import toposort
+from ngrules.ir.graph import toposort
 
 RULES = Path(__file__).resolve().parent.parent / "rules"
 C, N = ng.make_axis(3, "C"), ng.make_axis(4, "N")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ngrules as ng
-from ngrules.graph import toposort
+from ngrules.ir.graph import toposort
 
 RULES = Path(__file__).resolve().parent.parent / "rules"
 A, B, C = ng.make_axis(2, "A"), ng.make_axis(3, "B"), ng.make_axis(4, "C")

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import ngrules as ng
-from ngrules.engine import rewrite
-from ngrules.loader import parse_rules
-from ngrules.syntax import PNamed, PVar
+from ngrules.engine.driver import rewrite
+from ngrules.lang.loader import parse_rules
+from ngrules.lang.syntax import PNamed, PVar
 
 DOT_LOWERING = """
 # ngraph's RequiredTensorShaping: Dot lowered to 1-D/2-D DotLowDimension products

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import ngrules as ng
-from ngrules import testing
+from ngrules.verification import testing
 
 QUIET = settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 

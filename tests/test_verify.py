@@ -8,8 +8,8 @@ pattern) must be reported too, and rules that never fire must not pass silently.
 import pytest
 
 import ngrules as ng
-from ngrules.library import load_library
-from ngrules.verify import verify, verify_rule
+from ngrules.lang.library import load_library
+from ngrules.verification.verify import verify, verify_rule
 
 EXAMPLES = 20
 WRONG_EXAMPLES = 40  # some mistakes show only on two reduced axes laid out differently

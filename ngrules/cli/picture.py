@@ -1,0 +1,188 @@
+"""Pictures of graphs: Graphviz DOT text, and SVG when the `dot` program is installed.
+
+Nodes a rewrite created (their `.origin` is set) are filled with a colour chosen from the rule's
+name, so the same rule has the same colour in every picture, and carry the rule's name; a legend
+lists the rules with their `file:line`. Graphviz is optional: `render` says whether it drew.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ngrules.ir.axes import Axes, Axis
+from ngrules.ir.graph import Node, toposort
+from ngrules.ir.graphfile import staged_files
+from ngrules.ir.ops import get_op
+from ngrules.lang.library import short_location
+
+#: Pastel fills (ColorBrewer Set3 and Pastel1) that keep black text readable.
+PALETTE = (
+    "#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69",
+    "#fccde5", "#bc80bd", "#ccebc5", "#ffed6f", "#decbe4", "#fed9a6", "#e5d8bd",
+)  # fmt: skip
+
+_HIDDEN_ATTRS = ("name", "axes", "dtype")  # the title line and the type line show these
+_MAX_VALUE = 48
+
+
+def rule_colour(name: str) -> str:
+    """The fill for nodes made by rule `name`; a digest, not hash(), so it is stable across runs."""
+    digest = hashlib.sha256(name.encode("utf-8")).digest()
+    return PALETTE[int.from_bytes(digest[:4], "big") % len(PALETTE)]
+
+
+def escape(text: str) -> str:
+    """Text as the inside of a DOT double-quoted string; newlines become centred line breaks."""
+    text = text.replace("\\", "\\\\").replace('"', '\\"')
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n")
+
+
+def _short(value: Any) -> str:
+    """An attribute value in a few characters: axes as `[C:4, N:8]`, arrays by value or shape."""
+    if isinstance(value, (Axes, Axis)):
+        text = repr(value)
+    elif isinstance(value, np.ndarray):
+        flat = value.reshape(-1)
+        same = flat.size and bool(np.all(flat == flat[0]))
+        text = f"{flat[0].item()!r}" if same else f"array{list(value.shape)}"
+    elif isinstance(value, np.dtype):
+        text = value.name
+    else:
+        text = repr(value)
+    return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 3] + "..."
+
+
+@functools.cache
+def _dtype_name(dtype: np.dtype) -> str:
+    return dtype.name  # numpy computes the name afresh each time; big graphs notice
+
+
+def _type_lines(node: Node) -> list[str]:
+    if node.outputs is None:
+        return [f"{node.axes!r} {_dtype_name(node.dtype)}"]
+    return [f"{i}: {ax!r} {_dtype_name(dt)}" for i, (ax, dt) in enumerate(node.outputs)]
+
+
+def _rule_name(node: Node) -> str | None:
+    if node.origin is None:
+        return None
+    name = getattr(node.origin, "name", None)
+    return name if isinstance(name, str) else str(node.origin)
+
+
+def node_label(node: Node) -> str:
+    """Op and name, the other attributes, the output type, and the rule that made it."""
+    lines = [f"{node.op} {node.name}" if node.name else node.op]
+    lines += [f"{k}={_short(v)}" for k, v in node.attrs.items() if k not in _HIDDEN_ATTRS]
+    derived = get_op(node.op).derived.get("reduction_axes")
+    if derived is not None:
+        lines.append(f"reduction_axes={_short(derived(node))}")
+    lines += _type_lines(node)
+    rule = _rule_name(node)
+    if rule is not None:
+        lines.append(f"rule: {rule}")
+    return "\n".join(lines)
+
+
+def _node_line(ident: str, node: Node, output_marks: list[int]) -> str:
+    label = node_label(node)
+    style = ["rounded"]
+    extra = ""
+    if output_marks:
+        label += "\noutput " + ", ".join(f"#{i}" for i in output_marks)
+        extra += ", peripheries=2, penwidth=2"
+    rule = _rule_name(node)
+    if rule is not None:
+        style.append("filled")
+        extra += f', fillcolor="{rule_colour(rule)}"'
+    return f'  {ident} [label="{escape(label)}", style="{",".join(style)}"{extra}];'
+
+
+def _legend(rules: dict[str, str]) -> list[str]:
+    """A cluster with one swatch per rule (name and `file:line`), and one for outputs."""
+    lines = [
+        "  subgraph cluster_legend {",
+        '    label="legend"; style="dashed"; fontsize=10;',
+        '    legend_output [label="graph output", style="rounded", peripheries=2, penwidth=2];',
+        '    legend_plain [label="original node", style="rounded"];',
+    ]
+    for k, (name, location) in enumerate(sorted(rules.items())):
+        label = escape(f"rule {name}\n{location}")
+        lines.append(
+            f'    legend_{k} [label="{label}", style="rounded,filled", '
+            f'fillcolor="{rule_colour(name)}"];'
+        )
+    lines.append("  }")
+    return lines
+
+
+def _rules_used(nodes: Sequence[Node]) -> dict[str, str]:
+    rules: dict[str, str] = {}
+    for node in nodes:
+        name = _rule_name(node)
+        if name is not None:
+            location = getattr(node.origin, "location", None)
+            shown = short_location(location) if isinstance(location, str) else "<unknown>"
+            rules.setdefault(name, shown)
+    return rules
+
+
+def to_dot(outputs: Sequence[Node], title: str | None = None) -> str:
+    """Graphviz DOT text for the graph under `outputs`: one box per node, edges arg -> user."""
+    outputs = list(outputs)
+    nodes = toposort(outputs)
+    ids = {node: f"n{k}" for k, node in enumerate(nodes)}
+    marks: dict[Node, list[int]] = {}
+    for i, out in enumerate(outputs):
+        marks.setdefault(out, []).append(i)
+    lines = ["digraph ngrules {", '  graph [rankdir=TB, fontname="Helvetica"];']
+    if title is not None:
+        lines.append(f'  graph [label="{escape(title)}", labelloc=t, fontsize=14];')
+    lines.append('  node [shape=box, fontname="Helvetica", fontsize=10];')
+    lines += [_node_line(ids[n], n, marks.get(n, [])) for n in nodes]
+    lines += [f"  {ids[a]} -> {ids[n]};" for n in nodes for a in n.args]
+    lines += _legend(_rules_used(nodes))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def render(dot_text: str, path_svg: str | os.PathLike, timeout: float = 60.0) -> bool:
+    """Draw DOT text as SVG with Graphviz; False (never an exception) when it could not.
+
+    False means Graphviz's `dot` is not installed, failed or timed out; nothing is written
+    then, so callers can note that only the DOT text is available.
+    """
+    exe = shutil.which("dot")
+    if exe is None:
+        return False
+    try:
+        done = subprocess.run(
+            [exe, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True, timeout=timeout
+        )
+        if done.returncode != 0 or not done.stdout:
+            return False
+        with staged_files() as stage:
+            stage(path_svg, lambda f: f.write(done.stdout))
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return True
+
+
+def write_picture(
+    outputs: Sequence[Node], path_dot: str | os.PathLike, title: str | None = None
+) -> Path | None:
+    """Write the DOT file, and the SVG beside it when Graphviz can draw it (its path, or None)."""
+    text = to_dot(outputs, title)
+    with staged_files() as stage:
+        stage(path_dot, lambda f: f.write(text), text=True)
+    svg = Path(path_dot).with_suffix(".svg")
+    return svg if render(text, svg) else None

@@ -1,0 +1,213 @@
+"""A rule compiled for the engine: matchers for its roots, then its clauses and replacement.
+
+`CompiledRule.apply(node, ctx)` matches the first root at node (and any further roots among
+the users of nodes already bound), evaluates lets and guards in source order (a false guard
+backtracks into the matcher for another way to match), builds the replacement and checks its
+axes against each root. It returns `(roots, replacements, nodes it created)` or None.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ngrules.engine.match import compile_pattern
+from ngrules.errors import NgrulesError, RuleError
+from ngrules.ir import graph
+from ngrules.ir.graph import Node, make_node
+from ngrules.lang.expr import compile_expr
+from ngrules.lang.rules import Rule
+from ngrules.lang.syntax import EVar, Guard, Let, PNamed, POp, PVar
+
+
+@dataclass
+class RuleStats:
+    """How often a rule was tried at a node, matched, and the time spent in it."""
+
+    attempts: int = 0
+    matches: int = 0
+    seconds: float = 0.0
+
+
+def root_ops(pattern) -> frozenset[str] | None:
+    """The ops a node must have for the pattern to match at it (None: any op)."""
+    if isinstance(pattern, PNamed):
+        return root_ops(pattern.pattern)
+    if isinstance(pattern, POp):
+        if not pattern.optional:
+            return frozenset({pattern.op})
+        inner = root_ops(pattern.args[0])
+        return None if inner is None else inner | {pattern.op}
+    if isinstance(pattern, PVar) and pattern.kind is not None:
+        from ngrules.ir.ops import OPS
+
+        return frozenset({pattern.kind}) if pattern.kind in OPS else None
+    return None
+
+
+def _bound_names(pattern, out: set[str]) -> set[str]:
+    if isinstance(pattern, (PVar, PNamed)) and pattern.name != "_":
+        out.add(pattern.name)
+    if isinstance(pattern, PNamed):
+        _bound_names(pattern.pattern, out)
+    elif isinstance(pattern, POp):
+        for a in pattern.args:
+            _bound_names(a, out)
+    return out
+
+
+def _anchor(pattern, bound: set[str], depth: int = 0) -> tuple[str, int] | None:
+    """A name bound by earlier roots, and how many levels below this pattern's root it sits."""
+    if isinstance(pattern, (PVar, PNamed)) and pattern.name in bound:
+        return pattern.name, depth
+    if isinstance(pattern, PNamed):
+        return _anchor(pattern.pattern, bound, depth)
+    if isinstance(pattern, POp):
+        step = 0 if pattern.optional else 1
+        for a in pattern.args:
+            found = _anchor(a, bound, depth + step)
+            if found is not None:
+                return found
+    return None
+
+
+class CompiledRule:
+    """A rule ready to apply; its `stats` accumulate over a rewrite."""
+
+    def __init__(self, rule: Rule):
+        self.rule = rule
+        self.name = rule.name
+        self.location = rule.location
+        self.matchers, self.anchors = self._compile_roots()
+        self.root_ops = root_ops(rule.roots[0])
+        self.is_multi_root = len(rule.roots) > 1
+        self.stats = RuleStats()
+        self._root: tuple[Node, ...] = ()
+        self._exprs: dict[int, object] = {}
+        self._finish_single = self._finish_single  # bind once: it runs at every match
+        only = rule.replacement[0] if len(rule.replacement) == 1 else None
+        plain = isinstance(only, EVar) and not rule.clauses and not self.is_multi_root
+        self._returns = only.name if plain else None
+
+    def _compile_roots(self):
+        """One matcher per root, each seeing the names earlier roots bound, and for each later
+        root the bound name (and its depth) from which to search for its candidates."""
+        bound: set[str] = set()
+        matchers, anchors = [], []
+        for root in self.rule.roots:
+            matchers.append(compile_pattern(root, frozenset(bound)))
+            anchors.append(_anchor(root, bound))
+            _bound_names(root, bound)
+        return matchers, anchors
+
+    # -- matching --------------------------------------------------------------------------
+    def apply(self, node: Node, ctx: Any = None):
+        """(roots, replacements, new nodes) for the first way the rule matches at node, or None."""
+        if not self.is_multi_root:
+            self._root = (node,)
+            try:
+                return self.matchers[0](node, {}, self._finish_single)
+            finally:
+                self._root = ()  # hold no graph between calls
+        return self.matchers[0](node, {}, self._after_root(1, (node,), ctx))
+
+    def _finish_single(self, b: dict):
+        """The continuation of a one-root rule; `=> x` with no clauses needs no evaluator."""
+        name = self._returns
+        if name is not None:
+            value = b[name]
+            if same_type(value, self._root[0]):
+                return self._root, (value,), ()
+        return self._finish(b, self._root)
+
+    def _after_root(self, i: int, roots: tuple[Node, ...], ctx):
+        if i == len(self.matchers):
+            return lambda b: self._finish(b, roots)
+
+        def next_root(b):
+            for candidate in ctx.candidates(self.anchors[i], b):
+                if candidate in roots:
+                    continue
+                cont = self._after_root(i + 1, roots + (candidate,), ctx)
+                result = self.matchers[i](candidate, b, cont)
+                if result is not None:
+                    return result
+            return None
+
+        return next_root
+
+    def _finish(self, b: dict, roots: tuple[Node, ...]):
+        """Clauses in order, then the replacement; None when a guard is false."""
+        env = dict(b) if self.rule.clauses else b
+        log = graph.creation_log = []
+        try:
+            for clause in self.rule.clauses:
+                if isinstance(clause, Let):
+                    env[clause.name] = self._eval(clause.expr, env)
+                elif not self._holds(clause, env):
+                    return None
+            replacements = self._replacements(env, roots)
+        except NgrulesError as e:
+            raise self._error(e) from e
+        finally:
+            graph.creation_log = None
+        return roots, replacements, tuple(log)
+
+    def _eval(self, expr, env):
+        compiled = self._exprs.get(id(expr))
+        if compiled is None:
+            compiled = self._exprs[id(expr)] = compile_expr(expr)
+        try:
+            return compiled(env)
+        except NgrulesError:
+            raise
+        except Exception as e:  # a registered Python function failed
+            raise RuleError(f"{type(e).__name__}: {e}", getattr(expr, "span", None)) from e
+
+    def _holds(self, guard: Guard, env) -> bool:
+        value = self._eval(guard.expr, env)
+        if not isinstance(value, bool):
+            raise RuleError(f"a guard must be true or false, got {value!r}", guard.span)
+        return value
+
+    def _replacements(self, env, roots: tuple[Node, ...]) -> tuple[Node, ...]:
+        values = [self._eval(e, env) for e in self.rule.replacement]
+        if len(values) == 1 and len(roots) > 1:
+            values = _split_outputs(values[0], len(roots))
+        for root, value in zip(roots, values):
+            if not isinstance(value, Node):
+                raise RuleError(f"the replacement must be a node, got {value!r}")
+            if not same_type(value, root):
+                raise RuleError(_type_mismatch(value, root))
+        return tuple(values)
+
+    def _error(self, e: NgrulesError) -> RuleError:
+        where = f"rule {self.name} ({self.location})"
+        err = RuleError(f"{where}: {e.message}", e.span or self.rule.span)
+        return err
+
+
+def same_type(a: Node, b: Node) -> bool:
+    """Same axes (names, lengths, order), dtype and outputs: a valid stand-in."""
+    if a.outputs is not None or b.outputs is not None:
+        return a.outputs == b.outputs
+    if a.dtype is not b.dtype and a.dtype != b.dtype:
+        return False
+    return a.axes is b.axes or (a.axes == b.axes and a.axes.lengths == b.axes.lengths)
+
+
+def _type_mismatch(value: Node, root: Node) -> str:
+    if value.outputs is not None:
+        return f"the replacement {value.op} has several outputs; pick one with [i]"
+    if value.dtype != root.dtype:
+        return f"the replacement is {value.dtype} but the matched node is {root.dtype}"
+    return f"the replacement has axes {value.axes!r} but the matched {root.op} has {root.axes!r}"
+
+
+def _split_outputs(value, count: int) -> list:
+    """A multi-output node supplies one replacement per root, output i for root i."""
+    if not isinstance(value, Node) or value.outputs is None:
+        raise RuleError(f"{count} roots need {count} replacements or one multi-output op")
+    if len(value.outputs) != count:
+        raise RuleError(f"{value.op} has {len(value.outputs)} outputs for {count} roots")
+    return [make_node("Output", (value,), index=i) for i in range(count)]

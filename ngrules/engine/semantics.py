@@ -1,0 +1,53 @@
+"""What a pattern element means at one node, shared by the compiled and reference matchers:
+literal tests in the node's dtype, typed-variable kinds, which ops commute."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ngrules.ir.graph import UNKNOWN, Node
+from ngrules.ir.ops import OPS
+from ngrules.ir.values import known_scalar
+from ngrules.lang.kinds import KINDS
+
+Bindings = dict[str, Any]
+Cont = Callable[[Bindings], Any]
+Matcher = Callable[[Node, Bindings, Cont], Any]
+
+_F32 = np.dtype(np.float32)
+
+
+def literal_matches(value: float, node: Node) -> bool:
+    """Does node hold `value` everywhere, compared in the node's dtype?"""
+    return literal_is(node, rounded(value, _F32), float(value))
+
+
+def literal_is(node: Node, as_f32: float, as_f64: float) -> bool:
+    """The literal test with the value pre-rounded to each dtype (0.1 in float32 is not 0.1)."""
+    known = node._scalar
+    if known is UNKNOWN:
+        known = known_scalar(node)
+    if known is None:
+        return False
+    return known == (as_f32 if node.dtype is _F32 else as_f64)
+
+
+def rounded(value: float, dtype) -> float:
+    return float(np.asarray(value, dtype=dtype))
+
+
+def kind_predicate(kind: str | None) -> Callable[[Node], bool] | None:
+    """The test a typed variable applies: an op name or a kind from `ngrules.kinds`."""
+    if kind is None:
+        return None
+    if kind in OPS:
+        return lambda node: node.op == kind
+    return KINDS[kind]
+
+
+def is_commutative(op: str) -> bool:
+    opdef = OPS.get(op)
+    return opdef is not None and opdef.has("commutative") and opdef.arity == 2

@@ -1,0 +1,70 @@
+"""Reverse-mode autodiff over the op table's gradient rules."""
+
+from __future__ import annotations
+
+from ngrules.errors import OpError
+from ngrules.ir.graph import Node, paused_gc, toposort
+from ngrules.ir.ops import get_op
+
+
+def _plus(total: Node | None, term: Node) -> Node:
+    return term if total is None else total + term
+
+
+def deriv(cost: Node, wrt: Node) -> Node:
+    """d(cost)/d(wrt) for a scalar cost; the result has wrt's axes (zeros if unrelated)."""
+    from ngrules.ir.frontend import constant
+
+    if not isinstance(cost, Node) or cost.outputs is not None or len(cost.axes):
+        raise OpError(f"deriv needs a scalar cost, got {cost!r}")
+    with paused_gc():
+        adjoints = _adjoints(cost, wrt)
+    grad = adjoints.get(wrt)
+    if grad is None:
+        return constant(0.0, wrt.axes, dtype=wrt.dtype)
+    return grad
+
+
+def _adjoints(cost: Node, wrt: Node) -> dict[Node, Node]:
+    """Adjoint of every node on a path from wrt to cost."""
+    from ngrules.ir.frontend import constant
+
+    order = toposort([cost])
+    needed = _reaching(order, wrt)
+    adjoints: dict[Node, Node] = {cost: constant(1.0, dtype=cost.dtype)}
+    multi: dict[Node, list[Node | None]] = {}
+    for node in reversed(order):
+        if node not in needed:
+            continue
+        if node.outputs is not None:
+            delta = tuple(multi.get(node, [None] * len(node.outputs)))
+            if all(d is None for d in delta):
+                continue
+        else:
+            delta = adjoints.get(node)
+            if delta is None:
+                continue
+        if node.op == "Output":
+            source = node.args[0]
+            slots = multi.setdefault(source, [None] * len(source.outputs))
+            slots[node.attrs["index"]] = _plus(slots[node.attrs["index"]], delta)
+            continue
+        for arg, term in zip(node.args, get_op(node.op).grad(node, delta)):
+            if term is not None and arg in needed:
+                _check(node, arg, term)
+                adjoints[arg] = _plus(adjoints.get(arg), term)
+    return adjoints
+
+
+def _reaching(order: list[Node], wrt: Node) -> set[Node]:
+    """The nodes that depend on wrt (only their adjoints matter)."""
+    reach = {wrt}
+    for node in order:
+        if any(a in reach for a in node.args):
+            reach.add(node)
+    return reach
+
+
+def _check(node: Node, arg: Node, term: Node) -> None:
+    if term.axes != arg.axes or term.axes.lengths != arg.axes.lengths:
+        raise OpError(f"gradient of {node.op} gave axes {term.axes!r} for an argument {arg.axes!r}")

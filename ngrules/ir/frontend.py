@@ -1,0 +1,270 @@
+"""The front end, in ngraph-python's spelling: builders that make graph nodes.
+
+Elementwise builders follow ngraph's broadcasting rule: the output axes are y's when y has every
+axis of x, else x's axes followed by y's extra ones; both operands are then broadcast (and
+reordered) to the output axes, so the elementwise op itself sees equal axes. Python numbers mix
+with nodes and take the other operand's dtype.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from ngrules.errors import OpError
+from ngrules.ir.axes import Axes, AxesLike, flatten_groups, make_axes
+from ngrules.ir.graph import OPERATORS, Node, make_node
+from ngrules.ir.ops import get_op
+
+_fresh_names = itertools.count()
+
+Operand = Node | float | int
+
+
+# -- leaves ------------------------------------------------------------------------------------
+def placeholder(axes: AxesLike, dtype=np.float32, name: str | None = None) -> Node:
+    """An input tensor, fed by node or by name at execution."""
+    name = name if name is not None else f"placeholder_{next(_fresh_names)}"
+    return make_node("Placeholder", name=name, axes=make_axes(axes), dtype=dtype)
+
+
+def variable(axes: AxesLike, dtype=np.float32, name: str | None = None, initial: float = 0.0):
+    """A trainable tensor: fed like a placeholder, or filled with `initial`."""
+    name = name if name is not None else f"variable_{next(_fresh_names)}"
+    return make_node("Variable", name=name, axes=make_axes(axes), dtype=dtype, initial=initial)
+
+
+def constant(value, axes: AxesLike = (), dtype=None) -> Node:
+    """A known tensor; a scalar given non-empty axes becomes a broadcast scalar constant."""
+    axes = make_axes(axes)
+    array = np.asarray(value, dtype=dtype if dtype is not None else np.float32)
+    if array.ndim == 0 and len(axes):
+        return broadcast(make_node("Constant", value=array, axes=()), axes)
+    return make_node("Constant", value=array, axes=axes)
+
+
+# -- views -------------------------------------------------------------------------------------
+def broadcast(x: Node, axes: AxesLike) -> Node:
+    """x repeated along the new axes of `axes` (x itself when its axes are already `axes`)."""
+    axes = make_axes(axes)
+    if x.axes == axes:
+        return x
+    return make_node("Broadcast", (x,), axes=axes)
+
+
+def axes_with_order(x: Node, axes: AxesLike) -> Node:
+    """x with its axes permuted into the order of `axes` (x itself if already so)."""
+    axes = make_axes(axes)
+    if x.axes == axes:
+        return x
+    return make_node("ReorderAxes", (x,), axes=axes)
+
+
+def transpose(x: Node) -> Node:
+    return make_node("Transpose", (x,))
+
+
+def flatten(x: Node, axes: AxesLike | None = None) -> Node:
+    """x with its axes grouped as `axes` (default: all into one flattened axis)."""
+    if axes is None:
+        if len(x.axes) <= 1:
+            return x
+        axes = Axes((x.axes.flatten(),))
+    axes = make_axes(axes)
+    if x.axes == axes:
+        return x
+    return make_node("Flatten", (x,), axes=axes)
+
+
+def flatten_at(x: Node, idx: int) -> Node:
+    """x as two axes: the axes before idx flattened, and those from idx on (ngraph's rule)."""
+    if idx in (0, len(x.axes)):
+        return flatten(x)
+    return flatten(x, flatten_groups(x.axes, (idx, len(x.axes) - idx)))
+
+
+def unflatten(x: Node, axes: AxesLike | None = None) -> Node:
+    """x with its flattened axes expanded (by one level unless `axes` says otherwise)."""
+    axes = x.axes.unflatten() if axes is None else make_axes(axes)
+    if x.axes == axes:
+        return x
+    return make_node("Unflatten", (x,), axes=axes)
+
+
+# -- elementwise -------------------------------------------------------------------------------
+def _as_node(value: Operand, like: Node) -> Node:
+    if isinstance(value, Node):
+        return value
+    if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+        return constant(value, dtype=like.dtype)
+    raise OpError(f"cannot combine a node with {type(value).__name__} {value!r}")
+
+
+def elementwise_axes(x: Axes, y: Axes) -> Axes:
+    """ngraph's rule: y's axes if they include all of x's, else x's followed by y's extra."""
+    if y.is_super_set(x):
+        return y
+    return x + (y - x)
+
+
+def _binary(op: str, x: Operand, y: Operand) -> Node:
+    if not isinstance(x, Node):
+        if not isinstance(y, Node):
+            raise OpError(f"{op} needs at least one node operand")
+        x = _as_node(x, y)
+    y = _as_node(y, x)
+    out = elementwise_axes(x.axes, y.axes)
+    return make_node(op, (broadcast(x, out), broadcast(y, out)))
+
+
+def apply_op(op: str, args: Sequence[Operand], attrs: dict | None = None) -> Node:
+    """`op(args, attrs)`, with numbers and ngraph's broadcasting allowed for elementwise ops."""
+    opdef = get_op(op)
+    if opdef.has("elementwise") and len(args) == 2 and not attrs:
+        return _binary(op, *args)
+    return make_node(op, args, **(attrs or {}))
+
+
+def add(x: Operand, y: Operand) -> Node:
+    return _binary("Add", x, y)
+
+
+def subtract(x: Operand, y: Operand) -> Node:
+    return _binary("Subtract", x, y)
+
+
+def multiply(x: Operand, y: Operand) -> Node:
+    return _binary("Multiply", x, y)
+
+
+def divide(x: Operand, y: Operand) -> Node:
+    return _binary("Divide", x, y)
+
+
+def maximum(x: Operand, y: Operand) -> Node:
+    return _binary("Maximum", x, y)
+
+
+def minimum(x: Operand, y: Operand) -> Node:
+    return _binary("Minimum", x, y)
+
+
+def greater(x: Operand, y: Operand) -> Node:
+    return _binary("Greater", x, y)
+
+
+def less(x: Operand, y: Operand) -> Node:
+    return _binary("Less", x, y)
+
+
+def negative(x: Node) -> Node:
+    return make_node("Negative", (x,))
+
+
+def reciprocal(x: Node) -> Node:
+    return make_node("Reciprocal", (x,))
+
+
+def sqrt(x: Node) -> Node:
+    return make_node("Sqrt", (x,))
+
+
+def square(x: Node) -> Node:
+    return make_node("Square", (x,))
+
+
+def exp(x: Node) -> Node:
+    return make_node("Exp", (x,))
+
+
+def log(x: Node) -> Node:
+    return make_node("Log", (x,))
+
+
+def tanh(x: Node) -> Node:
+    return make_node("Tanh", (x,))
+
+
+# -- reductions and products -------------------------------------------------------------------
+def _reduce(op: str, x: Node, reduction_axes, out_axes) -> Node:
+    """ngraph's reduction: give reduction_axes or out_axes (default: all but N and REC)."""
+    if reduction_axes is not None and out_axes is not None:
+        red, out = make_axes(reduction_axes), make_axes(out_axes)
+        if (red & out) or not (red | out).is_equal_set(x.axes):
+            raise OpError(f"{op}: reduction {red!r} and output {out!r} must split {x.axes!r}")
+    elif out_axes is not None:
+        out = make_axes(out_axes)
+        red = x.axes - out
+    elif reduction_axes is not None:
+        red = make_axes(reduction_axes)
+        out = x.axes - red
+    else:
+        red = Axes(a for a in x.axes if not (a.is_batch or a.is_recurrent))
+        out = x.axes - red
+    if not len(red):
+        return axes_with_order(x, out)
+    node = make_node(op, (x,), reduction_axes=red)
+    return axes_with_order(node, out)
+
+
+def sum(x: Node, reduction_axes=None, out_axes=None) -> Node:  # noqa: A001 - ngraph's name
+    return _reduce("Sum", x, reduction_axes, out_axes)
+
+
+def max(x: Node, reduction_axes=None, out_axes=None) -> Node:  # noqa: A001
+    return _reduce("Max", x, reduction_axes, out_axes)
+
+
+def min(x: Node, reduction_axes=None, out_axes=None) -> Node:  # noqa: A001
+    return _reduce("Min", x, reduction_axes, out_axes)
+
+
+def prod(x: Node, reduction_axes=None, out_axes=None) -> Node:
+    return _reduce("Prod", x, reduction_axes, out_axes)
+
+
+def mean(x: Node, reduction_axes=None, out_axes=None) -> Node:
+    """Sum divided by the number of reduced elements (a Divide node, as in ngraph)."""
+    total = sum(x, reduction_axes, out_axes)
+    count = x.axes.size // total.axes.size
+    return total / float(count)
+
+
+def variance(x: Node, reduction_axes=None, out_axes=None) -> Node:
+    """The biased variance: mean(square(x - mean(x)))."""
+    centred = x - mean(x, reduction_axes, out_axes)
+    return mean(square(centred), reduction_axes, out_axes)
+
+
+def dot(x: Node, y: Node) -> Node:
+    """Contract every axis x and y share; output axes (x - shared) + (y - shared)."""
+    return make_node("Dot", (x, y))
+
+
+def concat_along_axis(xs: Sequence[Node], position: int, axis) -> Node:
+    return make_node("Concat", tuple(xs), axis=axis, position=position)
+
+
+def tensor_slice(x: Node, position: int, start: int, stop: int, axis) -> Node:
+    return make_node("Slice", (x,), position=position, start=start, stop=stop, axis=axis)
+
+
+# -- fused ops ---------------------------------------------------------------------------------
+def outputs_of(node: Node) -> tuple[Node, ...]:
+    """The `Output` nodes of a multi-output node, in order."""
+    return tuple(make_node("Output", (node,), index=i) for i in range(len(node.outputs)))
+
+
+def batchnorm_fprop(x: Node, gamma: Node, beta: Node, eps: float = 1e-3):
+    """Fused batch normalisation: (y, mean, var) over every axis of x but the first."""
+    return outputs_of(make_node("BatchnormFprop", (x, gamma, beta), eps=eps))
+
+
+def batchnorm_bprop(delta, x, gamma, mean_, var, eps: float = 1e-3):
+    """Fused batchnorm backward: (dx, dgamma, dbeta)."""
+    return outputs_of(make_node("BatchnormBprop", (delta, x, gamma, mean_, var), eps=eps))
+
+
+OPERATORS.update(add=add, subtract=subtract, multiply=multiply, divide=divide, negative=negative)

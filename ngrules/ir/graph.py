@@ -1,0 +1,384 @@
+"""The graph IR: immutable, hash-consed nodes over named axes.
+
+A `Node` is an op applied to argument nodes with attributes; its output axes and dtype are
+inferred from the op table when it is built. Building the same op on the same arguments and
+attributes twice returns the same node (hash-consing), so structural equality is identity and
+common subexpressions are shared by construction. Nothing here recurses on graph depth.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from ngrules.errors import GraphError, OpError
+from ngrules.ir.axes import Axes, Axis
+from ngrules.ir.ops import get_op, normalize_attrs
+
+_INTERN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_NO_ATTRS: Mapping[str, Any] = MappingProxyType({})
+
+#: A node's cached constant value before it is first asked for (see `values.known_scalar`).
+UNKNOWN = object()
+
+#: When a list, every newly created node is appended to it (the engine's provenance record).
+creation_log: list | None = None
+
+
+def _freeze(value: Any) -> Any:
+    """A hashable stand-in for an attribute value that keeps every length and array byte."""
+    if isinstance(value, Axes):
+        return tuple(_freeze(a) for a in value)
+    if isinstance(value, Axis):
+        comps = getattr(value, "components", None)
+        return (value.name, value.length, _freeze(comps) if comps is not None else None)
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, np.dtype):
+        return ("dtype", value.str)
+    if isinstance(value, float):
+        return ("float", value)
+    return value
+
+
+#: The front end's builders behind `Node`'s Python operators (`x + y` is `add(x, y)`): the
+#: front end fills this when it is imported, so the graph core never imports its builders.
+OPERATORS: dict[str, Callable[..., Node]] = {}
+
+
+class Node:
+    """One op applied to argument nodes; immutable and hash-consed.
+
+    `.op` is the op's name, `.args` the argument nodes, `.attrs` a read-only mapping, `.axes`
+    and `.dtype` the output's type. A multi-output node has `.outputs` (a tuple of
+    (axes, dtype)) and is read through `Output` nodes; its own `.axes` is empty.
+    `.origin` names the rule that created the node, if a rewrite did.
+    """
+
+    __slots__ = (
+        "op",
+        "args",
+        "attrs",
+        "axes",
+        "dtype",
+        "outputs",
+        "origin",
+        "_key",
+        "_scalar",
+        "__weakref__",
+    )
+
+    op: str
+    args: tuple[Node, ...]
+    attrs: Mapping[str, Any]
+    axes: Axes
+    dtype: np.dtype | None
+    outputs: tuple[tuple[Axes, np.dtype], ...] | None
+    origin: Any
+
+    def __setattr__(self, key, value):
+        if key != "origin":
+            raise AttributeError("nodes are immutable")
+        object.__setattr__(self, key, value)
+
+    def __repr__(self) -> str:
+        label = self.attrs.get("name") if self.attrs else None
+        label = f" {label}" if isinstance(label, str) else ""
+        return f"<{self.op}{label} {self.axes!r} {self.dtype}>"
+
+    def __reduce__(self):
+        raise TypeError("nodes are not picklable; use ngrules.save_graph")
+
+    # -- convenience -------------------------------------------------------------------------
+    @property
+    def name(self) -> str | None:
+        """The name of a placeholder or variable (None for other nodes)."""
+        value = self.attrs.get("name")
+        return value if isinstance(value, str) else None
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.outputs is None and len(self.axes) == 0
+
+    def with_args(self, args: tuple[Node, ...]) -> Node:
+        """The same op and attributes on new arguments of the same types (no re-inference).
+        The rebuilt node keeps the rule that made this one, if any (provenance survives)."""
+        if args == self.args:
+            return self
+        node = _intern(self.op, args, self.attrs, self._key[2], self.axes, self.dtype, self.outputs)
+        if node.origin is None and self.origin is not None:
+            object.__setattr__(node, "origin", self.origin)
+        return node
+
+    # -- Python operators: the front end's builders, with ngraph's elementwise broadcasting ------
+    def __add__(self, other):
+        return OPERATORS["add"](self, other)
+
+    def __radd__(self, other):
+        return OPERATORS["add"](other, self)
+
+    def __sub__(self, other):
+        return OPERATORS["subtract"](self, other)
+
+    def __rsub__(self, other):
+        return OPERATORS["subtract"](other, self)
+
+    def __mul__(self, other):
+        return OPERATORS["multiply"](self, other)
+
+    def __rmul__(self, other):
+        return OPERATORS["multiply"](other, self)
+
+    def __truediv__(self, other):
+        return OPERATORS["divide"](self, other)
+
+    def __rtruediv__(self, other):
+        return OPERATORS["divide"](other, self)
+
+    def __neg__(self):
+        return OPERATORS["negative"](self)
+
+
+def _lookup(key) -> Node | None:
+    """The live node with this key, if any (reads the weak table's dict directly, for speed)."""
+    ref = _INTERN.data.get(key)
+    return None if ref is None else ref()
+
+
+def _intern(op, args, attrs, attrs_key, axes, dtype, outputs) -> Node:
+    key = (op, args, attrs_key)
+    node = _lookup(key)
+    if node is not None:
+        return node
+    node = object.__new__(Node)
+    set_ = object.__setattr__
+    set_(node, "op", op)
+    set_(node, "args", args)
+    set_(node, "attrs", attrs)
+    set_(node, "axes", axes)
+    set_(node, "dtype", dtype)
+    set_(node, "outputs", outputs)
+    set_(node, "origin", None)
+    set_(node, "_scalar", UNKNOWN)
+    set_(node, "_key", key)
+    _INTERN[key] = node
+    if creation_log is not None:
+        creation_log.append(node)
+    return node
+
+
+def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
+    """Build (or find) the node `op(args, attrs)`, inferring its axes and dtype."""
+    opdef = get_op(op)
+    args = tuple(args)
+    if opdef.arity is not None and len(args) != opdef.arity:
+        raise OpError(f"{op} takes {opdef.arity} argument(s), got {len(args)}")
+    for a in args:
+        if not isinstance(a, Node):
+            raise OpError(f"{op}: arguments must be nodes, got {type(a).__name__}")
+        if a.outputs is not None and op != "Output":
+            raise OpError(f"{op}: {a.op} has several outputs; pick one with Output(..., index=i)")
+    norm = normalize_attrs(opdef, attrs) if (attrs or opdef.attrs) else {}
+    attrs_key = tuple((k, _freeze(v)) for k, v in norm.items())
+    existing = _lookup((op, args, attrs_key))
+    if existing is not None:
+        return existing
+    inferred = opdef.infer(args, norm)
+    if opdef.outputs > 1:
+        outputs = tuple((ax, np.dtype(dt)) for ax, dt in inferred)
+        axes, dtype = Axes(), None
+    else:
+        (axes, dtype), outputs = inferred, None
+        dtype = np.dtype(dtype)
+    frozen = MappingProxyType(norm) if norm else _NO_ATTRS
+    return _intern(op, args, frozen, attrs_key, axes, dtype, outputs)
+
+
+@contextmanager
+def paused_gc():
+    """Pause the cyclic garbage collector around whole-graph work.
+
+    Graphs are acyclic and freed by reference counting; with hundreds of thousands of live
+    nodes, the collector's repeated scans would otherwise dominate the run time.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# -- whole-graph operations ------------------------------------------------------------------
+def toposort(outputs: Iterable[Node]) -> list[Node]:
+    """Every node reachable from `outputs`, arguments before users (iterative, no recursion)."""
+    order: list[Node] = []
+    seen: set[Node] = set()
+    for root in outputs:
+        stack = [root]
+        while stack:
+            node = stack[-1]
+            if node in seen:
+                stack.pop()
+                continue
+            for arg in node.args:
+                if arg not in seen:
+                    stack.append(arg)
+                    break
+            else:
+                stack.pop()
+                seen.add(node)
+                order.append(node)
+    return order
+
+
+def users_of(outputs: Iterable[Node]) -> dict[Node, list[Node]]:
+    """For each reachable node, the nodes that use it (once per use)."""
+    users: dict[Node, list[Node]] = {}
+    for node in toposort(outputs):
+        users.setdefault(node, [])
+        for arg in node.args:
+            users[arg].append(node)
+    return users
+
+
+def substitute(outputs: Sequence[Node], mapping: Mapping[Node, Node]) -> list[Node]:
+    """The outputs with every node in `mapping` replaced, rebuilding each user once."""
+    for old, new in mapping.items():
+        if node_type(old) != node_type(new):
+            raise GraphError(f"cannot replace {old!r} by {new!r}: the axes or dtype differ")
+    memo: dict[Node, Node] = dict(mapping)
+    for node in toposort(outputs):
+        if node in memo:
+            continue
+        memo[node] = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
+    return [memo[o] for o in outputs]
+
+
+def _exact_type(axes: Axes, dtype) -> tuple:
+    """Axes names and lengths and the dtype (comparing Axes alone ignores the lengths)."""
+    return tuple((a.name, a.length) for a in axes), np.dtype(dtype)
+
+
+def node_type(node: Node) -> tuple:
+    """The node's output type(s), for exact comparison: lengths and every output count."""
+    if node.outputs is not None:
+        return tuple(_exact_type(ax, dt) for ax, dt in node.outputs)
+    return _exact_type(node.axes, node.dtype)
+
+
+def validate(outputs: Iterable[Node]) -> None:
+    """Re-infer every node's axes and dtype from the op table; raise on any disagreement."""
+    for node in toposort(outputs):
+        opdef = get_op(node.op)
+        if opdef.arity is not None and len(node.args) != opdef.arity:
+            raise GraphError(
+                f"{node!r} has {len(node.args)} arguments, {node.op} takes {opdef.arity}"
+            )
+        try:
+            inferred = opdef.infer(node.args, dict(node.attrs))
+        except OpError as e:
+            raise GraphError(f"{node!r} is ill-formed: {e.message}") from None
+        if node.outputs is not None:
+            ok = tuple(_exact_type(ax, dt) for ax, dt in inferred) == node_type(node)
+        else:
+            ok = _exact_type(*inferred) == node_type(node)
+        if not ok:
+            raise GraphError(f"{node!r}: stored type differs from re-inferred {inferred!r}")
+
+
+class Graph:
+    """A set of nodes with designated outputs: users, replacement, dead-node removal.
+
+    Nodes stay immutable: `replace` rebuilds the users of the replaced node (once each) and
+    moves the outputs to the rebuilt nodes. Nodes not reachable from the outputs are dead.
+    """
+
+    def __init__(self, outputs: Iterable[Node]):
+        self.outputs: list[Node] = list(outputs)
+        self._nodes: set[Node] = set(toposort(self.outputs))
+
+    def __contains__(self, node: Node) -> bool:
+        return node in self._nodes
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def nodes(self) -> list[Node]:
+        """Live nodes in topological order, then any dead ones still held."""
+        live = toposort(self.outputs)
+        dead = self._nodes.difference(live)
+        return live + [n for n in toposort(dead) if n in dead]
+
+    def add(self, node: Node) -> Node:
+        self._nodes.update(toposort([node]))
+        return node
+
+    def users(self, node: Node) -> list[Node]:
+        return [n for n in self._nodes if node in n.args]
+
+    def replace(self, old: Node, new: Node) -> None:
+        """Redirect every user of `old` (and any output that is `old`) to `new`."""
+        self.outputs = substitute(self.outputs, {old: new})
+        self._nodes.update(toposort(self.outputs))
+
+    def remove_dead(self) -> int:
+        """Drop nodes not reachable from the outputs; returns how many were dropped."""
+        live = set(toposort(self.outputs))
+        dropped = len(self._nodes - live)
+        self._nodes = live
+        return dropped
+
+    def validate(self) -> None:
+        validate(self.outputs)
+
+    def __str__(self) -> str:
+        return format_graph(self.outputs)
+
+
+# -- canonical text ----------------------------------------------------------------------------
+def _format_value(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        if value.size and np.all(value == value.flat[0]):
+            return f"{value.flat[0].item()!r}" + ("" if value.ndim == 0 else f"x{value.shape}")
+        return np.array2string(value, separator=",", threshold=8).replace("\n", "")
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, str):
+        return repr(value)
+    return repr(value)
+
+
+@functools.cache
+def _dtype_name(dtype: np.dtype) -> str:
+    return dtype.name  # numpy computes the name afresh (slowly) on every access
+
+
+def format_node(node: Node, names: Mapping[Node, str]) -> str:
+    """`Op(%a, %b, attr=value) : axes dtype` using `names` for the arguments."""
+    parts = [names[a] for a in node.args]
+    parts += [f"{k}={_format_value(v)}" for k, v in node.attrs.items()]
+    if node.outputs is not None:
+        typ = "(" + ", ".join(f"{ax!r} {_dtype_name(dt)}" for ax, dt in node.outputs) + ")"
+    else:
+        typ = f"{node.axes!r} {_dtype_name(node.dtype)}"
+    return f"{node.op}({', '.join(parts)}) : {typ}"
+
+
+def format_graph(outputs: Sequence[Node]) -> str:
+    """A canonical listing: one `%k = ...` line per node in topological order, then outputs."""
+    names: dict[Node, str] = {}
+    lines = []
+    for node in toposort(outputs):
+        names[node] = f"%{len(names)}"
+        lines.append(f"{names[node]} = {format_node(node, names)}")
+    lines.append("return " + ", ".join(names[o] for o in outputs))
+    return "\n".join(lines)

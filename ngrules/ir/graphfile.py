@@ -1,0 +1,428 @@
+"""Graph files: a versioned JSON listing of nodes, with Constant values in a sibling `.npz`.
+
+The format is described in docs/graph-format.md. Loading trusts nothing in the files: every
+field is checked, nodes are rebuilt through `make_node` (so axes and dtypes are re-inferred),
+arrays are read without pickle, and each problem is reported as a `GraphFileError` naming the
+file and the node. Saving is atomic: both files are written to temporary files in the target
+folder and moved into place only when both are complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from ngrules.errors import GraphFileError, NgrulesError, Span
+from ngrules.ir.axes import Axes, Axis, FlattenedAxis
+from ngrules.ir.graph import Node, make_node, toposort
+from ngrules.ir.ops import OPS, OpDef, did_you_mean, get_op
+
+FORMAT = "ngrules-graph"
+VERSION = 1
+
+_HEADER_KEYS = ("format", "version", "arrays", "outputs", "nodes")
+_NODE_KEYS = ("id", "op", "args", "attrs", "origin")
+_NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+@dataclass(frozen=True)
+class RuleOrigin:
+    """The rule that made a loaded node, as the file recorded it (the rule may not be loaded)."""
+
+    name: str
+    location: str
+
+
+def arrays_path(path: str | os.PathLike) -> Path:
+    """The `.npz` beside a graph file: `g.json` -> `g.npz`, any other name gains `.npz`."""
+    path = Path(path)
+    if path.suffix == ".json":
+        return path.with_suffix(".npz")
+    return path.with_name(path.name + ".npz")
+
+
+# -- saving --------------------------------------------------------------------------------------
+def _encode_axis(axis: Axis) -> dict:
+    out: dict[str, Any] = {"name": axis.name, "length": axis.length}
+    if axis.is_flattened:
+        out["components"] = [_encode_axis(c) for c in axis.components]
+    return out
+
+
+def _encode_attr(kind: str, value: Any, key: str, arrays: dict[str, np.ndarray]) -> Any:
+    """One attribute as JSON; arrays go to `arrays` under `key` and are referenced by it."""
+    if kind == "axes":
+        return [_encode_axis(a) for a in value]
+    if kind == "axis":
+        return _encode_axis(value)
+    if kind == "dtype":
+        return value.name
+    if kind == "array":
+        arrays[key] = value
+        return {"array": key, "dtype": value.dtype.name, "shape": list(value.shape)}
+    if kind == "float" and not math.isfinite(value):
+        return repr(value)  # 'nan', 'inf' or '-inf': JSON has no such numbers
+    return value
+
+
+def _encode_origin(origin: Any) -> dict:
+    name = getattr(origin, "name", None)
+    location = getattr(origin, "location", None)
+    return {
+        "rule": name if isinstance(name, str) else str(origin),
+        "location": location if isinstance(location, str) else "<unknown>",
+    }
+
+
+def _encode_nodes(outputs: Sequence[Node]) -> tuple[list[dict], list[int], dict[str, np.ndarray]]:
+    """The node records in topological order, the output ids, and the arrays by key."""
+    ids: dict[Node, int] = {}
+    records, arrays = [], {}
+    for node in toposort(outputs):
+        ident = ids[node] = len(ids)
+        opdef = get_op(node.op)
+        attrs = {
+            k: _encode_attr(opdef.attr(k).kind, v, f"n{ident}_{k}", arrays)
+            for k, v in node.attrs.items()
+        }
+        record = {"id": ident, "op": node.op, "args": [ids[a] for a in node.args], "attrs": attrs}
+        if node.origin is not None:
+            record["origin"] = _encode_origin(node.origin)
+        records.append(record)
+    return records, [ids[o] for o in outputs], arrays
+
+
+def _write_json(f: IO[str], header: dict, records: list[dict]) -> None:
+    """The document with one node per line, so files read well and diff well."""
+    f.write("{\n")
+    for key, value in header.items():
+        f.write(f"  {json.dumps(key)}: ")
+        json.dump(value, f, allow_nan=False)
+        f.write(",\n")
+    f.write('  "nodes": [')
+    for i, record in enumerate(records):
+        f.write(",\n    " if i else "\n    ")
+        json.dump(record, f, allow_nan=False)
+    f.write("\n  ]\n}\n")
+
+
+def _file_mode() -> int:
+    """The mode a newly created file gets under the current umask (mkstemp's is 0o600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _write_temp(path: Path, write: Callable[[IO], None], text: bool) -> str:
+    """Write a complete temporary file beside `path` and return its name (removed on failure)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        opened = os.fdopen(fd, "w", encoding="utf-8", newline="\n") if text else os.fdopen(fd, "wb")
+        with opened as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, _file_mode())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+@contextlib.contextmanager
+def staged_files() -> Iterator[Callable[..., str]]:
+    """Yield `stage(path, write, text=False) -> temporary name`; on a clean exit move every
+    staged file into place, on an error remove them all.
+
+    Nothing is replaced until every file is complete, so a failure leaves the old files as
+    they were and no temporary file behind.
+    """
+    temps: list[tuple[str, Path]] = []
+
+    def stage(path: str | os.PathLike, write: Callable[[IO], None], text: bool = False) -> str:
+        path = Path(path)
+        temps.append((_write_temp(path, write, text), path))
+        return temps[-1][0]
+
+    try:
+        yield stage
+        for tmp, path in temps:
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _ in temps:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+
+
+def _sha256(name: str) -> str:
+    digest = hashlib.sha256()
+    with open(name, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def save_graph(path: str | os.PathLike, outputs: Sequence[Node]) -> None:
+    """Write the graph under `outputs` to `path` (JSON) and its arrays to `arrays_path(path)`."""
+    path = Path(path)
+    records, output_ids, arrays = _encode_nodes(list(outputs))
+    with staged_files() as stage:
+        npz = stage(arrays_path(path), lambda f: np.savez(f, allow_pickle=False, **arrays))
+        header = {
+            "format": FORMAT,
+            "version": VERSION,
+            "arrays": {"sha256": _sha256(npz)},
+            "outputs": output_ids,
+        }
+        stage(path, lambda f: _write_json(f, header, records), text=True)
+
+
+# -- loading -------------------------------------------------------------------------------------
+class _Bad(NgrulesError):
+    """A problem inside one node; the loader adds the file and node to the message."""
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _expect(ok: bool, what: str, value: Any) -> None:
+    if not ok:
+        raise _Bad(f"expected {what}, got {_show(value)}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_keys(obj: Any, allowed: Sequence[str], what: str) -> None:
+    _expect(isinstance(obj, dict), f"{what} as a JSON object", obj)
+    for key in obj:
+        if key not in allowed:
+            raise _Bad(f"unknown key {key!r} in {what}{did_you_mean(key, allowed)}")
+
+
+def _decode_axis(raw: Any, lengths: dict[str, int]) -> Axis:
+    """An axis from {name, length[, components]}; `lengths` catches a name with two lengths."""
+    _check_keys(raw, ("name", "length", "components"), "an axis")
+    name, length = raw.get("name"), raw.get("length")
+    _expect(isinstance(name, str) and name != "", "an axis name (a non-empty string)", name)
+    _expect(_is_int(length) and length >= 1, f"a positive integer length for axis {name!r}", length)
+    if "components" in raw:
+        comps = raw["components"]
+        _expect(isinstance(comps, list) and comps != [], "a non-empty list of components", comps)
+        axis = FlattenedAxis([_decode_axis(c, lengths) for c in comps])
+        if (axis.name, axis.length) != (name, length):
+            raise _Bad(f"flattened axis {name}:{length} does not match its components {axis!r}")
+    else:
+        axis = Axis(name, length)
+    known = lengths.setdefault(name, length)
+    if known != length:
+        raise _Bad(f"axis {name!r} has two lengths, {known} and {length}")
+    return axis
+
+
+class _Arrays:
+    """The `.npz` beside a graph file, opened without pickle and checked against its digest."""
+
+    def __init__(self, path: Path, digest: str):
+        npz = arrays_path(path)
+        try:
+            data = npz.read_bytes()
+        except OSError as e:
+            message = f"{path}: cannot read its arrays file {npz}: {e.strerror}"
+            raise GraphFileError(message) from None
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise GraphFileError(
+                f"{path}: its arrays file {npz} was not saved with it (the sha256 differs)"
+            )
+        try:
+            self.npz = np.load(io.BytesIO(data), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as e:
+            raise GraphFileError(f"{npz}: not a readable .npz file: {e}") from None
+        if not isinstance(self.npz, np.lib.npyio.NpzFile):
+            raise GraphFileError(f"{npz}: not a readable .npz file: it holds a single array")
+
+    def get(self, ref: Any) -> np.ndarray:
+        _check_keys(ref, ("array", "dtype", "shape"), "an array reference")
+        key = ref.get("array")
+        _expect(isinstance(key, str) and key in self.npz.files, "an array in the .npz", key)
+        try:
+            value = self.npz[key]
+        except (ValueError, OSError) as e:
+            raise _Bad(f"array {key!r} cannot be read: {e}") from None
+        if ref.get("dtype") != value.dtype.name or ref.get("shape") != list(value.shape):
+            raise _Bad(
+                f"array {key!r} is {value.dtype.name} of shape {list(value.shape)} in the .npz, "
+                f"but the graph says {_show(ref.get('dtype'))} of shape {_show(ref.get('shape'))}"
+            )
+        return value
+
+
+def _decode_dtype(raw: Any) -> np.dtype:
+    _expect(isinstance(raw, str), "a dtype name", raw)
+    try:
+        dtype = np.dtype(raw)
+    except TypeError:
+        dtype = None
+    _expect(dtype is not None and dtype.name == raw and dtype.kind in "biufc", "a dtype", raw)
+    return dtype
+
+
+def _decode_float(raw: Any) -> float:
+    if isinstance(raw, str) and raw in _NONFINITE:
+        return _NONFINITE[raw]
+    _expect(isinstance(raw, (int, float)) and not isinstance(raw, bool), "a number", raw)
+    return float(raw)
+
+
+def _decode_attr(kind: str, raw: Any, lengths: dict[str, int], arrays: _Arrays) -> Any:
+    if kind == "axes":
+        _expect(isinstance(raw, list), "a list of axes", raw)
+        return Axes(_decode_axis(a, lengths) for a in raw)
+    if kind == "axis":
+        return _decode_axis(raw, lengths)
+    if kind == "int":
+        _expect(_is_int(raw), "an integer", raw)
+        return raw
+    if kind == "float":
+        return _decode_float(raw)
+    if kind == "str":
+        _expect(isinstance(raw, str), "a string", raw)
+        return raw
+    if kind == "dtype":
+        return _decode_dtype(raw)
+    return arrays.get(raw)
+
+
+def _decode_attrs(opdef: OpDef, raw: Any, arrays: _Arrays) -> dict[str, Any]:
+    _expect(isinstance(raw, dict), "the attributes as a JSON object", raw)
+    lengths: dict[str, int] = {}
+    attrs = {}
+    for key, value in raw.items():
+        spec = opdef.attr(key)
+        if spec is None:
+            names = [a.name for a in opdef.attrs]
+            raise _Bad(f"unknown attribute {key!r}{did_you_mean(key, names)}")
+        try:
+            attrs[key] = _decode_attr(spec.kind, value, lengths, arrays)
+        except NgrulesError as e:
+            raise _Bad(f"attribute {key!r}: {e.message}") from None
+    return attrs
+
+
+def _decode_args(raw: Any, built: dict[int, Node]) -> tuple[Node, ...]:
+    _expect(isinstance(raw, list), "the arguments as a list of node ids", raw)
+    for ref in raw:
+        _expect(_is_int(ref), "a node id as an argument", ref)
+        if ref not in built:
+            raise _Bad(f"argument {ref} is not a node defined before this one")
+    return tuple(built[ref] for ref in raw)
+
+
+def _decode_origin(raw: Any) -> RuleOrigin:
+    _check_keys(raw, ("rule", "location"), "the origin")
+    name, location = raw.get("rule"), raw.get("location")
+    _expect(isinstance(name, str) and isinstance(location, str), "an origin {rule, location}", raw)
+    return RuleOrigin(name, location)
+
+
+def _decode_node(raw: dict, built: dict[int, Node], arrays: _Arrays) -> Node:
+    """One node record, rebuilt through make_node (which re-infers its axes and dtype)."""
+    _check_keys(raw, _NODE_KEYS, "a node")
+    ident, op = raw.get("id"), raw.get("op")
+    _expect(_is_int(ident), "an integer id", ident)
+    if ident in built:
+        raise _Bad(f"id {ident} is used twice")
+    _expect(isinstance(op, str), "an op name", op)
+    opdef = get_op(op)
+    args = _decode_args(raw.get("args", []), built)
+    node = make_node(op, args, **_decode_attrs(opdef, raw.get("attrs", {}), arrays))
+    if "origin" in raw:
+        origin = _decode_origin(raw["origin"])
+        if node.origin is None:  # a node shared with a live graph keeps the origin it has
+            node.origin = origin
+    return node
+
+
+def _where(raw: Any, index: int) -> str:
+    """How an error names a node record: `node 12 (Sum)`, or by position if it has no id."""
+    if not isinstance(raw, dict):
+        return f"nodes[{index}]"
+    ident, op = raw.get("id"), raw.get("op")
+    where = f"node {ident}" if _is_int(ident) else f"nodes[{index}]"
+    return f"{where} ({op})" if isinstance(op, str) and op in OPS else where
+
+
+def _read_document(path: Path) -> Any:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise GraphFileError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise GraphFileError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise GraphFileError(e.msg, Span(str(path), e.lineno, e.colno)) from None
+    except RecursionError:
+        raise GraphFileError(f"{path}: JSON nested too deeply") from None
+
+
+def _check_header(path: Path, doc: Any) -> None:
+    """The format marker and version first, so a newer file says so rather than failing later."""
+    try:
+        _expect(isinstance(doc, dict), "a JSON object", doc)
+        _expect(doc.get("format") == FORMAT, f"format {FORMAT!r}", doc.get("format"))
+        version = doc.get("version")
+        if version != VERSION:
+            raise _Bad(f"format version {_show(version)} is not supported (this reads {VERSION})")
+        _check_keys(doc, _HEADER_KEYS, "the graph file")
+        for key in _HEADER_KEYS:
+            if key not in doc:
+                raise _Bad(f"missing key {key!r}")
+        _check_keys(doc["arrays"], ("sha256",), "'arrays'")
+        _expect(isinstance(doc["arrays"].get("sha256"), str), "a sha256 digest", doc["arrays"])
+        _expect(isinstance(doc["nodes"], list), "'nodes' as a list", doc["nodes"])
+        _expect(isinstance(doc["outputs"], list), "'outputs' as a list", doc["outputs"])
+    except _Bad as e:
+        raise GraphFileError(f"{path}: {e.message}") from None
+
+
+def _outputs(path: Path, refs: list, built: dict[int, Node]) -> list[Node]:
+    for ref in refs:
+        if not _is_int(ref) or ref not in built:
+            raise GraphFileError(f"{path}: outputs: {_show(ref)} is not the id of a node")
+    return [built[ref] for ref in refs]
+
+
+def load_graph(path: str | os.PathLike) -> list[Node]:
+    """The outputs of the graph saved at `path`, rebuilt and checked node by node."""
+    path = Path(path)
+    doc = _read_document(path)
+    _check_header(path, doc)
+    arrays = _Arrays(path, doc["arrays"]["sha256"])
+    built: dict[int, Node] = {}
+    for index, raw in enumerate(doc["nodes"]):
+        try:
+            node = _decode_node(raw, built, arrays)
+        except NgrulesError as e:
+            raise GraphFileError(f"{path}: {_where(raw, index)}: {e.message}") from None
+        except RecursionError:
+            raise GraphFileError(f"{path}: {_where(raw, index)}: nested too deeply") from None
+        built[raw["id"]] = node
+    return _outputs(path, doc["outputs"], built)

@@ -1,0 +1,180 @@
+"""Generators of random valid instances of each built-in op, for property tests.
+
+Each generator is `gen(draw, leaf) -> Node`: `draw` is hypothesis's, `leaf(axes)` makes an
+input of the test's dtype. Axes come from one small pool per instance so that a name always has
+one length. hypothesis is imported only when a generator runs.
+"""
+
+from __future__ import annotations
+
+from ngrules.ir.axes import Axes, Axis, flatten_groups, make_axis
+from ngrules.ir.graph import make_node
+
+POOL_NAMES = ("A", "B", "C", "D", "E", "F")
+
+
+def _st():
+    from hypothesis import strategies
+
+    return strategies
+
+
+def axis_pool(draw, size: int = len(POOL_NAMES)) -> tuple[Axis, ...]:
+    """Up to `size` axes with distinct names and lengths 1-5."""
+    st = _st()
+    lengths = draw(st.lists(st.integers(1, 5), min_size=size, max_size=size))
+    return tuple(Axis(n, n_len) for n, n_len in zip(POOL_NAMES, lengths))
+
+
+def some_axes(draw, pool, min_size: int = 0, max_size: int = 3) -> Axes:
+    """A random ordered selection of distinct axes from the pool."""
+    st = _st()
+    picked = draw(st.permutations(pool))
+    n = draw(st.integers(min_size, min(max_size, len(pool))))
+    return Axes(picked[:n])
+
+
+def gen_placeholder(draw, leaf):
+    return leaf(some_axes(draw, axis_pool(draw)))
+
+
+def gen_variable(draw, leaf):
+    x = leaf(some_axes(draw, axis_pool(draw)))
+    return make_node("Variable", name="v", axes=x.axes, dtype=x.dtype, initial=0.5)
+
+
+def gen_constant(draw, leaf):
+    import numpy as np
+
+    x = leaf(some_axes(draw, axis_pool(draw)))
+    value = np.linspace(0.5, 1.5, x.axes.size, dtype=x.dtype).reshape(x.axes.lengths)
+    return make_node("Constant", value=value, axes=x.axes)
+
+
+def gen_elementwise(op: str):
+    from ngrules.ir.ops import OPS
+
+    def gen(draw, leaf):
+        axes = some_axes(draw, axis_pool(draw))
+        arity = OPS[op].arity
+        return make_node(op, tuple(leaf(axes) for _ in range(arity)))
+
+    return gen
+
+
+def gen_sloped(op: str):
+    """A fused relu op (forward or backward) on operands of one axes, with a random slope."""
+    from ngrules.ir.ops import OPS
+
+    def gen(draw, leaf):
+        axes = some_axes(draw, axis_pool(draw))
+        slope = draw(_st().sampled_from((0.0, 0.01, 0.2, 1.5)))
+        return make_node(op, tuple(leaf(axes) for _ in range(OPS[op].arity)), slope=slope)
+
+    return gen
+
+
+def gen_reduction(op: str):
+    def gen(draw, leaf):
+        st = _st()
+        axes = some_axes(draw, axis_pool(draw), min_size=1)
+        red = Axes(a for a in axes if draw(st.booleans()))
+        return make_node(op, (leaf(axes),), reduction_axes=red or axes[:1])
+
+    return gen
+
+
+def gen_dot(draw, leaf):
+    pool = axis_pool(draw)
+    return make_node("Dot", (leaf(some_axes(draw, pool)), leaf(some_axes(draw, pool))))
+
+
+def gen_dot_low(draw, leaf):
+    st = _st()
+    pool = axis_pool(draw, 4)
+    i, k, j = pool[0], pool[1], pool[2]
+    rx, ry = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    x_axes = Axes((i, k)) if rx == 2 else Axes((k,))
+    y_axes = Axes((Axis("K2", k.length), j)) if ry == 2 else Axes((Axis("K2", k.length),))
+    out = Axes(((i,) if rx == 2 else ()) + ((j,) if ry == 2 else ()))
+    return make_node("DotLowDimension", (leaf(x_axes), leaf(y_axes)), axes=out)
+
+
+def gen_broadcast(draw, leaf):
+    pool = axis_pool(draw)
+    out = some_axes(draw, pool, max_size=4)
+    keep = draw(_st().lists(_st().booleans(), min_size=len(out), max_size=len(out)))
+    x_axes = Axes(a for a, k in zip(out, keep) if k)
+    x_axes = Axes(draw(_st().permutations(list(x_axes))))
+    return make_node("Broadcast", (leaf(x_axes),), axes=out)
+
+
+def gen_reorder(draw, leaf):
+    axes = some_axes(draw, axis_pool(draw), max_size=4)
+    return make_node("ReorderAxes", (leaf(axes),), axes=Axes(draw(_st().permutations(list(axes)))))
+
+
+def _groups(draw, n: int) -> list[int]:
+    """Random sizes of consecutive groups covering n items."""
+    st, sizes, left = _st(), [], n
+    while left:
+        size = draw(st.integers(1, left))
+        sizes.append(size)
+        left -= size
+    return sizes
+
+
+def gen_flatten(draw, leaf):
+    axes = some_axes(draw, axis_pool(draw), min_size=1, max_size=4)
+    return make_node("Flatten", (leaf(axes),), axes=flatten_groups(axes, _groups(draw, len(axes))))
+
+
+def gen_unflatten(draw, leaf):
+    axes = some_axes(draw, axis_pool(draw), min_size=1, max_size=4)
+    flat = flatten_groups(axes, _groups(draw, len(axes)))
+    return make_node("Unflatten", (leaf(flat),), axes=axes)
+
+
+def gen_concat(draw, leaf):
+    st = _st()
+    rest = some_axes(draw, axis_pool(draw), max_size=2)
+    pos = draw(st.integers(0, len(rest)))
+    lengths = draw(st.lists(st.integers(1, 3), min_size=1, max_size=3))
+    parts = [leaf(rest[:pos] + Axes((make_axis(n),)) + rest[pos:]) for n in lengths]
+    return make_node("Concat", tuple(parts), axis=make_axis(sum(lengths)), position=pos)
+
+
+def gen_slice(draw, leaf):
+    st = _st()
+    axes = some_axes(draw, axis_pool(draw), min_size=1)
+    pos = draw(st.integers(0, len(axes) - 1))
+    length = axes[pos].length
+    start = draw(st.integers(0, length - 1))
+    stop = draw(st.integers(start + 1, length))
+    return make_node(
+        "Slice", (leaf(axes),), position=pos, start=start, stop=stop, axis=make_axis(stop - start)
+    )
+
+
+def _bn_operands(draw, leaf):
+    pool = axis_pool(draw)
+    rest = some_axes(draw, pool[1:], min_size=1)
+    channel = Axes((pool[0],))
+    return leaf(channel + rest), channel
+
+
+def gen_bn_fprop(draw, leaf):
+    x, channel = _bn_operands(draw, leaf)
+    eps = draw(_st().sampled_from([1e-3, 0.1]))  # eps 0 with one element per channel is 0/0
+    return make_node("BatchnormFprop", (x, leaf(channel), leaf(channel)), eps=eps)
+
+
+def gen_bn_bprop(draw, leaf):
+    x, channel = _bn_operands(draw, leaf)
+    args = (leaf(x.axes), x, leaf(channel), leaf(channel), leaf(channel))
+    return make_node("BatchnormBprop", args, eps=draw(_st().sampled_from([1e-3, 0.1])))
+
+
+def gen_output(draw, leaf):
+    node = gen_bn_fprop(draw, leaf)
+    return make_node("Output", (node,), index=draw(_st().integers(0, 2)))

@@ -1,0 +1,61 @@
+"""Checked rules and rule sets: what the checker produces and the engine consumes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ngrules.errors import NgrulesError, Span
+from ngrules.lang.syntax import Expr, Guard, Let, Pattern, RuleDecl
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One checked rule.
+
+    `roots` are the patterns with every named sub-pattern (`where` blocks, `x @ p` and later
+    bare uses of x) written out as `PNamed` at each use, so a matcher may meet them in any
+    order. `clauses` are the guards and lets in source order. `replacement` has one expression
+    per root, or a single expression whose multi-output node supplies every root.
+    """
+
+    name: str
+    pass_name: str
+    roots: tuple[Pattern, ...]
+    clauses: tuple[Guard | Let, ...]
+    replacement: tuple[Expr, ...]
+    priority: int = 0
+    order: int = 0
+    span: Span | None = field(default=None, compare=False)
+    source: str = field(default="", compare=False, repr=False)
+    decl: RuleDecl | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def location(self) -> str:
+        """`file:line` of the rule, as traces and errors show it."""
+        return f"{self.span.file}:{self.span.line}" if self.span else "<unknown>"
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """Rules in load order, grouped into passes (highest priority first, then file order)."""
+
+    rules: tuple[Rule, ...]
+    passes: dict[str, tuple[Rule, ...]]
+    pipelines: dict[str, tuple[str, ...]]
+
+    def __iter__(self) -> Iterator[Rule]:
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def rule(self, name: str) -> Rule:
+        for r in self.rules:
+            if r.name == name:
+                return r
+        from ngrules.ir.ops import did_you_mean
+
+        raise NgrulesError(
+            f"no rule named {name!r}{did_you_mean(name, [r.name for r in self.rules])}"
+        )

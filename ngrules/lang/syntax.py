@@ -1,0 +1,264 @@
+"""The rule AST: frozen dataclasses, each keeping its source span.
+
+The parser builds these from the lark tree; the formatter prints them back; the checker turns
+a file's declarations into `Rule`s. Spans never take part in equality, so a formatted and
+re-parsed file compares equal to the original.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ngrules.errors import Span
+
+
+def _span() -> Span | None:
+    return field(default=None, compare=False, repr=False)
+
+
+# -- patterns (left-hand sides) ---------------------------------------------------------------
+@dataclass(frozen=True)
+class PVar:
+    """A variable: binds any node (of `kind`, an op name or trait, if given); `_` binds nothing."""
+
+    name: str
+    kind: str | None = None
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class PLit:
+    """A number: matches a node whose value is known to be this constant everywhere."""
+
+    value: float
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class POp:
+    """`Op(p, ...)`; with `optional`, `Op?(p)` matches p with or without the Op around it."""
+
+    op: str
+    args: tuple[Pattern, ...]
+    optional: bool = False
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class PNamed:
+    """`name @ pattern`: the node matched by pattern, bound to name (one node wherever used)."""
+
+    name: str
+    pattern: Pattern
+    span: Span | None = _span()
+
+
+Pattern = PVar | PLit | POp | PNamed
+
+
+# -- expressions (guards, lets, replacements) -----------------------------------------------------
+@dataclass(frozen=True)
+class ENum:
+    value: int | float
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class EStr:
+    value: str
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class EBool:
+    value: bool
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class EVar:
+    name: str
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class EAttr:
+    """`obj.name`: a node's axes, dtype, attribute or derived property; an axis's length..."""
+
+    obj: Expr
+    name: str
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class EIndex:
+    obj: Expr
+    index: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class ESlice:
+    obj: Expr
+    start: Expr | None
+    stop: Expr | None
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class ECall:
+    """`f(args, key=value)`: an op (capitalised name, builds a node) or a library function."""
+
+    func: str
+    args: tuple[Expr, ...]
+    kwargs: tuple[tuple[str, Expr], ...] = ()
+    span: Span | None = _span()
+    kwarg_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class EBinary:
+    """`left op right` for op in + - * / | & == != < <= > >= and or in."""
+
+    op: str
+    left: Expr
+    right: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class EUnary:
+    """`-x` or `not x`."""
+
+    op: str
+    operand: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class ETuple:
+    items: tuple[Expr, ...]
+    span: Span | None = _span()
+
+
+Expr = ENum | EStr | EBool | EVar | EAttr | EIndex | ESlice | ECall | EBinary | EUnary | ETuple
+
+
+# -- rule clauses -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Guard:
+    """`if expr`: the match stands only when expr is true."""
+
+    expr: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Let:
+    """`let name = expr`: a value computed once per match, usable below and in the replacement."""
+
+    name: str
+    expr: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Where:
+    """`where name = pattern`: a named sub-pattern; every use of name is one node."""
+
+    name: str
+    pattern: Pattern
+    span: Span | None = _span()
+
+
+Clause = Guard | Let | Where
+
+
+# -- declarations -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RuleDecl:
+    """`rule name [priority N]: roots clauses => replacement` as written."""
+
+    name: str
+    roots: tuple[Pattern, ...]
+    clauses: tuple[Clause, ...]
+    replacement: tuple[Expr, ...]
+    priority: int | None = None
+    span: Span | None = _span()
+    name_span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class PassDecl:
+    """`pass name`: the rules that follow belong to this pass."""
+
+    name: str
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class PipelineDecl:
+    """`pipeline name: pass, pass, ...`: passes run in this order."""
+
+    name: str
+    passes: tuple[str, ...]
+    span: Span | None = _span()
+    pass_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Import:
+    """`import "path.rules"`, relative to the importing file."""
+
+    path: str
+    span: Span | None = _span()
+
+
+Decl = RuleDecl | PassDecl | PipelineDecl | Import
+
+
+@dataclass(frozen=True)
+class RulesFile:
+    path: str
+    decls: tuple[Decl, ...]
+    text: str = field(default="", compare=False, repr=False)
+
+
+# -- walking ----------------------------------------------------------------------------------
+def _call_children(e: ECall) -> tuple:
+    return e.args + tuple(v for _, v in e.kwargs) if e.kwargs else e.args
+
+
+_CHILDREN = {
+    POp: lambda n: n.args,
+    PNamed: lambda n: (n.pattern,),
+    EAttr: lambda n: (n.obj,),
+    EIndex: lambda n: (n.obj, n.index),
+    ESlice: lambda n: tuple(c for c in (n.obj, n.start, n.stop) if c is not None),
+    ECall: _call_children,
+    EBinary: lambda n: (n.left, n.right),
+    EUnary: lambda n: (n.operand,),
+    ETuple: lambda n: n.items,
+    Guard: lambda n: (n.expr,),
+    Let: lambda n: (n.expr,),
+    Where: lambda n: (n.pattern,),
+    RuleDecl: lambda n: n.roots + n.clauses + n.replacement,
+}
+_LEAF = lambda n: ()  # noqa: E731
+
+
+def children(node) -> tuple:
+    """The sub-patterns, sub-expressions and clauses directly under node."""
+    return _CHILDREN.get(type(node), _LEAF)(node)
+
+
+def too_deep(node, limit: int):
+    """The first node nested more than `limit` levels below node, or None (no recursion)."""
+    stack = [(node, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return item
+        depth += 1
+        stack.extend((c, depth) for c in children(item))
+    return None
