@@ -98,3 +98,17 @@ def run_demo(args: argparse.Namespace) -> int:
     print(f"execution time, before / after rewriting: {ratio:.2f}x")
     _pictures(outputs, result.outputs, Path(args.out))
     return 0 if diff < 1e-8 else 1
+
+
+def register(sub) -> None:
+    from ngrules.cli.common import add_command
+
+    p = add_command(
+        sub,
+        "demo",
+        run_demo,
+        "the main job on an example: an MLP with batchnorm and "
+        "relu, differentiated, rewritten by the cpu pipeline, executed before and after",
+        "ngrules demo --out demo-out",
+    )
+    p.add_argument("--out", default="ngrules-demo", help="folder for the pictures")

@@ -1,0 +1,29 @@
+"""`ngrules explain RULE GRAPH`: why a rule does not match, in the rule's own terms."""
+
+from __future__ import annotations
+
+from ngrules.cli.common import add_command, add_rules_option, rules_or_library
+
+
+def run(args) -> int:
+    from ngrules.engine.explain import explain
+    from ngrules.ir.graphfile import load_graph
+
+    outputs = load_graph(args.graph)
+    rule = rules_or_library(args.rules).rule(args.rule)
+    print(explain(rule, outputs, limit=args.limit))
+    return 0
+
+
+def register(sub) -> None:
+    p = add_command(
+        sub,
+        "explain",
+        run,
+        "say why a rule does not match a graph",
+        "ngrules explain batchnorm_bprop g.json --rules rules/",
+    )
+    p.add_argument("rule", metavar="RULE")
+    p.add_argument("graph", metavar="GRAPH")
+    add_rules_option(p)
+    p.add_argument("--limit", type=int, default=3, help="closest misses to show (default 3)")

@@ -1,0 +1,37 @@
+"""`ngrules fmt PATH... [--check]`: canonical formatting of rules files, written atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ngrules.cli.common import FINDINGS, add_command
+
+
+def run(args) -> int:
+    from ngrules.ir.graphfile import staged_files
+    from ngrules.lang.layout import format_rules
+    from ngrules.lang.loader import expand_paths
+    from ngrules.lang.parser import parse
+
+    changed = []
+    for path in expand_paths(args.paths):
+        text = Path(path).read_text(encoding="utf-8")
+        formatted = format_rules(parse(text, path))
+        if formatted != text:
+            changed.append((path, formatted))
+    if args.check:
+        for path, _ in changed:
+            print(f"would reformat {path}")
+        return FINDINGS if changed else 0
+    with staged_files() as stage:
+        for path, formatted in changed:
+            stage(path, lambda f, t=formatted: f.write(t), text=True)
+    for path, _ in changed:
+        print(f"reformatted {path}")
+    return 0
+
+
+def register(sub) -> None:
+    p = add_command(sub, "fmt", run, "format rules files canonically", "ngrules fmt rules/ --check")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--check", action="store_true", help="only report files that would change")
