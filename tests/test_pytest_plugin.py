@@ -1,4 +1,4 @@
-"""The pytest plugin: `pytest <folder of .rules>` verifies each rule as a test item."""
+"""The pytest plugin: configured `.rules` files are verified rule by rule; others are left alone."""
 
 import subprocess
 import sys
@@ -15,6 +15,14 @@ pass simplify
 rule neg_sub: -(x - y) => x - y   # the sign is lost
 """
 
+UDEV = """\
+# an unrelated project's udev rules file
+SUBSYSTEM=="usb", ATTR{idVendor}=="1234", MODE="0666"
+ACTION=="add", KERNEL=="ttyUSB*", SYMLINK+="modem"
+"""
+
+OPT_IN = '[tool.ngrules]\nrules = ["."]\n'
+
 
 def run_pytest(folder, *args):
     cmd = [sys.executable, "-m", "pytest", str(folder), "-p", "no:cacheprovider", *args]
@@ -26,6 +34,7 @@ def write(folder, name, text):
 
 
 def test_each_rule_is_an_item_and_a_broken_one_fails_readably(tmp_path):
+    write(tmp_path, "pyproject.toml", OPT_IN)
     write(tmp_path, "good.rules", GOOD)
     write(tmp_path, "broken.rules", BROKEN)
     result = run_pytest(tmp_path, "--ngrules-examples=10", "-v")
@@ -39,6 +48,7 @@ def test_each_rule_is_an_item_and_a_broken_one_fails_readably(tmp_path):
 
 
 def test_a_rules_file_that_does_not_load_is_a_collection_error(tmp_path):
+    write(tmp_path, "pyproject.toml", OPT_IN)
     write(tmp_path, "typo.rules", "rule r: Log(Exq(x)) => x\n")
     result = run_pytest(tmp_path)
     assert result.returncode != 0
@@ -50,3 +60,50 @@ def test_python_tests_next_to_rules_files_are_untouched(tmp_path):
     write(tmp_path, "notes.txt", "rule r: x => y\n")
     result = run_pytest(tmp_path, "-q")
     assert result.returncode == 0 and "1 passed" in result.stdout
+
+
+def test_an_unrelated_rules_file_is_not_collected(tmp_path):
+    """Acceptance: a project with a udev rules file and ngrules installed; pytest passes."""
+    write(tmp_path, "99-udev.rules", UDEV)
+    write(tmp_path, "test_plain.py", "def test_plain():\n    assert True\n")
+    result = run_pytest(tmp_path, "-q", "--collect-only")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "99-udev" not in result.stdout and "1 test collected" in result.stdout
+    result = run_pytest(tmp_path, "-q")
+    assert result.returncode == 0 and "1 passed" in result.stdout, result.stdout
+
+
+def test_not_even_a_configured_folder_fails_on_a_file_that_is_not_ngrules(tmp_path):
+    write(tmp_path, "pyproject.toml", OPT_IN)
+    write(tmp_path, "99-udev.rules", UDEV)
+    write(tmp_path, "good.rules", GOOD)
+    result = run_pytest(tmp_path, "-q", "--collect-only")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 tests collected" in result.stdout and "99-udev" not in result.stdout
+
+
+def test_the_ini_option_opts_a_folder_in(tmp_path):
+    (tmp_path / "mine").mkdir()
+    write(tmp_path, "pytest.ini", "[pytest]\nngrules_rules = mine\n")
+    write(tmp_path / "mine", "good.rules", GOOD)
+    write(tmp_path, "other.rules", GOOD)
+    result = run_pytest(tmp_path, "-q", "--collect-only")
+    assert "mine/good.rules::mul_one" in result.stdout, result.stdout
+    assert "other.rules" not in result.stdout and "2 tests collected" in result.stdout
+
+
+def test_a_conftest_marker_opts_its_folder_in(tmp_path):
+    (tmp_path / "mine").mkdir()
+    write(tmp_path / "mine", "conftest.py", "ngrules_rules = True\n")
+    write(tmp_path / "mine", "good.rules", GOOD)
+    write(tmp_path, "other.rules", GOOD)
+    result = run_pytest(tmp_path, "-q", "--collect-only")
+    assert "mine/good.rules::add_zero" in result.stdout, result.stdout
+    assert "other.rules" not in result.stdout
+
+
+def test_a_file_named_on_the_command_line_is_collected(tmp_path):
+    write(tmp_path, "good.rules", GOOD)
+    cmd = [sys.executable, "-m", "pytest", "good.rules", "-q", "--collect-only"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert "good.rules::mul_one" in result.stdout, result.stdout

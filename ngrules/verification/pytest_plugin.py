@@ -1,12 +1,25 @@
-"""pytest plugin: every rule of every collected `.rules` file is a test item, verified.
+"""pytest plugin: the rules of configured `.rules` files are test items, each verified.
 
-Registered through the `pytest11` entry point, so `pytest rules/` runs `ngrules.verify` on each
-rule and reports it by name, with the shrunk counterexample when it fails. Only files ending in
-`.rules` are touched; ngrules itself is imported only when such a file is collected.
+Registered through the `pytest11` entry point, but opt-in: installing ngrules must not make
+pytest collect every `*.rules` file of every project (udev, make and firewall rules share the
+suffix). A `.rules` file is collected only when
+
+- it lies under a path of the `ngrules_rules` ini option (paths relative to the ini file),
+- or under a path of `rules = [...]` in the `[tool.ngrules]` table of the nearest
+  pyproject.toml (relative to that file),
+- or under the folder of a `conftest.py` that sets `ngrules_rules = True`,
+- or it is named on the command line (`pytest rules/simplify.rules`);
+
+and even then a file that does not start like a rules file (its first word is not a
+declaration keyword) is skipped, never an error. ngrules' language is imported only when such
+a file is collected.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -14,6 +27,10 @@ import pytest
 from ngrules.verification.profiles import register_profiles
 
 register_profiles()  # so `pytest rules/ --hypothesis-profile=ci` works outside tests/
+
+#: What the first word of a rules file can be (comments and blank lines aside).
+_FIRST_WORD = re.compile(r"(?:\s*(?:#[^\n]*)?\n)*\s*(import|pass|pipeline|rule|op)\b")
+_CONFIGURED = pytest.StashKey[tuple]()
 
 
 def pytest_addoption(parser) -> None:
@@ -24,12 +41,86 @@ def pytest_addoption(parser) -> None:
         default=None,
         help="instances each rule must fire on (default: the hypothesis profile's max_examples)",
     )
+    parser.addini(
+        "ngrules_rules",
+        type="paths",
+        default=[],
+        help="files or folders (globs allowed) whose .rules files pytest verifies, rule by rule",
+    )
+
+
+def _configured(config) -> tuple[Path, ...]:
+    """The paths under which `.rules` files are collected, from the ini file and pyproject."""
+    found = config.stash.get(_CONFIGURED, None)
+    if found is None:
+        found = tuple(Path(p).resolve() for p in config.getini("ngrules_rules"))
+        found += _pyproject_rules(config.rootpath)
+        config.stash[_CONFIGURED] = found
+    return found
+
+
+def _pyproject_rules(root: Path) -> tuple[Path, ...]:
+    from ngrules.config import load_config
+    from ngrules.errors import NgrulesError
+
+    try:
+        project = load_config(root)
+    except NgrulesError as e:  # a broken pyproject is not this plugin's business to fail on
+        warnings.warn(f"ngrules: {e}; no .rules files collected from it", stacklevel=1)
+        return ()
+    if project.root is None:
+        return ()
+    return tuple((project.root / p).resolve() for p in project.rules)
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents or fnmatch.fnmatch(str(path), str(root))
+
+
+def _marked_by_conftest(config, path: Path) -> bool:
+    for plugin in config.pluginmanager.get_plugins():
+        file = getattr(plugin, "__file__", None)
+        if file and Path(file).name == "conftest.py" and getattr(plugin, "ngrules_rules", False):
+            if _under(path, Path(file).resolve().parent):
+                return True
+    return False
+
+
+def _named_on_command_line(config, path: Path) -> bool:
+    for arg in config.args:
+        named = Path(str(arg).split("::")[0])
+        named = named if named.is_absolute() else Path(config.invocation_params.dir) / named
+        if named.resolve() == path:
+            return True
+    return False
+
+
+def wanted(config, path: Path) -> bool:
+    """Is `path` (a `.rules` file) one pytest should verify in this run?"""
+    path = path.resolve()
+    return (
+        any(_under(path, root) for root in _configured(config))
+        or _marked_by_conftest(config, path)
+        or _named_on_command_line(config, path)
+    )
+
+
+def looks_like_rules(path: Path) -> bool:
+    """Does the file start like a rules file (or hold only comments)? Cheap, never raises."""
+    try:
+        head = path.read_bytes()[:4096].decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    body = "\n".join(line for line in head.splitlines() if not line.lstrip().startswith("#"))
+    return not body.strip() or _FIRST_WORD.match(head) is not None
 
 
 def pytest_collect_file(file_path: Path, parent):
-    if file_path.suffix == ".rules":
-        return RulesFile.from_parent(parent, path=file_path)
-    return None
+    if file_path.suffix != ".rules" or not wanted(parent.config, file_path):
+        return None
+    if not looks_like_rules(file_path):
+        return None
+    return RulesFile.from_parent(parent, path=file_path)
 
 
 class RuleVerificationFailed(Exception):
