@@ -320,6 +320,9 @@ def _all_attributes() -> set[str]:
     return names
 
 
+all_attributes = _all_attributes  # public: the language server completes these
+
+
 # -- files -----------------------------------------------------------------------------------
 def default_pass(path: str) -> str:
     """The pass of rules written before any `pass` line: the file's stem, or `main`."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ngrules.errors import NgrulesError, RuleError, RuleSyntaxError, Span
+from ngrules.errors import NgrulesError, RuleError, RuleErrors, RuleSyntaxError, Span
 from ngrules.lang.checker import check
 from ngrules.lang.parser import parse
 from ngrules.lang.rules import RuleSet
@@ -111,3 +111,19 @@ def parse_rules(text: str, path: str = "<string>") -> RuleSet:
     loader = _Loader()
     loader.load_text(text, path)
     return check(loader.files, loader.errors, loader.order)
+
+
+def check_text(text: str, path: str) -> tuple[list[RulesFile], list[RuleError]]:
+    """The parsed files of `text` (imports included) and every problem found, never raising.
+
+    What an editor shows while a file is being written: the unsaved text stands for `path`.
+    """
+    loader = _Loader()
+    loader.load_text(text, path)
+    try:
+        check(loader.files, loader.errors, loader.order)
+    except RuleErrors as e:
+        return loader.files, e.errors
+    except NgrulesError as e:
+        return loader.files, [RuleError(e.message, e.span)]
+    return loader.files, []

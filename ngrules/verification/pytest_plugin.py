@@ -80,9 +80,10 @@ def _under(path: Path, root: Path) -> bool:
 def _marked_by_conftest(config, path: Path) -> bool:
     for plugin in config.pluginmanager.get_plugins():
         file = getattr(plugin, "__file__", None)
-        if file and Path(file).name == "conftest.py" and getattr(plugin, "ngrules_rules", False):
-            if _under(path, Path(file).resolve().parent):
-                return True
+        if not file or Path(file).name != "conftest.py":
+            continue
+        if getattr(plugin, "ngrules_rules", False) and _under(path, Path(file).resolve().parent):
+            return True
     return False
 
 

@@ -1,0 +1,253 @@
+"""What an editor asks of one `.rules` document, answered without any LSP machinery.
+
+`Document(text, path)` parses and checks the text as `ngrules check` would (imports resolved
+from `path`'s folder, the unsaved text used for the document itself) and answers questions by
+position: diagnostics, hover text, definitions, completions, symbols and formatting. Lines and
+columns here count from 0, as in the protocol; spans from the checker count from 1.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from ngrules.errors import Span
+from ngrules.ir.ops import OPS
+from ngrules.lang.checker import all_attributes
+from ngrules.lang.describe import function_summary, op_summary
+from ngrules.lang.functions import FUNCTIONS
+from ngrules.lang.kinds import KINDS
+from ngrules.lang.layout import format_rules
+from ngrules.lang.loader import check_text
+from ngrules.lang.parser import KEYWORDS
+from ngrules.lang.syntax import (
+    Import,
+    Let,
+    PassDecl,
+    PipelineDecl,
+    PNamed,
+    PVar,
+    RuleDecl,
+    RulesFile,
+    Where,
+    children,
+)
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Place:
+    """A position in a file, 0-based, with the end of the thing found there."""
+
+    path: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    message: str
+    place: Place
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str
+    kind: str  # "pass", "rule", "pipeline", "op", "import"
+    place: Place
+    name_place: Place
+
+
+def place_of(span: Span | None, path: str, width: int = 1) -> Place:
+    """A checker span (1-based) as a 0-based range; a start-only span covers `width` columns."""
+    if span is None:
+        return Place(path, 0, 0, 0, 0)
+    line, col = span.line - 1, span.col - 1
+    if span.end_line and (span.end_line, span.end_col) > (span.line, span.col):
+        return Place(span.file, line, col, span.end_line - 1, span.end_col - 1)
+    return Place(span.file, line, col, line, col + width)
+
+
+def _same_file(a: str, b: str) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+class Document:
+    """One open document: its text, the files it imports, and every problem found in them."""
+
+    def __init__(self, text: str, path: str):
+        self.text, self.path = text, path
+        self.lines = text.split("\n")
+        self.files, self.errors = check_text(text, path)
+        self.file: RulesFile | None = next(
+            (f for f in self.files if _same_file(f.path, path)), None
+        )
+
+    # -- diagnostics ---------------------------------------------------------------------------
+    def diagnostics(self) -> list[Diagnostic]:
+        """Problems located in this document, with the messages `ngrules check` prints."""
+        out = []
+        for e in self.errors:
+            if e.span is None or _same_file(e.span.file, self.path):
+                out.append(Diagnostic(e.message, place_of(e.span, self.path, self._width(e.span))))
+        return out
+
+    def _width(self, span: Span | None) -> int:
+        """A start-only span covers the word there (or one column)."""
+        if span is None or not 0 < span.line <= len(self.lines):
+            return 1
+        found = _WORD.match(self.lines[span.line - 1], span.col - 1)
+        return len(found.group()) if found else 1
+
+    # -- words under the cursor ----------------------------------------------------------------
+    def word_at(self, line: int, col: int) -> tuple[str, int, int] | None:
+        """The identifier under (line, col) and its columns, or None."""
+        if not 0 <= line < len(self.lines):
+            return None
+        for m in _WORD.finditer(self.lines[line]):
+            if m.start() <= col <= m.end():
+                return m.group(), m.start(), m.end()
+        return None
+
+    def rule_at(self, line: int) -> RuleDecl | None:
+        """The rule declaration whose text covers `line` (0-based)."""
+        for d in self._decls():
+            if isinstance(d, RuleDecl) and d.span and d.span.line - 1 <= line:
+                end = (d.span.end_line or d.span.line) - 1
+                if line <= end:
+                    return d
+        return None
+
+    def _decls(self) -> tuple:
+        return self.file.decls if self.file is not None else ()
+
+    # -- hover -----------------------------------------------------------------------------------
+    def hover(self, line: int, col: int) -> str | None:
+        """Markdown for the op, function, variable or keyword under the cursor."""
+        found = self.word_at(line, col)
+        if found is None:
+            return None
+        word = found[0]
+        rule = self.rule_at(line)
+        binding = self._binding(rule, word) if rule is not None else None
+        if binding is not None:
+            return binding[1]
+        if word in OPS:
+            return _code(op_summary(OPS[word]))
+        if word in FUNCTIONS:
+            return _code(function_summary(FUNCTIONS[word]))
+        if word in KINDS:
+            return f"kind `{word}`: {KINDS[word].__doc__ or ''}".strip()
+        return None
+
+    def _binding(self, rule: RuleDecl, name: str) -> tuple[Span | None, str] | None:
+        """Where `name` is bound in `rule` and what it is, or None if it is not bound there."""
+        for c in rule.clauses:
+            if isinstance(c, Where) and c.name == name:
+                return c.span, f"`{name}`: a named sub-pattern (`where`), line {c.span.line}"
+        for p in _walk(rule.roots + tuple(c.pattern for c in rule.clauses if isinstance(c, Where))):
+            if isinstance(p, PVar) and p.name == name:
+                kind = f"a node of kind `{p.kind}`" if p.kind else "any node"
+                return p.span, f"`{name}`: a pattern variable, {kind}, bound at line {_line(p)}"
+            if isinstance(p, PNamed) and p.name == name:
+                return p.span, f"`{name}`: the node matched by `{name} @ ...`, line {_line(p)}"
+        for c in rule.clauses:
+            if isinstance(c, Let) and c.name == name:
+                return c.span, f"`{name}`: a value computed by `let`, line {_line(c)}"
+        return None
+
+    # -- definitions -----------------------------------------------------------------------------
+    def definition(self, line: int, col: int) -> Place | None:
+        """Where the name under the cursor is defined: a binding, import, pass or pipeline."""
+        imported = self._import_at(line)
+        if imported is not None:
+            return imported
+        found = self.word_at(line, col)
+        if found is None:
+            return None
+        word = found[0]
+        rule = self.rule_at(line)
+        binding = self._binding(rule, word) if rule is not None else None
+        if binding is not None and binding[0] is not None:
+            return self._name_place(binding[0], word)
+        for f in self.files:
+            for d in f.decls:
+                if isinstance(d, (PassDecl, PipelineDecl)) and d.name == word and d.span:
+                    return self._name_place(d.span, word)
+        return None
+
+    def _name_place(self, span: Span, name: str) -> Place:
+        """The range of `name` at or after the start of span (a declaration's own name)."""
+        line = span.source_line or ""
+        col = line.find(name, span.col - 1)
+        col = span.col - 1 if col < 0 else col
+        return Place(span.file, span.line - 1, col, span.line - 1, col + len(name))
+
+    def _import_at(self, line: int) -> Place | None:
+        for d in self._decls():
+            if isinstance(d, Import) and d.span and d.span.line - 1 == line:
+                target = os.path.normpath(os.path.join(os.path.dirname(self.path), d.path))
+                if os.path.isfile(target):
+                    return Place(target, 0, 0, 0, 0)
+        return None
+
+    # -- completion ------------------------------------------------------------------------------
+    def completions(self, line: int, col: int) -> list[tuple[str, str, str]]:
+        """(label, kind, detail) candidates: attributes after a dot, else names and keywords."""
+        text = self.lines[line][:col] if 0 <= line < len(self.lines) else ""
+        prefix = re.search(r"[A-Za-z0-9_]*$", text).group()
+        if text[: len(text) - len(prefix)].endswith("."):
+            return [(a, "attribute", "") for a in sorted(all_attributes()) if a.startswith(prefix)]
+        out = [(n, "op", op_summary(o).split("\n")[0]) for n, o in sorted(OPS.items())]
+        out += [(n, "function", f.doc) for n, f in sorted(FUNCTIONS.items())]
+        out += [(k, "keyword", "") for k in sorted(KEYWORDS)]
+        out += [(k, "kind", "") for k in sorted(KINDS)]
+        return [c for c in out if c[0].startswith(prefix)]
+
+    # -- symbols and formatting ----------------------------------------------------------------
+    def symbols(self) -> list[Symbol]:
+        """Passes, rules, pipelines and declared ops of this document, in order."""
+        out = []
+        for d in self._decls():
+            name = getattr(d, "name", None)
+            if name is None or d.span is None:
+                continue
+            kind = _SYMBOL_KINDS.get(type(d), "op")
+            name_span = getattr(d, "name_span", None)
+            name_place = (
+                place_of(name_span, self.path, len(name))
+                if name_span is not None
+                else self._name_place(d.span, name)
+            )
+            out.append(Symbol(name, kind, place_of(d.span, self.path), name_place))
+        return out
+
+    def formatted(self) -> str | None:
+        """The canonical text of the document, or None while it does not parse."""
+        if self.file is None:
+            return None
+        return format_rules(self.file)
+
+
+_SYMBOL_KINDS = {PassDecl: "pass", RuleDecl: "rule", PipelineDecl: "pipeline"}
+
+
+def _walk(patterns):
+    stack = list(patterns)[::-1]
+    while stack:
+        p = stack.pop()
+        yield p
+        stack.extend(reversed(children(p)))
+
+
+def _line(item) -> int | str:
+    return item.span.line if item.span else "?"
+
+
+def _code(text: str) -> str:
+    head, _, rest = text.partition("\n")
+    return f"```ngrules\n{head}\n```\n{rest}".rstrip()

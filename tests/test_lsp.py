@@ -1,0 +1,186 @@
+"""`ngrules lsp`, driven over stdio with LSP JSON-RPC as an editor would drive it."""
+
+import json
+import queue
+import shutil
+import subprocess
+import threading
+
+import pytest
+
+pytest.importorskip("pygls")
+
+TYPO = """\
+pass simplify
+rule r: Mul(x, 1) => x
+"""
+
+GOOD = """\
+pass simplify
+rule sum_neg:
+    s @ Sum(n)
+    where n = Negative(x)
+    => -Sum(x, reduction_axes=s.reduction_axes)
+pipeline cpu: simplify
+"""
+
+
+class Client:
+    """A minimal LSP client: Content-Length framing, requests by id, notifications queued."""
+
+    def __init__(self, cwd):
+        exe = shutil.which("ngrules")
+        assert exe, "the ngrules console script is installed with the package"
+        self.proc = subprocess.Popen(
+            [exe, "lsp"], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.next_id = 0
+        self.inbox: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        out = self.proc.stdout
+        while True:
+            length = None
+            while True:
+                line = out.readline()
+                if not line:
+                    return
+                if line in (b"\r\n", b"\n"):
+                    break
+                key, _, value = line.decode().partition(":")
+                if key.lower() == "content-length":
+                    length = int(value)
+            self.inbox.put(json.loads(out.read(length)))
+
+    def send(self, message):
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def wait_for(self, test, timeout=30):
+        while True:
+            message = self.inbox.get(timeout=timeout)
+            if "id" in message and "method" in message:  # a request from the server
+                self.send({"id": message["id"], "result": None})
+            elif test(message):
+                return message
+
+    def request(self, method, params):
+        self.next_id += 1
+        ident = self.next_id
+        self.send({"id": ident, "method": method, "params": params})
+        reply = self.wait_for(lambda m: m.get("id") == ident and "method" not in m)
+        assert "error" not in reply, reply
+        return reply["result"]
+
+    def notify(self, method, params):
+        self.send({"method": method, "params": params})
+
+    def close(self):
+        try:
+            self.request("shutdown", None)
+            self.notify("exit", None)
+            self.proc.wait(timeout=10)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+@pytest.fixture
+def client(tmp_path):
+    c = Client(tmp_path)
+    result = c.request(
+        "initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}
+    )
+    assert result["capabilities"]["hoverProvider"]
+    c.notify("initialized", {})
+    yield c
+    c.close()
+
+
+def open_doc(client, path, text):
+    path.write_text(text)
+    uri = path.as_uri()
+    client.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "ngrules", "version": 1, "text": text}},
+    )
+    return uri
+
+
+def diagnostics_for(client, uri):
+    message = client.wait_for(
+        lambda m: m.get("method") == "textDocument/publishDiagnostics"
+        and m["params"]["uri"] == uri
+    )
+    return message["params"]["diagnostics"]
+
+
+def at(uri, line, character):
+    return {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
+
+
+def test_a_typo_is_a_diagnostic_with_the_checkers_range_and_message(client, tmp_path):
+    uri = open_doc(client, tmp_path / "bad.rules", TYPO)
+    [diag] = diagnostics_for(client, uri)
+    # `ngrules check` prints: bad.rules:2:9: error: unknown op 'Mul' (did you mean 'Multiply'?)
+    checked = subprocess.run(
+        [shutil.which("ngrules"), "check", "bad.rules"], cwd=tmp_path, capture_output=True,
+        text=True,
+    )
+    assert f"bad.rules:2:9: error: {diag['message']}" in checked.stderr
+    assert diag["message"] == "unknown op 'Mul' (did you mean 'Multiply'?)"
+    assert diag["range"] == {"start": {"line": 1, "character": 8},
+                             "end": {"line": 1, "character": 11}}
+    assert diag["severity"] == 1
+
+
+def test_a_change_that_fixes_the_typo_clears_the_diagnostics(client, tmp_path):
+    uri = open_doc(client, tmp_path / "bad.rules", TYPO)
+    assert diagnostics_for(client, uri)
+    fixed = TYPO.replace("Mul(", "Multiply(")
+    client.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]},
+    )
+    assert diagnostics_for(client, uri) == []
+
+
+def test_hover_on_an_op_gives_its_signature_and_axes_rule(client, tmp_path):
+    uri = open_doc(client, tmp_path / "good.rules", GOOD)
+    assert diagnostics_for(client, uri) == []
+    hover = client.request("textDocument/hover", at(uri, 2, 10))  # on `Sum`
+    text = hover["contents"]["value"]
+    assert "Sum(x, reduction_axes: axes)" in text and "less `reduction_axes`" in text
+    variable = client.request("textDocument/hover", at(uri, 3, 23))  # `x` in the where
+    assert "pattern variable" in variable["contents"]["value"]
+
+
+def test_definition_of_a_where_name_and_of_a_pass(client, tmp_path):
+    uri = open_doc(client, tmp_path / "good.rules", GOOD)
+    diagnostics_for(client, uri)
+    found = client.request("textDocument/definition", at(uri, 2, 13))  # `n` in Sum(n)
+    assert found["uri"] == uri and found["range"]["start"] == {"line": 3, "character": 10}
+    found = client.request("textDocument/definition", at(uri, 5, 15))  # simplify in pipeline
+    assert found["range"]["start"] == {"line": 0, "character": 5}
+
+
+def test_completion_symbols_and_formatting(client, tmp_path):
+    uri = open_doc(client, tmp_path / "good.rules", GOOD)
+    diagnostics_for(client, uri)
+    items = client.request("textDocument/completion", at(uri, 4, 36))  # after `s.`
+    labels = {i["label"] for i in items["items"]}
+    assert "reduction_axes" in labels and "Multiply" not in labels
+    symbols = client.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+    assert [(s["name"], s["detail"]) for s in symbols] == [
+        ("simplify", "pass"), ("sum_neg", "rule"), ("cpu", "pipeline")]
+    messy = "pass   simplify\nrule r:x*1=>x\n"
+    uri = open_doc(client, tmp_path / "messy.rules", messy)
+    diagnostics_for(client, uri)
+    [edit] = client.request(
+        "textDocument/formatting",
+        {"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": True}},
+    )
+    assert edit["newText"] == "pass simplify\nrule r: x * 1 => x\n"
