@@ -14,6 +14,7 @@ from typing import Any
 from ngrules.engine.match import compile_pattern
 from ngrules.errors import NgrulesError, RuleError
 from ngrules.ir import graph
+from ngrules.ir.frontend import constant
 from ngrules.ir.graph import Node, make_node
 from ngrules.lang.expr import compile_expr
 from ngrules.lang.rules import Rule
@@ -171,20 +172,29 @@ class CompiledRule:
         return value
 
     def _replacements(self, env, roots: tuple[Node, ...]) -> tuple[Node, ...]:
-        values = [self._eval(e, env) for e in self.rule.replacement]
+        exprs = self.rule.replacement
+        values = [self._eval(e, env) for e in exprs]
         if len(values) == 1 and len(roots) > 1:
             values = _split_outputs(values[0], len(roots))
-        for root, value in zip(roots, values):
+            exprs = exprs * len(roots)
+        for i, (root, value) in enumerate(zip(roots, values)):
+            span = exprs[i].span
+            if _is_number(value):  # `x - x => 0`: the number, broadcast like the matched node
+                values[i] = value = constant(value, root.axes, root.dtype)
             if not isinstance(value, Node):
-                raise RuleError(f"the replacement must be a node, got {value!r}")
+                raise RuleError(f"the replacement must be a node, got {value!r}", span)
             if not same_type(value, root):
-                raise RuleError(_type_mismatch(value, root))
+                raise RuleError(_type_mismatch(value, root), span)
         return tuple(values)
 
     def _error(self, e: NgrulesError) -> RuleError:
         where = f"rule {self.name} ({self.location})"
         err = RuleError(f"{where}: {e.message}", e.span or self.rule.span)
         return err
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def same_type(a: Node, b: Node) -> bool:

@@ -18,6 +18,7 @@ from ngrules.lang.expr import AXES_ATTRIBUTES, AXIS_ATTRIBUTES, NODE_ATTRIBUTES
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.kinds import KINDS
 from ngrules.lang.patterns import expand_named, pattern_key
+from ngrules.lang.replacements import check_rule_statics
 from ngrules.lang.rules import Rule, RuleSet
 from ngrules.lang.syntax import (
     EAttr,
@@ -130,6 +131,8 @@ class RuleChecker:
         bound.discard("_")
         clauses = self._check_clauses(bound)
         self._check_replacement(roots, bound | {c.name for c in clauses if isinstance(c, Let)})
+        if len(self.problems.errors) == before:  # kinds and axes, once names are known good
+            check_rule_statics(self.decl, roots, self.problems.add)
         if len(self.problems.errors) > before:
             return None
         d = self.decl
