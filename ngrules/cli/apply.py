@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ngrules.cli.common import FINDINGS, add_command, add_rules_option, rules_or_library
+from ngrules.cli.common import (
+    FINDINGS,
+    add_command,
+    add_disable_option,
+    add_rules_option,
+    rules_or_library,
+    without_rules,
+)
 
 
 def run(args) -> int:
@@ -12,40 +19,54 @@ def run(args) -> int:
     from ngrules.ir.graphfile import load_graph, save_graph
 
     outputs = load_graph(args.graph)
-    rules = rules_or_library(args.rules)
+    rules = without_rules(rules_or_library(args.rules), args.disable)
     pipeline = args.pipeline if args.pipeline or not args.passes else None
     if pipeline is None and not args.passes and "cpu" in rules.pipelines:
         pipeline = "cpu"
     result = rewrite(outputs, rules, pipeline=pipeline, passes=args.passes or None)
     save_graph(args.output, result.outputs)
     if args.picture:
-        _picture(result.outputs, args.picture)
-    _print_firings(result, args.trace)
+        draw(result.outputs, args.picture)
+    _print_firings(result, args.trace, rules)
     if args.stats:
         _print_stats(result)
     print(f"stopped: {result.stop}" + (f" ({result.message})" if result.message else ""))
     return 0 if result.stop == "fixpoint" else FINDINGS
 
 
-def _picture(outputs, path: str) -> None:
+def draw(outputs, path: str) -> None:
+    """Write the picture and say where (and whether Graphviz drew the SVG)."""
     from ngrules.cli.picture import write_picture
 
     svg = write_picture(outputs, path, title=Path(path).stem)
     print(f"picture: {svg or path}" + ("" if svg else " (install Graphviz to render SVG)"))
 
 
-def _print_firings(result, trace: bool) -> None:
-    if trace:
-        for i, f in enumerate(result.trace):
-            print(
-                f"{i:5d}  {f.rule:24s} {f.location:28s} {f.root.op} -> "
-                f"{', '.join(r.op for r in f.replacements)}"
-            )
+def _print_firings(result, trace: bool, rules) -> None:
     from ngrules.lang.library import short_location
+
+    if trace:
+        _print_trace(result, rules)
 
     locations = {f.rule: short_location(f.location) for f in result.trace}
     for name, count in result.fired().items():
         print(f"fired {count:6d}  {name:24s} {locations[name]}")
+
+
+def _print_trace(result, rules) -> None:
+    """Each rewrite, and under it what each variable of the rule matched."""
+    from ngrules.engine.bindings import format_bindings, match_bindings
+    from ngrules.lang.library import short_location
+
+    by_name = {r.name: r for r in rules.rules}
+    for i, f in enumerate(result.trace):
+        print(
+            f"{i:5d}  {f.rule:24s} {short_location(f.location):28s} {f.root.op} -> "
+            f"{', '.join(r.op for r in f.replacements)}"
+        )
+        bound = match_bindings(by_name[f.rule], f.roots) if f.rule in by_name else None
+        if bound:
+            print(f"{'':7s}{format_bindings(bound)}")
 
 
 def _print_stats(result) -> None:
@@ -65,6 +86,7 @@ def register(sub) -> None:
     p.add_argument("graph", metavar="GRAPH")
     p.add_argument("-o", "--output", required=True, metavar="OUT")
     add_rules_option(p)
+    add_disable_option(p)
     p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
     p.add_argument("--passes", nargs="+", metavar="PASS", help="run these passes instead")
     p.add_argument("--trace", action="store_true", help="print every rewrite")

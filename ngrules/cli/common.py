@@ -25,3 +25,25 @@ def rules_or_library(paths: list[str] | None):
 
 def add_rules_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", nargs="+", metavar="PATH", help="default: the shipped library")
+
+
+def add_disable_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--disable", action="append", default=[], metavar="RULE",
+                   help="leave this rule out (repeatable)")
+
+
+def without_rules(rules, names: list[str]):
+    """The rule set less the rules named (each must exist: a typo is an error, not a no-op)."""
+    if not names:
+        return rules
+    from ngrules.errors import NgrulesError
+    from ngrules.ir.ops import did_you_mean
+    from ngrules.lang.rules import RuleSet
+
+    known = [r.name for r in rules.rules]
+    for name in names:
+        if name not in known:
+            raise NgrulesError(f"--disable: no rule named {name!r}{did_you_mean(name, known)}")
+    off = set(names)
+    passes = {p: tuple(r for r in rs if r.name not in off) for p, rs in rules.passes.items()}
+    return RuleSet(tuple(r for r in rules.rules if r.name not in off), passes, rules.pipelines)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import sys
 from pathlib import Path
 
 from ngrules.cli.common import FINDINGS, add_command
@@ -20,7 +22,14 @@ def run(args) -> int:
         if formatted != text:
             changed.append((path, formatted))
     if args.check:
-        for path, _ in changed:
+        for path, formatted in changed:
+            text = Path(path).read_text(encoding="utf-8")
+            sys.stdout.writelines(
+                difflib.unified_diff(
+                    text.splitlines(keepends=True), formatted.splitlines(keepends=True),
+                    fromfile=path, tofile=f"{path} (formatted)",
+                )
+            )
             print(f"would reformat {path}")
         return FINDINGS if changed else 0
     with staged_files() as stage:
@@ -34,4 +43,4 @@ def run(args) -> int:
 def register(sub) -> None:
     p = add_command(sub, "fmt", run, "format rules files canonically", "ngrules fmt rules/ --check")
     p.add_argument("paths", nargs="+", metavar="PATH")
-    p.add_argument("--check", action="store_true", help="only report files that would change")
+    p.add_argument("--check", action="store_true", help="only report files that would change, with a unified diff")

@@ -72,22 +72,28 @@ def _type_lines(node: Node) -> list[str]:
     return [f"{i}: {ax!r} {_dtype_name(dt)}" for i, (ax, dt) in enumerate(node.outputs)]
 
 
-def _rule_name(node: Node) -> str | None:
+def rule_name(node: Node) -> str | None:
     if node.origin is None:
         return None
     name = getattr(node.origin, "name", None)
     return name if isinstance(name, str) else str(node.origin)
 
 
-def node_label(node: Node) -> str:
-    """Op and name, the other attributes, the output type, and the rule that made it."""
-    lines = [f"{node.op} {node.name}" if node.name else node.op]
-    lines += [f"{k}={_short(v)}" for k, v in node.attrs.items() if k not in _HIDDEN_ATTRS]
+def attribute_text(node: Node) -> list[str]:
+    """`key=value` for each attribute but name, axes and dtype (and Dot's reduction axes)."""
+    lines = [f"{k}={_short(v)}" for k, v in node.attrs.items() if k not in _HIDDEN_ATTRS]
     derived = get_op(node.op).derived.get("reduction_axes")
     if derived is not None:
         lines.append(f"reduction_axes={_short(derived(node))}")
+    return lines
+
+
+def node_label(node: Node) -> str:
+    """Op and name, the other attributes, the output type, and the rule that made it."""
+    lines = [f"{node.op} {node.name}" if node.name else node.op]
+    lines += attribute_text(node)
     lines += _type_lines(node)
-    rule = _rule_name(node)
+    rule = rule_name(node)
     if rule is not None:
         lines.append(f"rule: {rule}")
     return "\n".join(lines)
@@ -100,20 +106,44 @@ def _node_line(ident: str, node: Node, output_marks: list[int]) -> str:
     if output_marks:
         label += "\noutput " + ", ".join(f"#{i}" for i in output_marks)
         extra += ", peripheries=2, penwidth=2"
-    rule = _rule_name(node)
+    rule = rule_name(node)
     if rule is not None:
         style.append("filled")
         extra += f', fillcolor="{rule_colour(rule)}"'
     return f'  {ident} [label="{escape(label)}", style="{",".join(style)}"{extra}];'
 
 
-def _legend(rules: dict[str, str]) -> list[str]:
-    """A cluster with one swatch per rule (name and `file:line`), and one for outputs."""
+_OUTPUT_NOTE = "Output index=i\nreads output i of a multi-output node\n(e.g. a fused BatchnormBprop)"
+_FLAT_NOTE = (
+    "(A*B):6  axes A and B flattened into one axis\n"
+    "((A)):3  axis A alone, flattened (a 2-D view)"
+)
+
+
+def _flattened(node: Node) -> bool:
+    types = [node.axes] if node.outputs is None else [ax for ax, _ in node.outputs]
+    return any(a.is_flattened for axes in types for a in axes)
+
+
+def _notes(nodes: Sequence[Node]) -> list[str]:
+    """Legend entries explaining what this picture shows: Output nodes, flattened axes."""
+    lines = []
+    if any(n.op == "Output" for n in nodes):
+        lines.append(f'    legend_outputs [label="{escape(_OUTPUT_NOTE)}", shape=note];')
+    if any(_flattened(n) for n in nodes):
+        lines.append(f'    legend_flattened [label="{escape(_FLAT_NOTE)}", shape=note];')
+    return lines
+
+
+def _legend(rules: dict[str, str], nodes: Sequence[Node] = ()) -> list[str]:
+    """A cluster with one swatch per rule (name and `file:line`), one for outputs, and notes
+    on `Output` nodes and flattened-axis labels when the picture has them."""
     lines = [
         "  subgraph cluster_legend {",
         '    label="legend"; style="dashed"; fontsize=10;',
         '    legend_output [label="graph output", style="rounded", peripheries=2, penwidth=2];',
         '    legend_plain [label="original node", style="rounded"];',
+        *_notes(nodes),
     ]
     for k, (name, location) in enumerate(sorted(rules.items())):
         label = escape(f"rule {name}\n{location}")
@@ -128,7 +158,7 @@ def _legend(rules: dict[str, str]) -> list[str]:
 def _rules_used(nodes: Sequence[Node]) -> dict[str, str]:
     rules: dict[str, str] = {}
     for node in nodes:
-        name = _rule_name(node)
+        name = rule_name(node)
         if name is not None:
             location = getattr(node.origin, "location", None)
             shown = short_location(location) if isinstance(location, str) else "<unknown>"
@@ -150,7 +180,7 @@ def to_dot(outputs: Sequence[Node], title: str | None = None) -> str:
     lines.append('  node [shape=box, fontname="Helvetica", fontsize=10];')
     lines += [_node_line(ids[n], n, marks.get(n, [])) for n in nodes]
     lines += [f"  {ids[a]} -> {ids[n]};" for n in nodes for a in n.args]
-    lines += _legend(_rules_used(nodes))
+    lines += _legend(_rules_used(nodes), nodes)
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ngrules.engine.bindings import describe, false_guard_detail, format_bindings, match_bindings
 from ngrules.engine.compiled import CompiledRule, root_ops
 from ngrules.engine.match import trace_matches
 from ngrules.errors import NgrulesError, Span
@@ -29,6 +30,7 @@ class Miss:
     text: str
     span: Span | None
     found: str
+    bindings: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
         where = f" at {self.span}" if self.span else ""
@@ -47,22 +49,18 @@ class Explanation:
     def __str__(self) -> str:
         head = f"rule {self.rule.name} ({self.rule.location})"
         lines = [f"{head}: matches at {len(self.matches)} node(s)"]
-        lines += [f"  matches {self.names.get(n, describe(n))}" for n in self.matches[:5]]
+        for node in self.matches[:5]:
+            lines.append(f"  matches {self.names.get(node, describe(node))}")
+            bound = match_bindings(self.rule, (node,)) if len(self.rule.roots) == 1 else None
+            if bound:
+                lines.append(f"    bindings: {format_bindings(bound)}")
         if not self.matches and not self.misses:
             lines.append("  no node has the op its pattern starts with")
         for miss in self.misses:
             lines.append(f"  at {self.names.get(miss.root, describe(miss.root))}: {miss}")
+            if miss.bindings:
+                lines.append(f"    bindings so far: {format_bindings(miss.bindings)}")
         return "\n".join(lines)
-
-
-def describe(node: Node, depth: int = 1) -> str:
-    """`Op(Arg(...), ...)` to the given depth, as explanations quote found nodes."""
-    label = node.name or ""
-    if not node.args:
-        return f"{node.op}({label})" if label else node.op
-    if depth == 0:
-        return f"{node.op}(...)"
-    return f"{node.op}({', '.join(describe(a, depth - 1) for a in node.args)})"
 
 
 def quote(element) -> str:
@@ -84,15 +82,15 @@ class _Tracker:
     """Keeps the failure that came after the most matched elements, as text."""
 
     def __init__(self):
-        self.best: tuple[int, object, str] | None = None
+        self.best: tuple[int, object, str, dict] | None = None
 
-    def fail(self, score: int, element, reason: str) -> None:
+    def fail(self, score: int, element, reason: str, bindings: dict) -> None:
         if self.best is None or score > self.best[0]:
-            self.best = (score, element, reason)
+            self.best = (score, element, reason, dict(bindings))
 
     def pattern_failed(self, score: int, p, why: str, node: Node, b: dict) -> None:
         if self.best is None or score > self.best[0]:
-            self.fail(score, p, _reason(p, why, node, b))
+            self.fail(score, p, _reason(p, why, node, b), b)
 
 
 def _reason(p, why: str, node: Node, b: dict) -> str:
@@ -118,10 +116,11 @@ def _check_clauses(rule: CompiledRule, b: dict, score: int, t: _Tracker) -> bool
             if isinstance(clause, Let):
                 env[clause.name] = rule._eval(clause.expr, env)
             elif not rule._holds(clause, env):
-                t.fail(score, clause.expr, "the guard is false")
+                detail = false_guard_detail(clause, env)
+                t.fail(score, clause.expr, f"the guard is false{detail}", env)
                 return False
         except NgrulesError as e:
-            t.fail(score, getattr(clause, "expr", clause), f"failed: {e.message}")
+            t.fail(score, getattr(clause, "expr", clause), f"failed: {e.message}", env)
             return False
         score += 1
     return True
@@ -134,7 +133,7 @@ def _trace_roots(rule: CompiledRule, b: dict, score: int, t: _Tracker, ctx, i: i
         return
     candidates = list(ctx.candidates(rule.anchors[i], b))
     if not candidates:
-        t.fail(score, rule.rule.roots[i], "no candidate node uses the nodes bound so far")
+        t.fail(score, rule.rule.roots[i], "no candidate node uses the nodes bound so far", b)
     for node in candidates:
         for b2, s in _trace(rule.rule.roots[i], node, b, score, t):
             yield from _trace_roots(rule, b2, s, t, ctx, i + 1)
@@ -147,8 +146,8 @@ def _miss_at(rule: CompiledRule, node: Node, ctx) -> Miss | None:
         for b2, s in _trace_roots(rule, b, score, tracker, ctx):
             if _check_clauses(rule, b2, s, tracker):
                 return None
-    score, element, reason = tracker.best or (0, rule.rule.roots[0], "no match")
-    return Miss(node, score, quote(element), getattr(element, "span", None), reason)
+    score, element, reason, bound = tracker.best or (0, rule.rule.roots[0], "no match", {})
+    return Miss(node, score, quote(element), getattr(element, "span", None), reason, bound)
 
 
 def explain(rule: Rule, outputs: Sequence[Node], limit: int = 3) -> Explanation:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ngrules.errors import NgrulesError, Span
+from ngrules.lang.places import short_location
 from ngrules.lang.syntax import Expr, Guard, Let, Pattern, RuleDecl
 
 
@@ -32,8 +33,11 @@ class Rule:
 
     @property
     def location(self) -> str:
-        """`file:line` of the rule, as traces and errors show it."""
-        return f"{self.span.file}:{self.span.line}" if self.span else "<unknown>"
+        """`file:line` of the rule, as traces and errors show it (`ngrules:rules/...` for a
+        shipped rule)."""
+        if self.span is None:
+            return "<unknown>"
+        return short_location(f"{self.span.file}:{self.span.line}")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,51 @@
+"""`ngrules show GRAPH`: a graph file as text, one node a line (and `--picture` to draw it)."""
+
+from __future__ import annotations
+
+from ngrules.cli.common import add_command
+
+
+def graph_lines(outputs) -> list[str]:
+    """`%3 = Multiply(%1, %2)  [A:3, B:2] float32  slope=0.1  (rule mul_one)`, in order."""
+    from ngrules.cli.picture import attribute_text, rule_name
+    from ngrules.ir.graph import toposort
+
+    nodes = toposort(outputs)
+    ids = {n: f"%{i}" for i, n in enumerate(nodes)}
+    lines = []
+    for n in nodes:
+        label = f"{n.op} {n.name}" if n.name else n.op
+        args = f"({', '.join(ids[a] for a in n.args)})" if n.args else ""
+        kind = (
+            f"{n.axes!r} {n.dtype}" if n.outputs is None
+            else "; ".join(f"{ax!r} {dt}" for ax, dt in n.outputs)
+        )
+        extra = "  ".join(attribute_text(n))
+        rule = rule_name(n)
+        line = f"{ids[n]:>5s} = {label}{args}  {kind}" + (f"  {extra}" if extra else "")
+        lines.append(line + (f"  (rule {rule})" if rule else ""))
+    marks = ", ".join(f"#{i} {ids[o]}" for i, o in enumerate(outputs))
+    lines.append(f"outputs: {marks}")
+    return lines
+
+
+def run(args) -> int:
+    from ngrules.ir.graphfile import load_graph
+
+    outputs = load_graph(args.graph)
+    print("\n".join(graph_lines(outputs)))
+    if args.picture:
+        from ngrules.cli.apply import draw
+
+        draw(outputs, args.picture)
+    return 0
+
+
+def register(sub) -> None:
+    p = add_command(
+        sub, "show", run, "print a graph file as text (and draw it)",
+        "ngrules show g.json --picture g.dot",
+    )
+    p.add_argument("graph", metavar="GRAPH")
+    p.add_argument("--picture", metavar="DOT",
+                   help="also write Graphviz DOT (and SVG when Graphviz is installed)")

@@ -1,0 +1,30 @@
+"""Where the shipped rule library lives, and how its locations are shown.
+
+Shipped rules print as `ngrules:rules/dot.rules:12` wherever a location is shown (traces,
+reports, explanations, pictures), whether ngrules runs from site-packages or a checkout, so a
+location reads the same on every machine; user rules keep their own paths.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+#: The prefix shipped rules' locations carry instead of their folder.
+LIBRARY_PREFIX = "ngrules:rules"
+
+
+def library_path() -> Path:
+    """The folder of the shipped `.rules` files: inside the installed package, else the repo's."""
+    packaged = resources.files("ngrules").joinpath("library")
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).parents[2] / "rules"
+
+
+def short_location(location: str) -> str:
+    """`ngrules:rules/dot.rules:12` for a location in the shipped library, else as given."""
+    root = str(library_path())
+    if location.startswith(root + "/") or location.startswith(root + "\\"):
+        return LIBRARY_PREFIX + "/" + location[len(root) + 1 :].replace("\\", "/")
+    return location
