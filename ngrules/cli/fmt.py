@@ -43,4 +43,5 @@ def run(args) -> int:
 def register(sub) -> None:
     p = add_command(sub, "fmt", run, "format rules files canonically", "ngrules fmt rules/ --check")
     p.add_argument("paths", nargs="+", metavar="PATH")
-    p.add_argument("--check", action="store_true", help="only report files that would change, with a unified diff")
+    p.add_argument("--check", action="store_true",
+                   help="only report files that would change, with a unified diff")

@@ -113,7 +113,9 @@ def _node_line(ident: str, node: Node, output_marks: list[int]) -> str:
     return f'  {ident} [label="{escape(label)}", style="{",".join(style)}"{extra}];'
 
 
-_OUTPUT_NOTE = "Output index=i\nreads output i of a multi-output node\n(e.g. a fused BatchnormBprop)"
+_OUTPUT_NOTE = (
+    "Output index=i\nreads output i of a multi-output node\n(e.g. a fused BatchnormBprop)"
+)
 _FLAT_NOTE = (
     "(A*B):6  axes A and B flattened into one axis\n"
     "((A)):3  axis A alone, flattened (a 2-D view)"
