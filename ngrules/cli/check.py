@@ -14,11 +14,20 @@ def run(args) -> int:
     try:
         rules = load_rules(*args.paths)
     except RuleErrors as e:
-        print(str(e), file=sys.stderr)
+        print(_render(e), file=sys.stderr)
         print(f"{len(e.errors)} error(s)", file=sys.stderr)
         return FINDINGS
     print(f"ok: {len(rules)} rules in {len(rules.passes)} passes, {len(rules.pipelines)} pipelines")
     return 0
+
+
+def _render(e: RuleErrors) -> str:
+    """The errors with their snippets; highlighted, caret in red, when stderr is a terminal."""
+    from ngrules.lang.highlight import colour_wanted, coloured_error
+
+    if not colour_wanted(sys.stderr):
+        return str(e)
+    return "\n".join(coloured_error(err) for err in e.errors)
 
 
 def register(sub) -> None:
