@@ -1,17 +1,20 @@
 """The commands for seeing what happened: show, run, ops, rules, --disable, traces with
 bindings, explain with guard values, fmt --check diffs, the demo's output and locations."""
 
+import contextlib
+import io
+import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import ngrules as ng
-from ngrules.cli.main import COMMANDS
+from ngrules.cli.main import COMMANDS, main
 from ngrules.ir.ops import OPS
 from ngrules.lang.library import load_library
 
@@ -26,11 +29,18 @@ rule two_axes: s @ Sum(y) if y.rank == 2 and len(s.reduction_axes) == 2 => s
 
 
 def run(*args, cwd):
-    exe = shutil.which("ngrules")
-    assert exe, "the ngrules console script is installed with the package"
-    return subprocess.run(
-        [exe, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
+    """`ngrules args...` in cwd, in this process (the console script is tested in test_cli)."""
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main([str(a) for a in args])
+            except SystemExit as e:  # --help, usage errors
+                code = e.code
+    finally:
+        os.chdir(here)
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 @pytest.fixture

@@ -88,11 +88,13 @@ class Client:
                 self.proc.kill()
 
 
-@pytest.fixture
-def client(tmp_path):
-    c = Client(tmp_path)
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    """One server for the module (each test opens its own documents)."""
+    root = tmp_path_factory.mktemp("workspace")
+    c = Client(root)
     result = c.request(
-        "initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}
+        "initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}
     )
     assert result["capabilities"]["hoverProvider"]
     c.notify("initialized", {})

@@ -4,6 +4,8 @@ import subprocess
 import sys
 import textwrap
 
+pytest_plugins = ["pytester"]
+
 GOOD = """
 pass simplify
 rule mul_one: x * 1 => x
@@ -62,48 +64,49 @@ def test_python_tests_next_to_rules_files_are_untouched(tmp_path):
     assert result.returncode == 0 and "1 passed" in result.stdout
 
 
+def collect(pytester) -> str:
+    """`pytest --collect-only -q` in pytester's folder, in this process: its output."""
+    result = pytester.runpytest_inprocess("--collect-only", "-q", "-p", "no:cacheprovider")
+    return result.ret, "\n".join(result.outlines)
+
+
 def test_an_unrelated_rules_file_is_not_collected(tmp_path):
     """Acceptance: a project with a udev rules file and ngrules installed; pytest passes."""
     write(tmp_path, "99-udev.rules", UDEV)
     write(tmp_path, "test_plain.py", "def test_plain():\n    assert True\n")
-    result = run_pytest(tmp_path, "-q", "--collect-only")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "99-udev" not in result.stdout and "1 test collected" in result.stdout
     result = run_pytest(tmp_path, "-q")
     assert result.returncode == 0 and "1 passed" in result.stdout, result.stdout
+    assert "99-udev" not in result.stdout
 
 
-def test_not_even_a_configured_folder_fails_on_a_file_that_is_not_ngrules(tmp_path):
-    write(tmp_path, "pyproject.toml", OPT_IN)
-    write(tmp_path, "99-udev.rules", UDEV)
-    write(tmp_path, "good.rules", GOOD)
-    result = run_pytest(tmp_path, "-q", "--collect-only")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 tests collected" in result.stdout and "99-udev" not in result.stdout
+def test_not_even_a_configured_folder_fails_on_a_file_that_is_not_ngrules(pytester):
+    write(pytester.path, "pyproject.toml", OPT_IN)
+    write(pytester.path, "99-udev.rules", UDEV)
+    write(pytester.path, "good.rules", GOOD)
+    code, out = collect(pytester)
+    assert code == 0 and "2 tests collected" in out and "99-udev" not in out, out
 
 
-def test_the_ini_option_opts_a_folder_in(tmp_path):
-    (tmp_path / "mine").mkdir()
-    write(tmp_path, "pytest.ini", "[pytest]\nngrules_rules = mine\n")
-    write(tmp_path / "mine", "good.rules", GOOD)
-    write(tmp_path, "other.rules", GOOD)
-    result = run_pytest(tmp_path, "-q", "--collect-only")
-    assert "mine/good.rules::mul_one" in result.stdout, result.stdout
-    assert "other.rules" not in result.stdout and "2 tests collected" in result.stdout
+def test_the_ini_option_opts_a_folder_in(pytester):
+    (pytester.path / "mine").mkdir()
+    write(pytester.path, "pytest.ini", "[pytest]\nngrules_rules = mine\n")
+    write(pytester.path / "mine", "good.rules", GOOD)
+    write(pytester.path, "other.rules", GOOD)
+    code, out = collect(pytester)
+    assert "mine/good.rules::mul_one" in out, out
+    assert "other.rules" not in out and "2 tests collected" in out
 
 
-def test_a_conftest_marker_opts_its_folder_in(tmp_path):
-    (tmp_path / "mine").mkdir()
-    write(tmp_path / "mine", "conftest.py", "ngrules_rules = True\n")
-    write(tmp_path / "mine", "good.rules", GOOD)
-    write(tmp_path, "other.rules", GOOD)
-    result = run_pytest(tmp_path, "-q", "--collect-only")
-    assert "mine/good.rules::add_zero" in result.stdout, result.stdout
-    assert "other.rules" not in result.stdout
+def test_a_conftest_marker_opts_its_folder_in(pytester):
+    (pytester.path / "mine").mkdir()
+    write(pytester.path / "mine", "conftest.py", "ngrules_rules = True\n")
+    write(pytester.path / "mine", "good.rules", GOOD)
+    write(pytester.path, "other.rules", GOOD)
+    code, out = collect(pytester)
+    assert "mine/good.rules::add_zero" in out and "other.rules" not in out, out
 
 
-def test_a_file_named_on_the_command_line_is_collected(tmp_path):
-    write(tmp_path, "good.rules", GOOD)
-    cmd = [sys.executable, "-m", "pytest", "good.rules", "-q", "--collect-only"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert "good.rules::mul_one" in result.stdout, result.stdout
+def test_a_file_named_on_the_command_line_is_collected(pytester):
+    write(pytester.path, "good.rules", GOOD)
+    result = pytester.runpytest_inprocess("good.rules", "--collect-only", "-q")
+    assert "good.rules::mul_one" in "\n".join(result.outlines)

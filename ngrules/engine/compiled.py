@@ -147,7 +147,9 @@ class CompiledRule:
                     env[clause.name] = self._eval(clause.expr, env)
                 elif not self._holds(clause, env):
                     return None
-            replacements = self._replacements(env, roots)
+            replacements = self._replacements(
+                [self._eval(e, env) for e in self.rule.replacement], roots
+            )
         except NgrulesError as e:
             raise self._error(e) from e
         finally:
@@ -171,9 +173,8 @@ class CompiledRule:
             raise RuleError(f"a guard must be true or false, got {value!r}", guard.span)
         return value
 
-    def _replacements(self, env, roots: tuple[Node, ...]) -> tuple[Node, ...]:
+    def _replacements(self, values: list, roots: tuple[Node, ...]) -> tuple[Node, ...]:
         exprs = self.rule.replacement
-        values = [self._eval(e, env) for e in exprs]
         if len(values) == 1 and len(roots) > 1:
             values = _split_outputs(values[0], len(roots))
             exprs = exprs * len(roots)

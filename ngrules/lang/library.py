@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ngrules.lang.places import library_path, short_location
 from ngrules.lang.rules import RuleSet
+from ngrules.lang.shipped import library_path, short_location
 
 __all__ = ["library_path", "load_library", "short_location"]
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ngrules.errors import NgrulesError, Span
-from ngrules.lang.places import short_location
+from ngrules.lang.shipped import short_location
 from ngrules.lang.syntax import Expr, Guard, Let, Pattern, RuleDecl
 
 

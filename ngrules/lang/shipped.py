@@ -1,4 +1,4 @@
-"""Where the shipped rule library lives, and how its locations are shown.
+"""Where the shipped rule library lives, and how locations in it are shown.
 
 Shipped rules print as `ngrules:rules/dot.rules:12` wherever a location is shown (traces,
 reports, explanations, pictures), whether ngrules runs from site-packages or a checkout, so a
@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 #: The prefix shipped rules' locations carry instead of their folder.
-LIBRARY_PREFIX = "ngrules:rules"
+LOCATION_PREFIX = "ngrules:rules"
 
 
 def library_path() -> Path:
@@ -26,5 +26,5 @@ def short_location(location: str) -> str:
     """`ngrules:rules/dot.rules:12` for a location in the shipped library, else as given."""
     root = str(library_path())
     if location.startswith(root + "/") or location.startswith(root + "\\"):
-        return LIBRARY_PREFIX + "/" + location[len(root) + 1 :].replace("\\", "/")
+        return LOCATION_PREFIX + "/" + location[len(root) + 1 :].replace("\\", "/")
     return location
