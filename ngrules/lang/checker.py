@@ -259,8 +259,8 @@ class RuleChecker:
             if e.name not in known:
                 hint = did_you_mean(e.name, known)
                 self.problems.add(f"{op} has no attribute {e.name!r}{hint}", span)
-        elif e.name not in _all_attributes():
-            hint = did_you_mean(e.name, _all_attributes())
+        elif e.name not in all_attributes():
+            hint = did_you_mean(e.name, all_attributes())
             self.problems.add(f"unknown attribute {e.name!r}{hint}", span)
 
     def _check_call(self, e: ECall) -> None:
@@ -310,7 +310,7 @@ def _kwarg_span(e: ECall, i: int) -> Span | None:
 _ATTRIBUTES: dict[int, set[str]] = {}
 
 
-def _all_attributes() -> set[str]:
+def all_attributes() -> set[str]:
     """Every attribute name some value can have (recomputed when ops are registered)."""
     names = _ATTRIBUTES.get(len(OPS))
     if names is None:
@@ -321,9 +321,6 @@ def _all_attributes() -> set[str]:
         _ATTRIBUTES.clear()
         _ATTRIBUTES[len(OPS)] = names
     return names
-
-
-all_attributes = _all_attributes  # public: the language server completes these
 
 
 # -- files -----------------------------------------------------------------------------------
