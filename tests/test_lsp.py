@@ -186,3 +186,29 @@ def test_completion_symbols_and_formatting(client, tmp_path):
         {"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": True}},
     )
     assert edit["newText"] == "pass simplify\nrule r: x * 1 => x\n"
+
+
+def test_definitions_of_imports_variables_lets_and_pipelines(tmp_path):
+    from ngrules.lsp.analysis import Document
+
+    (tmp_path / "lib.rules").write_text("pass shared\nrule r: Log(Exp(a)) => a\n")
+    text = (
+        'import "lib.rules"\n'
+        "pass mine\n"
+        "rule q: s @ Sum(x)\n"
+        "    let r = s.reduction_axes\n"
+        "    => Sum(x, reduction_axes=r)\n"
+        "pipeline cpu: shared, mine\n"
+    )
+    doc = Document(text, str(tmp_path / "main.rules"))
+    assert doc.diagnostics() == []
+    imported = doc.definition(0, 10)
+    assert imported.path == str(tmp_path / "lib.rules") and imported.line == 0
+    assert (doc.definition(4, 11).line, doc.definition(4, 11).col) == (2, 16)  # x
+    assert (doc.definition(4, 29).line, doc.definition(4, 29).col) == (3, 8)  # let r
+    shared = doc.definition(5, 16)  # a pass of the imported file
+    assert shared.path.endswith("lib.rules") and (shared.line, shared.col) == (0, 5)
+    assert "a value computed by `let`" in doc.hover(4, 29)
+    assert "pure function" in Document("rule r: Exp(x) if len(x.axes) > 0 => x", "t.rules").hover(
+        0, 19)
+    assert [s.kind for s in doc.symbols()] == ["pass", "rule", "pipeline"]

@@ -126,14 +126,20 @@ class Document:
         return self.file.decls if self.file is not None else ()
 
     # -- hover -----------------------------------------------------------------------------------
-    def hover(self, line: int, col: int) -> str | None:
-        """Markdown for the op, function, variable or keyword under the cursor."""
+    def _lookup(self, line: int, col: int):
+        """(word under the cursor, its binding in the enclosing rule or None), or None."""
         found = self.word_at(line, col)
         if found is None:
             return None
-        word = found[0]
         rule = self.rule_at(line)
-        binding = self._binding(rule, word) if rule is not None else None
+        return found[0], self._binding(rule, found[0]) if rule is not None else None
+
+    def hover(self, line: int, col: int) -> str | None:
+        """Markdown for the op, function, variable or keyword under the cursor."""
+        looked = self._lookup(line, col)
+        if looked is None:
+            return None
+        word, binding = looked
         if binding is not None:
             return binding[1]
         if word in OPS:
@@ -166,12 +172,10 @@ class Document:
         imported = self._import_at(line)
         if imported is not None:
             return imported
-        found = self.word_at(line, col)
-        if found is None:
+        looked = self._lookup(line, col)
+        if looked is None:
             return None
-        word = found[0]
-        rule = self.rule_at(line)
-        binding = self._binding(rule, word) if rule is not None else None
+        word, binding = looked
         if binding is not None and binding[0] is not None:
             return self._name_place(binding[0], word)
         for f in self.files:
