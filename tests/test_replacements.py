@@ -111,3 +111,51 @@ def test_a_replacement_failing_when_applied_points_at_the_replacement():
     with pytest.raises(ng.RuleError, match="axes") as info:
         ng.rewrite([ng.exp(x)], rules)
     assert (info.value.span.line, info.value.span.col) == (2, 21)
+
+
+OPERANDS = ["x", "x.axes", "x.axes[0]", "x.rank", '"float32"', "x.dtype", "1", "()", "true"]
+OPERATORS = ["==", "!=", "<", ">=", "+", "-", "in"]
+
+
+def _static_errors(expr: str) -> list[str]:
+    try:
+        parse_rules(f"rule r: Exp(x) let v = {expr} => Exp(x)", "k.rules")
+    except RuleErrors as e:
+        return [err.message for err in e.errors]
+    return []
+
+
+def _runtime(expr: str, x):
+    from ngrules.errors import AxesError, NgrulesError
+    from ngrules.lang.expr import evaluate
+    from ngrules.lang.parser import parse
+
+    (decl,) = parse(f"rule r: x if {expr} => x", "k.rules").decls
+    try:
+        return "value", evaluate(decl.clauses[0].expr, {"x": x})
+    except NgrulesError as e:
+        cause = e.__cause__ or e
+        return ("axes" if isinstance(cause, AxesError) else "error"), None
+
+
+def test_a_flagged_expression_fails_or_is_constant_when_evaluated():
+    """Soundness of the static kinds on every pairing of operand kinds and operators: what
+    the checker rejects raises at run time, or is `==`/`!=` between kinds that never compare
+    equal (always False/True), or builds a node where a value was meant; nothing it accepts
+    raises for kind reasons (axes that clash by name, `x.axes + x.axes`, are a value's fault)."""
+    x = ng.placeholder([ng.make_axis(3, "A"), ng.make_axis(2, "B")], name="x")
+    flagged = 0
+    for left in OPERANDS:
+        for op in OPERATORS:
+            for right in OPERANDS:
+                expr = f"{left} {op} {right}"
+                errors = _static_errors(expr)
+                outcome, value = _runtime(expr, x)
+                if errors:
+                    flagged += 1
+                    constant = op in ("==", "!=") and value is (op == "!=")
+                    assert outcome != "value" or constant or isinstance(value, ng.Node), (
+                        expr, errors, value)
+                else:
+                    assert outcome != "error", (expr, "accepted but fails at run time")
+    assert flagged > 100

@@ -209,22 +209,28 @@ class KindChecker:
                 self.report(f"compares {left} with {right}: never equal", e.span)
             return BOOL
         if e.op in _ORDERED:
-            if not (left == right == NUMBER or left == right == STR):
+            if not _orderable(left, right):
                 self.report(f"cannot order {left} and {right} with {e.op!r}", e.span)
             return BOOL
         if e.op == "in":
             if right not in (AXES, TUPLE, STR):
                 self.report(f"'in' needs Axes, a tuple or a string on its right, not {right}",
                             e.right.span)
+            elif right == STR and left != STR:
+                self.report(f"'in' a string needs a string on its left, not {left}", e.span)
             return BOOL
         return self._arithmetic(e, left, right)
 
     def _arithmetic(self, e: EBinary, left: str, right: str) -> str | None:
-        if left == right == NUMBER:
+        if {left, right} <= {NUMBER, BOOL} and e.op in _ARITHMETIC:  # Python: True == 1
             return NUMBER
         if {left, right} <= {NODE, NUMBER} and e.op in _ARITHMETIC:
             return NODE
-        if {left, right} <= _AXES_LIKE and e.op in ("+", "-", "|", "&"):
+        if left == right and left in (TUPLE, STR) and e.op == "+":
+            return left
+        if left == AXES and right in _AXES_LIKE and e.op in ("+", "-", "|", "&"):
+            return AXES
+        if {left, right} <= _AXES_LIKE and e.op == "+":  # an Axis or a tuple on the left
             return AXES
         self.report(f"{left} {e.op} {right} is not defined", e.span)
         return None
@@ -234,7 +240,16 @@ def _never_equal(a: str, b: str) -> bool:
     """Kinds whose values never compare equal (Axes and tuples may: `axes == ()`)."""
     if a == b:
         return False
-    return not any({a, b} <= ok for ok in (_AXES_LIKE, {DTYPE, STR}, {NUMBER, BOOL}))
+    comparable = (_AXES_LIKE, {DTYPE, STR}, {NUMBER, BOOL}, {DTYPE, NODE})  # numpy: a node
+    return not any({a, b} <= ok for ok in comparable)  # with a .dtype equals that dtype
+
+
+def _orderable(a: str, b: str) -> bool:
+    """Python orders numbers, strings and tuples; numpy orders dtypes by safe casting (and
+    reads a string or a node's `.dtype` as a dtype)."""
+    if (a == b and a in (STR, TUPLE, DTYPE)) or {a, b} <= {NUMBER, BOOL}:
+        return True
+    return DTYPE in (a, b) and {a, b} <= {DTYPE, STR, NODE}
 
 
 def _either(kinds: set[str]) -> str:
