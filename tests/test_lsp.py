@@ -212,3 +212,7 @@ def test_definitions_of_imports_variables_lets_and_pipelines(tmp_path):
     assert "pure function" in Document("rule r: Exp(x) if len(x.axes) > 0 => x", "t.rules").hover(
         0, 19)
     assert [s.kind for s in doc.symbols()] == ["pass", "rule", "pipeline"]
+    (tmp_path / "lib.rules").write_text("pass shared\nrule r: Log(Exq(a)) => a\n")
+    [problem] = Document(text, str(tmp_path / "main.rules")).diagnostics()
+    assert problem.place.line == 0 and problem.message.endswith(
+        "lib.rules:2:13: unknown op 'Exq' (did you mean 'Exp'?)")

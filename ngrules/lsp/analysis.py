@@ -91,10 +91,22 @@ class Document:
     def diagnostics(self) -> list[Diagnostic]:
         """Problems located in this document, with the messages `ngrules check` prints."""
         out = []
+        imports = self._imports()
         for e in self.errors:
             if e.span is None or _same_file(e.span.file, self.path):
                 out.append(Diagnostic(e.message, place_of(e.span, self.path, self._width(e.span))))
+            elif os.path.abspath(e.span.file) in imports:  # shown on the import line
+                where = imports[os.path.abspath(e.span.file)]
+                out.append(Diagnostic(f"{e.span}: {e.message}", place_of(where, self.path)))
         return out
+
+    def _imports(self) -> dict[str, Span]:
+        """The files this document imports (absolute paths), each with its import's span."""
+        return {
+            os.path.abspath(os.path.join(os.path.dirname(self.path), d.path)): d.span
+            for d in self._decls()
+            if isinstance(d, Import) and d.span is not None
+        }
 
     def _width(self, span: Span | None) -> int:
         """A start-only span covers the word there (or one column)."""
@@ -192,11 +204,9 @@ class Document:
         return Place(span.file, span.line - 1, col, span.line - 1, col + len(name))
 
     def _import_at(self, line: int) -> Place | None:
-        for d in self._decls():
-            if isinstance(d, Import) and d.span and d.span.line - 1 == line:
-                target = os.path.normpath(os.path.join(os.path.dirname(self.path), d.path))
-                if os.path.isfile(target):
-                    return Place(target, 0, 0, 0, 0)
+        for target, span in self._imports().items():
+            if span.line - 1 == line and os.path.isfile(target):
+                return Place(target, 0, 0, 0, 0)
         return None
 
     # -- completion ------------------------------------------------------------------------------
