@@ -148,6 +148,8 @@ def test_a_flagged_expression_fails_or_is_constant_when_evaluated():
     for left in OPERANDS:
         for op in OPERATORS:
             for right in OPERANDS:
+                if op == "in" and right == "x":
+                    continue  # membership in a node is the graph's business, not a kind's
                 expr = f"{left} {op} {right}"
                 errors = _static_errors(expr)
                 outcome, value = _runtime(expr, x)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ngrules.errors import RuleError, RuleErrors, Span
 from ngrules.ir.ops import OPS, did_you_mean
-from ngrules.lang.expr import AXES_ATTRIBUTES, AXIS_ATTRIBUTES, NODE_ATTRIBUTES
+from ngrules.lang.expr import NODE_ATTRIBUTES, all_attributes
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.kinds import KINDS
 from ngrules.lang.patterns import expand_named, pattern_key
@@ -305,22 +305,6 @@ class RuleChecker:
 
 def _kwarg_span(e: ECall, i: int) -> Span | None:
     return e.kwarg_spans[i] if i < len(e.kwarg_spans) else e.kwargs[i][1].span
-
-
-_ATTRIBUTES: dict[int, set[str]] = {}
-
-
-def all_attributes() -> set[str]:
-    """Every attribute name some value can have (recomputed when ops are registered)."""
-    names = _ATTRIBUTES.get(len(OPS))
-    if names is None:
-        names = {*NODE_ATTRIBUTES, *AXIS_ATTRIBUTES, *AXES_ATTRIBUTES}
-        for op in OPS.values():
-            names.update(a.name for a in op.attrs)
-            names.update(op.derived)
-        _ATTRIBUTES.clear()
-        _ATTRIBUTES[len(OPS)] = names
-    return names
 
 
 # -- files -----------------------------------------------------------------------------------

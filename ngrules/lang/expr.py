@@ -56,6 +56,22 @@ AXES_ATTRIBUTES: dict[str, Callable[[Axes], Any]] = {
     "size": lambda a: a.size,
 }
 
+_ATTRIBUTES: dict[int, set[str]] = {}
+
+
+def all_attributes() -> set[str]:
+    """Every attribute name some value can have (recomputed when ops are registered)."""
+    names = _ATTRIBUTES.get(len(OPS))
+    if names is None:
+        names = {*NODE_ATTRIBUTES, *AXIS_ATTRIBUTES, *AXES_ATTRIBUTES}
+        for op in OPS.values():
+            names.update(a.name for a in op.attrs)
+            names.update(op.derived)
+        _ATTRIBUTES.clear()
+        _ATTRIBUTES[len(OPS)] = names
+    return names
+
+
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
     "-": operator.sub,

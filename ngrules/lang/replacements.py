@@ -213,7 +213,7 @@ class KindChecker:
                 self.report(f"cannot order {left} and {right} with {e.op!r}", e.span)
             return BOOL
         if e.op == "in":
-            if right not in (AXES, TUPLE, STR):
+            if right in (NUMBER, BOOL, DTYPE, AXIS):
                 self.report(f"'in' needs Axes, a tuple or a string on its right, not {right}",
                             e.right.span)
             elif right == STR and left != STR:

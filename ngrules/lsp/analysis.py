@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from ngrules.errors import Span
 from ngrules.ir.ops import OPS
-from ngrules.lang.checker import all_attributes
 from ngrules.lang.describe import function_summary, op_summary
+from ngrules.lang.expr import all_attributes
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.kinds import KINDS
 from ngrules.lang.layout import format_rules
