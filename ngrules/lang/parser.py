@@ -16,6 +16,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from ngrules.errors import RuleSyntaxError, Span
+from ngrules.lang.parser_cache import cache_file, seal
 from ngrules.lang.syntax import (
     EAttr,
     EBinary,
@@ -338,7 +339,10 @@ _LOCK = threading.Lock()
 def _parser() -> tuple[Lark, ToAst]:
     """The LALR parser, built once; its callbacks build the AST while parsing."""
     to_ast = ToAst()
-    lark = Lark(grammar_text(), parser="lalr", lexer="basic", transformer=to_ast, cache=True)
+    grammar = grammar_text()
+    cache = cache_file(grammar)  # never lark's `cache=True`: a pickle in the shared temp folder
+    lark = Lark(grammar, parser="lalr", lexer="basic", transformer=to_ast, cache=cache or False)
+    seal(cache)
     return lark, to_ast
 
 
