@@ -16,6 +16,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from ngrules.errors import RuleSyntaxError, Span
+from ngrules.lang.bounds import MAX_INT_BITS
 from ngrules.lang.parser_cache import cache_file, seal
 from ngrules.lang.syntax import (
     EAttr,
@@ -154,6 +155,9 @@ class ToAst(Transformer):
             self._error(f"the number {text[:20]}... is too long", token)
         if value in (float("inf"), float("-inf")):
             self._error(f"the number {text} is too large", token)
+        if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+            self._error(f"the number {text[:20]}... is too large (integers have at most "
+                        f"{MAX_INT_BITS} bits)", token)
         return value
 
     # -- file structure ------------------------------------------------------------------------
