@@ -17,6 +17,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 
 from ngrules.errors import RuleSyntaxError, Span
 from ngrules.lang.bounds import MAX_INT_BITS
+from ngrules.lang.lexical import prescan, unquote
 from ngrules.lang.parser_cache import cache_file, seal
 from ngrules.lang.syntax import (
     EAttr,
@@ -124,20 +125,6 @@ def _infix_pattern(op: str):
     return build
 
 
-def _unquote(token: Token) -> str:
-    """The text of a string literal: `\\"` and `\\\\` and `\\n` and `\\t` are its escapes."""
-    body, out, i = token.value[1:-1], [], 0
-    escapes = {"n": "\n", "t": "\t"}
-    while i < len(body):
-        c = body[i]
-        if c == "\\":
-            i += 1
-            c = escapes.get(body[i], body[i])
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
 @v_args(inline=True)
 class ToAst(Transformer):
     """One method per grammar alias, each building one AST node with its span."""
@@ -165,7 +152,7 @@ class ToAst(Transformer):
         return decls
 
     def import_decl(self, keyword, path):
-        return Import(_unquote(path), span=self.src.between(keyword, path))
+        return Import(unquote(path, self.src.span), span=self.src.between(keyword, path))
 
     def pass_decl(self, keyword, name):
         return PassDecl(name.value, span=self.src.between(keyword, name))
@@ -303,7 +290,7 @@ class ToAst(Transformer):
         return ESlice(obj, start, stop, span=self.src.between(obj, parts[-1]))
 
     def string(self, token):
-        return EStr(_unquote(token), span=self.src.between(token))
+        return EStr(unquote(token, self.src.span), span=self.src.between(token))
 
     def true(self, token):
         return EBool(True, span=self.src.between(token))
@@ -354,6 +341,7 @@ def parse(text: str, path: str = "<string>") -> RulesFile:
     """Parse the text of one rules file; raise `RuleSyntaxError` if it is not well formed."""
     lark, to_ast = _parser()
     src = _Source(path, text)
+    prescan(text, path, src.lines, MAX_DEPTH)  # refuse what is too large before building it
     with _LOCK:
         to_ast.src = src
         try:
