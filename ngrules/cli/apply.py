@@ -13,7 +13,7 @@ def run(args) -> int:
     from ngrules.ir.graphfile import load_graph, save_graph
 
     outputs = load_graph(args.graph)
-    rules = rules_or_library(args.rules)
+    rules = rules_or_library(args.rules, args.import_path)
     pipeline = args.pipeline if args.pipeline or not args.passes else None
     if pipeline is None and not args.passes and "cpu" in rules.pipelines:
         pipeline = "cpu"

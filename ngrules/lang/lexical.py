@@ -48,10 +48,11 @@ def prescan(text: str, path: str, lines: list[str], max_depth: int) -> None:
     depths = itertools.accumulate(_STEP[c] for c in only)
     deep = next((i for i, d in enumerate(depths) if d > max_depth), None)
     if deep is not None:
-        bracket = next(itertools.islice(_BRACKET.finditer(blank), deep, None))
+        pos = next(itertools.islice(_BRACKET.finditer(blank), deep, None)).start()
+        while pos and (blank[pos - 1].isalnum() or blank[pos - 1] in "_?"):
+            pos -= 1  # at the op or function the bracket opens, if any
         raise RuleSyntaxError(
-            f"nesting too deep (more than {max_depth} levels)",
-            _span(text, lines, path, bracket.start()),
+            f"nesting too deep (more than {max_depth} levels)", _span(text, lines, path, pos)
         )
 
 
