@@ -76,7 +76,7 @@ def test_a_folder_others_can_write_is_not_used(cache_home):
     (cache_home / "ngrules").mkdir(mode=0o700)
     os.chmod(cache_home / "ngrules", 0o777)
     assert parser_cache.cache_folder() is None
-    assert parser_cache.cache_file(grammar_text()) is None
+    assert parser_cache.cache_file(grammar_text(), '1') is None
 
 
 def test_a_folder_owned_by_someone_else_is_not_used(cache_home, monkeypatch):
@@ -93,10 +93,10 @@ def test_a_symlinked_folder_is_not_used(cache_home, tmp_path_factory):
 
 
 def test_a_cache_file_others_can_write_is_removed_unread(cache_home):
-    path = Path(parser_cache.cache_file(grammar_text()))
+    path = Path(parser_cache.cache_file(grammar_text(), '1'))
     path.write_bytes(b"planted")
     os.chmod(path, 0o666)
-    assert parser_cache.cache_file(grammar_text()) == str(path)
+    assert parser_cache.cache_file(grammar_text(), '1') == str(path)
     assert not path.exists()
 
 

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
+from lark import __version__ as lark_version
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from ngrules.errors import RuleSyntaxError, Span
@@ -331,7 +332,8 @@ def _parser() -> tuple[Lark, ToAst]:
     """The LALR parser, built once; its callbacks build the AST while parsing."""
     to_ast = ToAst()
     grammar = grammar_text()
-    cache = cache_file(grammar)  # never lark's `cache=True`: a pickle in the shared temp folder
+    # never lark's `cache=True`: a pickle in the shared temp folder, under a predictable name
+    cache = cache_file(grammar, lark_version)
     lark = Lark(grammar, parser="lalr", lexer="basic", transformer=to_ast, cache=cache or False)
     seal(cache)
     return lark, to_ast

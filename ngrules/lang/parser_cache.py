@@ -19,8 +19,6 @@ import stat
 import sys
 from pathlib import Path
 
-import lark
-
 
 def _owned_private(st: os.stat_result, mask: int) -> bool:
     """Owned by this user, with none of the `mask` permission bits set."""
@@ -47,12 +45,12 @@ def cache_folder() -> Path | None:
     return None
 
 
-def cache_file(grammar: str) -> str | None:
+def cache_file(grammar: str, parser_version: str) -> str | None:
     """The path lark may read and write its cache at, or None for no cache."""
     folder = cache_folder()
     if folder is None:
         return None
-    key = f"{grammar}\0{lark.__version__}\0{sys.version_info[:2]}".encode()
+    key = f"{grammar}\0{parser_version}\0{sys.version_info[:2]}".encode()
     path = folder / f"parser-{hashlib.sha256(key).hexdigest()[:32]}.lark"
     try:
         st = os.lstat(path)
