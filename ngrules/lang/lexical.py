@@ -77,3 +77,17 @@ def unquote(token, span: Callable[..., Span]) -> str:
         out.append(c)
         i += 1
     return "".join(out)
+
+
+def quotable(path: str) -> bool:
+    """May a syntax error quote this source? Not a file that is not named `.rules`: a mistaken
+    `ngrules check ~/.ssh/id_rsa` must not print the key."""
+    return path.startswith("<") or path.endswith(".rules")
+
+
+def redacted(e: RuleSyntaxError) -> RuleSyntaxError:
+    """The error's location without any of the text (message, source line) it quoted."""
+    span = e.span and Span(e.span.file, e.span.line, e.span.col)
+    return RuleSyntaxError(
+        "not valid rules text (this is not a .rules file, so its text is not shown)", span
+    )

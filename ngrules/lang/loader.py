@@ -37,14 +37,6 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def _redacted(e: RuleError, path: str) -> RuleError:
-    """A syntax error in a file not named `.rules`: its location, never its content."""
-    span = e.span and Span(path, e.span.line, e.span.col)
-    return RuleSyntaxError(
-        "not valid rules text (this is not a .rules file, so its text is not shown)", span
-    )
-
-
 class _Loader:
     """Reads files depth-first through their imports, collecting errors as it goes.
 
@@ -62,14 +54,14 @@ class _Loader:
         self.search = [os.fspath(p) for p in search_path]
         self.allowed = [os.path.realpath(p) for p in [*roots, *self.search]]
 
-    def load_text(self, text: str, path: str, redact: bool = False) -> None:
+    def load_text(self, text: str, path: str) -> None:
         key = os.path.abspath(path)
         self.active.append(key)
         self.order.append(path)
         try:
             parsed = parse(text, path)
         except RuleError as e:
-            self.errors.append(_redacted(e, path) if redact else e)
+            self.errors.append(e)
         else:
             for decl in parsed.decls:
                 if isinstance(decl, Import):
@@ -88,7 +80,7 @@ class _Loader:
             self.order.append(path)
             self.done.add(os.path.abspath(path))
             return
-        self.load_text(text, path, redact=not path.endswith(".rules"))
+        self.load_text(text, path)
 
     def _import(self, decl: Import, importer: str) -> None:
         path = self._resolve(decl, importer)

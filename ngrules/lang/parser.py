@@ -18,7 +18,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 
 from ngrules.errors import RuleSyntaxError, Span
 from ngrules.lang.bounds import MAX_INT_BITS
-from ngrules.lang.lexical import prescan, unquote
+from ngrules.lang.lexical import prescan, quotable, redacted, unquote
 from ngrules.lang.parser_cache import cache_file, seal
 from ngrules.lang.syntax import (
     EAttr,
@@ -340,7 +340,17 @@ def _parser() -> tuple[Lark, ToAst]:
 
 
 def parse(text: str, path: str = "<string>") -> RulesFile:
-    """Parse the text of one rules file; raise `RuleSyntaxError` if it is not well formed."""
+    """Parse the text of one rules file; raise `RuleSyntaxError` if it is not well formed
+    (quoting none of the text if `path` names a file that is not a `.rules` file)."""
+    try:
+        return _parse(text, path)
+    except RuleSyntaxError as e:
+        if quotable(path):
+            raise
+        raise redacted(e) from None
+
+
+def _parse(text: str, path: str) -> RulesFile:
     lark, to_ast = _parser()
     src = _Source(path, text)
     prescan(text, path, src.lines, MAX_DEPTH)  # refuse what is too large before building it
