@@ -56,7 +56,8 @@ def prescan(text: str, path: str, lines: list[str], max_depth: int) -> None:
         )
 
 
-_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
+#: The escapes of string literals: the character after the backslash -> the one it stands for.
+ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 
 
 def unquote(token, span: Callable[..., Span]) -> str:
@@ -66,14 +67,14 @@ def unquote(token, span: Callable[..., Span]) -> str:
         c = body[i]
         if c == "\\":
             i += 1
-            if body[i] not in _ESCAPES:
+            if body[i] not in ESCAPES:
                 col = token.column + i  # the backslash: the quote is at token.column
                 raise RuleSyntaxError(
                     f"unknown escape '\\{body[i]}' in a string; the escapes are "
                     '\\" \\\\ \\n \\t',
                     span(token.line, col, token.line, col + 2),
                 )
-            c = _ESCAPES[body[i]]
+            c = ESCAPES[body[i]]
         out.append(c)
         i += 1
     return "".join(out)
