@@ -79,6 +79,13 @@ def test_a_folder_others_can_write_is_not_used(cache_home):
     assert parser_cache.cache_file(grammar_text(), '1') is None
 
 
+def test_a_cache_home_others_can_write_is_not_used(cache_home):
+    os.chmod(cache_home, 0o777)
+    assert parser_cache.cache_folder() is None
+    os.chmod(cache_home, 0o755)
+    assert parser_cache.cache_folder() == cache_home / "ngrules"
+
+
 def test_a_folder_owned_by_someone_else_is_not_used(cache_home, monkeypatch):
     assert parser_cache.cache_folder() == cache_home / "ngrules"
     monkeypatch.setattr(os, "geteuid", lambda: os.getuid() + 1)

@@ -5,9 +5,10 @@ lark's own default (`cache=True`) is a pickle in the shared temporary folder und
 can compute: another local user could plant a pickle there and run code in every ngrules
 process. The cache lives instead in `$XDG_CACHE_HOME/ngrules` (default `~/.cache/ngrules`),
 created 0700. It is used only when that folder is a real folder (not a symlink) owned by this
-user that nobody else can enter, and the cache file a regular file owned by this user that
-nobody else can write; any other file there is removed, never read. When no such folder can be
-had (no home folder, a read-only one, another OS), the parser is built without a cache.
+user that nobody else can enter, inside a folder only this user (or root) can write, and the
+cache file a regular file owned by this user that nobody else can write; any other file there
+is removed, never read. When no such folder can be had (no home folder, a read-only one,
+another OS), the parser is built without a cache.
 """
 
 from __future__ import annotations
@@ -35,12 +36,15 @@ def cache_folder() -> Path | None:
     folder = Path(base) / "ngrules"
     try:
         os.makedirs(base, mode=0o700, exist_ok=True)
+        parent = os.stat(base)
         with contextlib.suppress(FileExistsError):
             os.mkdir(folder, 0o700)
         st = os.lstat(folder)
     except OSError:
         return None
-    if stat.S_ISDIR(st.st_mode) and _owned_private(st, 0o077):
+    # whoever can write the parent can swap the folder: it must be this user's (or root's)
+    safe_parent = parent.st_uid in (0, os.geteuid()) and not parent.st_mode & 0o022
+    if safe_parent and stat.S_ISDIR(st.st_mode) and _owned_private(st, 0o077):
         return folder
     return None
 
