@@ -148,19 +148,25 @@ def parse_rules(
 ) -> RuleSet:
     """The checked rules of one text (imports are relative to `path`'s folder, or the cwd,
     and read files under that folder or the search path)."""
-    root = os.path.dirname(os.path.abspath(path)) if not path.startswith("<") else os.getcwd()
-    loader = _Loader([root], search_path)
-    loader.load_text(text, path)
+    loader = _text_loader(text, path, search_path)
     return check(loader.files, loader.errors, loader.order)
 
 
-def check_text(text: str, path: str) -> tuple[list[RulesFile], list[RuleError]]:
+def _text_loader(text: str, path: str, search_path) -> _Loader:
+    root = os.path.dirname(os.path.abspath(path)) if not path.startswith("<") else os.getcwd()
+    loader = _Loader([root], search_path)
+    loader.load_text(text, path)
+    return loader
+
+
+def check_text(
+    text: str, path: str, search_path: Iterable[str | os.PathLike] = ()
+) -> tuple[list[RulesFile], list[RuleError]]:
     """The parsed files of `text` (imports included) and every problem found, never raising.
 
     What an editor shows while a file is being written: the unsaved text stands for `path`.
     """
-    loader = _Loader()
-    loader.load_text(text, path)
+    loader = _text_loader(text, path, search_path)
     try:
         check(loader.files, loader.errors, loader.order)
     except RuleErrors as e:
