@@ -8,7 +8,7 @@ from ngrules.cli.common import FINDINGS, add_command
 
 
 def run(args) -> int:
-    from ngrules.ir.graphfile import staged_files
+    from ngrules.ir.fileio import staged_files
     from ngrules.lang.layout import format_rules
     from ngrules.lang.loader import expand_paths
     from ngrules.lang.parser import parse

@@ -20,7 +20,7 @@ import numpy as np
 
 from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.graph import Node, toposort
-from ngrules.ir.graphfile import staged_files
+from ngrules.ir.fileio import staged_files
 from ngrules.ir.ops import get_op
 from ngrules.lang.library import short_location
 
