@@ -133,7 +133,9 @@ def check_outputs(outputs: Sequence[str | os.PathLike], inputs: Sequence[str | o
         check_output(path)
         key = _identity(path)
         if key in seen:
-            raise FileError(f"{seen[key]} and {path} are the same file; give different outputs")
+            twice = os.fspath(path) == os.fspath(seen[key])
+            same = f"{path} is" if twice else f"{seen[key]} and {path} are"
+            raise FileError(f"{same} given for two outputs; give different paths")
         seen[key] = path
     for path in inputs:
         key = _identity(path)

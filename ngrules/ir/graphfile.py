@@ -23,7 +23,7 @@ import numpy as np
 from ngrules.errors import FileError, GraphFileError, NgrulesError, Span
 from ngrules.ir.arraysfile import DTYPE_NAMES, ArraysFile, sha256_of
 from ngrules.ir.axes import Axes, Axis, FlattenedAxis
-from ngrules.ir.fileio import folder_lock, open_regular, read_regular, staged_files
+from ngrules.ir.fileio import check_output, folder_lock, open_regular, read_regular, staged_files
 from ngrules.ir.graph import Node, make_node, toposort
 from ngrules.ir.ops import OPS, OpDef, did_you_mean, get_op
 
@@ -130,6 +130,7 @@ def _sha256(name: str) -> str:
 
 def stage_graph(stage: Callable[..., str], path: str | os.PathLike, outputs: Sequence[Node]):
     """Stage the graph's two files with `stage` from `staged_files` (to write them with others)."""
+    check_output(path)
     path = Path(path)
     records, output_ids, arrays = _encode_nodes(list(outputs))
     npz = stage(arrays_path(path), lambda f: np.savez(f, allow_pickle=False, **arrays))
@@ -199,13 +200,13 @@ class _Arrays:
 
     def __init__(self, path: Path, opened: IO[bytes] | Exception, digest: str):
         npz = arrays_path(path)
-        if isinstance(opened, Exception):
-            reason = opened.message if isinstance(opened, FileError) else opened.strerror
-            raise GraphFileError(f"{path}: cannot read its arrays file {npz}: {reason}")
         try:
+            if isinstance(opened, Exception):
+                raise opened
             same = sha256_of(opened) == digest
-        except OSError as e:
-            raise GraphFileError(f"{path}: cannot read its arrays file {npz}: {e.strerror}") from None
+        except (OSError, FileError) as e:
+            reason = e.message if isinstance(e, FileError) else e.strerror
+            raise GraphFileError(f"{path}: cannot read its arrays file {npz}: {reason}") from None
         if not same:
             raise GraphFileError(
                 f"{path}: its arrays file {npz} was not saved with it (the sha256 differs)"
