@@ -1,4 +1,8 @@
-"""`ngrules fmt PATH... [--check]`: canonical formatting of rules files, written atomically."""
+"""`ngrules fmt PATH... [--check]`: canonical formatting of rules files, written atomically.
+
+A file that is a symbolic link stays one: its target is formatted. A replaced file keeps its
+permission bits.
+"""
 
 from __future__ import annotations
 
