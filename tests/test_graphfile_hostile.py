@@ -422,7 +422,7 @@ def test_two_processes_saving_in_a_loop_leave_a_readable_pair(tmp_path):
         "import sys, numpy as np, ngrules as ng\n"
         "k = int(sys.argv[1])\n"
         "node = ng.constant(np.full(k, float(k)), {'K': k}, np.float64)\n"
-        "for _ in range(25):\n"
+        "for _ in range(15):\n"
         "    ng.save_graph(sys.argv[2], [node])\n"
     )
     out = tmp_path / "g.json"

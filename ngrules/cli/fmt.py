@@ -14,12 +14,12 @@ from ngrules.cli.common import FINDINGS, add_command
 def run(args) -> int:
     from ngrules.ir.fileio import staged_files
     from ngrules.lang.layout import format_rules
-    from ngrules.lang.loader import expand_paths
+    from ngrules.lang.loader import decode_source, expand_paths
     from ngrules.lang.parser import parse
 
     changed = []
     for path in expand_paths(args.paths):
-        text = Path(path).read_text(encoding="utf-8")
+        text = decode_source(Path(path).read_bytes(), path)
         formatted = format_rules(parse(text, path))
         if formatted != text:
             changed.append((path, formatted))
