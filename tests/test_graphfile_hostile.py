@@ -75,7 +75,7 @@ def _zip(members: dict, compression=zipfile.ZIP_STORED) -> bytes:
     return out.getvalue()
 
 
-# -- item 3: a corrupt archive with a matching digest ------------------------------------------------
+# -- item 3: a corrupt archive with a matching digest ---------------------------------------------
 def _set_flag(data: bytes, flag: int) -> bytes:
     """Set a general-purpose flag bit in every local and central header of a zip."""
     out = bytearray(data)
@@ -113,7 +113,7 @@ def test_a_corrupt_archive_with_a_matching_digest_is_a_graph_file_error(saved, c
     assert str(arrays_path(saved)) in message
 
 
-# -- item 4: the npy header is read and compared before the data ------------------------------------
+# -- item 4: the npy header is read and compared before the data ----------------------------------
 def _constant_graph(tmp_path, shape):
     """A graph file whose one Constant says it has `shape` (float64), arrays to be forged."""
     path = tmp_path / "c.json"
@@ -170,7 +170,7 @@ def test_a_fortran_ordered_array_is_read_in_its_order(tmp_path):
     np.testing.assert_array_equal(node.attrs["value"], value)
 
 
-# -- items 11-14: header types, big integers, dtype names, lone surrogates --------------------------
+# -- items 11-14: header types, big integers, dtype names, lone surrogates ------------------------
 @pytest.mark.parametrize("version", [True, 1.0], ids=["true", "1.0"])
 def test_the_version_must_be_the_integer_1(saved, version):
     _edit(saved, lambda d: d.update(version=version))
@@ -284,9 +284,10 @@ def test_many_arrays_load_and_are_found_by_key(tmp_path, monkeypatch):
     assert set(lookups) == {dict}
 
 
-# -- fuzz: any mutation gives a loaded graph or a GraphFileError ------------------------------------
+# -- fuzz: any mutation gives a loaded graph or a GraphFileError ----------------------------------
 _JUNK = [None, True, 0, -1, 2**70, 1.5, float("inf"), "", "x", "nan", [], {}, [0], {"a": 1},
-         "float64", {"name": "C", "length": 4}, [{"name": "C", "length": -1}], "C\ud800"]  # fmt: skip
+         "float64", {"name": "C", "length": 4}, [{"name": "C", "length": -1}],
+         "C\ud800"]  # fmt: skip
 
 
 def _paths(doc, prefix=()):
@@ -433,7 +434,7 @@ def test_two_processes_saving_in_a_loop_leave_a_readable_pair(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["g.json", "g.npz"]
 
 
-# -- temporaries, error messages, modes -------------------------------------------------------------
+# -- temporaries, error messages, modes -----------------------------------------------------------
 def test_stale_temporaries_of_the_same_output_are_removed(saved, tmp_path):
     stale = tmp_path / ".g.json.abc12345.tmp"
     stale.write_bytes(b"x" * 1000)
