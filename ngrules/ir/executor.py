@@ -44,10 +44,10 @@ class Program:
             self._add_input(node, slot[node])
         if node.op == "Placeholder":
             return
-        kernel = get_op(node.op).kernel(node)
         if not node.args:
-            self.template[slot[node]] = _leaf_value(node, kernel)
+            self.template[slot[node]] = _leaf_value(node)
             return
+        kernel = get_op(node.op).kernel(node)
         self.steps.append((kernel, tuple(slot[a] for a in node.args), slot[node], ()))
 
     def _add_input(self, node: Node, index: int) -> None:
@@ -119,10 +119,10 @@ def _is_input(key: Any) -> bool:
     return isinstance(key, Node) and key.op in ("Placeholder", "Variable")
 
 
-def _leaf_value(node: Node, kernel) -> Any:
+def _leaf_value(node: Node) -> Any:
     """A constant's or variable's value, made once at compile time; too big is an error."""
     try:
-        return kernel()
+        return get_op(node.op).kernel(node)()
     except (MemoryError, ValueError) as e:
         wanted = node.axes.size * node.dtype.itemsize
         raise ExecutionError(
