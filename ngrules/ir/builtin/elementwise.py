@@ -1,0 +1,92 @@
+"""Elementwise ops: operands carry exactly the output axes (the front end broadcasts)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ngrules.ir import frontend as F
+from ngrules.ir import opgen as G
+from ngrules.ir.builtin.common import elementwise_infer, no_grad
+from ngrules.ir.ops import register_op
+
+
+# -- elementwise -------------------------------------------------------------------------------
+def _ufunc(fn):
+    return lambda node: fn
+
+
+def _compare(fn):
+    def kernel(node):
+        dtype = node.dtype
+        return lambda a, b: fn(a, b).astype(dtype)
+
+    return kernel
+
+
+def _unary(name, fn, grad, doc, domain="real"):
+    register_op(
+        name,
+        arity=1,
+        infer=elementwise_infer(name),
+        kernel=_ufunc(fn),
+        grad=grad,
+        gen=G.gen_elementwise(name),
+        traits={"elementwise"},
+        domain=(domain,),
+        doc=doc,
+    )
+
+
+def _binary(name, kernel, grad, doc, traits=(), domain=("real",)):
+    register_op(
+        name,
+        arity=2,
+        infer=elementwise_infer(name),
+        kernel=kernel,
+        grad=grad,
+        gen=G.gen_elementwise(name),
+        traits={"elementwise", *traits},
+        domain=domain,
+        doc=doc,
+    )
+
+
+def _divide_grad(node, d):
+    x, y = node.args
+    return d / y, -(d * node / y)
+
+
+def _maximum_grad(node, d):
+    x, y = node.args
+    dx = d * F.greater(x, y)
+    return dx, d - dx
+
+
+def _minimum_grad(node, d):
+    x, y = node.args
+    dx = d * F.less(x, y)
+    return dx, d - dx
+
+
+_binary("Add", _ufunc(np.add), lambda n, d: (d, d), "x + y", ("commutative", "associative"))
+_binary("Subtract", _ufunc(np.subtract), lambda n, d: (d, -d), "x - y")
+_binary(
+    "Multiply",
+    _ufunc(np.multiply),
+    lambda n, d: (d * n.args[1], d * n.args[0]),
+    "x * y",
+    ("commutative", "associative"),
+)
+_binary("Divide", _ufunc(np.divide), _divide_grad, "x / y", domain=("real", "nonzero"))
+_binary("Maximum", _ufunc(np.maximum), _maximum_grad, "max(x, y)", ("commutative", "associative"))
+_binary("Minimum", _ufunc(np.minimum), _minimum_grad, "min(x, y)", ("commutative", "associative"))
+_binary("Greater", _compare(np.greater), no_grad, "1 where x > y, else 0")
+_binary("Less", _compare(np.less), no_grad, "1 where x < y, else 0")
+
+_unary("Negative", np.negative, lambda n, d: (-d,), "-x")
+_unary("Reciprocal", np.reciprocal, lambda n, d: (-(d * n * n),), "1 / x", "nonzero")
+_unary("Sqrt", np.sqrt, lambda n, d: (d * 0.5 / n,), "square root", "positive")
+_unary("Square", np.square, lambda n, d: (d * 2.0 * n.args[0],), "x * x")
+_unary("Exp", np.exp, lambda n, d: (d * n,), "e ** x")
+_unary("Log", np.log, lambda n, d: (d / n.args[0],), "natural logarithm", "positive")
+_unary("Tanh", np.tanh, lambda n, d: (d * (1.0 - n * n),), "hyperbolic tangent")
