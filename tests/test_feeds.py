@@ -69,8 +69,17 @@ def test_two_inputs_with_one_name_are_detected_by_execute():
 
 
 def test_two_inputs_with_one_name_are_detected_by_validate():
-    with pytest.raises(GraphError, match="two inputs are named 'twin'"):
+    with pytest.raises(GraphError, match="two placeholders are named 'twin'"):
         ng.validate([_two_inputs_named_x()])
+
+
+def test_a_name_shared_with_a_variable_cannot_be_fed_by_name_only_by_node():
+    a = ng.placeholder({"C": 2}, name="shared", dtype=np.float64)
+    v = ng.variable({"C": 3}, name="shared", initial=2.0, dtype=np.float64)
+    y = ng.sum(a, out_axes=()) + ng.sum(v, out_axes=())
+    with pytest.raises(ExecutionError, match="feed them by node, not by name"):
+        ng.execute([y], {"shared": np.ones(2)})
+    assert ng.execute([y], {a: np.ones(2)})[0] == 8.0
 
 
 # -- item 28 -------------------------------------------------------------------------------------

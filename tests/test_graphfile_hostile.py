@@ -212,6 +212,21 @@ def test_a_lone_surrogate_in_an_axis_name_is_refused(saved):
     assert "expected an axis name, got a string with a lone surrogate at 1" in _error(saved)
 
 
+def test_a_lone_surrogate_is_refused_when_saving_too(tmp_path):
+    x = ng.placeholder({"C\udc80": 2}, name="sx")
+    with pytest.raises(GraphFileError, match="lone surrogate at 1"):
+        save_graph(tmp_path / "g.json", [ng.tanh(x)])
+    assert os.listdir(tmp_path) == []
+
+
+def test_running_out_of_memory_for_an_array_is_a_graph_file_error(saved, monkeypatch):
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(arraysfile.np, "empty", no_memory)
+    assert "array 'n0_value': not enough memory to read it" in _error(saved)
+
+
 # -- item 15: only regular files, with a size limit ------------------------------------------------
 def _load_in_thread(path):
     """load_graph's outcome, or 'hung' if it has not finished within 10 s."""

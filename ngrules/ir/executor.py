@@ -32,6 +32,7 @@ class Program:
             self.size = len(order)
             self.placeholders: dict[Node, int] = {}
             self.by_name: dict[str, Node] = {}
+            self.ambiguous: dict[str, str] = {}
             self.template: list[Any] = [None] * self.size
             self.steps: list[tuple] = []
             for node in order:
@@ -51,14 +52,15 @@ class Program:
         self.steps.append((kernel, tuple(slot[a] for a in node.args), slot[node], ()))
 
     def _add_input(self, node: Node, index: int) -> None:
-        """A placeholder or variable, which feeds may name: names must be unique in a graph."""
+        """A placeholder or variable, which feeds may name. Two placeholders may not share a
+        name; a name shared with a variable cannot be fed by name (only by node)."""
         name = node.attrs["name"]
         other = self.by_name.setdefault(name, node)
         if other is not node:
-            raise ExecutionError(
-                f"two inputs are named {name!r}: {other!r} and {node!r}; feeds by name would be "
-                "ambiguous (give them different names)"
-            )
+            message = f"two inputs are named {name!r}: {other!r} and {node!r}"
+            if other.op == node.op == "Placeholder":
+                raise ExecutionError(f"{message} (give them different names)")
+            self.ambiguous[name] = message
         self.placeholders[node] = index
 
     def _plan_frees(self, slot: dict[Node, int]) -> None:
@@ -95,6 +97,8 @@ class Program:
         """Check every feed against its placeholder's axes and dtype."""
         values: dict[Node, np.ndarray] = {}
         for key, value in feeds.items():
+            if isinstance(key, str) and key in self.ambiguous:
+                raise ExecutionError(f"{self.ambiguous[key]}: feed them by node, not by name")
             node = self.by_name.get(key) if isinstance(key, str) else key
             if not isinstance(node, Node) or node not in self.placeholders:
                 if ignore_unused and (isinstance(key, str) or _is_input(key)):

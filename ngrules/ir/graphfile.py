@@ -59,8 +59,17 @@ def arrays_path(path: str | os.PathLike) -> Path:
 
 
 # -- saving --------------------------------------------------------------------------------------
+def _unicode(text: str) -> str:
+    """Text a reader will accept: no lone surrogates, which UTF-8 cannot encode."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise GraphFileError(f"cannot save {text!r}: a lone surrogate at {e.start}") from None
+    return text
+
+
 def _encode_axis(axis: Axis) -> dict:
-    out: dict[str, Any] = {"name": axis.name, "length": axis.length}
+    out: dict[str, Any] = {"name": _unicode(axis.name), "length": axis.length}
     if axis.is_flattened:
         out["components"] = [_encode_axis(c) for c in axis.components]
     return out
@@ -77,6 +86,8 @@ def _encode_attr(kind: str, value: Any, key: str, arrays: dict[str, np.ndarray])
     if kind == "array":
         arrays[key] = value
         return {"array": key, "dtype": value.dtype.name, "shape": list(value.shape)}
+    if kind == "str":
+        return _unicode(value)
     if kind == "float" and not math.isfinite(value):
         return repr(value)  # 'nan', 'inf' or '-inf': JSON has no such numbers
     return value
@@ -86,8 +97,8 @@ def _encode_origin(origin: Any) -> dict:
     name = getattr(origin, "name", None)
     location = getattr(origin, "location", None)
     return {
-        "rule": name if isinstance(name, str) else str(origin),
-        "location": location if isinstance(location, str) else "<unknown>",
+        "rule": _unicode(name if isinstance(name, str) else str(origin)),
+        "location": _unicode(location if isinstance(location, str) else "<unknown>"),
     }
 
 
