@@ -193,17 +193,19 @@ def _as_output_error(e: OSError, path: str | os.PathLike) -> OSError:
 class _Temp:
     """One staged output: its temporary file, held locked while this process lives."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, register: Callable[[_Temp], None]):
+        """Create the temporary and `register` it, with no Ctrl-C in between (so whoever
+        registered it removes it on an error)."""
         self.path, self.target = path, real_target(path)
-        with folder_lock(self.target.parent, exclusive=True):
+        with folder_lock(self.target.parent, exclusive=True), _no_interrupts():
             _remove_stale_temporaries(self.target)
-            fd, self.name = tempfile.mkstemp(
+            self.fd, self.name = tempfile.mkstemp(
                 dir=self.target.parent, prefix=f".{self.target.name}.", suffix=_TEMP_SUFFIX
             )
-            self.lock = os.dup(fd)
+            self.lock = os.dup(self.fd)
+            register(self)
             if fcntl is not None:
                 fcntl.flock(self.lock, fcntl.LOCK_EX)
-        self.fd = fd
 
     def write(self, write: Callable[[IO], None], text: bool) -> None:
         if text:
@@ -257,10 +259,9 @@ def staged_files() -> Iterator[Callable[..., str]]:
     def stage(path: str | os.PathLike, write: Callable[[IO], None], text: bool = False) -> str:
         check_output(path)
         try:
-            temp = _Temp(path)
+            temp = _Temp(path, temps.append)
         except OSError as e:
             raise _as_output_error(e, path) from None
-        temps.append(temp)
         try:
             temp.write(write, text)
         except OSError as e:
