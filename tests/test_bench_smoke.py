@@ -46,3 +46,8 @@ def test_graphfile_bench_loads_both_sizes(capsys):
     row = _load("graphfile").main(["20"])
     assert row["small"] > 0 and row["large"] > 0
     assert "ratio" in capsys.readouterr().out
+
+
+def test_parser_setup_bench_measures_both_ways():
+    row = _load("parser_setup").main(runs=1)
+    assert row["built"] > 0 and row["cached"] > 0

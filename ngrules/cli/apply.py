@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 
 from ngrules.cli.common import FINDINGS, add_command, add_rules_option, rules_or_library
@@ -36,11 +37,13 @@ def run(args) -> int:
 
     _check_paths(args)
     outputs = load_graph(args.graph)
-    rules = rules_or_library(args.rules)
+    rules = rules_or_library(args.rules, args.import_path)
     pipeline = args.pipeline if args.pipeline or not args.passes else None
     if pipeline is None and not args.passes and "cpu" in rules.pipelines:
         pipeline = "cpu"
     result = rewrite(outputs, rules, pipeline=pipeline, passes=args.passes or None)
+    for warning in result.warnings:  # matches rejected because an expression failed there
+        print(warning, file=sys.stderr)
     picture = None
     if args.picture is not None:
         title = Path(args.picture).stem
