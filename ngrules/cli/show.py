@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ngrules.cli.common import add_command
 
 
@@ -35,9 +37,10 @@ def run(args) -> int:
     outputs = load_graph(args.graph)
     print("\n".join(graph_lines(outputs)))
     if args.picture:
-        from ngrules.cli.apply import draw
+        from ngrules.cli.picture import write_picture
 
-        draw(outputs, args.picture)
+        svg = write_picture(outputs, args.picture, title=Path(args.picture).stem)
+        print(f"picture: {svg or args.picture}" + ("" if svg else " (no SVG: Graphviz absent)"))
     return 0
 
 
