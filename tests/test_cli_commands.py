@@ -81,6 +81,8 @@ def test_run_prints_or_saves_the_outputs(files):
     assert "output 1: Sum [A:3] float32\n[ 2. 10. 18.]" in proc.stdout
     proc = run("run", "g.json", "--feed", "x=x.npy", "-o", "out.npz", cwd=files)
     assert proc.returncode == 0 and "output0, output1" in proc.stdout
+    clash = run("run", "g.json", "--feed", "x=x.npy", "-o", "x.npy", cwd=files)
+    assert clash.returncode == 2 and np.load(files / "x.npy").shape == (3, 2)
     with np.load(files / "out.npz") as saved:
         np.testing.assert_allclose(saved["output0"], np.tanh(x), rtol=1e-6)
         np.testing.assert_allclose(saved["output1"], (2 * x).sum(axis=1), rtol=1e-6)

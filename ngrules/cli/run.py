@@ -25,8 +25,12 @@ def _feeds(items: list[str]) -> dict[str, np.ndarray]:
 
 def run(args) -> int:
     from ngrules.ir.executor import execute
-    from ngrules.ir.graphfile import load_graph, staged_files
+    from ngrules.ir.fileio import check_outputs, staged_files
+    from ngrules.ir.graphfile import arrays_path, load_graph
 
+    if args.output:  # before any work: never an input, never a folder
+        feeds = [item.partition("=")[2] for item in args.feed]
+        check_outputs([args.output], [args.graph, arrays_path(args.graph), *feeds])
     outputs = load_graph(args.graph)
     values = execute(outputs, _feeds(args.feed))
     if args.output:
