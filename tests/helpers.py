@@ -134,6 +134,7 @@ _UNARY = {
     "Exp": np.exp,
     "Log": np.log,
     "Tanh": np.tanh,
+    "Sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
 }
 _BINARY = {
     "Add": np.add,
@@ -146,6 +147,16 @@ _BINARY = {
     "Less": lambda a, b: (a < b) * 1.0,
 }
 _REDUCE = {"Sum": np.sum, "Max": np.max, "Min": np.min, "Prod": np.prod}
+
+
+def softmax_reference(x, axes, norm):
+    """exp(x) / sum(exp(x)) over the named axes, by moving them last and merging them."""
+    keep = axes - norm
+    moved = permute(x, axes, keep + (axes & norm))
+    flat = moved.reshape(keep.lengths + (-1,))
+    e = np.exp(flat - flat.max(axis=-1, keepdims=True))
+    out = (e / e.sum(axis=-1, keepdims=True)).reshape(moved.shape)
+    return permute(out, keep + (axes & norm), axes)
 
 
 def _reference(n, vals):
@@ -170,6 +181,7 @@ def _reference(n, vals):
         "Concat": lambda: np.concatenate(vals, axis=a["position"]),
         "Slice": lambda: _slice(n, vals[0]),
         "Output": lambda: vals[0][a["index"]],
+        "Softmax": lambda: softmax_reference(vals[0], n.axes, a["normalization_axes"]),
         "BatchnormFprop": lambda: bn_reference(*vals, a["eps"]),
         "BatchnormBprop": lambda: bn_bprop_reference(*vals, a["eps"]),
         "Relu": lambda: np.maximum(vals[0], 0) + a["slope"] * np.minimum(0, vals[0]),

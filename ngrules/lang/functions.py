@@ -137,6 +137,8 @@ _BUILDERS: list[tuple[str, int, int, str]] = [
     ("exp", 1, 1, "e ** x"),
     ("log", 1, 1, "natural logarithm"),
     ("tanh", 1, 1, "hyperbolic tangent"),
+    ("sigmoid", 1, 1, "1 / (1 + exp(-x))"),
+    ("softmax", 1, 2, "softmax over `normalization_axes` (default: all but N and REC)"),
     ("add", 2, 2, "x + y with ngraph's broadcasting"),
     ("subtract", 2, 2, "x - y with ngraph's broadcasting"),
     ("multiply", 2, 2, "x * y with ngraph's broadcasting"),
