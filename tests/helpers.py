@@ -135,6 +135,8 @@ _UNARY = {
     "Log": np.log,
     "Tanh": np.tanh,
     "Sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "Absolute": lambda x: np.where(x < 0, -x, x),
+    "Sign": lambda x: (x > 0) * 1.0 - (x < 0) * 1.0,
 }
 _BINARY = {
     "Add": np.add,
@@ -143,6 +145,7 @@ _BINARY = {
     "Divide": np.divide,
     "Maximum": np.maximum,
     "Minimum": np.minimum,
+    "Power": lambda a, b: np.exp(b * np.log(a)),
     "Greater": lambda a, b: (a > b) * 1.0,
     "Less": lambda a, b: (a < b) * 1.0,
 }

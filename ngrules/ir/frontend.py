@@ -271,5 +271,5 @@ OPERATORS.update(add=add, subtract=subtract, multiply=multiply, divide=divide, n
 
 
 # -- family modules, re-exported here (they import this module, so they come last) ------------
-from ngrules.ir.frontend_math import sigmoid  # noqa: E402, F401
+from ngrules.ir.frontend_math import absolute, power, sigmoid, sign  # noqa: E402, F401
 from ngrules.ir.frontend_nn import softmax  # noqa: E402, F401
