@@ -95,10 +95,11 @@ def unflatten(x: Node, axes: AxesLike | None = None) -> Node:
 
 # -- elementwise -------------------------------------------------------------------------------
 def _as_node(value: Operand, like: Node) -> Node:
+    """A number becomes a constant of the other operand's dtype (float32 beside a bool mask)."""
     if isinstance(value, Node):
         return value
     if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
-        return constant(value, dtype=like.dtype)
+        return constant(value, dtype=np.float32 if like.dtype == np.bool_ else like.dtype)
     raise OpError(f"cannot combine a node with {type(value).__name__} {value!r}")
 
 
@@ -149,14 +150,6 @@ def maximum(x: Operand, y: Operand) -> Node:
 
 def minimum(x: Operand, y: Operand) -> Node:
     return _binary("Minimum", x, y)
-
-
-def greater(x: Operand, y: Operand) -> Node:
-    return _binary("Greater", x, y)
-
-
-def less(x: Operand, y: Operand) -> Node:
-    return _binary("Less", x, y)
 
 
 def negative(x: Node) -> Node:
@@ -271,5 +264,18 @@ OPERATORS.update(add=add, subtract=subtract, multiply=multiply, divide=divide, n
 
 
 # -- family modules, re-exported here (they import this module, so they come last) ------------
-from ngrules.ir.frontend_math import absolute, power, sigmoid, sign  # noqa: E402, F401
+from ngrules.ir.frontend_math import (  # noqa: E402, F401
+    absolute,
+    cast,
+    equal,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    not_equal,
+    power,
+    sigmoid,
+    sign,
+    where,
+)
 from ngrules.ir.frontend_nn import softmax  # noqa: E402, F401

@@ -34,11 +34,9 @@ def _sum_grad(node, d):
 
 
 def _extremum_grad(node, d):
-    """Route the adjoint to the places that attain the extremum."""
+    """Route the adjoint to the places that attain the extremum (ngraph: equal(x, max) * d)."""
     x = node.args[0]
-    best = F.broadcast(node, x.axes)
-    miss = F.less(x, best) if node.op == "Max" else F.greater(x, best)
-    return (F.broadcast(d, x.axes) * (1.0 - miss),)
+    return (F.broadcast(d, x.axes) * F.equal(x, F.broadcast(node, x.axes)),)
 
 
 def _prod_grad(node, d):
