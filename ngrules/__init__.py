@@ -23,6 +23,8 @@ from ngrules.ir.executor import Program, compile_graph, execute
 from ngrules.ir.frontend import (
     absolute,
     add,
+    argmax,
+    argmin,
     axes_with_order,
     batchnorm_bprop,
     batchnorm_fprop,
@@ -183,6 +185,8 @@ __all__ = [
     "tanh",
     "tensor_slice",
     "sigmoid",
+    "argmax",
+    "argmin",
     "cast",
     "equal",
     "greater_equal",

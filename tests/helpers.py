@@ -153,7 +153,14 @@ _BINARY = {
     "GreaterEqual": lambda a, b: ~(a < b),
     "LessEqual": lambda a, b: ~(a > b),
 }
-_REDUCE = {"Sum": np.sum, "Max": np.max, "Min": np.min, "Prod": np.prod}
+_REDUCE = {
+    "Sum": np.sum,
+    "Max": np.max,
+    "Min": np.min,
+    "Prod": np.prod,
+    "Argmax": np.argmax,
+    "Argmin": np.argmin,
+}
 
 
 def softmax_reference(x, axes, norm):

@@ -44,6 +44,8 @@ DESIGN_OPS = {
     "Power",
     "Absolute",
     "Sign",
+    "Argmax",
+    "Argmin",
     "Negative",
     "Reciprocal",
     "Sqrt",

@@ -181,7 +181,7 @@ def tanh(x: Node) -> Node:
 
 
 # -- reductions and products -------------------------------------------------------------------
-def _reduce(op: str, x: Node, reduction_axes, out_axes) -> Node:
+def _reduce(op: str, x: Node, reduction_axes, out_axes, **attrs) -> Node:
     """ngraph's reduction: give reduction_axes or out_axes (default: all but N and REC)."""
     if reduction_axes is not None and out_axes is not None:
         red, out = make_axes(reduction_axes), make_axes(out_axes)
@@ -196,9 +196,9 @@ def _reduce(op: str, x: Node, reduction_axes, out_axes) -> Node:
     else:
         red = Axes(a for a in x.axes if not (a.is_batch or a.is_recurrent))
         out = x.axes - red
-    if not len(red):
+    if not len(red) and not attrs:
         return axes_with_order(x, out)
-    node = make_node(op, (x,), reduction_axes=red)
+    node = make_node(op, (x,), reduction_axes=red, **attrs)
     return axes_with_order(node, out)
 
 
@@ -216,6 +216,16 @@ def min(x: Node, reduction_axes=None, out_axes=None) -> Node:  # noqa: A001
 
 def prod(x: Node, reduction_axes=None, out_axes=None) -> Node:
     return _reduce("Prod", x, reduction_axes, out_axes)
+
+
+def argmax(x: Node, dtype=np.int32, reduction_axes=None, out_axes=None) -> Node:
+    """Positions of the maximum over reduction_axes (flattened in x's order), as integers."""
+    return _reduce("Argmax", x, reduction_axes, out_axes, dtype=dtype)
+
+
+def argmin(x: Node, dtype=np.int32, reduction_axes=None, out_axes=None) -> Node:
+    """Positions of the minimum over reduction_axes (flattened in x's order), as integers."""
+    return _reduce("Argmin", x, reduction_axes, out_axes, dtype=dtype)
 
 
 def mean(x: Node, reduction_axes=None, out_axes=None) -> Node:
