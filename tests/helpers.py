@@ -197,6 +197,7 @@ def _reference(n, vals):
         "Output": lambda: vals[0][a["index"]],
         "Select": lambda: np.choose(vals[0].astype(int), [vals[2], vals[1]]),
         "Cast": lambda: vals[0].astype(a["dtype"]),
+        "OneHot": lambda: np.moveaxis(np.eye(a["axis"].length)[vals[0].astype(int)], -1, 0),
         "Softmax": lambda: softmax_reference(vals[0], n.axes, a["normalization_axes"]),
         "BatchnormFprop": lambda: bn_reference(*vals, a["eps"]),
         "BatchnormBprop": lambda: bn_bprop_reference(*vals, a["eps"]),

@@ -46,6 +46,7 @@ DESIGN_OPS = {
     "Sign",
     "Argmax",
     "Argmin",
+    "OneHot",
     "Negative",
     "Reciprocal",
     "Sqrt",

@@ -288,4 +288,11 @@ from ngrules.ir.frontend_math import (  # noqa: E402, F401
     sign,
     where,
 )
-from ngrules.ir.frontend_nn import softmax  # noqa: E402, F401
+from ngrules.ir.frontend_nn import (  # noqa: E402, F401
+    cross_entropy_binary,
+    cross_entropy_binary_inner,
+    cross_entropy_multi,
+    one_hot,
+    safelog,
+    softmax,
+)

@@ -77,6 +77,18 @@ def gen_cast(draw, leaf):
     return make_node("Cast", (x,), dtype=draw(_st().sampled_from(dtypes)))
 
 
+def gen_one_hot(draw, leaf):
+    """OneHot of the argmax of an input (so indices are integers within the class axis)."""
+    import numpy as np
+
+    pool = axis_pool(draw)
+    axes = some_axes(draw, pool[1:], min_size=1)
+    x = leaf(axes)
+    indices = make_node("Argmax", (x,), reduction_axes=axes[:1], dtype=np.int32)
+    classes = Axis("K", axes[0].length + draw(_st().integers(0, 2)))
+    return make_node("OneHot", (indices,), axis=classes, dtype=x.dtype)
+
+
 def gen_sloped(op: str):
     """A fused relu op (forward or backward) on operands of one axes, with a random slope."""
     from ngrules.ir.ops import OPS

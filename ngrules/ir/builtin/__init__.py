@@ -11,6 +11,7 @@ from ngrules.ir.builtin import (
     compare,  # noqa: F401
     elementwise,  # noqa: F401
     fused,  # noqa: F401
+    indexing,  # noqa: F401
     leaves,  # noqa: F401
     products,  # noqa: F401
     reductions,  # noqa: F401
