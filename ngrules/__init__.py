@@ -19,8 +19,7 @@ from ngrules.errors import (
 from ngrules.ir import builtin as _builtin  # noqa: F401  (fills the op table)
 from ngrules.ir.autodiff import deriv
 from ngrules.ir.axes import Axes, Axis, FlattenedAxis, make_axes, make_axis
-from ngrules.ir.executor import Program, compile_graph, execute
-from ngrules.ir.frontend import (
+from ngrules.ir.builders import (
     absolute,
     add,
     argmax,
@@ -76,6 +75,7 @@ from ngrules.ir.frontend import (
     variance,
     where,
 )
+from ngrules.ir.executor import Program, compile_graph, execute
 from ngrules.ir.graph import Graph, Node, format_graph, make_node, substitute, toposort, validate
 from ngrules.ir.graphfile import load_graph, save_graph
 from ngrules.ir.ops import OPS, AttrSpec, NotDifferentiable, OpDef, register_op

@@ -272,27 +272,3 @@ def batchnorm_bprop(delta, x, gamma, mean_, var, eps: float = 1e-3):
 
 OPERATORS.update(add=add, subtract=subtract, multiply=multiply, divide=divide, negative=negative)
 
-
-# -- family modules, re-exported here (they import this module, so they come last) ------------
-from ngrules.ir.frontend_math import (  # noqa: E402, F401
-    absolute,
-    cast,
-    equal,
-    greater,
-    greater_equal,
-    less,
-    less_equal,
-    not_equal,
-    power,
-    sigmoid,
-    sign,
-    where,
-)
-from ngrules.ir.frontend_nn import (  # noqa: E402, F401
-    cross_entropy_binary,
-    cross_entropy_binary_inner,
-    cross_entropy_multi,
-    one_hot,
-    safelog,
-    softmax,
-)

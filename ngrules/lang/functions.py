@@ -1,7 +1,7 @@
 """The function library that guards, lets and replacements may call, as one table.
 
 Rules never run Python text: a call `f(x)` looks `f` up here. Pure functions compute values
-(`len`, `size`, `new_axis`...); builders make graph nodes through `ngrules.frontend` (imported
+(`len`, `size`, `new_axis`...); builders make graph nodes through `ngrules.ir.builders` (imported
 when first called, so the table loads without the graph code). Python code adds functions
 with `register_function`, the only escape hatch of the language.
 """
@@ -46,7 +46,7 @@ class _Builder:
         self.name = name
 
     def target(self) -> Callable[..., Any]:
-        from ngrules.ir import frontend
+        from ngrules.ir import builders as frontend
 
         return getattr(frontend, self.name)
 
