@@ -290,6 +290,42 @@ def bprop_pool_reference(d, x, a):
     return grad[(slice(None),) + tuple(slice(p, grad.shape[i + 1] - p) for i, p in enumerate(pad))]
 
 
+_TABLE = {
+    "Constant": lambda n, vals, a: a["value"],
+    "Variable": lambda n, vals, a: np.full(n.axes.lengths, a["initial"]),
+    "Dot": lambda n, vals, a: einsum_dot(*vals, n.args[0].axes, n.args[1].axes),
+    "DotLowDimension": lambda n, vals, a: np.matmul(*vals),
+    "Broadcast": lambda n, vals, a: broadcast_named(vals[0], n.args[0].axes, n.axes),
+    "ReorderAxes": lambda n, vals, a: permute(vals[0], n.args[0].axes, n.axes),
+    "Transpose": lambda n, vals, a: vals[0].T,
+    "Flatten": lambda n, vals, a: np.reshape(vals[0], n.axes.lengths),
+    "Unflatten": lambda n, vals, a: np.reshape(vals[0], n.axes.lengths),
+    "Concat": lambda n, vals, a: np.concatenate(vals, axis=a["position"]),
+    "Slice": lambda n, vals, a: _slice(n, vals[0]),
+    "Output": lambda n, vals, a: vals[0][a["index"]],
+    "Select": lambda n, vals, a: np.choose(vals[0].astype(int), [vals[2], vals[1]]),
+    "Cast": lambda n, vals, a: vals[0].astype(a["dtype"]),
+    "TensorSlice": lambda n, vals, a: _tensor_slice(vals[0], a["slices"]),
+    "Unslice": lambda n, vals, a: _unslice(vals[0], a["slices"], n.axes.lengths),
+    "Pad": lambda n, vals, a: _pad(vals[0], a["paddings"]),
+    "ExpandDims": lambda n, vals, a: np.repeat(
+        np.expand_dims(vals[0], a["position"]), a["axis"].length, axis=a["position"]
+    ),
+    "AxesCast": lambda n, vals, a: vals[0],
+    "Convolution": lambda n, vals, a: conv_reference(*vals, a),
+    "ConvBpropData": lambda n, vals, a: conv_adjoints(n, vals),
+    "ConvUpdate": lambda n, vals, a: conv_adjoints(n, vals),
+    "Pooling": lambda n, vals, a: pool_reference(vals[0], a),
+    "BpropPool": lambda n, vals, a: bprop_pool_reference(*vals, a),
+    "OneHot": lambda n, vals, a: np.moveaxis(np.eye(a["axis"].length)[vals[0].astype(int)], -1, 0),
+    "Softmax": lambda n, vals, a: softmax_reference(vals[0], n.axes, a["normalization_axes"]),
+    "BatchnormFprop": lambda n, vals, a: bn_reference(*vals, a["eps"]),
+    "BatchnormBprop": lambda n, vals, a: bn_bprop_reference(*vals, a["eps"]),
+    "Relu": lambda n, vals, a: np.maximum(vals[0], 0) + a["slope"] * np.minimum(0, vals[0]),
+    "ReluBprop": lambda n, vals, a: vals[0] * ((vals[1] > 0) + a["slope"] * (vals[1] <= 0)),
+}
+
+
 def _reference(n, vals):
     """The value of node n from its arguments' values, without the executor's kernels."""
     op, a = n.op, n.attrs
@@ -299,41 +335,11 @@ def _reference(n, vals):
         return _BINARY[op](*vals)
     if op in _REDUCE:
         return reduce_named(_REDUCE[op], vals[0], n.args[0].axes, a["reduction_axes"])
-    table = {
-        "Constant": lambda: a["value"],
-        "Variable": lambda: np.full(n.axes.lengths, a["initial"]),
-        "Dot": lambda: einsum_dot(*vals, n.args[0].axes, n.args[1].axes),
-        "DotLowDimension": lambda: np.matmul(*vals),
-        "Broadcast": lambda: broadcast_named(vals[0], n.args[0].axes, n.axes),
-        "ReorderAxes": lambda: permute(vals[0], n.args[0].axes, n.axes),
-        "Transpose": lambda: vals[0].T,
-        "Flatten": lambda: np.reshape(vals[0], n.axes.lengths),
-        "Unflatten": lambda: np.reshape(vals[0], n.axes.lengths),
-        "Concat": lambda: np.concatenate(vals, axis=a["position"]),
-        "Slice": lambda: _slice(n, vals[0]),
-        "Output": lambda: vals[0][a["index"]],
-        "Select": lambda: np.choose(vals[0].astype(int), [vals[2], vals[1]]),
-        "Cast": lambda: vals[0].astype(a["dtype"]),
-        "TensorSlice": lambda: _tensor_slice(vals[0], a["slices"]),
-        "Unslice": lambda: _unslice(vals[0], a["slices"], n.axes.lengths),
-        "Pad": lambda: _pad(vals[0], a["paddings"]),
-        "ExpandDims": lambda: np.repeat(
-            np.expand_dims(vals[0], a["position"]), a["axis"].length, axis=a["position"]
-        ),
-        "AxesCast": lambda: vals[0],
-        "Convolution": lambda: conv_reference(*vals, a),
-        "ConvBpropData": lambda: conv_adjoints(n, vals),
-        "ConvUpdate": lambda: conv_adjoints(n, vals),
-        "Pooling": lambda: pool_reference(vals[0], a),
-        "BpropPool": lambda: bprop_pool_reference(*vals, a),
-        "OneHot": lambda: np.moveaxis(np.eye(a["axis"].length)[vals[0].astype(int)], -1, 0),
-        "Softmax": lambda: softmax_reference(vals[0], n.axes, a["normalization_axes"]),
-        "BatchnormFprop": lambda: bn_reference(*vals, a["eps"]),
-        "BatchnormBprop": lambda: bn_bprop_reference(*vals, a["eps"]),
-        "Relu": lambda: np.maximum(vals[0], 0) + a["slope"] * np.minimum(0, vals[0]),
-        "ReluBprop": lambda: vals[0] * ((vals[1] > 0) + a["slope"] * (vals[1] <= 0)),
-    }
-    return table[op]()
+    return _TABLE[op](n, vals, a)
+
+
+#: Every op the independent numpy evaluator knows (Placeholder takes its feed).
+REFERENCE_OPS = frozenset({"Placeholder", *_UNARY, *_BINARY, *_REDUCE, *_TABLE})
 
 
 def numpy_eval(outputs, feeds) -> list:

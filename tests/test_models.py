@@ -36,7 +36,7 @@ def _check_all_gradients(cost, feeds, seed):
 
 def test_mlp_forward_and_backward():
     rng = np.random.default_rng(0)
-    f, h, k, n = ng.Axis("F", 4), ng.Axis("H", 5), ng.Axis("K", 3), ng.Axis("N", 3)
+    h, k, n = ng.Axis("H", 5), ng.Axis("K", 3), ng.Axis("N", 3)
     p, feeds = _params(rng, x=_axes(F=4, N=3), w1=_axes(H=5, F=4), b1=_axes(H=5),
                        w2=_axes(K=3, H=5), b2=_axes(K=3))  # fmt: skip
     labels = ng.constant(np.eye(3)[:, [0, 2, 1]], [k, n], F64)
