@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ngrules.cli.common import FINDINGS, add_command, add_rules_option, rules_or_library
@@ -12,11 +13,13 @@ def run(args) -> int:
     from ngrules.ir.graphfile import load_graph, save_graph
 
     outputs = load_graph(args.graph)
-    rules = rules_or_library(args.rules)
+    rules = rules_or_library(args.rules, args.import_path)
     pipeline = args.pipeline if args.pipeline or not args.passes else None
     if pipeline is None and not args.passes and "cpu" in rules.pipelines:
         pipeline = "cpu"
     result = rewrite(outputs, rules, pipeline=pipeline, passes=args.passes or None)
+    for warning in result.warnings:  # matches rejected because an expression failed there
+        print(warning, file=sys.stderr)
     save_graph(args.output, result.outputs)
     if args.picture:
         _picture(result.outputs, args.picture)
