@@ -1,0 +1,195 @@
+"""ONNX elementwise and matrix ops as ngrules ops (or primitives where ngrules has no one op)."""
+
+from __future__ import annotations
+
+from ngrules.interop.onnx_import import Context, converter, elementwise
+from ngrules.interop.onnx_shaping import Tensor, broadcast_to, conform, fit, squeeze, temp_axis
+from ngrules.ir import frontend as F
+from ngrules.ir.graph import make_node
+from ngrules.ir.ops import OPS
+
+_BINARY = {"Add": "Add", "Sub": "Subtract", "Mul": "Multiply", "Div": "Divide"}
+_VARIADIC = {"Max": "Maximum", "Min": "Minimum", "Sum": "Add"}
+_UNARY = {
+    "Neg": "Negative",
+    "Reciprocal": "Reciprocal",
+    "Sqrt": "Sqrt",
+    "Exp": "Exp",
+    "Log": "Log",
+    "Tanh": "Tanh",
+}
+
+
+@converter(*_BINARY)
+def _binary(ctx: Context):
+    return [elementwise(ctx, _BINARY[ctx.op], ctx.x(0), ctx.x(1))]
+
+
+@converter(*_VARIADIC, "Mean")
+def _variadic(ctx: Context):
+    out = ctx.out_axes(0)
+    args = [broadcast_to(ctx.x(i), out) for i in range(ctx.arity) if ctx.has(i)]
+    total = args[0]
+    for a in args[1:]:
+        total = make_node(_VARIADIC.get(ctx.op, "Add"), (total, a))
+    if ctx.op == "Mean" and len(args) > 1:
+        total = total / float(len(args))
+    return [Tensor(total, out)]
+
+
+def _same(ctx: Context, node) -> list:
+    return [Tensor(node, ctx.x(0).axes)]
+
+
+@converter(*_UNARY)
+def _unary(ctx: Context):
+    return _same(ctx, make_node(_UNARY[ctx.op], (ctx.x(0).node,)))
+
+
+@converter("Identity", "Dropout")
+def _identity(ctx: Context):
+    if ctx.op == "Dropout":
+        training = ctx.const(2) if ctx.has(2) else None
+        if training is not None and bool(training) and float(ctx.const(1) or 0.5) > 0:
+            raise ctx.unsupported("Dropout in training mode")
+        if len(ctx.node.output) > 1 and ctx.node.output[1]:
+            raise ctx.unsupported("Dropout's mask output (a bool tensor)")
+    return [ctx.x(0)]
+
+
+@converter("Relu", "LeakyRelu")
+def _relu(ctx: Context):
+    slope = ctx.attr("alpha", 0.01) if ctx.op == "LeakyRelu" else 0.0
+    return _same(ctx, make_node("Relu", (ctx.x(0).node,), slope=slope))
+
+
+@converter("Abs")
+def _abs(ctx: Context):
+    x = ctx.x(0).node
+    return _same(ctx, make_node("Abs", (x,)) if "Abs" in OPS else F.maximum(x, -x))
+
+
+@converter("Sign")
+def _sign(ctx: Context):
+    x = ctx.x(0).node
+    return _same(ctx, F.greater(x, 0.0) - F.less(x, 0.0))
+
+
+@converter("Sigmoid")
+def _sigmoid(ctx: Context):
+    x = ctx.x(0).node
+    if "Sigmoid" in OPS:
+        return _same(ctx, make_node("Sigmoid", (x,)))
+    return _same(ctx, 0.5 * F.tanh(0.5 * x) + 0.5)
+
+
+def _gelu_tanh(x):
+    inner = 0.7978845608028654 * (x + 0.044715 * (x * x * x))
+    return 0.5 * x * (1.0 + F.tanh(inner))
+
+
+@converter("Gelu")
+def _gelu(ctx: Context):
+    if ctx.attr("approximate", "none") != "tanh":
+        raise ctx.unsupported("Gelu with approximate='none' (it needs Erf)")
+    return _same(ctx, _gelu_tanh(ctx.x(0).node))
+
+
+@converter("HardSigmoid")
+def _hard_sigmoid(ctx: Context):
+    x = ctx.x(0).node
+    y = F.maximum(F.minimum(ctx.attr("alpha", 0.2) * x + ctx.attr("beta", 0.5), 1.0), 0.0)
+    return _same(ctx, y)
+
+
+@converter("Softplus")
+def _softplus(ctx: Context):
+    return _same(ctx, F.log(F.exp(ctx.x(0).node) + 1.0))
+
+
+@converter("Elu")
+def _elu(ctx: Context):
+    x = ctx.x(0).node
+    alpha = ctx.attr("alpha", 1.0)
+    return _same(ctx, F.maximum(x, 0.0) + alpha * (F.exp(F.minimum(x, 0.0)) - 1.0))
+
+
+@converter("Clip")
+def _clip(ctx: Context):
+    t = ctx.x(0)
+    for i, name, op in ((1, "min", "Maximum"), (2, "max", "Minimum")):
+        if ctx.has(i):
+            t = elementwise(ctx, op, t, ctx.x(i))
+        elif ctx.attr(name) is not None:
+            bound = F.constant(float(ctx.attr(name)), dtype=t.node.dtype)
+            t = elementwise(ctx, op, t, Tensor(bound, ()))
+    return [t]
+
+
+@converter("Pow")
+def _pow(ctx: Context):
+    exponent = ctx.const(1)
+    if exponent is not None and exponent.size == 1:
+        e = float(exponent.reshape(()))
+        x = ctx.x(0).node
+        simple = {1.0: lambda: x, 2.0: lambda: F.square(x), 0.5: lambda: F.sqrt(x),
+                  -1.0: lambda: F.reciprocal(x), 3.0: lambda: x * x * x}
+        if e in simple:
+            return [elementwise(ctx, "Add", Tensor(simple[e](), ctx.x(0).axes),
+                                Tensor(F.constant(0.0, dtype=x.dtype), ()))]
+    if "Power" in OPS:
+        return [elementwise(ctx, "Power", ctx.x(0), ctx.x(1))]
+    raise ctx.unsupported("Pow with an exponent other than 1, 2, 3, 0.5 or -1")
+
+
+# -- products ----------------------------------------------------------------------------------
+def matmul(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    """numpy's matmul: a Dot when the operands share only the contracted axis, else (batched
+    on both sides) a broadcast product summed over it."""
+    out = ctx.out_axes(0)
+    a_vec, b_vec = len(a.axes) == 1, len(b.axes) == 1
+    k = a.axes[-1]
+    if k.name in {x.name for x in out}:
+        k = temp_axis(k.length)
+    batch = out[: len(out) - (not a_vec) - (not b_vec)]
+    a_axes = (k,) if a_vec else (*_tail(batch, len(a.axes) - 2), out[-1 if b_vec else -2], k)
+    b_axes = (k,) if b_vec else (*_tail(batch, len(b.axes) - 2), k, out[-1])
+    a_node, b_node = _renamed(a, a_axes), _renamed(b, b_axes)
+    if tuple(a_node.axes & b_node.axes) == (k,):
+        return Tensor(fit(F.dot(a_node, b_node), out), out)
+    both = tuple(out) + (k,)
+    product = fit(a_node, both) * fit(b_node, both)
+    return Tensor(F.sum(product, reduction_axes=[k]), out)
+
+
+def _tail(axes, n: int) -> tuple:
+    return tuple(axes[len(axes) - n :]) if n > 0 else ()
+
+
+def _renamed(t: Tensor, axes):
+    """t conformed to `axes`, squeezing the length-1 batch dimensions numpy broadcasts."""
+    drop = [x for x, y in zip(t.axes, axes) if x.length != y.length]
+    kept = tuple(x for x in t.axes if x not in drop)
+    keep_axes = tuple(y for x, y in zip(t.axes, axes) if x.length == y.length)
+    return conform(Tensor(squeeze(t.node, drop), kept), keep_axes).node
+
+
+@converter("MatMul")
+def _matmul(ctx: Context):
+    return [matmul(ctx, ctx.x(0), ctx.x(1))]
+
+
+@converter("Gemm")
+def _gemm(ctx: Context):
+    a, b = ctx.x(0), ctx.x(1)
+    if ctx.attr("transA", 0):
+        a = Tensor(a.node, a.axes[::-1])
+    if ctx.attr("transB", 0):
+        b = Tensor(b.node, b.axes[::-1])
+    y = matmul(ctx, a, b)
+    alpha, beta = float(ctx.attr("alpha", 1.0)), float(ctx.attr("beta", 1.0))
+    node = y.node if alpha == 1.0 else y.node * alpha
+    if ctx.has(2) and beta != 0.0:
+        c = broadcast_to(ctx.x(2), y.axes)
+        node = fit(node, y.axes) + (c if beta == 1.0 else c * beta)
+    return [Tensor(node, y.axes)]

@@ -1,0 +1,124 @@
+"""Moving between ONNX's positions and ngrules' named axes: renaming, broadcasting, reshaping.
+
+An imported ONNX value is a `Tensor`: an ngrules node and the node's axes in ONNX's positional
+order (the node itself may hold them in any order; names, not positions, carry meaning).
+Where the naming could not give two dimensions one axis, `rename` relabels an axis with a
+full-range `Slice`, which computes nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ngrules.interop.onnx_axes import reshape_groups
+from ngrules.ir import frontend as F
+from ngrules.ir.axes import Axes, Axis, FlattenedAxis
+from ngrules.ir.graph import Node, make_node
+
+_temp = itertools.count()
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """An ONNX value: a node and its axes in ONNX's order."""
+
+    node: Node
+    axes: tuple[Axis, ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(a.length for a in self.axes)
+
+    def ordered(self) -> Node:
+        """The node with its axes in ONNX's order."""
+        return F.axes_with_order(self.node, self.axes)
+
+
+def temp_axis(length: int) -> Axis:
+    return Axis(f"tmp{next(_temp)}", length)
+
+
+def rename(node: Node, old: Axis, new: Axis) -> Node:
+    """The node with axis `old` called `new` (same length): a full-range Slice."""
+    if old.name == new.name and old.length == new.length:
+        return node
+    pos = node.axes.index(old)
+    return make_node("Slice", (node,), position=pos, start=0, stop=old.length, axis=new)
+
+
+def conform(t: Tensor, axes: Sequence[Axis]) -> Tensor:
+    """The tensor with its positions renamed to `axes` (lengths must agree)."""
+    axes = tuple(axes)
+    if t.axes == axes:
+        return t
+    node, current = t.node, list(t.axes)
+    changing = [i for i, (a, b) in enumerate(zip(current, axes)) if a.name != b.name]
+    names = {a.name for a in current}
+    if any(axes[i].name in names for i in changing):  # a swap: go through fresh names first
+        for i in changing:
+            tmp = temp_axis(current[i].length)
+            node, current[i] = rename(node, current[i], tmp), tmp
+    for i in changing:
+        node = rename(node, current[i], axes[i])
+    return Tensor(node, axes)
+
+
+def squeeze(node: Node, drop: Sequence[Axis]) -> Node:
+    """The node without the given length-1 axes (a new constant when it is one)."""
+    drop = Axes(drop)
+    if not len(drop):
+        return node
+    if node.op == "Constant":
+        keep = node.axes - drop
+        value = np.asarray(node.attrs["value"]).reshape(keep.lengths)
+        return F.constant(value, keep, dtype=value.dtype)
+    return F.sum(node, reduction_axes=drop)
+
+
+def fit(node: Node, axes: Sequence[Axis]) -> Node:
+    """The node broadcast (or reordered) to exactly `axes`."""
+    axes = Axes(axes)
+    if node.axes.is_equal_set(axes):
+        return F.axes_with_order(node, axes)
+    return F.broadcast(node, axes)
+
+
+def broadcast_to(t: Tensor, out: Sequence[Axis]) -> Node:
+    """numpy broadcasting of t to the output axes `out` (t's dimensions align to the right)."""
+    out = tuple(out)
+    offset = len(out) - len(t.axes)
+    drop, want = [], []
+    for i, axis in enumerate(t.axes):
+        target = out[offset + i]
+        if axis.length == target.length:
+            want.append(target)
+        else:
+            drop.append(axis)
+    kept = Tensor(squeeze(t.node, drop), tuple(a for a in t.axes if a not in drop))
+    return fit(conform(kept, tuple(want)).node, out)
+
+
+def reshape(t: Tensor, out: Sequence[Axis]) -> Node:
+    """t's data in row-major order laid out as `out` (Reshape, Flatten, Squeeze, Unsqueeze):
+    Flatten where dimensions merge, Unflatten where they split, renames in between."""
+    out = tuple(out)
+    ones = [a for a in t.axes if a.length == 1]
+    src = [a for a in t.axes if a.length > 1]
+    node = F.axes_with_order(squeeze(t.node, ones), src)
+    dst = [a for a in out if a.length > 1]
+    groups = reshape_groups([a.length for a in src], [a.length for a in dst])
+    merged = [Axes(src[i0:i1]).flatten() if i1 > i0 else None for i0, i1, _, _ in groups]
+    node = F.flatten(node, [m for m in merged if m is not None]) if len(src) else node
+    targets, final = [], []
+    for m, (_, _, j0, j1) in zip(merged, groups):
+        parts = dst[j0:j1]
+        if m is not None:
+            targets.append(parts[0] if len(parts) == 1 else FlattenedAxis(parts))
+            final.extend(parts)
+    node = conform(Tensor(node, tuple(node.axes)), targets).node
+    node = F.unflatten(node, final) if Axes(final) != node.axes else node
+    return fit(node, out)
