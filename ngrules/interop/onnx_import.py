@@ -11,35 +11,17 @@ Dimensions get named axes by unification (`onnx_axes`).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from ngrules.interop import OnnxError, UnsupportedOp, require_onnx
 from ngrules.interop.onnx_axes import Naming, Shapes, name_axes
+from ngrules.interop.onnx_context import CONVERTERS, FLOAT_TYPES, Context, elem_name
 from ngrules.interop.onnx_shaping import Tensor, conform
 from ngrules.ir import frontend as F
-from ngrules.ir.axes import Axis
 from ngrules.ir.graph import Node
-
-#: ONNX element types the graph can hold (float ones), as numpy dtypes.
-FLOAT_TYPES = {1: np.dtype(np.float32), 11: np.dtype(np.float64)}
-
-#: op_type -> converter(ctx) -> list of Tensors (one per output); filled by the op modules.
-CONVERTERS: dict[str, Callable[[Context], list]] = {}
-
-
-def converter(*op_types: str):
-    """Register a converter for these ONNX op types."""
-
-    def register(fn):
-        for op in op_types:
-            CONVERTERS[op] = fn
-        return fn
-
-    return register
 
 
 def supported_ops() -> list[str]:
@@ -49,79 +31,6 @@ def supported_ops() -> list[str]:
 
 def _load_converters() -> None:
     from ngrules.interop import onnx_ops_math, onnx_ops_nn, onnx_ops_shape  # noqa: F401
-
-
-class Context:
-    """What a converter sees of one ONNX node: inputs as tensors or constants, attributes,
-    the named axes of its outputs."""
-
-    def __init__(self, importer: Importer, node):
-        self.importer = importer
-        self.node = node
-        self.op = node.op_type
-        self._attrs = {a.name: a for a in node.attribute}
-
-    @property
-    def label(self) -> str:
-        return f"{self.op} node {self.node.name!r}" if self.node.name else f"{self.op} node"
-
-    def unsupported(self, what: str) -> UnsupportedOp:
-        return UnsupportedOp(f"{self.label}: {what} is not supported")
-
-    def has(self, i: int) -> bool:
-        return i < len(self.node.input) and bool(self.node.input[i])
-
-    @property
-    def arity(self) -> int:
-        return len(self.node.input)
-
-    def x(self, i: int) -> Tensor:
-        """Input i as a tensor of the graph."""
-        return self.importer.tensor(self.node.input[i], self)
-
-    def const(self, i: int) -> np.ndarray | None:
-        """Input i's value when it is known at import time."""
-        return self.importer.consts.get(self.node.input[i]) if self.has(i) else None
-
-    def need_const(self, i: int, what: str) -> np.ndarray:
-        value = self.const(i)
-        if value is None:
-            raise self.unsupported(f"a {what} computed at run time")
-        return value
-
-    def attr(self, name: str, default: Any = None) -> Any:
-        a = self._attrs.get(name)
-        if a is None:
-            return default
-        from onnx import helper
-
-        value = helper.get_attribute_value(a)
-        return value.decode() if isinstance(value, bytes) else value
-
-    def out_axes(self, i: int = 0) -> tuple[Axis, ...]:
-        return self.importer.naming.axes(self.node.output[i])
-
-    def out_shape(self, i: int = 0) -> tuple[int, ...]:
-        return self.importer.shapes.of(self.node.output[i], self.node.name)
-
-    def out_dtype(self, i: int = 0) -> np.dtype:
-        elem = self.importer.shapes.elem.get(self.node.output[i])
-        if elem not in FLOAT_TYPES:
-            raise self.unsupported(f"output element type {_elem_name(elem)}")
-        return FLOAT_TYPES[elem]
-
-    def result(self, node: Node, i: int = 0) -> Tensor:
-        """A node whose axes are (as a set) output i's."""
-        return Tensor(node, self.out_axes(i))
-
-
-def _elem_name(elem) -> str:
-    from onnx import TensorProto
-
-    try:
-        return TensorProto.DataType.Name(elem)
-    except (ValueError, TypeError):
-        return str(elem)
 
 
 @dataclass
@@ -178,7 +87,7 @@ class Importer:
             return
         elem = vi.type.tensor_type.elem_type
         if elem not in FLOAT_TYPES:
-            raise UnsupportedOp(f"graph input {vi.name!r}: element type {_elem_name(elem)} "
+            raise UnsupportedOp(f"graph input {vi.name!r}: element type {elem_name(elem)} "
                                 "is not supported")
         self.shapes.of(vi.name)
         axes = self.naming.axes(vi.name)
@@ -353,15 +262,5 @@ def from_onnx(
     return import_model(
         model_or_path, lengths=lengths, axis_names=axis_names, constants=constants
     ).outputs
-
-
-def elementwise(ctx: Context, op: str, *tensors: Tensor) -> Tensor:
-    """An elementwise ngrules op over numpy-broadcast ONNX operands."""
-    from ngrules.interop.onnx_shaping import broadcast_to
-    from ngrules.ir.graph import make_node
-
-    out = ctx.out_axes(0)
-    args = [broadcast_to(t, out) for t in tensors]
-    return Tensor(make_node(op, args), out)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ngrules.interop.onnx_import import Context, converter, elementwise
+from ngrules.interop.onnx_context import Context, converter, elementwise
 from ngrules.interop.onnx_shaping import Tensor, broadcast_to, conform, fit, squeeze, temp_axis
 from ngrules.ir import frontend as F
 from ngrules.ir.graph import make_node

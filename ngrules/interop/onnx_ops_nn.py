@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ngrules.interop.onnx_import import Context, converter
+from ngrules.interop.onnx_context import Context, converter
 from ngrules.interop.onnx_shaping import Tensor, broadcast_to, fit, temp_axis
 from ngrules.ir import frontend as F
 from ngrules.ir.axes import Axes

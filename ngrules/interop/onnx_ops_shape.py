@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ngrules.interop.onnx_import import Context, converter
+from ngrules.interop.onnx_context import Context, converter
 from ngrules.interop.onnx_shaping import Tensor, broadcast_to, conform, reshape, squeeze, temp_axis
 from ngrules.ir.axes import Axis
 from ngrules.ir.graph import make_node

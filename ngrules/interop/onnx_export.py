@@ -1,0 +1,234 @@
+"""`to_onnx`: an ngrules graph as a standard ONNX model.
+
+Each node becomes ONNX ops over its axes in the node's own order: placeholders are graph inputs,
+constants and variables initializers, elementwise ops their ONNX twins, reductions `Reduce*`
+with `keepdims=0`, `Dot` an `Einsum` over the axis names, `DotLowDimension` a `MatMul`, views
+`Transpose`/`Reshape`/`Expand`. Fused ops (`BatchnormFprop`, `BatchnormBprop`, `ReluBprop`) are
+ONNX functions of the `ngrules` domain (`onnx_functions`): one node in the graph, with a body of
+standard ops any runtime can inline; `Relu` with a slope is `LeakyRelu`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import string
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ngrules.interop import OnnxError, require_onnx
+from ngrules.interop.onnx_functions import DOMAIN, FUNCTIONS
+from ngrules.ir.graph import Node, toposort
+
+OPSET = 17
+_ELEM = {np.dtype(np.float32): 1, np.dtype(np.float64): 11}
+
+
+class Emitter:
+    """Collects ONNX nodes, initializers and the names of ngrules values."""
+
+    def __init__(self):
+        from onnx import helper, numpy_helper
+
+        self.helper, self.numpy_helper = helper, numpy_helper
+        self.nodes: list = []
+        self.inits: list = []
+        self.inputs: list = []
+        self.names: dict[Node, str | list[str]] = {}
+        self.functions: set[str] = set()
+        self._fresh = itertools.count()
+
+    def fresh(self, hint: str = "v") -> str:
+        return f"{hint}{next(self._fresh)}"
+
+    def node(self, op: str, inputs: Sequence[str], n_out: int = 1, domain: str = "", **attrs):
+        outs = [self.fresh() for _ in range(n_out)]
+        self.nodes.append(self.helper.make_node(op, list(inputs), outs, domain=domain, **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def const(self, value, dtype=np.int64) -> str:
+        name = self.fresh("c")
+        self.inits.append(self.numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        return name
+
+    def value(self, node: Node) -> str:
+        return self.names[node]  # type: ignore[return-value]
+
+
+def _elementwise(op: str):
+    return lambda em, n, a: em.node(op, a)
+
+
+def _compare(op: str):
+    def emit(em, n, a):
+        return em.node("Cast", [em.node(op, a)], to=_ELEM[n.dtype])
+
+    return emit
+
+
+def _reduce(op: str):
+    def emit(em, n, a):
+        x = n.args[0]
+        axes = [x.axes.index(ax) for ax in n.attrs["reduction_axes"]]
+        if op == "ReduceSum":
+            return em.node(op, [a[0], em.const(axes)], keepdims=0)
+        return em.node(op, a, axes=axes, keepdims=0)
+
+    return emit
+
+
+def _letters(axes, table: dict[str, str]) -> str:
+    for ax in axes:
+        if ax.name not in table:
+            table[ax.name] = string.ascii_letters[len(table)]
+    return "".join(table[ax.name] for ax in axes)
+
+
+def _dot(em, n, a):
+    x, y = n.args
+    table: dict[str, str] = {}
+    if len(set(x.axes.names) | set(y.axes.names)) > len(string.ascii_letters):
+        raise OnnxError(f"cannot export {n!r}: more axes than Einsum letters")
+    eq = f"{_letters(x.axes, table)},{_letters(y.axes, table)}->{_letters(n.axes, table)}"
+    return em.node("Einsum", a, equation=eq)
+
+
+def _broadcast(em, n, a):
+    x, out = n.args[0], n.axes
+    inner = [ax for ax in out if ax in x.axes]
+    name = a[0]
+    perm = [x.axes.index(ax) for ax in inner]
+    if perm != list(range(len(perm))):
+        name = em.node("Transpose", [name], perm=perm)
+    shape = [ax.length if ax in x.axes else 1 for ax in out]
+    name = em.node("Reshape", [name, em.const(shape)])
+    return em.node("Expand", [name, em.const(list(out.lengths))])
+
+
+def _reorder(em, n, a):
+    x = n.args[0]
+    return em.node("Transpose", a, perm=[x.axes.index(ax) for ax in n.axes])
+
+
+def _reshape(em, n, a):
+    return em.node("Reshape", [a[0], em.const(list(n.axes.lengths))])
+
+
+def _slice(em, n, a):
+    at = n.attrs
+    ins = [a[0], em.const([at["start"]]), em.const([at["stop"]]), em.const([at["position"]])]
+    return em.node("Slice", ins)
+
+
+def _relu(em, n, a):
+    slope = n.attrs["slope"]
+    return em.node("Relu", a) if slope == 0.0 else em.node("LeakyRelu", a, alpha=slope)
+
+
+def _fused(em, n, a):
+    em.functions.add(n.op)
+    outs = len(n.outputs) if n.outputs is not None else 1
+    return em.node(n.op, a, n_out=outs, domain=DOMAIN, **dict(n.attrs))
+
+
+EXPORTERS: dict[str, Callable] = {
+    "Add": _elementwise("Add"),
+    "Subtract": _elementwise("Sub"),
+    "Multiply": _elementwise("Mul"),
+    "Divide": _elementwise("Div"),
+    "Maximum": _elementwise("Max"),
+    "Minimum": _elementwise("Min"),
+    "Negative": _elementwise("Neg"),
+    "Reciprocal": _elementwise("Reciprocal"),
+    "Sqrt": _elementwise("Sqrt"),
+    "Exp": _elementwise("Exp"),
+    "Log": _elementwise("Log"),
+    "Tanh": _elementwise("Tanh"),
+    "Square": lambda em, n, a: em.node("Mul", [a[0], a[0]]),
+    "Greater": _compare("Greater"),
+    "Less": _compare("Less"),
+    "Sum": _reduce("ReduceSum"),
+    "Max": _reduce("ReduceMax"),
+    "Min": _reduce("ReduceMin"),
+    "Prod": _reduce("ReduceProd"),
+    "Dot": _dot,
+    "DotLowDimension": _elementwise("MatMul"),
+    "Broadcast": _broadcast,
+    "ReorderAxes": _reorder,
+    "Transpose": lambda em, n, a: em.node("Transpose", a),
+    "Flatten": _reshape,
+    "Unflatten": _reshape,
+    "Concat": lambda em, n, a: em.node("Concat", a, axis=n.attrs["position"]),
+    "Slice": _slice,
+    "Relu": _relu,
+    "ReluBprop": _fused,
+    "BatchnormFprop": _fused,
+    "BatchnormBprop": _fused,
+}
+
+
+def _leaf(em: Emitter, n: Node) -> str:
+    if n.op == "Placeholder":
+        name = n.attrs["name"]
+        em.inputs.append(em.helper.make_tensor_value_info(name, _ELEM[n.dtype], n.axes.lengths))
+        return name
+    if n.op == "Constant":
+        value = np.asarray(n.attrs["value"])
+        return em.const(value, dtype=value.dtype)
+    value = np.full(n.axes.lengths, n.attrs["initial"], dtype=n.dtype)
+    name = n.attrs["name"]
+    em.inits.append(em.numpy_helper.from_array(value, name))
+    return name
+
+
+def _emit(em: Emitter, n: Node) -> None:
+    if not n.args:
+        em.names[n] = _leaf(em, n)
+        return
+    if n.op == "Output":
+        em.names[n] = em.names[n.args[0]][n.attrs["index"]]  # type: ignore[index]
+        return
+    fn = EXPORTERS.get(n.op)
+    if fn is None:
+        raise OnnxError(
+            f"cannot export op {n.op} to ONNX; exportable: {', '.join(sorted(EXPORTERS))}"
+        )
+    if n.dtype is not None and n.dtype not in _ELEM:
+        raise OnnxError(f"cannot export {n!r}: dtype {n.dtype} has no ONNX float type here")
+    em.names[n] = fn(em, n, [em.value(a) for a in n.args])
+
+
+def to_onnx(
+    outputs: Sequence[Node],
+    *,
+    output_names: Sequence[str] | None = None,
+    name: str = "ngrules",
+):
+    """A valid ONNX `ModelProto` computing `outputs` (each in its node's axes order)."""
+    onnx = require_onnx()
+    from onnx import helper
+
+    outputs = list(outputs)
+    names = list(output_names) if output_names else [f"output_{i}" for i in range(len(outputs))]
+    if len(names) != len(outputs):
+        raise OnnxError(f"{len(outputs)} outputs but {len(names)} output names")
+    em = Emitter()
+    for n in toposort(outputs):
+        _emit(em, n)
+    graph_outputs = []
+    for node, out in zip(outputs, names):
+        if node.dtype not in _ELEM:
+            raise OnnxError(f"cannot export output {out!r}: {node!r}")
+        em.nodes.append(helper.make_node("Identity", [em.value(node)], [out]))
+        info = helper.make_tensor_value_info(out, _ELEM[node.dtype], node.axes.lengths)
+        graph_outputs.append(info)
+    graph = helper.make_graph(em.nodes, name, em.inputs, graph_outputs, em.inits)
+    opsets = [helper.make_opsetid("", OPSET)]
+    functions = [FUNCTIONS[f]() for f in sorted(em.functions)]
+    if functions:
+        opsets.append(helper.make_opsetid(DOMAIN, 1))
+    model = helper.make_model(graph, opset_imports=opsets, functions=functions,
+                              producer_name="ngrules")
+    model.ir_version = min(model.ir_version, 8)
+    onnx.checker.check_model(model, full_check=True)
+    return model
