@@ -1,4 +1,6 @@
-"""`ngrules apply GRAPH -o OUT`: rewrite a graph file, with trace, statistics and a picture."""
+"""`ngrules apply GRAPH -o OUT`: rewrite a graph file, with trace, statistics and a picture.
+
+GRAPH and OUT are ngrules graph files, or ONNX models when they end in `.onnx`."""
 
 from __future__ import annotations
 
@@ -8,16 +10,16 @@ from ngrules.cli.common import FINDINGS, add_command, add_rules_option, rules_or
 
 
 def run(args) -> int:
+    from ngrules.cli import graphio
     from ngrules.engine.driver import rewrite
-    from ngrules.ir.graphfile import load_graph, save_graph
 
-    outputs = load_graph(args.graph)
+    outputs, names = graphio.load(args.graph, graphio.parse_lengths(args.length))
     rules = rules_or_library(args.rules)
     pipeline = args.pipeline if args.pipeline or not args.passes else None
     if pipeline is None and not args.passes and "cpu" in rules.pipelines:
         pipeline = "cpu"
     result = rewrite(outputs, rules, pipeline=pipeline, passes=args.passes or None)
-    save_graph(args.output, result.outputs)
+    graphio.save(args.output, result.outputs, names)
     if args.picture:
         _picture(result.outputs, args.picture)
     _print_firings(result, args.trace)
@@ -68,6 +70,8 @@ def register(sub) -> None:
     p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
     p.add_argument("--passes", nargs="+", metavar="PASS", help="run these passes instead")
     p.add_argument("--trace", action="store_true", help="print every rewrite")
+    p.add_argument("--length", action="append", metavar="DIM=N",
+                   help="the length of a symbolic ONNX dimension (repeatable)")
     p.add_argument("--stats", action="store_true", help="print per-rule statistics")
     p.add_argument("--picture", metavar="DOT",
                    help="write the result as Graphviz DOT (and SVG when Graphviz is installed), "

@@ -11,13 +11,23 @@ import argparse
 import os
 import sys
 
-from ngrules.cli import apply, check, demo, explain, fmt, verify
+from ngrules.cli import (
+    apply,
+    check,
+    coverage,
+    demo,
+    explain,
+    exporting,
+    fmt,
+    importing,
+    verify,
+)
 from ngrules.cli.common import BAD_INPUT
 from ngrules.errors import NgrulesError
 from ngrules.version import __version__
 
 #: The commands in the order `--help` lists them.
-COMMANDS = (check, verify, apply, explain, fmt, demo)
+COMMANDS = (check, verify, apply, explain, fmt, demo, importing, exporting, coverage)
 
 
 class _Parser(argparse.ArgumentParser):

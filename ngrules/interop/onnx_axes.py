@@ -74,7 +74,8 @@ class Shapes:
         if shape is None or any(d is None or d < 1 for d in shape):
             params = [p for p in self.params.get(value, ()) if p]
             hint = (
-                f"; give the lengths of {params} (lengths={{{params[0]!r}: ...}})"
+                f"; give the length of {params[0]!r} (--length {params[0]}=N, or "
+                f"lengths={{{params[0]!r}: N}})"
                 if params
                 else ""
             )
