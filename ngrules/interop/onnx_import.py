@@ -30,7 +30,12 @@ def supported_ops() -> list[str]:
 
 
 def _load_converters() -> None:
-    from ngrules.interop import onnx_ops_math, onnx_ops_nn, onnx_ops_shape  # noqa: F401
+    from ngrules.interop import (  # noqa: F401
+        onnx_ops_conv,
+        onnx_ops_math,
+        onnx_ops_nn,
+        onnx_ops_shape,
+    )
 
 
 @dataclass
