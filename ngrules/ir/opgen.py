@@ -62,6 +62,21 @@ def gen_elementwise(op: str):
     return gen
 
 
+def gen_select(draw, leaf):
+    """Select on a comparison of two more inputs (so the condition is a bool tensor)."""
+    axes = some_axes(draw, axis_pool(draw))
+    cond = make_node("Greater", (leaf(axes), leaf(axes)))
+    return make_node("Select", (cond, leaf(axes), leaf(axes)))
+
+
+def gen_cast(draw, leaf):
+    import numpy as np
+
+    x = leaf(some_axes(draw, axis_pool(draw)))
+    dtypes = (np.float64, np.float32, np.float16, np.int32, np.int64, np.bool_)
+    return make_node("Cast", (x,), dtype=draw(_st().sampled_from(dtypes)))
+
+
 def gen_sloped(op: str):
     """A fused relu op (forward or backward) on operands of one axes, with a random slope."""
     from ngrules.ir.ops import OPS
@@ -82,6 +97,13 @@ def gen_reduction(op: str):
         return make_node(op, (leaf(axes),), reduction_axes=red or axes[:1])
 
     return gen
+
+
+def gen_softmax(draw, leaf):
+    st = _st()
+    axes = some_axes(draw, axis_pool(draw), min_size=1)
+    norm = Axes(a for a in axes if draw(st.booleans()))
+    return make_node("Softmax", (leaf(axes),), normalization_axes=norm or axes[-1:])
 
 
 def gen_dot(draw, leaf):
