@@ -16,7 +16,17 @@ if TYPE_CHECKING:
     from ngrules.interop.onnx_import import Importer
 
 #: ONNX element types the graph can hold (float ones), as numpy dtypes.
-FLOAT_TYPES = {1: np.dtype(np.float32), 11: np.dtype(np.float64)}
+def graph_dtype(elem) -> np.dtype | None:
+    """The numpy dtype of an ONNX element type, when an ngrules tensor can hold it."""
+    from onnx import helper
+
+    from ngrules.ir.builtin.common import DTYPES
+
+    try:
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return dtype if dtype in DTYPES else None
 
 #: op_type -> converter(ctx) -> list of Tensors (one per output); filled by the op modules.
 CONVERTERS: dict[str, Callable[[Context], list]] = {}
@@ -88,9 +98,10 @@ class Context:
 
     def out_dtype(self, i: int = 0) -> np.dtype:
         elem = self.importer.shapes.elem.get(self.node.output[i])
-        if elem not in FLOAT_TYPES:
+        dtype = graph_dtype(elem)
+        if dtype is None:
             raise self.unsupported(f"output element type {elem_name(elem)}")
-        return FLOAT_TYPES[elem]
+        return dtype
 
     def result(self, node: Node, i: int = 0) -> Tensor:
         """A node whose axes are (as a set) output i's."""

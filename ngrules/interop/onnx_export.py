@@ -21,7 +21,13 @@ from ngrules.interop.onnx_functions import DOMAIN, FUNCTIONS
 from ngrules.ir.graph import Node, toposort
 
 OPSET = 17
-_ELEM = {np.dtype(np.float32): 1, np.dtype(np.float64): 11}
+
+
+def _elem(dtype) -> int:
+    """The ONNX element type of a numpy dtype."""
+    from onnx import helper
+
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
 
 class Emitter:
@@ -59,9 +65,27 @@ def _elementwise(op: str):
     return lambda em, n, a: em.node(op, a)
 
 
-def _compare(op: str):
+def _not_equal(em, n, a):
+    return em.node("Not", [em.node("Equal", a)])
+
+
+def _softmax(em, n, a):
+    """exp(x - max) / sum(exp(x - max)) over the normalisation axes, kept as length 1."""
+    x = n.args[0]
+    axes = [x.axes.index(ax) for ax in n.attrs["normalization_axes"]]
+    top = em.node("ReduceMax", a, axes=axes, keepdims=1)
+    e = em.node("Exp", [em.node("Sub", [a[0], top])])
+    return em.node("Div", [e, em.node("ReduceSum", [e, em.const(axes)], keepdims=1)])
+
+
+def _arg(op: str):
     def emit(em, n, a):
-        return em.node("Cast", [em.node(op, a)], to=_ELEM[n.dtype])
+        x = n.args[0]
+        red = n.attrs["reduction_axes"]
+        if len(red) != 1:
+            raise OnnxError(f"cannot export {n!r}: ONNX {op} takes one axis")
+        found = em.node(op, a, axis=x.axes.index(red[0]), keepdims=0)
+        return em.node("Cast", [found], to=_elem(n.dtype))
 
     return emit
 
@@ -72,9 +96,23 @@ def _reduce(op: str):
         axes = [x.axes.index(ax) for ax in n.attrs["reduction_axes"]]
         if op == "ReduceSum":
             return em.node(op, [a[0], em.const(axes)], keepdims=0)
+        if x.dtype == np.bool_:  # ONNX reduces bools only from opset 20
+            found = em.node(op, [em.node("Cast", a, to=_elem(np.int32))], axes=axes, keepdims=0)
+            return em.node("Cast", [found], to=_elem(np.bool_))
         return em.node(op, a, axes=axes, keepdims=0)
 
     return emit
+
+
+def _matmul(em, n, a):
+    """DotLowDimension as a 2-D MatMul: vectors become [k, 1] or [1, k] matrices (onnxruntime
+    1.32 fuses Transpose into a MatMul with a 1-D operand wrongly; 2-D operands avoid it)."""
+    x, y = n.args
+    if len(x.axes) == 2 and len(y.axes) == 2:
+        return em.node("MatMul", a)
+    xa = a[0] if len(x.axes) == 2 else em.node("Reshape", [a[0], em.const([1, -1])])
+    ya = a[1] if len(y.axes) == 2 else em.node("Reshape", [a[1], em.const([-1, 1])])
+    return em.node("Reshape", [em.node("MatMul", [xa, ya]), em.const(list(n.axes.lengths))])
 
 
 def _letters(axes, table: dict[str, str]) -> str:
@@ -145,14 +183,27 @@ EXPORTERS: dict[str, Callable] = {
     "Log": _elementwise("Log"),
     "Tanh": _elementwise("Tanh"),
     "Square": lambda em, n, a: em.node("Mul", [a[0], a[0]]),
-    "Greater": _compare("Greater"),
-    "Less": _compare("Less"),
+    "Equal": _elementwise("Equal"),
+    "NotEqual": _not_equal,
+    "Greater": _elementwise("Greater"),
+    "Less": _elementwise("Less"),
+    "GreaterEqual": _elementwise("GreaterOrEqual"),
+    "LessEqual": _elementwise("LessOrEqual"),
+    "Select": _elementwise("Where"),
+    "Cast": lambda em, n, a: em.node("Cast", a, to=_elem(n.dtype)),
+    "Power": _elementwise("Pow"),
+    "Absolute": _elementwise("Abs"),
+    "Sign": _elementwise("Sign"),
+    "Sigmoid": _elementwise("Sigmoid"),
+    "Softmax": _softmax,
+    "Argmax": _arg("ArgMax"),
+    "Argmin": _arg("ArgMin"),
     "Sum": _reduce("ReduceSum"),
     "Max": _reduce("ReduceMax"),
     "Min": _reduce("ReduceMin"),
     "Prod": _reduce("ReduceProd"),
     "Dot": _dot,
-    "DotLowDimension": _elementwise("MatMul"),
+    "DotLowDimension": _matmul,
     "Broadcast": _broadcast,
     "ReorderAxes": _reorder,
     "Transpose": lambda em, n, a: em.node("Transpose", a),
@@ -170,7 +221,7 @@ EXPORTERS: dict[str, Callable] = {
 def _leaf(em: Emitter, n: Node) -> str:
     if n.op == "Placeholder":
         name = n.attrs["name"]
-        em.inputs.append(em.helper.make_tensor_value_info(name, _ELEM[n.dtype], n.axes.lengths))
+        em.inputs.append(em.helper.make_tensor_value_info(name, _elem(n.dtype), n.axes.lengths))
         return name
     if n.op == "Constant":
         value = np.asarray(n.attrs["value"])
@@ -193,8 +244,6 @@ def _emit(em: Emitter, n: Node) -> None:
         raise OnnxError(
             f"cannot export op {n.op} to ONNX; exportable: {', '.join(sorted(EXPORTERS))}"
         )
-    if n.dtype is not None and n.dtype not in _ELEM:
-        raise OnnxError(f"cannot export {n!r}: dtype {n.dtype} has no ONNX float type here")
     em.names[n] = fn(em, n, [em.value(a) for a in n.args])
 
 
@@ -217,10 +266,8 @@ def to_onnx(
         _emit(em, n)
     graph_outputs = []
     for node, out in zip(outputs, names):
-        if node.dtype not in _ELEM:
-            raise OnnxError(f"cannot export output {out!r}: {node!r}")
         em.nodes.append(helper.make_node("Identity", [em.value(node)], [out]))
-        info = helper.make_tensor_value_info(out, _ELEM[node.dtype], node.axes.lengths)
+        info = helper.make_tensor_value_info(out, _elem(node.dtype), node.axes.lengths)
         graph_outputs.append(info)
     graph = helper.make_graph(em.nodes, name, em.inputs, graph_outputs, em.inits)
     opsets = [helper.make_opsetid("", OPSET)]

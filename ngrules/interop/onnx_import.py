@@ -18,7 +18,7 @@ import numpy as np
 
 from ngrules.interop import OnnxError, UnsupportedOp, require_onnx
 from ngrules.interop.onnx_axes import Naming, Shapes, name_axes
-from ngrules.interop.onnx_context import CONVERTERS, FLOAT_TYPES, Context, elem_name
+from ngrules.interop.onnx_context import CONVERTERS, Context, elem_name, graph_dtype
 from ngrules.interop.onnx_shaping import Tensor, conform
 from ngrules.ir import frontend as F
 from ngrules.ir.graph import Node
@@ -78,7 +78,7 @@ class Importer:
             return self.values[name]
         if name in self.consts:
             value = self.consts[name]
-            if value.dtype not in FLOAT_TYPES.values():
+            if graph_dtype(_np_elem(value.dtype)) is None:
                 where = ctx.label if ctx else "the graph"
                 raise UnsupportedOp(f"{where}: {value.dtype} tensor {name!r} is not supported")
             axes = self.naming.axes(name)
@@ -91,12 +91,12 @@ class Importer:
         if vi.name in self.consts:
             return
         elem = vi.type.tensor_type.elem_type
-        if elem not in FLOAT_TYPES:
+        if graph_dtype(elem) is None:
             raise UnsupportedOp(f"graph input {vi.name!r}: element type {elem_name(elem)} "
                                 "is not supported")
         self.shapes.of(vi.name)
         axes = self.naming.axes(vi.name)
-        node = F.placeholder(axes, FLOAT_TYPES[elem], name=vi.name)
+        node = F.placeholder(axes, graph_dtype(elem), name=vi.name)
         self.placeholders[vi.name] = node
         self.values[vi.name] = Tensor(node, axes)
 
@@ -138,9 +138,9 @@ class Importer:
             return True
         if not inputs or not all(n in self.consts for n in inputs):
             return False
-        types = [self.consts[n].dtype for n in inputs]
+        types = [_np_elem(self.consts[n].dtype) for n in inputs]
         types += [self.shapes.elem.get(o) for o in node.output]
-        return any(t not in FLOAT_TYPES.values() and t not in FLOAT_TYPES for t in types)
+        return any(t not in _FLOAT_ELEMS for t in types)
 
     def _fold(self, node) -> None:
         if node.op_type == "Shape":
@@ -165,6 +165,18 @@ class Importer:
         if name in self.consts and name not in self.values:
             raise UnsupportedOp(f"graph output {name!r} is a constant shape computation")
         return t.ordered()
+
+
+_FLOAT_ELEMS = (1, 10, 11)  # float32, float16, float64
+
+
+def _np_elem(dtype) -> int:
+    from onnx import helper
+
+    try:
+        return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    except (KeyError, TypeError, ValueError):
+        return 0
 
 
 def _int_attr(node, name: str, default):

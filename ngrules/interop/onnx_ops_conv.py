@@ -121,7 +121,8 @@ def _pool(ctx: Context):
         ctx, x.shape[2:], ctx.out_shape()[2:], ctx.attr("kernel_shape")
     )
     is_max = ctx.op == "MaxPool"
-    fill = float(np.finfo(x.node.dtype).min) if is_max else 0.0
+    info = np.finfo if x.node.dtype.kind == "f" else np.iinfo
+    fill = info(x.node.dtype).min if is_max else 0.0
     xp = _padded(x, pads, fill, extra)
     xp = conform(xp, out[:2] + xp.axes[2:])
     total = None

@@ -6,7 +6,6 @@ from ngrules.interop.onnx_context import Context, converter, elementwise
 from ngrules.interop.onnx_shaping import Tensor, broadcast_to, conform, fit, squeeze, temp_axis
 from ngrules.ir import frontend as F
 from ngrules.ir.graph import make_node
-from ngrules.ir.ops import OPS
 
 _BINARY = {"Add": "Add", "Sub": "Subtract", "Mul": "Multiply", "Div": "Divide"}
 _VARIADIC = {"Max": "Maximum", "Min": "Minimum", "Sum": "Add"}
@@ -22,7 +21,10 @@ _UNARY = {
 
 @converter(*_BINARY)
 def _binary(ctx: Context):
-    return [elementwise(ctx, _BINARY[ctx.op], ctx.x(0), ctx.x(1))]
+    a, b = ctx.x(0), ctx.x(1)
+    if ctx.op == "Div" and a.node.dtype.kind in "iub":
+        raise ctx.unsupported("integer Div (ngrules' Divide is true division)")
+    return [elementwise(ctx, _BINARY[ctx.op], a, b)]
 
 
 @converter(*_VARIADIC, "Mean")
@@ -49,8 +51,11 @@ def _unary(ctx: Context):
 @converter("Identity", "Dropout")
 def _identity(ctx: Context):
     if ctx.op == "Dropout":
-        training = ctx.const(2) if ctx.has(2) else None
-        if training is not None and bool(training) and float(ctx.const(1) or 0.5) > 0:
+        training = ctx.const(2) if ctx.has(2) else False
+        ratio = ctx.const(1) if ctx.has(1) else 0.5
+        if training is None or ratio is None:
+            raise ctx.unsupported("Dropout's ratio or training mode given at run time")
+        if bool(training) and float(ratio) > 0:
             raise ctx.unsupported("Dropout in training mode")
         if len(ctx.node.output) > 1 and ctx.node.output[1]:
             raise ctx.unsupported("Dropout's mask output (a bool tensor)")
@@ -63,24 +68,42 @@ def _relu(ctx: Context):
     return _same(ctx, make_node("Relu", (ctx.x(0).node,), slope=slope))
 
 
-@converter("Abs")
-def _abs(ctx: Context):
+_COMPARE = {
+    "Equal": "Equal",
+    "Less": "Less",
+    "Greater": "Greater",
+    "LessOrEqual": "LessEqual",
+    "GreaterOrEqual": "GreaterEqual",
+}
+
+
+@converter("Abs", "Sign", "Sigmoid")
+def _one_op(ctx: Context):
+    return _same(ctx, make_node({"Abs": "Absolute"}.get(ctx.op, ctx.op), (ctx.x(0).node,)))
+
+
+@converter(*_COMPARE)
+def _compare(ctx: Context):
+    return [elementwise(ctx, _COMPARE[ctx.op], ctx.x(0), ctx.x(1))]
+
+
+@converter("Where")
+def _where(ctx: Context):
+    return [elementwise(ctx, "Select", ctx.x(0), ctx.x(1), ctx.x(2))]
+
+
+@converter("Cast", "CastLike")
+def _cast(ctx: Context):
+    if ctx.attr("saturate", 1) != 1 and ctx.out_dtype().kind == "f":
+        raise ctx.unsupported("Cast with saturate=0")
+    return _same(ctx, F.cast(ctx.x(0).node, ctx.out_dtype()))
+
+
+@converter("Not")
+def _not(ctx: Context):
     x = ctx.x(0).node
-    return _same(ctx, make_node("Abs", (x,)) if "Abs" in OPS else F.maximum(x, -x))
-
-
-@converter("Sign")
-def _sign(ctx: Context):
-    x = ctx.x(0).node
-    return _same(ctx, F.greater(x, 0.0) - F.less(x, 0.0))
-
-
-@converter("Sigmoid")
-def _sigmoid(ctx: Context):
-    x = ctx.x(0).node
-    if "Sigmoid" in OPS:
-        return _same(ctx, make_node("Sigmoid", (x,)))
-    return _same(ctx, 0.5 * F.tanh(0.5 * x) + 0.5)
+    return _same(ctx, make_node("Equal", (x, F.broadcast(F.constant(False, dtype=x.dtype),
+                                                           x.axes))))
 
 
 def _gelu_tanh(x):
@@ -128,18 +151,10 @@ def _clip(ctx: Context):
 
 @converter("Pow")
 def _pow(ctx: Context):
-    exponent = ctx.const(1)
-    if exponent is not None and exponent.size == 1:
-        e = float(exponent.reshape(()))
-        x = ctx.x(0).node
-        simple = {1.0: lambda: x, 2.0: lambda: F.square(x), 0.5: lambda: F.sqrt(x),
-                  -1.0: lambda: F.reciprocal(x), 3.0: lambda: x * x * x}
-        if e in simple:
-            return [elementwise(ctx, "Add", Tensor(simple[e](), ctx.x(0).axes),
-                                Tensor(F.constant(0.0, dtype=x.dtype), ()))]
-    if "Power" in OPS:
-        return [elementwise(ctx, "Power", ctx.x(0), ctx.x(1))]
-    raise ctx.unsupported("Pow with an exponent other than 1, 2, 3, 0.5 or -1")
+    base, exponent = ctx.x(0), ctx.x(1)
+    if exponent.node.dtype != base.node.dtype:
+        exponent = Tensor(F.cast(exponent.node, base.node.dtype), exponent.axes)
+    return [elementwise(ctx, "Power", base, exponent)]
 
 
 # -- products ----------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ from ngrules.interop.onnx_context import Context, converter
 from ngrules.interop.onnx_shaping import Tensor, broadcast_to, fit, temp_axis
 from ngrules.ir import frontend as F
 from ngrules.ir.axes import Axes
+from ngrules.ir.graph import make_node
 from ngrules.ir.layers import batchnorm
-from ngrules.ir.ops import OPS
 
 
 def _reduced_positions(ctx: Context, rank: int) -> list[int]:
@@ -77,7 +77,23 @@ def softmax(x, red, log: bool = False):
 def _softmax(ctx: Context):
     x = ctx.x(0)
     red = _softmax_axes(ctx, x)
-    return [Tensor(softmax(x.node, red, log=ctx.op == "LogSoftmax"), x.axes)]
+    if ctx.op == "Softmax":
+        return [Tensor(make_node("Softmax", (x.node,), normalization_axes=red), x.axes)]
+    return [Tensor(softmax(x.node, red, log=True), x.axes)]
+
+
+@converter("ArgMax", "ArgMin")
+def _argmax(ctx: Context):
+    x = ctx.x(0)
+    if ctx.attr("select_last_index", 0):
+        raise ctx.unsupported("select_last_index=1")
+    pos = ctx.attr("axis", 0) % len(x.axes)
+    op = "Argmax" if ctx.op == "ArgMax" else "Argmin"
+    node = make_node(op, (x.node,), reduction_axes=[x.axes[pos]], dtype=ctx.out_dtype())
+    kept = tuple(a for i, a in enumerate(x.axes) if i != pos)
+    if not ctx.attr("keepdims", 1):
+        return [Tensor(node, kept)]
+    return [_keep(ctx.out_axes(0), x, node, [pos])]
 
 
 @converter("BatchNormalization")
@@ -140,7 +156,3 @@ def _global_pool(ctx: Context):
     red = [x.axes[i] for i in positions]
     reduce = F.mean if ctx.op == "GlobalAveragePool" else F.max
     return [_keep(ctx.out_axes(0), x, reduce(x.node, reduction_axes=red), positions)]
-
-
-def available(op: str) -> bool:
-    return op in OPS
