@@ -160,6 +160,7 @@ class Naming:
     def resolve(self) -> None:
         """Name every class, in the order of the slots' first appearance."""
         taken: set[str] = set()
+        self._flats: set[str] = set()
         for slot in self._order:
             self._resolve(self.find(slot), taken)
 
@@ -172,8 +173,10 @@ class Naming:
             parts = [self._resolve(self.find(p), taken) for p in self._recipe[root]]
             if len({p.name for p in parts}) == len(parts):
                 flat = FlattenedAxis(parts)
-                if flat.name not in taken and flat.length == length:
+                free = flat.name not in taken or flat.name in self._flats
+                if free and flat.length == length:  # one flattening of the same axes: one axis
                     axis = flat
+                    self._flats.add(flat.name)
         if axis is None:
             base = self._named.get(root) or self._hint.get(root) or f"{root[0]}.{root[1]}"
             name, k = base, 0
