@@ -65,6 +65,17 @@ def _elementwise(op: str):
     return lambda em, n, a: em.node(op, a)
 
 
+def _arithmetic(op: str):
+    """An arithmetic op whose bool operands (masks) are cast to the result's dtype first."""
+
+    def emit(em, n, a):
+        a = [name if arg.dtype == n.dtype else em.node("Cast", [name], to=_elem(n.dtype))
+             for arg, name in zip(n.args, a)]
+        return em.node(op, a)
+
+    return emit
+
+
 def _not_equal(em, n, a):
     return em.node("Not", [em.node("Equal", a)])
 
@@ -170,12 +181,12 @@ def _fused(em, n, a):
 
 
 EXPORTERS: dict[str, Callable] = {
-    "Add": _elementwise("Add"),
-    "Subtract": _elementwise("Sub"),
-    "Multiply": _elementwise("Mul"),
-    "Divide": _elementwise("Div"),
-    "Maximum": _elementwise("Max"),
-    "Minimum": _elementwise("Min"),
+    "Add": _arithmetic("Add"),
+    "Subtract": _arithmetic("Sub"),
+    "Multiply": _arithmetic("Mul"),
+    "Divide": _arithmetic("Div"),
+    "Maximum": _arithmetic("Max"),
+    "Minimum": _arithmetic("Min"),
     "Negative": _elementwise("Neg"),
     "Reciprocal": _elementwise("Reciprocal"),
     "Sqrt": _elementwise("Sqrt"),
@@ -191,7 +202,7 @@ EXPORTERS: dict[str, Callable] = {
     "LessEqual": _elementwise("LessOrEqual"),
     "Select": _elementwise("Where"),
     "Cast": lambda em, n, a: em.node("Cast", a, to=_elem(n.dtype)),
-    "Power": _elementwise("Pow"),
+    "Power": _arithmetic("Pow"),
     "Absolute": _elementwise("Abs"),
     "Sign": _elementwise("Sign"),
     "Sigmoid": _elementwise("Sigmoid"),

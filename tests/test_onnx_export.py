@@ -1,0 +1,74 @@
+"""ONNX export: valid models (full check) that onnxruntime runs to the executor's values,
+fused ops included (as ngrules-domain functions)."""
+
+import numpy as np
+import pytest
+
+import ngrules as ng
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from ngrules.cli.demo import mlp  # noqa: E402
+from ngrules.interop import OnnxError  # noqa: E402
+from ngrules.lang.library import load_library  # noqa: E402
+
+
+def run_ort(model, feeds):
+    session = ort.InferenceSession(model.SerializeToString())
+    names = {i.name for i in session.get_inputs()}
+    return session.run(None, {k: v for k, v in feeds.items() if k in names})
+
+
+def assert_same(outputs, feeds, rtol=1e-6):
+    model = ng.to_onnx(outputs)
+    onnx.checker.check_model(model, full_check=True)
+    for want, got in zip(ng.execute(outputs, feeds), run_ort(model, feeds)):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+    return model
+
+
+def test_differentiated_mlp_before_and_after_fusion_runs_in_onnxruntime():
+    outputs, feeds = mlp(batch=8)
+    fused = ng.rewrite(outputs, load_library(), pipeline="cpu").outputs
+    ops = {n.op for n in ng.toposort(fused)}
+    assert {"BatchnormFprop", "BatchnormBprop", "Relu", "ReluBprop", "DotLowDimension"} <= ops
+    assert_same(outputs, feeds)
+    model = assert_same(fused, feeds, rtol=1e-8)
+    assert {f.name for f in model.functions} == {"BatchnormFprop", "BatchnormBprop", "ReluBprop"}
+    assert {n.op_type for n in model.graph.node} >= {"BatchnormFprop", "LeakyRelu", "MatMul"}
+
+
+def test_views_reductions_slices_and_comparisons():
+    a, b, c = ng.make_axis(2, "A"), ng.make_axis(3, "B"), ng.make_axis(4, "C")
+    x = ng.placeholder([a, b, c], name="x")
+    y = ng.placeholder([c, b], name="y")
+    parts = [
+        ng.dot(x, y),
+        ng.broadcast(ng.sum(x, reduction_axes=[b]), [c, ng.make_axis(5, "D"), a]),
+        ng.axes_with_order(x, [c, a, b]),
+        ng.flatten_at(x, 1),
+        ng.tensor_slice(x, 2, 1, 3, ng.make_axis(2, "S")),
+        ng.max(x, reduction_axes=[a, c]) - ng.min(x, reduction_axes=[a, c]),
+        ng.transpose(y),
+        ng.cast(ng.greater(x, 0.0), np.float32),
+    ]
+    rng = np.random.default_rng(0)
+    feeds = {"x": rng.standard_normal((2, 3, 4)).astype(np.float32),
+             "y": rng.standard_normal((4, 3)).astype(np.float32)}
+    assert_same(parts, feeds)
+
+
+def test_output_names_and_an_op_without_export_is_an_error():
+    x = ng.placeholder([ng.make_axis(3, "A")], name="x")
+    model = ng.to_onnx([ng.exp(x)], output_names=["e"])
+    assert [o.name for o in model.graph.output] == ["e"]
+    with pytest.raises(OnnxError, match="2 output names"):
+        ng.to_onnx([x], output_names=["a", "b"])
+    if "Erfc" not in ng.OPS:
+        ng.register_op("Erfc", arity=1, infer=lambda args, attrs: (args[0].axes, args[0].dtype),
+                       kernel=lambda node: np.negative, grad=lambda n, d: (None,),
+                       gen=lambda draw, leaf: None)
+    with pytest.raises(OnnxError, match="cannot export op Erfc"):
+        ng.to_onnx([ng.make_node("Erfc", (x,))])
