@@ -19,8 +19,7 @@ from ngrules.errors import (
 from ngrules.ir import builtin as _builtin  # noqa: F401  (fills the op table)
 from ngrules.ir.autodiff import deriv
 from ngrules.ir.axes import Axes, Axis, FlattenedAxis, make_axes, make_axis
-from ngrules.ir.executor import Program, compile_graph, execute
-from ngrules.ir.frontend import (
+from ngrules.ir.builders import (
     absolute,
     add,
     argmax,
@@ -30,12 +29,17 @@ from ngrules.ir.frontend import (
     batchnorm_fprop,
     broadcast,
     cast,
+    cast_axes,
     concat_along_axis,
     constant,
+    cross_entropy_binary,
+    cross_entropy_binary_inner,
+    cross_entropy_multi,
     divide,
     dot,
     equal,
     exp,
+    expand_dims,
     flatten,
     flatten_at,
     greater,
@@ -51,13 +55,17 @@ from ngrules.ir.frontend import (
     multiply,
     negative,
     not_equal,
+    one_hot,
     outputs_of,
+    pad,
     placeholder,
     power,
     prod,
     reciprocal,
+    safelog,
     sigmoid,
     sign,
+    slice_along_axis,
     softmax,
     sqrt,
     square,
@@ -71,6 +79,7 @@ from ngrules.ir.frontend import (
     variance,
     where,
 )
+from ngrules.ir.executor import Program, compile_graph, execute
 from ngrules.ir.graph import Graph, Node, format_graph, make_node, substitute, toposort, validate
 from ngrules.ir.graphfile import load_graph, save_graph
 from ngrules.ir.ops import OPS, AttrSpec, NotDifferentiable, OpDef, register_op
@@ -189,6 +198,15 @@ __all__ = [
     "tanh",
     "tensor_slice",
     "sigmoid",
+    "cast_axes",
+    "expand_dims",
+    "pad",
+    "slice_along_axis",
+    "cross_entropy_binary",
+    "cross_entropy_binary_inner",
+    "cross_entropy_multi",
+    "one_hot",
+    "safelog",
     "argmax",
     "argmin",
     "cast",

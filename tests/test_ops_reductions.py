@@ -36,8 +36,11 @@ def test_prod_gradient_matches_finite_differences_with_zeros(data):
     )
     xv = np.resize(np.array(values), shape)
     x = ng.placeholder(ng.make_axes({"A": shape[0], "B": shape[1]}), np.float64, name="x")
-    cost = ng.sum(ng.prod(x, reduction_axes=x.axes[1:]) * ng.constant(
-        np.arange(1.0, shape[0] + 1), x.axes[:1], np.float64), out_axes=())
+    cost = ng.sum(
+        ng.prod(x, reduction_axes=x.axes[1:])
+        * ng.constant(np.arange(1.0, shape[0] + 1), x.axes[:1], np.float64),
+        out_axes=(),
+    )
     (grad,) = ng.execute([ng.deriv(cost, x)], {x: xv})
     program = ng.compile_graph([cost])
     fd = central_difference(lambda v: program.run({x: v})[0].item(), xv, h=1e-3)

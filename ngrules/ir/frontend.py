@@ -246,14 +246,6 @@ def dot(x: Node, y: Node) -> Node:
     return make_node("Dot", (x, y))
 
 
-def concat_along_axis(xs: Sequence[Node], position: int, axis) -> Node:
-    return make_node("Concat", tuple(xs), axis=axis, position=position)
-
-
-def tensor_slice(x: Node, position: int, start: int, stop: int, axis) -> Node:
-    return make_node("Slice", (x,), position=position, start=start, stop=stop, axis=axis)
-
-
 # -- fused ops ---------------------------------------------------------------------------------
 def outputs_of(node: Node) -> tuple[Node, ...]:
     """The `Output` nodes of a multi-output node, in order."""
@@ -272,20 +264,3 @@ def batchnorm_bprop(delta, x, gamma, mean_, var, eps: float = 1e-3):
 
 OPERATORS.update(add=add, subtract=subtract, multiply=multiply, divide=divide, negative=negative)
 
-
-# -- family modules, re-exported here (they import this module, so they come last) ------------
-from ngrules.ir.frontend_math import (  # noqa: E402, F401
-    absolute,
-    cast,
-    equal,
-    greater,
-    greater_equal,
-    less,
-    less_equal,
-    not_equal,
-    power,
-    sigmoid,
-    sign,
-    where,
-)
-from ngrules.ir.frontend_nn import softmax  # noqa: E402, F401

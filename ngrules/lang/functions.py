@@ -1,7 +1,7 @@
 """The function library that guards, lets and replacements may call, as one table.
 
 Rules never run Python text: a call `f(x)` looks `f` up here. Pure functions compute values
-(`len`, `size`, `new_axis`...); builders make graph nodes through `ngrules.frontend` (imported
+(`len`, `size`, `new_axis`...); builders make graph nodes through `ngrules.ir.builders` (imported
 when first called, so the table loads without the graph code). Python code adds functions
 with `register_function`, the only escape hatch of the language.
 """
@@ -46,7 +46,7 @@ class _Builder:
         self.name = name
 
     def target(self) -> Callable[..., Any]:
-        from ngrules.ir import frontend
+        from ngrules.ir import builders as frontend
 
         return getattr(frontend, self.name)
 
@@ -183,6 +183,15 @@ _BUILDERS: list[tuple[str, int, int, str]] = [
     ("less_equal", 2, 2, "x <= y as a bool tensor, broadcasting"),
     ("where", 3, 3, "x where cond, else y (cond a bool tensor)"),
     ("cast", 2, 2, "x converted to a dtype"),
+    ("safelog", 1, 2, "log(x + exp(-50)) clipped at -50, as ngraph"),
+    ("cross_entropy_multi", 2, 6, "-sum(safelog(y) * t), ngraph's softmax form when y is one"),
+    ("cross_entropy_binary", 2, 6, "binary cross-entropy, ngraph's sigmoid form when y is one"),
+    ("one_hot", 2, 3, "integer indices as one-hot vectors along a new leading axis"),
+    ("tensor_slice", 2, 3, "x sliced by one int or slice per axis"),
+    ("pad", 2, 3, "x with zeros around each axis"),
+    ("expand_dims", 3, 3, "x repeated along a new axis at a position"),
+    ("cast_axes", 2, 2, "x with new axes of the same lengths"),
+    ("concat_along_axis", 2, 2, "join tensors along the named axis"),
     ("softmax", 1, 2, "softmax over `normalization_axes` (default: all but N and REC)"),
     ("add", 2, 2, "x + y with ngraph's broadcasting"),
     ("subtract", 2, 2, "x - y with ngraph's broadcasting"),

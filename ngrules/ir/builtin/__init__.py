@@ -11,8 +11,10 @@ from ngrules.ir.builtin import (
     compare,  # noqa: F401
     elementwise,  # noqa: F401
     fused,  # noqa: F401
+    indexing,  # noqa: F401
     leaves,  # noqa: F401
     products,  # noqa: F401
     reductions,  # noqa: F401
+    slicing,  # noqa: F401
     views,  # noqa: F401
 )

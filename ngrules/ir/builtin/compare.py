@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ngrules.errors import OpError
-from ngrules.ir import frontend as F
+from ngrules.ir import builders as F
 from ngrules.ir import opgen as G
 from ngrules.ir.builtin.common import (
     BOOL,

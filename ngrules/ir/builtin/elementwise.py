@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ngrules.ir import frontend as F
+from ngrules.ir import builders as F
 from ngrules.ir import opgen as G
 from ngrules.ir.builtin.common import elementwise_infer, no_grad
 from ngrules.ir.ops import register_op

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ngrules.errors import OpError
-from ngrules.ir import frontend as F
+from ngrules.ir import builders as F
 from ngrules.ir import opgen as G
 from ngrules.ir.builtin.common import check_dtype, check_subset
 from ngrules.ir.ops import AttrSpec, NotDifferentiable, register_op
