@@ -169,6 +169,45 @@ def _slice(em, n, a):
     return em.node("Slice", ins)
 
 
+def _tensor_slice(em, n, a):
+    """Slice with steps; integer-indexed axes (step 0) are then reshaped away."""
+    spec = np.asarray(n.attrs["slices"])
+    starts = [int(r[0]) for r in spec]
+    stops = [int(r[0]) + 1 if r[2] == 0 else int(r[1]) for r in spec]
+    steps = [int(r[2]) or 1 for r in spec]
+    axes = list(range(len(spec)))
+    ins = [a[0], em.const(starts), em.const(stops), em.const(axes), em.const(steps)]
+    out = em.node("Slice", ins)
+    if (spec[:, 2] == 0).any():
+        out = em.node("Reshape", [out, em.const(list(n.axes.lengths))])
+    return out
+
+
+def _pad(em, n, a):
+    pads = np.asarray(n.attrs["paddings"])
+    return em.node("Pad", [a[0], em.const(list(pads[:, 0]) + list(pads[:, 1]))])
+
+
+def _unslice(em, n, a):
+    """Zeros with x written at the slices: a Pad where every step is 1."""
+    spec = np.asarray(n.attrs["slices"])
+    if (spec[:, 2] > 1).any():
+        raise OnnxError(f"cannot export {n!r}: Unslice with steps above 1")
+    x = a[0]
+    if (spec[:, 2] == 0).any():  # integer-indexed axes come back as length 1 first
+        shape = [1 if r[2] == 0 else int(r[1] - r[0]) for r in spec]
+        x = em.node("Reshape", [x, em.const(shape)])
+    before = [int(r[0]) for r in spec]
+    after = [ax.length - int(r[0]) - (1 if r[2] == 0 else int(r[1] - r[0]))
+             for r, ax in zip(spec, n.axes)]
+    return em.node("Pad", [x, em.const(before + after)])
+
+
+def _expand_dims(em, n, a):
+    grown = em.node("Unsqueeze", [a[0], em.const([n.attrs["position"]])])
+    return em.node("Expand", [grown, em.const(list(n.axes.lengths))])
+
+
 def _relu(em, n, a):
     slope = n.attrs["slope"]
     return em.node("Relu", a) if slope == 0.0 else em.node("LeakyRelu", a, alpha=slope)
@@ -221,6 +260,11 @@ EXPORTERS: dict[str, Callable] = {
     "Flatten": _reshape,
     "Unflatten": _reshape,
     "Concat": lambda em, n, a: em.node("Concat", a, axis=n.attrs["position"]),
+    "TensorSlice": _tensor_slice,
+    "Unslice": _unslice,
+    "Pad": _pad,
+    "ExpandDims": _expand_dims,
+    "AxesCast": lambda em, n, a: a[0],  # a renaming: the same data
     "Slice": _slice,
     "Relu": _relu,
     "ReluBprop": _fused,

@@ -13,15 +13,25 @@ import itertools
 import numpy as np
 
 from ngrules.interop.onnx_context import Context, converter
-from ngrules.interop.onnx_ops_shape import cut, join, pick
+from ngrules.interop.onnx_ops_shape import cut, join, strided
 from ngrules.interop.onnx_shaping import Tensor, conform, fit, squeeze, temp_axis
 from ngrules.ir import frontend as F
+from ngrules.ir.axes import Axes
+from ngrules.ir.graph import make_node
 
 
 def pad(t: Tensor, pos: int, before: int, after: int, value: float) -> Tensor:
     """t with `before` and `after` elements of `value` around position pos."""
     if not before and not after:
         return t
+    if value == 0:
+        axis = temp_axis(t.shape[pos] + before + after)
+        pads = np.zeros((len(t.node.axes), 2), np.int64)
+        node_pos = t.node.axes.index(t.axes[pos])
+        pads[node_pos] = (before, after)
+        axes = t.node.axes[:node_pos] + Axes((axis,)) + t.node.axes[node_pos + 1 :]
+        return Tensor(make_node("Pad", (t.node,), paddings=pads, axes=axes),
+                      t.axes[:pos] + (axis,) + t.axes[pos + 1 :])
     parts = []
     for length in (before, after):
         axes = t.axes[:pos] + (temp_axis(length),) + t.axes[pos + 1 :] if length else ()
@@ -32,10 +42,8 @@ def pad(t: Tensor, pos: int, before: int, after: int, value: float) -> Tensor:
 
 def window(t: Tensor, pos: int, start: int, count: int, stride: int, axis) -> Tensor:
     """count elements from start, every stride-th, at position pos, as `axis`."""
-    if stride == 1:
-        return cut(t, pos, start, start + count, axis)
-    picked = pick(t, pos, list(range(start, start + stride * count, stride)))
-    return conform(picked, picked.axes[:pos] + (axis,) + picked.axes[pos + 1 :])
+    stop = start + stride * (count - 1) + 1
+    return strided(t, pos, start, stop, stride, axis)
 
 
 def _geometry(ctx: Context, ins, outs, kernel):
@@ -154,3 +162,27 @@ def _count(ctx, x: Tensor, out, kernel, strides, dilations, pads, extra):
         count = np.multiply.outer(count, inside.sum(axis=1))
     counts = F.constant(count.astype(x.node.dtype), out[2:], dtype=x.node.dtype)
     return F.broadcast(counts, out)
+
+
+@converter("Pad")
+def _pad_op(ctx: Context):
+    """Constant-mode Pad: zeros by the Pad op, other values by Concat; negative pads crop."""
+    if ctx.attr("mode", "constant") != "constant":
+        raise ctx.unsupported(f"Pad mode {ctx.attr('mode')!r}")
+    t = ctx.x(0)
+    rank = len(t.axes)
+    pads = ctx.attr("pads") if ctx.attr("pads") is not None else ctx.need_const(1, "pads")
+    pads = [int(p) for p in np.ravel(pads)]
+    value = ctx.const(2) if ctx.has(2) else ctx.attr("value", 0.0)
+    if value is None:
+        raise ctx.unsupported("a pad value computed at run time")
+    positions = (list(range(rank)) if not ctx.has(3)
+                 else [int(a) % rank for a in np.ravel(ctx.need_const(3, "pad axes"))])
+    n = len(positions)
+    for k, pos in enumerate(positions):
+        before, after = pads[k], pads[n + k]
+        start, stop = max(-before, 0), t.shape[pos] - max(-after, 0)
+        if start or stop < t.shape[pos]:
+            t = cut(t, pos, start, stop, temp_axis(stop - start))
+        t = pad(t, pos, max(before, 0), max(after, 0), float(np.asarray(value).reshape(())))
+    return [conform(t, ctx.out_axes(0))]

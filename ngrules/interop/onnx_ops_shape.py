@@ -7,7 +7,7 @@ import numpy as np
 
 from ngrules.interop.onnx_context import Context, converter
 from ngrules.interop.onnx_shaping import Tensor, broadcast_to, conform, reshape, squeeze, temp_axis
-from ngrules.ir.axes import Axis
+from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.graph import make_node
 
 
@@ -54,9 +54,28 @@ def join(parts: list[Tensor], pos: int, axis: Axis) -> Tensor:
     return Tensor(node, first[:pos] + (axis,) + first[pos + 1 :])
 
 
+def strided(t: Tensor, pos: int, start: int, stop: int, step: int, axis: Axis) -> Tensor:
+    """t[..., start:stop:step, ...] at ONNX position pos (step > 0), that dimension `axis`."""
+    if step == 1:
+        return cut(t, pos, start, stop, axis)
+    node_pos = t.node.axes.index(t.axes[pos])
+    if axis.name in t.node.axes.names:
+        axis = temp_axis(axis.length)
+    spec = [(0, a.length, 1) for a in t.node.axes]
+    spec[node_pos] = (start, stop, step)
+    out_axes = t.node.axes[:node_pos] + Axes((axis,)) + t.node.axes[node_pos + 1 :]
+    node = make_node("TensorSlice", (t.node,), slices=np.array(spec, np.int64), axes=out_axes)
+    return Tensor(node, t.axes[:pos] + (axis,) + t.axes[pos + 1 :])
+
+
 def pick(t: Tensor, pos: int, indices) -> Tensor:
-    """The given indices along position pos, as a new dimension of their count."""
+    """The given indices along position pos, as a new dimension of their count: one strided
+    slice when they are evenly spaced upwards, else a Concat of single slices."""
     axis = temp_axis(len(indices))
+    steps = {b - a for a, b in zip(indices, indices[1:])}
+    if len(steps) <= 1 and min(steps, default=1) > 0:
+        step = steps.pop() if steps else 1
+        return strided(t, pos, indices[0], indices[-1] + 1, step, axis)
     parts = [cut(t, pos, i, i + 1, temp_axis(1)) for i in indices]
     return join(parts, pos, axis)
 

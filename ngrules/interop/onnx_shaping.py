@@ -42,29 +42,25 @@ def temp_axis(length: int) -> Axis:
     return Axis(f"tmp{next(_temp)}", length)
 
 
-def rename(node: Node, old: Axis, new: Axis) -> Node:
-    """The node with axis `old` called `new` (same length): a full-range Slice."""
-    if old.name == new.name and old.length == new.length:
+def cast_axes(node: Node, mapping: dict[str, Axis]) -> Node:
+    """The node with the axes named in `mapping` renamed (same lengths): one AxesCast."""
+    axes = Axes(mapping.get(a.name, a) for a in node.axes)
+    if all(x.name == y.name and x.length == y.length for x, y in zip(axes, node.axes)):
         return node
-    pos = node.axes.index(old)
-    return make_node("Slice", (node,), position=pos, start=0, stop=old.length, axis=new)
+    return make_node("AxesCast", (node,), axes=axes)
+
+
+def rename(node: Node, old: Axis, new: Axis) -> Node:
+    """The node with axis `old` called `new` (same length)."""
+    return cast_axes(node, {old.name: new})
 
 
 def conform(t: Tensor, axes: Sequence[Axis]) -> Tensor:
     """The tensor with its positions renamed to `axes` (lengths must agree)."""
     axes = tuple(axes)
-    if t.axes == axes:
+    if t.axes == axes and all(a.length == b.length for a, b in zip(t.axes, axes)):
         return t
-    node, current = t.node, list(t.axes)
-    changing = [i for i, (a, b) in enumerate(zip(current, axes)) if a.name != b.name]
-    names = {a.name for a in current}
-    if any(axes[i].name in names for i in changing):  # a swap: go through fresh names first
-        for i in changing:
-            tmp = temp_axis(current[i].length)
-            node, current[i] = rename(node, current[i], tmp), tmp
-    for i in changing:
-        node = rename(node, current[i], axes[i])
-    return Tensor(node, axes)
+    return Tensor(cast_axes(t.node, {a.name: b for a, b in zip(t.axes, axes)}), axes)
 
 
 def squeeze(node: Node, drop: Sequence[Axis]) -> Node:
