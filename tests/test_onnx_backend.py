@@ -12,6 +12,8 @@ from collections import Counter
 
 import pytest
 
+import ngrules as ng
+
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
@@ -59,7 +61,9 @@ def test_round_trip_through_rewrite_export_and_onnxruntime(cases, report):
         if case.name in passed and case.name not in ORT_LIMITS and any(seen[o] < 2 for o in ops):
             seen.update(ops)
             sample.append(case)
-    report = run_node_tests(cases=sample, rules=load_library())
+    rules = load_library()
+    report = run_node_tests(cases=sample,
+                            transform=lambda outs: ng.rewrite(outs, rules, pipeline="cpu").outputs)
     print("\n" + report.table())
     broken = {o.name: o.detail for o in report.outcomes if o.exported != "pass"}
     assert not broken, broken

@@ -79,13 +79,14 @@ def runnable(case) -> bool:
     return not case.model.functions and all(op in known for op in model_ops(case.model))
 
 
-def run_case(case, rules=None) -> Outcome:
-    """Import and execute; with `rules`, also rewrite (cpu pipeline), export and run the
-    exported model with onnxruntime, against the same expected outputs."""
+def run_case(case, transform=None) -> Outcome:
+    """Import and execute; with `transform` (outputs -> outputs, e.g. a rewrite), also
+    transform, export and run the exported model with onnxruntime, against the same expected
+    outputs."""
     outcome = _run_imported(case)
-    if rules is not None and outcome.status == "pass":
+    if transform is not None and outcome.status == "pass":
         try:
-            _run_exported(case, rules)
+            _run_exported(case, transform)
             outcome.exported = "pass"
         except Exception as e:  # any failure of the round trip is reported, not raised
             outcome.exported = "fail"
@@ -99,18 +100,16 @@ def _feeds(case, inputs) -> dict[str, np.ndarray]:
     return dict(zip(names, (_array(v) for v in inputs)))
 
 
-def _run_exported(case, rules) -> None:
+def _run_exported(case, transform) -> None:
     import onnxruntime as ort
 
-    from ngrules.engine.driver import rewrite
     from ngrules.interop.onnx_export import to_onnx
 
     for inputs, expected in case.data_sets:
         values = _feeds(case, inputs)
         fixed = {k: v for k, v in values.items() if k in _steering(case.model)}
         imported = import_model(case.model, constants=fixed)
-        result = rewrite(imported.outputs, rules, pipeline="cpu")
-        model = to_onnx(result.outputs, output_names=imported.output_names)
+        model = to_onnx(transform(imported.outputs), output_names=imported.output_names)
         session = ort.InferenceSession(model.SerializeToString(),
                                        providers=["CPUExecutionProvider"])
         wanted = {i.name for i in session.get_inputs()}
@@ -171,12 +170,12 @@ def _compare(name, got, expected, rtol, atol) -> None:
     np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=name)
 
 
-def run_node_tests(select=None, rules=None, cases=None) -> Report:
-    """Run every runnable node test (those `select(case)` keeps, if given); with `rules`, the
-    round trip through rewriting, export and onnxruntime too."""
+def run_node_tests(select=None, transform=None, cases=None) -> Report:
+    """Run every runnable node test (those `select(case)` keeps, if given); with `transform`,
+    the round trip through it, export and onnxruntime too."""
     report = Report()
     for case in cases if cases is not None else node_testcases():
         if case.kind != "node" or not runnable(case) or (select and not select(case)):
             continue
-        report.outcomes.append(run_case(case, rules))
+        report.outcomes.append(run_case(case, transform))
     return report

@@ -20,7 +20,7 @@ from ngrules.interop import OnnxError, UnsupportedOp, require_onnx
 from ngrules.interop.onnx_axes import Naming, Shapes, name_axes
 from ngrules.interop.onnx_context import CONVERTERS, Context, elem_name, graph_dtype
 from ngrules.interop.onnx_shaping import Tensor, conform
-from ngrules.ir import frontend as F
+from ngrules.ir import builders as F
 from ngrules.ir.graph import Node
 
 

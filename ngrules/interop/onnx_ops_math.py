@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ngrules.interop.onnx_context import Context, converter, elementwise
 from ngrules.interop.onnx_shaping import Tensor, broadcast_to, conform, fit, squeeze, temp_axis
-from ngrules.ir import frontend as F
+from ngrules.ir import builders as F
 from ngrules.ir.graph import make_node
 
 _BINARY = {"Add": "Add", "Sub": "Subtract", "Mul": "Multiply", "Div": "Divide"}

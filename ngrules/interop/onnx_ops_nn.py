@@ -11,7 +11,7 @@ import numpy as np
 
 from ngrules.interop.onnx_context import Context, converter
 from ngrules.interop.onnx_shaping import Tensor, broadcast_to, fit, temp_axis
-from ngrules.ir import frontend as F
+from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
 from ngrules.ir.graph import make_node
 from ngrules.ir.layers import batchnorm
