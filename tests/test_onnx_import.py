@@ -206,3 +206,16 @@ def test_a_path_that_is_not_a_model_is_an_error(tmp_path):
     bad.write_bytes(b"not a protobuf at all \xff\xfe")
     with pytest.raises(OnnxError, match="bad.onnx"):
         ng.from_onnx(bad)
+
+
+def test_erf_from_primitives_is_within_its_stated_error():
+    import math
+
+    m = model([helper.make_node("Erf", ["x"], ["y"])], [value("x", [401], TensorProto.DOUBLE)],
+              [value("y", [401], TensorProto.DOUBLE)])
+    (y,) = ng.from_onnx(m)
+    x = np.linspace(-6.0, 6.0, 401)
+    got = ng.execute([y], {"x": x})[0]
+    want = np.array([math.erf(v) for v in x])
+    assert np.max(np.abs(got - want)) < 1.5e-7
+    assert got[200] == 0.0 and np.all(np.diff(got) >= 0)
