@@ -208,6 +208,39 @@ def _expand_dims(em, n, a):
     return em.node("Expand", [grown, em.const(list(n.axes.lengths))])
 
 
+def _to_onnx_layout(em, name: str) -> str:
+    """ngraph's (C, D, H, W, N) as ONNX's (N, C, D, H, W)."""
+    return em.node("Transpose", [name], perm=[4, 0, 1, 2, 3])
+
+
+def _from_onnx_layout(em, name: str) -> str:
+    return em.node("Transpose", [name], perm=[1, 2, 3, 4, 0])
+
+
+def _geometry(attrs) -> dict:
+    pads = [int(p) for p in attrs["padding"]]
+    return {"pads": pads + pads, "strides": [int(s) for s in attrs["strides"]]}
+
+
+def _convolution(em, n, a):
+    x = _to_onnx_layout(em, a[0])
+    w = em.node("Transpose", [a[1]], perm=[4, 0, 1, 2, 3])  # (C, T, R, S, K) -> (K, C, T, R, S)
+    y = em.node("Conv", [x, w], dilations=[int(d) for d in n.attrs["dilation"]],
+                **_geometry(n.attrs))
+    return _from_onnx_layout(em, y)
+
+
+def _pooling(em, n, a):
+    window = [int(k) for k in n.attrs["window"]]
+    if n.attrs["mode"] == "max":
+        y = em.node("MaxPool", [_to_onnx_layout(em, a[0])], kernel_shape=window,
+                    **_geometry(n.attrs))
+    else:
+        y = em.node("AveragePool", [_to_onnx_layout(em, a[0])], kernel_shape=window,
+                    count_include_pad=1, **_geometry(n.attrs))
+    return _from_onnx_layout(em, y)
+
+
 def _relu(em, n, a):
     slope = n.attrs["slope"]
     return em.node("Relu", a) if slope == 0.0 else em.node("LeakyRelu", a, alpha=slope)
@@ -267,6 +300,8 @@ EXPORTERS: dict[str, Callable] = {
     "AxesCast": lambda em, n, a: a[0],  # a renaming: the same data
     "Slice": _slice,
     "Relu": _relu,
+    "Convolution": _convolution,
+    "Pooling": _pooling,
     "ReluBprop": _fused,
     "BatchnormFprop": _fused,
     "BatchnormBprop": _fused,

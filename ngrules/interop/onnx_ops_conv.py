@@ -14,6 +14,7 @@ import numpy as np
 
 from ngrules.interop.onnx_context import Context, converter
 from ngrules.interop.onnx_ops_shape import cut, join, strided
+from ngrules.interop.onnx_ops_window_ops import convolution, fits, pooling
 from ngrules.interop.onnx_shaping import Tensor, conform, fit, squeeze, temp_axis
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
@@ -93,6 +94,12 @@ def _conv(ctx: Context):
     w = ctx.x(1)
     kernel, strides, dilations, pads, extra = _geometry(ctx, x.shape[2:], ctx.out_shape()[2:],
                                                         w.shape[2:])
+    if fits(len(x.axes) - 2, pads, extra):
+        bias = ctx.x(2) if ctx.has(2) else None
+        y = convolution(x, w, out, strides, dilations, pads)
+        if bias is None:
+            return [y]
+        return [Tensor(y.node + F.broadcast(conform(bias, (out[1],)).node, y.node.axes), out)]
     xp = _padded(x, pads, 0.0, extra)
     channel = x.axes[1] if x.axes[1].name not in {a.name for a in out} else temp_axis(x.shape[1])
     xp = conform(xp, (out[0], channel) + xp.axes[2:])
@@ -129,6 +136,10 @@ def _pool(ctx: Context):
         ctx, x.shape[2:], ctx.out_shape()[2:], ctx.attr("kernel_shape")
     )
     is_max = ctx.op == "MaxPool"
+    whole = is_max or ctx.attr("count_include_pad", 0) or not any(pads)
+    small = all(p < k for p, k in zip(pads, kernel + kernel))
+    if fits(len(x.axes) - 2, pads, extra) and whole and small and set(dilations) == {1}:
+        return [pooling(x, out, "max" if is_max else "avg", kernel, strides, pads)]
     info = np.finfo if x.node.dtype.kind == "f" else np.iinfo
     fill = info(x.node.dtype).min if is_max else 0.0
     xp = _padded(x, pads, fill, extra)

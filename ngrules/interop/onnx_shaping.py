@@ -64,15 +64,17 @@ def conform(t: Tensor, axes: Sequence[Axis]) -> Tensor:
 
 
 def squeeze(node: Node, drop: Sequence[Axis]) -> Node:
-    """The node without the given length-1 axes (a new constant when it is one)."""
+    """The node without the given length-1 axes: a new constant when it is one, else a
+    TensorSlice indexing position 0 of each (which keeps the dtype and computes nothing)."""
     drop = Axes(drop)
     if not len(drop):
         return node
+    keep = node.axes - drop
     if node.op == "Constant":
-        keep = node.axes - drop
         value = np.asarray(node.attrs["value"]).reshape(keep.lengths)
         return F.constant(value, keep, dtype=value.dtype)
-    return F.sum(node, reduction_axes=drop)
+    spec = np.array([(0, 1, 0) if a in drop else (0, a.length, 1) for a in node.axes], np.int64)
+    return make_node("TensorSlice", (node,), slices=spec.reshape(len(node.axes), 3), axes=keep)
 
 
 def fit(node: Node, axes: Sequence[Axis]) -> Node:
