@@ -106,7 +106,7 @@ def test_coverage_counts_firings_and_near_misses(cli, models):
     assert rows["mul_one"]["fired"] == {"mlp.onnx": 0, "g.json": 1}
     misses = rows["batchnorm_fprop"]["near_misses"]["mlp.onnx"]
     assert misses and misses[0]["where"].endswith(tuple("0123456789"))
-    assert table["models"]["mlp.onnx"]["nodes_before"] == 51
+    assert table["models"]["mlp.onnx"]["nodes_before"] == 46
     text = cli("coverage", library_path(), "mlp.onnx", "--length", "N=8", cwd=models)
     assert "closest on mlp.onnx" in text.stdout and "dot_matrix_matrix" in text.stdout
 

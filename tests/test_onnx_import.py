@@ -48,8 +48,8 @@ def test_matmul_contracts_exactly_the_shared_dimension():
     )
     (y,) = ng.from_onnx(m, lengths={"batch": 5})
     (dot,) = [n for n in ng.toposort([y]) if n.op == "Dot"]
-    x, w = dot.args
-    assert x.axes.names == ("batch", "x.1")
+    w, x = dot.args  # weights first, as ngraph writes Dot(w, x)
+    assert x.axes.names == ("batch", "x.1") and w.op == "Constant"
     assert dot.attrs == {} and (x.axes & w.axes).names == ("x.1",)
     assert y.axes.names == ("batch", "w.1")
     feed = rng.standard_normal((5, 4)).astype(np.float32)

@@ -60,13 +60,16 @@ class _Builder:
 
 
 def mlp(widths=(16, 32, 32, 10), seed: int = 0):
-    """x[N, 16] -> (Gemm, BatchNormalization, Relu) x 2 -> Gemm -> y[N, 10]."""
+    """x[N, 16] -> (Gemm, BatchNormalization, Relu) x 2 -> Gemm -> y[N, 10]; the Gemms
+    before a batchnorm have no bias (the batchnorm's makes it redundant)."""
     b = _Builder(seed)
     h = "x"
     for i in range(1, len(widths)):
         w = b.weight(f"w{i}", [widths[i], widths[i - 1]])
-        h = b.op("Gemm", [h, w, b.weight(f"b{i}", [widths[i]], 0.1)], transB=1)
-        if i < len(widths) - 1:
+        last = i == len(widths) - 1
+        bias = [b.weight(f"b{i}", [widths[i]], 0.1)] if last else []  # batchnorm has a bias
+        h = b.op("Gemm", [h, w, *bias], transB=1)
+        if not last:
             h = b.op("Relu", [b.batchnorm(h, widths[i], f"bn{i}")])
     b.nodes[-1].output[0] = "y"
     x = b.h.make_tensor_value_info("x", 1, ["N", widths[0]])
@@ -80,8 +83,7 @@ def cnn(size: int = 16, channels=(3, 8, 16), classes: int = 10, seed: int = 1):
     h = "x"
     for i in range(1, len(channels)):
         w = b.weight(f"conv{i}_w", [channels[i], channels[i - 1], 3, 3])
-        h = b.op("Conv", [h, w, b.weight(f"conv{i}_b", [channels[i]], 0.1)],
-                 kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+        h = b.op("Conv", [h, w], kernel_shape=[3, 3], pads=[1, 1, 1, 1])  # no bias before BN
         h = b.op("Relu", [b.batchnorm(h, channels[i], f"bn{i}")])
         h = b.op("MaxPool", [h], kernel_shape=[2, 2], strides=[2, 2])
     h = b.op("Flatten", [h], axis=1)

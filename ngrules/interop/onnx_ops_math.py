@@ -177,7 +177,16 @@ def _clip(ctx: Context):
 
 @converter("Pow")
 def _pow(ctx: Context):
+    """x ** 2 and x ** 3 as products (the form fusion rules such as GELU's are written in),
+    other exponents as Power."""
     base, exponent = ctx.x(0), ctx.x(1)
+    value = ctx.const(1)
+    if value is not None and value.size == 1 and float(value) in (2.0, 3.0):
+        x = base.node
+        product = x * x if float(value) == 2.0 else x * x * x
+        return [Tensor(product, base.axes)] if ctx.out_axes(0) == base.axes else [
+            elementwise(ctx, "Multiply", Tensor(product, base.axes),
+                        Tensor(F.constant(1.0, dtype=x.dtype), ()))]
     if exponent.node.dtype != base.node.dtype:
         exponent = Tensor(F.cast(exponent.node, base.node.dtype), exponent.axes)
     return [elementwise(ctx, "Power", base, exponent)]
@@ -197,7 +206,10 @@ def matmul(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     b_axes = (k,) if b_vec else (*_tail(batch, len(b.axes) - 2), k, out[-1])
     a_node, b_node = _renamed(a, a_axes), _renamed(b, b_axes)
     if tuple(a_node.axes & b_node.axes) == (k,):
-        return Tensor(fit(F.dot(a_node, b_node), out), out)
+        # Weights first, as ngraph writes Dot(w, x) and the fold rules expect.
+        weights_right = b_node.op == "Constant" and a_node.op != "Constant"
+        dot = F.dot(b_node, a_node) if weights_right else F.dot(a_node, b_node)
+        return Tensor(dot if dot.axes.is_equal_set(out) else fit(dot, out), out)
     both = tuple(out) + (k,)
     product = fit(a_node, both) * fit(b_node, both)
     return Tensor(F.sum(product, reduction_axes=[k]), out)
