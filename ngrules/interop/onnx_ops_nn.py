@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ngrules.interop.onnx_context import Context, converter
-from ngrules.interop.onnx_shaping import Tensor, broadcast_to, fit, temp_axis
+from ngrules.interop.onnx_shaping import Tensor, broadcast_to, fit, squeeze, temp_axis
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
 from ngrules.ir.graph import make_node
@@ -107,9 +107,23 @@ def _batchnorm(ctx: Context):
         return _batchnorm_training(ctx, x, channel, scale, bias, mean, var, eps)
     if len(ctx.node.output) > 1 and any(ctx.node.output[1:]):
         raise ctx.unsupported("BatchNormalization's statistics outputs outside training mode")
-    xn = x.node
+    xn, dropped = _unsqueezed(x.node)
     y = (xn - mean) * F.reciprocal(F.sqrt(var + eps)) * scale + bias
-    return [Tensor(fit(y, xn.axes), x.axes)]
+    return [Tensor(squeeze(fit(y, xn.axes), dropped), x.axes)]
+
+
+def _unsqueezed(node):
+    """(node, ()) or, for a TensorSlice that only drops length-1 axes (a Convolution's unused
+    spatial axes), its argument and those axes: normalising before the drop keeps the
+    batchnorm next to the convolution, where the folding rule looks for it."""
+    if node.op != "TensorSlice":
+        return node, ()
+    inner = node.args[0]
+    rows = np.asarray(node.attrs["slices"]).tolist()
+    if any(r not in ([0, 1, 0], [0, a.length, 1]) or (r[2] == 0 and a.length != 1)
+           for r, a in zip(rows, inner.axes)):
+        return node, ()
+    return inner, tuple(a for r, a in zip(rows, inner.axes) if r[2] == 0)
 
 
 def _batchnorm_training(ctx, x: Tensor, channel, scale, bias, mean, var, eps):
