@@ -4,6 +4,7 @@ GRAPH and OUT are ngrules graph files, or ONNX models when they end in `.onnx`."
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ngrules.cli.common import FINDINGS, add_command, add_rules_option, rules_or_library
@@ -14,11 +15,13 @@ def run(args) -> int:
     from ngrules.engine.driver import rewrite
 
     outputs, names = graphio.load(args.graph, graphio.parse_lengths(args.length))
-    rules = rules_or_library(args.rules)
+    rules = rules_or_library(args.rules, args.import_path)
     pipeline = args.pipeline if args.pipeline or not args.passes else None
     if pipeline is None and not args.passes and "cpu" in rules.pipelines:
         pipeline = "cpu"
     result = rewrite(outputs, rules, pipeline=pipeline, passes=args.passes or None)
+    for warning in result.warnings:  # matches rejected because an expression failed there
+        print(warning, file=sys.stderr)
     graphio.save(args.output, result.outputs, names)
     if args.picture:
         _picture(result.outputs, args.picture)
