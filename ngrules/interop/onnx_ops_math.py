@@ -187,9 +187,12 @@ def _pow(ctx: Context):
         return [Tensor(product, base.axes)] if ctx.out_axes(0) == base.axes else [
             elementwise(ctx, "Multiply", Tensor(product, base.axes),
                         Tensor(F.constant(1.0, dtype=x.dtype), ()))]
-    if exponent.node.dtype != base.node.dtype:
-        exponent = Tensor(F.cast(exponent.node, base.node.dtype), exponent.axes)
-    return [elementwise(ctx, "Power", base, exponent)]
+    dtype = base.node.dtype
+    work = dtype if dtype.kind == "f" else np.dtype(np.float64)  # Power takes floats
+    base = Tensor(F.cast(base.node, work), base.axes)
+    exponent = Tensor(F.cast(exponent.node, work), exponent.axes)
+    result = elementwise(ctx, "Power", base, exponent)
+    return [Tensor(F.cast(result.node, dtype), result.axes)]  # ONNX: the base's type
 
 
 # -- products ----------------------------------------------------------------------------------
