@@ -3,9 +3,9 @@
 Every dimension of every value is a slot. The ops say which slots are one axis: a MatMul's
 contracted dimension in both operands, an elementwise op's aligned dimensions (numpy's trailing
 alignment) and its output's, a Conv's batch and channels, a BatchNormalization's channel and its
-per-channel parameters, a Transpose's permuted dimensions, and so on (`onnx_unify`). Slots are merged
-with union-find, except that two dimensions of one tensor are never merged (a tensor's axes have
-distinct names): the importer renames where such a merge was refused.
+per-channel parameters, a Transpose's permuted dimensions, and so on (`onnx_unify`). Slots are
+merged with union-find, except that two dimensions of one tensor are never merged (a tensor's
+axes have distinct names): the importer renames where such a merge was refused.
 
 Each class of slots is then named, in this order of preference: the name given by the caller
 (`axis_names={"x": ["N", "C", "H", "W"]}`), the `dim_param` of a symbolic dimension, the
