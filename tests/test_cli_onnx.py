@@ -127,3 +127,10 @@ def test_without_the_extra_the_command_says_how_to_install_it(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True)
     assert_bad_input(proc, "pip install 'ngrules[onnx]'")
+
+
+def test_help_of_the_onnx_commands_has_an_example(capsys):
+    for cmd in ("import", "export", "coverage"):
+        with pytest.raises(SystemExit) as done:
+            main([cmd, "--help"])
+        assert done.value.code == 0 and "example: ngrules" in capsys.readouterr().out
