@@ -308,6 +308,27 @@ EXPORTERS: dict[str, Callable] = {
 }
 
 
+#: op name -> node -> an equivalent node built from exportable ops on the same arguments.
+EXPANSIONS: dict[str, Callable[[Node], Node]] = {}
+
+
+def register_expansion(op: str, expand: Callable[[Node], Node]) -> None:
+    """Export `op` (a user's fused op, say) as the standard ops of `expand(node)`, a node of
+    the same axes and dtype built on `node.args` from ops that export."""
+    EXPANSIONS[op] = expand
+
+
+def _expanded(em: Emitter, n: Node) -> str:
+    """Emit the expansion of n, reusing the names of its arguments."""
+    body = EXPANSIONS[n.op](n)
+    if body.axes != n.axes or body.dtype != n.dtype:
+        raise OnnxError(f"the ONNX expansion of {n!r} has axes {body.axes!r} {body.dtype}")
+    for inner in toposort([body]):
+        if inner not in em.names:
+            _emit(em, inner)
+    return em.value(body)
+
+
 def _leaf(em: Emitter, n: Node) -> str:
     if n.op == "Placeholder":
         name = n.attrs["name"]
@@ -330,9 +351,13 @@ def _emit(em: Emitter, n: Node) -> None:
         em.names[n] = em.names[n.args[0]][n.attrs["index"]]  # type: ignore[index]
         return
     fn = EXPORTERS.get(n.op)
+    if fn is None and n.op in EXPANSIONS:
+        em.names[n] = _expanded(em, n)
+        return
     if fn is None:
         raise OnnxError(
-            f"cannot export op {n.op} to ONNX; exportable: {', '.join(sorted(EXPORTERS))}"
+            f"cannot export op {n.op} to ONNX (give it an expansion with register_expansion); "
+            f"exportable: {', '.join(sorted(EXPORTERS))}"
         )
     em.names[n] = fn(em, n, [em.value(a) for a in n.args])
 
