@@ -208,7 +208,7 @@ def test_a_path_that_is_not_a_model_is_an_error(tmp_path):
         ng.from_onnx(bad)
 
 
-def test_erf_from_primitives_is_within_its_stated_error():
+def test_erf_is_the_erf_op_and_matches_math_erf():
     import math
 
     m = model([helper.make_node("Erf", ["x"], ["y"])], [value("x", [401], TensorProto.DOUBLE)],
@@ -217,5 +217,4 @@ def test_erf_from_primitives_is_within_its_stated_error():
     x = np.linspace(-6.0, 6.0, 401)
     got = ng.execute([y], {"x": x})[0]
     want = np.array([math.erf(v) for v in x])
-    assert np.max(np.abs(got - want)) < 1.5e-7
-    assert got[200] == 0.0 and np.all(np.diff(got) >= 0)
+    assert y.op == "Erf" and np.max(np.abs(got - want)) < 1e-12

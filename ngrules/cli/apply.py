@@ -1,19 +1,42 @@
 """`ngrules apply GRAPH -o OUT`: rewrite a graph file, with trace, statistics and a picture.
 
-GRAPH and OUT are ngrules graph files, or ONNX models when they end in `.onnx`."""
+Every output (the graph's two files, the picture's DOT and SVG) is checked before anything is
+read or rewritten: none may be a folder, be in a missing folder, be another output, or be an
+input (the graph's files or a rules file). All are then written in one transaction.
+GRAPH and OUT are ngrules graph files, or ONNX models when they end in `.onnx`.
+"""
 
 from __future__ import annotations
 
+import argparse
+import math
 import sys
 from pathlib import Path
 
 from ngrules.cli.common import FINDINGS, add_command, add_rules_option, rules_or_library
 
 
+def _check_paths(args) -> None:
+    from ngrules.cli import graphio
+    from ngrules.cli.picture import svg_path
+    from ngrules.ir.fileio import check_output, check_outputs
+    from ngrules.lang.loader import expand_paths
+
+    check_output(args.output)  # first: "" or "/" have no arrays file to name
+    outputs = graphio.files(args.output)
+    if args.picture is not None:
+        outputs += [args.picture, svg_path(args.picture)]
+    inputs = [*graphio.files(args.graph), *expand_paths(args.rules or [])]
+    check_outputs(outputs, inputs)
+
+
 def run(args) -> int:
     from ngrules.cli import graphio
+    from ngrules.cli.picture import draw, stage_picture
     from ngrules.engine.driver import rewrite
+    from ngrules.ir.fileio import staged_files
 
+    _check_paths(args)
     outputs, names = graphio.load(args.graph, graphio.parse_lengths(args.length))
     rules = rules_or_library(args.rules, args.import_path)
     pipeline = args.pipeline if args.pipeline or not args.passes else None
@@ -22,9 +45,16 @@ def run(args) -> int:
     result = rewrite(outputs, rules, pipeline=pipeline, passes=args.passes or None)
     for warning in result.warnings:  # matches rejected because an expression failed there
         print(warning, file=sys.stderr)
-    graphio.save(args.output, result.outputs, names)
-    if args.picture:
-        _picture(result.outputs, args.picture)
+    picture = None
+    if args.picture is not None:
+        title = Path(args.picture).stem
+        picture = draw(result.outputs, title, timeout=args.picture_timeout)
+    with staged_files() as stage:
+        graphio.stage_any(stage, args.output, result.outputs, names)
+        if picture is not None:
+            stage_picture(stage, picture, args.picture)
+    if picture is not None:
+        _print_picture(picture, args.picture)
     _print_firings(result, args.trace)
     if args.stats:
         _print_stats(result)
@@ -32,11 +62,13 @@ def run(args) -> int:
     return 0 if result.stop == "fixpoint" else FINDINGS
 
 
-def _picture(outputs, path: str) -> None:
-    from ngrules.cli.picture import write_picture
+def _print_picture(picture, path: str) -> None:
+    from ngrules.cli.picture import svg_path
 
-    svg = write_picture(outputs, path, title=Path(path).stem)
-    print(f"picture: {svg or path}" + ("" if svg else " (install Graphviz to render SVG)"))
+    if picture.svg is not None:
+        print(f"picture: {svg_path(path)}")
+    else:
+        print(f"picture: {path} ({picture.note})")
 
 
 def _print_firings(result, trace: bool) -> None:
@@ -79,3 +111,16 @@ def register(sub) -> None:
     p.add_argument("--picture", metavar="DOT",
                    help="write the result as Graphviz DOT (and SVG when Graphviz is installed), "
                         "rewritten nodes coloured by rule")
+    p.add_argument("--picture-timeout", type=_seconds, default=60.0, metavar="SECONDS",
+                   help="how long Graphviz may draw before only the DOT file is kept "
+                        "(default 60)")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-FINDINGS, BAD_INPUT = 1, 2
+FINDINGS, BAD_INPUT, INTERRUPTED = 1, 2, 130
 
 
 def add_command(sub, name: str, run: Callable, help_: str, example: str) -> argparse.ArgumentParser:

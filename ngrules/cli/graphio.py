@@ -25,19 +25,37 @@ def load(path: str, lengths: dict[str, int] | None = None) -> tuple[list[Node], 
     return load_graph(path), None
 
 
-def save(path: str, outputs: Sequence[Node], names: Sequence[str] | None = None) -> None:
-    """Write the graph to `path`: an ONNX model (checked) for `.onnx`, else a graph file."""
+def files(path: str) -> list:
+    """The files a graph at `path` occupies: an ONNX model, or the JSON and its arrays."""
+    if is_onnx(path):
+        return [path]
+    from ngrules.ir.graphfile import arrays_path
+
+    return [path, arrays_path(path)]
+
+
+def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | None = None):
+    """Stage the graph at `path` (with `stage` from `staged_files`): an ONNX model (checked)
+    for `.onnx`, else a graph file."""
     if is_onnx(path):
         from ngrules.interop.onnx_export import to_onnx
-        from ngrules.ir.graphfile import staged_files
+        from ngrules.ir.fileio import check_output
 
+        check_output(path)
         model = to_onnx(outputs, output_names=names)
-        with staged_files() as stage:
-            stage(Path(path), lambda f: f.write(model.SerializeToString()), text=False)
+        stage(Path(path), lambda f: f.write(model.SerializeToString()))
         return
-    from ngrules.ir.graphfile import save_graph
+    from ngrules.ir.graphfile import stage_graph
 
-    save_graph(path, outputs)
+    stage_graph(stage, path, outputs)
+
+
+def save(path: str, outputs: Sequence[Node], names: Sequence[str] | None = None) -> None:
+    """Write the graph to `path`: an ONNX model for `.onnx`, else a graph file."""
+    from ngrules.ir.fileio import staged_files
+
+    with staged_files() as stage:
+        stage_any(stage, path, outputs, names)
 
 
 def parse_lengths(items: Sequence[str] | None) -> dict[str, int]:

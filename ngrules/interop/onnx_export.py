@@ -265,6 +265,7 @@ EXPORTERS: dict[str, Callable] = {
     "Exp": _elementwise("Exp"),
     "Log": _elementwise("Log"),
     "Tanh": _elementwise("Tanh"),
+    "Erf": _elementwise("Erf"),
     "Square": lambda em, n, a: em.node("Mul", [a[0], a[0]]),
     "Equal": _elementwise("Equal"),
     "NotEqual": _not_equal,

@@ -115,25 +115,9 @@ def _gelu_tanh(x):
     return 0.5 * x * (1.0 + F.tanh(inner))
 
 
-#: Abramowitz and Stegun 7.1.26: erf(x) = 1 - t (a1 + t (a2 + ...)) exp(-x^2) for x >= 0,
-#: t = 1 / (1 + p x), absolute error below 1.5e-7 (float32's resolution near 1).
-_ERF_P = 0.3275911
-_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
-
-
-def erf(x):
-    """erf from primitives (ngrules has no Erf op): odd, through |x|."""
-    ax = F.absolute(x)
-    t = F.reciprocal(_ERF_P * ax + 1.0)
-    poly = _ERF_A[-1] * t
-    for a in reversed(_ERF_A[:-1]):
-        poly = (poly + a) * t
-    return F.sign(x) * (1.0 - poly * F.exp(-(ax * ax)))
-
-
 @converter("Erf")
 def _erf(ctx: Context):
-    return _same(ctx, erf(ctx.x(0).node))
+    return _same(ctx, F.erf(ctx.x(0).node))
 
 
 @converter("Gelu")
@@ -141,7 +125,7 @@ def _gelu(ctx: Context):
     x = ctx.x(0).node
     if ctx.attr("approximate", "none") == "tanh":
         return _same(ctx, _gelu_tanh(x))
-    return _same(ctx, 0.5 * x * (1.0 + erf(x * 0.7071067811865476)))
+    return _same(ctx, 0.5 * x * (1.0 + F.erf(x * 0.7071067811865476)))
 
 
 @converter("HardSigmoid")

@@ -173,6 +173,7 @@ _BUILDERS: list[tuple[str, int, int, str]] = [
     ("log", 1, 1, "natural logarithm"),
     ("tanh", 1, 1, "hyperbolic tangent"),
     ("sigmoid", 1, 1, "1 / (1 + exp(-x))"),
+    ("erf", 1, 1, "the error function"),
     ("power", 2, 2, "x ** y with ngraph's broadcasting"),
     ("absolute", 1, 1, "|x|"),
     ("sign", 1, 1, "-1, 0 or 1 by the sign of x"),

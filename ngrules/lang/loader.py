@@ -20,7 +20,7 @@ from ngrules.lang.rules import RuleSet
 from ngrules.lang.syntax import Import, RulesFile
 
 
-def _decode(data: bytes, path: str) -> str:
+def decode_source(data: bytes, path: str) -> str:
     """UTF-8 text, or an error located at the first byte that is not."""
     try:
         return data.decode("utf-8")
@@ -74,7 +74,7 @@ class _Loader:
         if os.path.abspath(path) in self.done:
             return
         try:
-            text = _decode(Path(path).read_bytes(), path)
+            text = decode_source(Path(path).read_bytes(), path)
         except RuleError as e:
             self.errors.append(e)
             self.order.append(path)
