@@ -170,7 +170,7 @@ def test_cast_gradient_is_the_adjoint_cast_back(dtype):
     w = np.random.default_rng(4).normal(size=(3, 2))
     cost = ng.sum(ng.cast(ng.cast(x, dtype), np.float64) * ng.constant(w, x.axes, np.float64))
     xv = np.random.default_rng(5).uniform(0.2, 0.8, size=(3, 2))
-    (grad,) = ng.execute([ng.deriv(cost, x)], {x: xv})
+    (grad,) = ng.execute([ng.deriv(cost, x)], {x: xv}, ignore_unused=True)
     if np.dtype(dtype).kind == "f":
         program = ng.compile_graph([cost])
         fd = central_difference(lambda v: program.run({x: v})[0].item(), xv, h=0.25)
