@@ -1,6 +1,8 @@
 """ONNX export: valid models (full check) that onnxruntime runs to the executor's values,
 fused ops included (as ngrules-domain functions)."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -73,27 +75,30 @@ def test_output_names_and_an_op_without_export_is_an_error():
     assert [o.name for o in model.graph.output] == ["e"]
     with pytest.raises(OnnxError, match="2 output names"):
         ng.to_onnx([x], output_names=["a", "b"])
-    if "Erfc" not in ng.OPS:
-        ng.register_op("Erfc", arity=1, infer=lambda args, attrs: (args[0].axes, args[0].dtype),
-                       kernel=lambda node: np.negative, grad=lambda n, d: (None,),
-                       gen=lambda draw, leaf: None)
-    with pytest.raises(OnnxError, match="cannot export op Erfc"):
+    with user_op("Erfc"), pytest.raises(OnnxError, match="cannot export op Erfc"):
         ng.to_onnx([ng.make_node("Erfc", (x,))])
+
+
+@contextlib.contextmanager
+def user_op(name: str):
+    """An op registered for one test and taken out of the table after it (random graphs
+    elsewhere draw from the whole table)."""
+    ng.register_op(name, arity=1, infer=lambda args, attrs: (args[0].axes, args[0].dtype),
+                   kernel=lambda node: lambda a: a / (1.0 + np.exp(-a)),
+                   grad=lambda n, d: (None,), gen=lambda draw, leaf: None)
+    try:
+        yield
+    finally:
+        ng.OPS.pop(name)
 
 
 def test_a_user_op_exports_through_its_expansion():
     from ngrules.interop.onnx_export import EXPANSIONS, register_expansion
 
-    if "Silu2" not in ng.OPS:
-        ng.register_op("Silu2", arity=1,
-                       infer=lambda args, attrs: (args[0].axes, args[0].dtype),
-                       kernel=lambda node: lambda a: a / (1.0 + np.exp(-a)),
-                       grad=lambda n, d: (None,), gen=lambda draw, leaf: None)
     register_expansion("Silu2", lambda n: n.args[0] * ng.sigmoid(n.args[0]))
-    try:
+    with user_op("Silu2"):
         x = ng.placeholder([ng.make_axis(5, "A")], name="x")
         model = assert_same([ng.make_node("Silu2", (x,)) + x], {"x": np.linspace(-2, 2, 5,
                                                                  dtype=np.float32)})
         assert "Sigmoid" in {n.op_type for n in model.graph.node}
-    finally:
-        EXPANSIONS.pop("Silu2")
+    EXPANSIONS.pop("Silu2")
