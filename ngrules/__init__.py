@@ -100,6 +100,8 @@ _LAZY = {
     "VerificationReport": ("ngrules.verification.verify", "VerificationReport"),
     "Verdict": ("ngrules.verification.verify", "Verdict"),
     "Counterexample": ("ngrules.verification.verify", "Counterexample"),
+    "from_onnx": ("ngrules.interop.onnx_import", "from_onnx"),
+    "to_onnx": ("ngrules.interop.onnx_export", "to_onnx"),
 }
 
 
@@ -113,6 +115,8 @@ def __getattr__(name: str):
     return module if attr is None else getattr(module, attr)
 
 __all__ = [
+    "from_onnx",
+    "to_onnx",
     "Counterexample",
     "VerificationReport",
     "Verdict",

@@ -3,6 +3,7 @@
 Every output (the graph's two files, the picture's DOT and SVG) is checked before anything is
 read or rewritten: none may be a folder, be in a missing folder, be another output, or be an
 input (the graph's files or a rules file). All are then written in one transaction.
+GRAPH and OUT are ngrules graph files, or ONNX models when they end in `.onnx`.
 """
 
 from __future__ import annotations
@@ -23,27 +24,27 @@ from ngrules.cli.common import (
 
 
 def _check_paths(args) -> None:
+    from ngrules.cli import graphio
     from ngrules.cli.picture import svg_path
     from ngrules.ir.fileio import check_output, check_outputs
-    from ngrules.ir.graphfile import arrays_path
     from ngrules.lang.loader import expand_paths
 
     check_output(args.output)  # first: "" or "/" have no arrays file to name
-    outputs = [args.output, arrays_path(args.output)]
+    outputs = graphio.files(args.output)
     if args.picture is not None:
         outputs += [args.picture, svg_path(args.picture)]
-    inputs = [args.graph, arrays_path(args.graph), *expand_paths(args.rules or [])]
+    inputs = [*graphio.files(args.graph), *expand_paths(args.rules or [])]
     check_outputs(outputs, inputs)
 
 
 def run(args) -> int:
+    from ngrules.cli import graphio
     from ngrules.cli.picture import draw, stage_picture
     from ngrules.engine.driver import rewrite
     from ngrules.ir.fileio import staged_files
-    from ngrules.ir.graphfile import load_graph, stage_graph
 
     _check_paths(args)
-    outputs = load_graph(args.graph)
+    outputs, names = graphio.load(args.graph, graphio.parse_lengths(args.length))
     rules = without_rules(rules_or_library(args.rules, args.import_path), args.disable)
     pipeline = args.pipeline if args.pipeline or not args.passes else None
     if pipeline is None and not args.passes and "cpu" in rules.pipelines:
@@ -56,7 +57,7 @@ def run(args) -> int:
         title = Path(args.picture).stem
         picture = draw(result.outputs, title, timeout=args.picture_timeout)
     with staged_files() as stage:
-        stage_graph(stage, args.output, result.outputs)
+        graphio.stage_any(stage, args.output, result.outputs, names)
         if picture is not None:
             stage_picture(stage, picture, args.picture)
     if picture is not None:
@@ -125,6 +126,8 @@ def register(sub) -> None:
     p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
     p.add_argument("--passes", nargs="+", metavar="PASS", help="run these passes instead")
     p.add_argument("--trace", action="store_true", help="print every rewrite")
+    p.add_argument("--length", action="append", metavar="DIM=N",
+                   help="the length of a symbolic ONNX dimension (repeatable)")
     p.add_argument("--stats", action="store_true", help="print per-rule statistics")
     p.add_argument("--picture", metavar="DOT",
                    help="write the result as Graphviz DOT (and SVG when Graphviz is installed), "

@@ -86,6 +86,10 @@ def _pictures(before, after, out: Path) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    if args.onnx:
+        from ngrules.cli import demo_onnx
+
+        return demo_onnx.run(args)
     outputs, feeds = mlp()
     result = rewrite(outputs, load_library(), pipeline="cpu")
     before, after = _counts(outputs), _counts(result.outputs)
@@ -121,4 +125,9 @@ def register(sub) -> None:
         "relu, differentiated, rewritten by the cpu pipeline, executed before and after",
         "ngrules demo --out demo-out",
     )
-    p.add_argument("--out", default=OUT, help=f"folder for the pictures (default: ./{OUT}/)")
+    p.add_argument(
+        "--out", default=OUT, help=f"folder for the pictures and models (default: ./{OUT}/)"
+    )
+    p.add_argument("--onnx", action="store_true",
+                   help="instead: three ONNX models (MLP, CNN, transformer block) imported, "
+                        "rewritten, exported and checked with onnxruntime")

@@ -12,13 +12,43 @@ import argparse
 import os
 import sys
 
-from ngrules.cli import apply, check, demo, explain, fmt, lsp, ops, rules, run, show, verify
+from ngrules.cli import (
+    apply,
+    check,
+    coverage,
+    demo,
+    explain,
+    exporting,
+    fmt,
+    importing,
+    lsp,
+    ops,
+    rules,
+    run,
+    show,
+    verify,
+)
 from ngrules.cli.common import BAD_INPUT, INTERRUPTED
 from ngrules.errors import NgrulesError
 from ngrules.version import __version__
 
 #: The commands in the order `--help` lists them.
-COMMANDS = (check, verify, apply, explain, fmt, show, run, ops, rules, demo, lsp)
+COMMANDS = (
+    check,
+    verify,
+    apply,
+    explain,
+    fmt,
+    show,
+    run,
+    ops,
+    rules,
+    importing,
+    exporting,
+    coverage,
+    demo,
+    lsp,
+)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,96 @@
+"""`ngrules coverage RULES MODEL...`: per rule, how often it fired on each model and where it
+came closest to matching when it did not: the table that says whether a rule earns its place.
+
+Models are ONNX files (`.onnx`, the `onnx` extra) or ngrules graph files. Each is rewritten
+with the rules (the `cpu` pipeline when they define it, else every pass); near misses are
+`explain`'s closest partial matches on the model as it was read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ngrules.cli.common import add_command
+
+
+def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) -> dict:
+    """{"models": {name: {"nodes": n, "stop": ...}}, "rules": [{"rule", "location", "fired",
+    "near_misses"}]} for the given rules and {model name: outputs}."""
+    from ngrules.engine.driver import rewrite
+    from ngrules.engine.explain import explain
+    from ngrules.ir.graph import toposort
+
+    if pipeline is None and "cpu" in rules.pipelines:
+        pipeline = "cpu"
+    table = {"models": {}, "rules": []}
+    fired = {}
+    for name, outputs in models.items():
+        result = rewrite(outputs, rules, pipeline=pipeline,
+                         passes=None if pipeline else list(rules.passes))
+        fired[name] = result.fired()
+        table["models"][name] = {
+            "nodes_before": len(toposort(outputs)),
+            "nodes_after": len(toposort(result.outputs)),
+            "stop": result.stop,
+        }
+    for rule in rules:
+        row = {"rule": rule.name, "location": rule.location, "fired": {}, "near_misses": {}}
+        for name, outputs in models.items():
+            row["fired"][name] = fired[name].get(rule.name, 0)
+            if misses and not row["fired"][name]:
+                found = explain(rule, outputs, limit=misses)
+                row["near_misses"][name] = [
+                    {"at": found.names.get(m.root, m.root.op), "element": m.text,
+                     "where": str(m.span) if m.span else None, "found": m.found}
+                    for m in found.misses
+                ]
+        table["rules"].append(row)
+    return table
+
+
+def _print(table: dict) -> None:
+    names = list(table["models"])
+    width = max([len(r["rule"]) for r in table["rules"]] + [4])
+    print(f"{'rule':{width}s}  " + "  ".join(f"{Path(n).name:>12s}" for n in names))
+    for row in table["rules"]:
+        counts = "  ".join(f"{row['fired'][n]:12d}" for n in names)
+        print(f"{row['rule']:{width}s}  {counts}")
+        for n, misses in row["near_misses"].items():
+            for m in misses[:1]:
+                print(f"{'':{width}s}    closest on {Path(n).name}: `{m['element']}`"
+                      + (f" at {m['where']}" if m["where"] else "") + f": {m['found']}")
+    for n, info in table["models"].items():
+        print(f"{n}: {info['nodes_before']} -> {info['nodes_after']} nodes ({info['stop']})")
+
+
+def run(args) -> int:
+    from ngrules.cli import graphio
+    from ngrules.lang.loader import load_rules
+
+    rules = load_rules(args.rules)
+    lengths = graphio.parse_lengths(args.length)
+    models = {m: graphio.load(m, lengths)[0] for m in args.models}
+    table = coverage(rules, models, args.pipeline, args.misses)
+    if args.json:
+        print(json.dumps(table, indent=2))
+    else:
+        _print(table)
+    return 0
+
+
+def register(sub) -> None:
+    p = add_command(
+        sub,
+        "coverage",
+        run,
+        "how often each rule fires on each model, and its near misses where it does not",
+        "ngrules coverage rules/ model.onnx other.onnx --json",
+    )
+    p.add_argument("rules", metavar="RULES")
+    p.add_argument("models", nargs="+", metavar="MODEL")
+    p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
+    p.add_argument("--misses", type=int, default=1, help="near misses per rule and model")
+    p.add_argument("--length", action="append", metavar="DIM=N",
+                   help="the length of a symbolic ONNX dimension (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the table as JSON")

@@ -1,0 +1,49 @@
+"""`ngrules import MODEL.onnx -o GRAPH.json`: an ONNX model as an ngrules graph file."""
+
+from __future__ import annotations
+
+from ngrules.cli.common import add_command
+
+
+def run(args) -> int:
+    from ngrules.cli.graphio import parse_lengths
+    from ngrules.interop.onnx_import import import_model
+    from ngrules.ir.graph import toposort
+    from ngrules.ir.graphfile import save_graph
+
+    imported = import_model(args.model, lengths=parse_lengths(args.length),
+                            axis_names=_axis_names(args.axes))
+    save_graph(args.output, imported.outputs)
+    nodes = len(toposort(imported.outputs))
+    print(f"imported {args.model}: {nodes} nodes, outputs "
+          + ", ".join(f"{n} {o.axes!r}" for n, o in zip(imported.output_names, imported.outputs)))
+    return 0
+
+
+def _axis_names(items) -> dict[str, list[str | None]]:
+    """`INPUT=A,B,C` (an empty name keeps the default) as {input: [names]}."""
+    from ngrules.errors import NgrulesError
+
+    out: dict[str, list[str | None]] = {}
+    for item in items or ():
+        value, _, names = item.partition("=")
+        if not value or not names:
+            raise NgrulesError(f"--axes expects INPUT=NAME,NAME,..., got {item!r}")
+        out[value] = [n or None for n in names.split(",")]
+    return out
+
+
+def register(sub) -> None:
+    p = add_command(
+        sub,
+        "import",
+        run,
+        "convert an ONNX model to an ngrules graph file (needs pip install 'ngrules[onnx]')",
+        "ngrules import model.onnx -o g.json --length batch=8",
+    )
+    p.add_argument("model", metavar="MODEL.onnx")
+    p.add_argument("-o", "--output", required=True, metavar="GRAPH.json")
+    p.add_argument("--length", action="append", metavar="DIM=N",
+                   help="the length of a symbolic dimension (repeatable)")
+    p.add_argument("--axes", action="append", metavar="INPUT=A,B,..",
+                   help="name the axes of an input or initializer (repeatable)")

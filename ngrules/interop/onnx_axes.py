@@ -1,0 +1,212 @@
+"""Named axes for an ONNX model's positional dimensions, found by unification through its ops.
+
+Every dimension of every value is a slot. The ops say which slots are one axis: a MatMul's
+contracted dimension in both operands, an elementwise op's aligned dimensions (numpy's trailing
+alignment) and its output's, a Conv's batch and channels, a BatchNormalization's channel and its
+per-channel parameters, a Transpose's permuted dimensions, and so on (`onnx_unify`). Slots are
+merged with union-find, except that two dimensions of one tensor are never merged (a tensor's
+axes have distinct names): the importer renames where such a merge was refused.
+
+Each class of slots is then named, in this order of preference: the name given by the caller
+(`axis_names={"x": ["N", "C", "H", "W"]}`), the `dim_param` of a symbolic dimension, the
+flattening of the axes a Reshape or Flatten merged into it, a role the ops give it (`N` for the
+batch of a Conv, pooling or batchnorm input, `C` for its channels, `D`/`H`/`W` for spatial
+dimensions), and otherwise `<value>.<position>` of the first value it appears in. A name taken by
+another class gets a suffix (`C_1`). The naming is deterministic: it follows the graph's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ngrules.interop import OnnxError, UnsupportedOp
+from ngrules.interop.onnx_unify import unify_node
+from ngrules.ir.axes import Axis, FlattenedAxis
+
+Slot = tuple[str, int]
+
+
+class Shapes:
+    """The static shape of every value, with the `dim_param` of each symbolic dimension."""
+
+    def __init__(self, model, lengths: Mapping[str, int]):
+        from onnx import shape_inference
+
+        try:
+            model = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        except Exception as e:  # onnx raises its own checker/inference errors
+            raise OnnxError(f"ONNX shape inference failed: {e}") from None
+        self.model = model
+        self.shape: dict[str, tuple[int | None, ...]] = {}
+        self.params: dict[str, tuple[str | None, ...]] = {}
+        self.elem: dict[str, int] = {}
+        graph = model.graph
+        for init in graph.initializer:
+            self.shape[init.name] = tuple(init.dims)
+            self.params[init.name] = (None,) * len(init.dims)
+            self.elem[init.name] = init.data_type
+        for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
+            if vi.name in self.shape or not vi.type.HasField("tensor_type"):
+                continue
+            tt = vi.type.tensor_type
+            self.elem[vi.name] = tt.elem_type
+            if not tt.HasField("shape"):
+                continue
+            dims = [self._length(vi.name, d, lengths) for d in tt.shape.dim]
+            self.shape[vi.name] = tuple(length for length, _ in dims)
+            self.params[vi.name] = tuple(param for _, param in dims)
+
+    @staticmethod
+    def _length(value: str, dim, lengths: Mapping[str, int]) -> tuple[int | None, str | None]:
+        if dim.HasField("dim_value"):
+            return dim.dim_value, None
+        param = dim.dim_param if dim.HasField("dim_param") else None
+        if param is not None and param in lengths:
+            return int(lengths[param]), param
+        return None, param
+
+    def of(self, value: str, node_name: str = "") -> tuple[int, ...]:
+        """The shape of a value; an error naming it when inference could not fix it."""
+        shape = self.shape.get(value)
+        if shape is not None and 0 in shape:
+            raise UnsupportedOp(f"{value!r} has a dimension of length 0 {shape}")
+        if shape is None or any(d is None or d < 1 for d in shape):
+            params = [p for p in self.params.get(value, ()) if p]
+            hint = (
+                f"; give the length of {params[0]!r} (--length {params[0]}=N, or "
+                f"lengths={{{params[0]!r}: N}})"
+                if params
+                else ""
+            )
+            where = f" (node {node_name})" if node_name else ""
+            raise OnnxError(f"the shape of {value!r}{where} is not static: {shape}{hint}")
+        return shape  # type: ignore[return-value]
+
+    def known(self, value: str) -> bool:
+        shape = self.shape.get(value)
+        return shape is not None and all(d is not None and d >= 1 for d in shape)
+
+
+class Naming:
+    """Union-find over dimension slots; `axes(value)` gives the named axes of a value."""
+
+    def __init__(self, shapes: Shapes, axis_names: Mapping[str, Sequence[str | None]]):
+        self.shapes = shapes
+        self._parent: dict[Slot, Slot] = {}
+        self._values: dict[Slot, set[str]] = {}
+        self._order: list[Slot] = []
+        self._seq: dict[Slot, int] = {}
+        self._named: dict[Slot, str] = {}  # class root -> chosen name (caller's or dim_param)
+        self._hint: dict[Slot, str] = {}
+        self._recipe: dict[Slot, list[Slot]] = {}
+        self._axis: dict[Slot, Axis] = {}
+        self._overrides = axis_names
+
+    # -- union-find ---------------------------------------------------------------------------
+    def slots(self, value: str) -> list[Slot]:
+        if not self.shapes.known(value):
+            return []
+        slots = [(value, i) for i in range(len(self.shapes.shape[value]))]
+        if slots and slots[0] not in self._parent:
+            given = self._overrides.get(value, ())
+            for i, slot in enumerate(slots):
+                self._parent[slot] = slot
+                self._values[slot] = {value}
+                self._seq[slot] = len(self._order)
+                self._order.append(slot)
+                param = given[i] if i < len(given) else None
+                param = param or self.shapes.params.get(value, ())[i]
+                if param:
+                    self._named.setdefault(slot, param)
+        return slots
+
+    def length(self, slot: Slot) -> int:
+        return self.shapes.shape[slot[0]][slot[1]]
+
+    def find(self, slot: Slot) -> Slot:
+        root = slot
+        while self._parent[root] != root:
+            root = self._parent[root]
+        while self._parent[slot] != root:
+            self._parent[slot], slot = root, self._parent[slot]
+        return root
+
+    def unify(self, a: Slot, b: Slot) -> None:
+        """One axis for both slots, unless their lengths differ or their tensors would clash."""
+        if a not in self._parent or b not in self._parent or self.length(a) != self.length(b):
+            return
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb or self._values[ra] & self._values[rb]:
+            return
+        if self._seq[rb] < self._seq[ra]:
+            ra, rb = rb, ra
+        self._parent[rb] = ra
+        self._values[ra] |= self._values.pop(rb)
+        for table in (self._named, self._hint, self._recipe):
+            if rb in table:
+                table.setdefault(ra, table.pop(rb))
+
+    def hint(self, slot: Slot, name: str) -> None:
+        if slot in self._parent:
+            self._hint.setdefault(self.find(slot), name)
+
+    def flattened(self, out: Slot, parts: list[Slot]) -> None:
+        """`out` is the flattening of `parts` (a Reshape or Flatten merged them)."""
+        if out in self._parent and len(parts) > 1:
+            self._recipe.setdefault(self.find(out), parts)
+
+    # -- naming -------------------------------------------------------------------------------
+    def resolve(self) -> None:
+        """Name every class, in the order of the slots' first appearance."""
+        taken: set[str] = set()
+        self._flats: set[str] = set()
+        for slot in self._order:
+            self._resolve(self.find(slot), taken)
+
+    def _resolve(self, root: Slot, taken: set[str]) -> Axis:
+        if root in self._axis:
+            return self._axis[root]
+        length = self.length(root)
+        axis = None
+        if root not in self._named and root in self._recipe:
+            parts = [self._resolve(self.find(p), taken) for p in self._recipe[root]]
+            if len({p.name for p in parts}) == len(parts):
+                flat = FlattenedAxis(parts)
+                free = flat.name not in taken or flat.name in self._flats
+                if free and flat.length == length:  # one flattening of the same axes: one axis
+                    axis = flat
+                    self._flats.add(flat.name)
+        if axis is None:
+            base = self._named.get(root) or self._hint.get(root) or f"{root[0]}.{root[1]}"
+            name, k = base, 0
+            while name in taken:
+                k += 1
+                name = f"{base}_{k}"
+            axis = Axis(name, length)
+        taken.add(axis.name)
+        self._axis[root] = axis
+        return axis
+
+    def axes(self, value: str) -> tuple[Axis, ...]:
+        """The named axes of a value, in ONNX's positional order."""
+        return tuple(self._axis[self.find(s)] for s in self.slots(value))
+
+
+def name_axes(shapes: Shapes, consts: Mapping[str, np.ndarray],
+              axis_names: Mapping[str, Sequence[str | None]]) -> Naming:
+    """Unify the slots of every value of the model through its ops, then name the classes."""
+    naming = Naming(shapes, axis_names)
+    graph = shapes.model.graph
+    for vi in graph.input:
+        naming.slots(vi.name)
+    for init in graph.initializer:
+        naming.slots(init.name)
+    for node in graph.node:
+        for name in list(node.input) + list(node.output):
+            if name:
+                naming.slots(name)
+        unify_node(naming, node, consts)
+    naming.resolve()
+    return naming

@@ -1,0 +1,132 @@
+"""ngrules' fused ops as ONNX functions of the `ngrules` domain, with standard-op bodies.
+
+A backend that knows the fused kernel can run the node as one op; any other runtime inlines the
+body. Batchnorm's channel is the first axis and the statistics run over the rest (biased
+variance, eps inside the square root), as the op table says.
+"""
+
+from __future__ import annotations
+
+DOMAIN = "ngrules"
+
+
+def _h():
+    from onnx import helper
+
+    return helper
+
+
+def _attr_const(name: str, like: str, out: str, tmp: str):
+    """Nodes making `out`: the float attribute `name`, cast like the tensor `like`."""
+    from onnx import AttributeProto, helper
+
+    const = helper.make_node("Constant", [], [tmp])
+    ref = AttributeProto(name="value_float", ref_attr_name=name, type=AttributeProto.FLOAT)
+    const.attribute.append(ref)
+    return [const, helper.make_node("CastLike", [tmp, like], [out])]
+
+
+def _int64(name: str, values):
+    from onnx import helper
+
+    tensor = helper.make_tensor(name + "_v", 7, [len(values)], list(values))
+    return helper.make_node("Constant", [], [name], value=tensor)
+
+
+def _function(name: str, inputs, outputs, nodes, attrs):
+    h = _h()
+    return h.make_function(
+        DOMAIN, name, inputs, outputs, nodes,
+        opset_imports=[h.make_opsetid("", 17)], attributes=attrs,
+    )
+
+
+def _normalised(h, x: str) -> list:
+    """x as [C, M] ("x2"), centred ("xc"), its inverse deviation ("inv") and xhat ("xh")."""
+    return [
+        h.make_node("Flatten", [x], ["x2"], axis=1),
+        h.make_node("ReduceMean", ["x2"], ["mean2"], axes=[1], keepdims=1),
+        h.make_node("Sub", ["x2", "mean2"], ["xc"]),
+        h.make_node("Mul", ["xc", "xc"], ["sq"]),
+        h.make_node("ReduceMean", ["sq"], ["var2"], axes=[1], keepdims=1),
+        *_attr_const("eps", "x2", "eps_c", "eps_f"),
+        h.make_node("Add", ["var2", "eps_c"], ["var_eps"]),
+        h.make_node("Sqrt", ["var_eps"], ["std"]),
+        h.make_node("Reciprocal", ["std"], ["inv"]),
+        h.make_node("Mul", ["xc", "inv"], ["xh"]),
+    ]
+
+
+def batchnorm_fprop():
+    """(y, mean, var) = BatchnormFprop(x, gamma, beta; eps)."""
+    h = _h()
+    nodes = _normalised(h, "x") + [
+        _int64("col", [-1, 1]),
+        h.make_node("Reshape", ["gamma", "col"], ["g2"]),
+        h.make_node("Reshape", ["beta", "col"], ["b2"]),
+        h.make_node("Mul", ["xh", "g2"], ["scaled"]),
+        h.make_node("Add", ["scaled", "b2"], ["y2"]),
+        h.make_node("Shape", ["x"], ["shape"]),
+        h.make_node("Reshape", ["y2", "shape"], ["y"]),
+        _int64("flat", [-1]),
+        h.make_node("Reshape", ["mean2", "flat"], ["mean"]),
+        h.make_node("Reshape", ["var2", "flat"], ["var"]),
+    ]
+    return _function("BatchnormFprop", ["x", "gamma", "beta"], ["y", "mean", "var"], nodes,
+                     ["eps"])
+
+
+def batchnorm_bprop():
+    """(dx, dgamma, dbeta) = BatchnormBprop(delta, x, gamma, mean, var; eps), from the given
+    statistics: dx = gamma * inv * (delta - xhat * mean(delta * xhat) - mean(delta))."""
+    h = _h()
+    nodes = [
+        _int64("col", [-1, 1]),
+        _int64("one", [1]),
+        h.make_node("Flatten", ["x"], ["x2"], axis=1),
+        h.make_node("Flatten", ["delta"], ["d2"], axis=1),
+        h.make_node("Reshape", ["mean", "col"], ["mean2"]),
+        h.make_node("Reshape", ["var", "col"], ["var2"]),
+        h.make_node("Reshape", ["gamma", "col"], ["g2"]),
+        h.make_node("Sub", ["x2", "mean2"], ["xc"]),
+        *_attr_const("eps", "x2", "eps_c", "eps_f"),
+        h.make_node("Add", ["var2", "eps_c"], ["var_eps"]),
+        h.make_node("Sqrt", ["var_eps"], ["std"]),
+        h.make_node("Reciprocal", ["std"], ["inv"]),
+        h.make_node("Mul", ["xc", "inv"], ["xh"]),
+        h.make_node("Mul", ["d2", "xh"], ["dxh"]),
+        h.make_node("ReduceSum", ["dxh", "one"], ["dgamma"], keepdims=0),
+        h.make_node("ReduceSum", ["d2", "one"], ["dbeta"], keepdims=0),
+        h.make_node("ReduceMean", ["dxh"], ["m_dxh"], axes=[1], keepdims=1),
+        h.make_node("ReduceMean", ["d2"], ["m_d"], axes=[1], keepdims=1),
+        h.make_node("Mul", ["xh", "m_dxh"], ["t1"]),
+        h.make_node("Sub", ["d2", "t1"], ["t2"]),
+        h.make_node("Sub", ["t2", "m_d"], ["t3"]),
+        h.make_node("Mul", ["g2", "inv"], ["scale"]),
+        h.make_node("Mul", ["t3", "scale"], ["dx2"]),
+        h.make_node("Shape", ["x"], ["shape"]),
+        h.make_node("Reshape", ["dx2", "shape"], ["dx"]),
+    ]
+    return _function("BatchnormBprop", ["delta", "x", "gamma", "mean", "var"],
+                     ["dx", "dgamma", "dbeta"], nodes, ["eps"])
+
+
+def relu_bprop():
+    """ReluBprop(delta, x; slope) = delta where x > 0, slope * delta elsewhere."""
+    h = _h()
+    nodes = [
+        *_attr_const("slope", "x", "slope_c", "slope_f"),
+        h.make_node("Constant", [], ["zero_f"], value_float=0.0),
+        h.make_node("CastLike", ["zero_f", "x"], ["zero"]),
+        h.make_node("Greater", ["x", "zero"], ["pos"]),
+        h.make_node("Mul", ["delta", "slope_c"], ["scaled"]),
+        h.make_node("Where", ["pos", "delta", "scaled"], ["out"]),
+    ]
+    return _function("ReluBprop", ["delta", "x"], ["out"], nodes, ["slope"])
+
+
+FUNCTIONS = {
+    "BatchnormFprop": batchnorm_fprop,
+    "BatchnormBprop": batchnorm_bprop,
+    "ReluBprop": relu_bprop,
+}

@@ -1,0 +1,199 @@
+"""ONNX Conv, MaxPool and AveragePool from primitives: padding by Concat, windows by Slice.
+
+A convolution is the sum over kernel offsets of a `Dot` between the kernel's tap (output
+channels by input channels) and the input window at that offset, which contracts the input
+channel; a pooling is the maximum (or mean) of the windows. Strides pick every stride-th
+element. Groups other than 1 and auto_pad other than NOTSET are refused.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ngrules.interop.onnx_context import Context, converter
+from ngrules.interop.onnx_ops_shape import cut, join, strided
+from ngrules.interop.onnx_ops_window_ops import convolution, fits, pooling
+from ngrules.interop.onnx_shaping import Tensor, conform, fit, squeeze, temp_axis
+from ngrules.ir import builders as F
+from ngrules.ir.axes import Axes
+from ngrules.ir.graph import make_node
+
+
+def pad(t: Tensor, pos: int, before: int, after: int, value: float) -> Tensor:
+    """t with `before` and `after` elements of `value` around position pos."""
+    if not before and not after:
+        return t
+    if value == 0:
+        axis = temp_axis(t.shape[pos] + before + after)
+        pads = np.zeros((len(t.node.axes), 2), np.int64)
+        node_pos = t.node.axes.index(t.axes[pos])
+        pads[node_pos] = (before, after)
+        axes = t.node.axes[:node_pos] + Axes((axis,)) + t.node.axes[node_pos + 1 :]
+        return Tensor(make_node("Pad", (t.node,), paddings=pads, axes=axes),
+                      t.axes[:pos] + (axis,) + t.axes[pos + 1 :])
+    parts = []
+    for length in (before, after):
+        axes = t.axes[:pos] + (temp_axis(length),) + t.axes[pos + 1 :] if length else ()
+        parts.append(Tensor(F.constant(value, axes, dtype=t.node.dtype), axes) if axes else None)
+    middle = [p for p in (parts[0], t, parts[1]) if p is not None]
+    return join(middle, pos, temp_axis(t.shape[pos] + before + after))
+
+
+def window(t: Tensor, pos: int, start: int, count: int, stride: int, axis) -> Tensor:
+    """count elements from start, every stride-th, at position pos, as `axis`."""
+    stop = start + stride * (count - 1) + 1
+    return strided(t, pos, start, stop, stride, axis)
+
+
+def _geometry(ctx: Context, ins, outs, kernel):
+    """Kernel, strides, dilations, the pads ONNX states (or SAME implies) and the pads the
+    output's size needs beyond them (ceil_mode's last windows), per spatial dimension."""
+    spatial = len(kernel)
+    strides = ctx.attr("strides") or [1] * spatial
+    dilations = ctx.attr("dilations") or [1] * spatial
+    pads = list(ctx.attr("pads") or [0] * (2 * spatial))
+    auto = ctx.attr("auto_pad", "NOTSET")
+    extra = [0] * spatial
+    for i in range(spatial):
+        span = (outs[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            total = max(span - ins[i], 0)
+            small, big = total // 2, total - total // 2
+            pads[i], pads[spatial + i] = (small, big) if auto == "SAME_UPPER" else (big, small)
+        elif auto == "VALID":
+            pads[i] = pads[spatial + i] = 0
+        extra[i] = max(span - ins[i] - pads[i] - pads[spatial + i], 0)
+    return list(kernel), strides, dilations, pads, extra
+
+
+def _padded(t: Tensor, pads, value: float, extra=None) -> Tensor:
+    spatial = len(t.axes) - 2
+    extra = extra or [0] * spatial
+    for i in range(spatial):
+        t = pad(t, 2 + i, pads[i], pads[spatial + i] + extra[i], value)
+    return t
+
+
+def _windows(t: Tensor, out_axes, kernel, strides, dilations):
+    """(offsets, window) for every kernel offset: the input seen at that tap."""
+    for offsets in itertools.product(*(range(k) for k in kernel)):
+        w = t
+        for i, r in enumerate(offsets):
+            count = out_axes[2 + i].length
+            w = window(w, 2 + i, r * dilations[i], count, strides[i], out_axes[2 + i])
+        yield offsets, w
+
+
+@converter("Conv")
+def _conv(ctx: Context):
+    x, out = ctx.x(0), ctx.out_axes(0)
+    if ctx.attr("group", 1) != 1:
+        raise ctx.unsupported("grouped convolution")
+    w = ctx.x(1)
+    kernel, strides, dilations, pads, extra = _geometry(ctx, x.shape[2:], ctx.out_shape()[2:],
+                                                        w.shape[2:])
+    if fits(len(x.axes) - 2, pads, extra):
+        bias = ctx.x(2) if ctx.has(2) else None
+        y = convolution(x, w, out, strides, dilations, pads)
+        if bias is None:
+            return [y]
+        return [Tensor(y.node + F.broadcast(conform(bias, (out[1],)).node, y.node.axes), out)]
+    xp = _padded(x, pads, 0.0, extra)
+    channel = x.axes[1] if x.axes[1].name not in {a.name for a in out} else temp_axis(x.shape[1])
+    xp = conform(xp, (out[0], channel) + xp.axes[2:])
+    total = None
+    for offsets, win in _windows(xp, out, kernel, strides, dilations):
+        tap = _tap(w, offsets, out[1], channel)
+        term = F.dot(tap, win.node)
+        total = term if total is None else total + fit(term, total.axes)
+    if ctx.has(2):
+        total = total + F.broadcast(conform(ctx.x(2), (out[1],)).node, total.axes)
+    return [Tensor(total, out)]
+
+
+def _tap(w: Tensor, offsets, out_channel, in_channel):
+    """The kernel at one spatial offset, as [output channel, input channel]."""
+    if w.node.op == "Constant":
+        value = np.asarray(w.node.attrs["value"])
+        order = [w.node.axes.index(a) for a in w.axes]
+        tap = value.transpose(order)[(slice(None), slice(None), *offsets)]
+        return F.constant(np.ascontiguousarray(tap), [out_channel, in_channel], dtype=tap.dtype)
+    t = w
+    for i, r in enumerate(offsets):
+        t = cut(t, 2 + i, r, r + 1, temp_axis(1))
+    node = squeeze(t.node, list(t.axes[2:]))
+    return conform(Tensor(node, t.axes[:2]), (out_channel, in_channel)).node
+
+
+@converter("MaxPool", "AveragePool")
+def _pool(ctx: Context):
+    x, out = ctx.x(0), ctx.out_axes(0)
+    if len(ctx.node.output) > 1 and ctx.node.output[1]:
+        raise ctx.unsupported("MaxPool's indices output")
+    kernel, strides, dilations, pads, extra = _geometry(
+        ctx, x.shape[2:], ctx.out_shape()[2:], ctx.attr("kernel_shape")
+    )
+    is_max = ctx.op == "MaxPool"
+    whole = is_max or ctx.attr("count_include_pad", 0) or not any(pads)
+    small = all(p < k for p, k in zip(pads, kernel + kernel))
+    if fits(len(x.axes) - 2, pads, extra) and whole and small and set(dilations) == {1}:
+        return [pooling(x, out, "max" if is_max else "avg", kernel, strides, pads)]
+    info = np.finfo if x.node.dtype.kind == "f" else np.iinfo
+    fill = info(x.node.dtype).min if is_max else 0.0
+    xp = _padded(x, pads, fill, extra)
+    xp = conform(xp, out[:2] + xp.axes[2:])
+    total = None
+    for _, win in _windows(xp, out, kernel, strides, dilations):
+        node = fit(win.node, out)
+        if total is not None:
+            node = F.maximum(total, node) if is_max else total + node
+        total = node
+    if not is_max:
+        total = total / _count(ctx, x, out, kernel, strides, dilations, pads, extra)
+    return [Tensor(total, out)]
+
+
+def _count(ctx, x: Tensor, out, kernel, strides, dilations, pads, extra):
+    """How many elements each average covers: the stated pads count with count_include_pad,
+    the input always, ceil_mode's extra never."""
+    spatial = len(kernel)
+    include = ctx.attr("count_include_pad", 0)
+    if not any(extra) and (include or not any(pads)):
+        return float(np.prod(kernel))
+    count = np.ones((), dtype=np.float64)
+    for i in range(spatial):
+        o = np.arange(out[2 + i].length)[:, None] * strides[i]
+        r = np.arange(kernel[i])[None, :] * dilations[i]
+        low, high = 0, x.shape[2 + i]
+        if include:
+            low, high = -pads[i], high + pads[spatial + i]
+        inside = (o + r - pads[i] >= low) & (o + r - pads[i] < high)
+        count = np.multiply.outer(count, inside.sum(axis=1))
+    counts = F.constant(count.astype(x.node.dtype), out[2:], dtype=x.node.dtype)
+    return F.broadcast(counts, out)
+
+
+@converter("Pad")
+def _pad_op(ctx: Context):
+    """Constant-mode Pad: zeros by the Pad op, other values by Concat; negative pads crop."""
+    if ctx.attr("mode", "constant") != "constant":
+        raise ctx.unsupported(f"Pad mode {ctx.attr('mode')!r}")
+    t = ctx.x(0)
+    rank = len(t.axes)
+    pads = ctx.attr("pads") if ctx.attr("pads") is not None else ctx.need_const(1, "pads")
+    pads = [int(p) for p in np.ravel(pads)]
+    value = ctx.const(2) if ctx.has(2) else ctx.attr("value", 0.0)
+    if value is None:
+        raise ctx.unsupported("a pad value computed at run time")
+    positions = (list(range(rank)) if not ctx.has(3)
+                 else [int(a) % rank for a in np.ravel(ctx.need_const(3, "pad axes"))])
+    n = len(positions)
+    for k, pos in enumerate(positions):
+        before, after = pads[k], pads[n + k]
+        start, stop = max(-before, 0), t.shape[pos] - max(-after, 0)
+        if start or stop < t.shape[pos]:
+            t = cut(t, pos, start, stop, temp_axis(stop - start))
+        t = pad(t, pos, max(before, 0), max(after, 0), float(np.asarray(value).reshape(())))
+    return [conform(t, ctx.out_axes(0))]

@@ -1,0 +1,136 @@
+"""`ngrules import`, `export`, `apply` on .onnx files, `coverage` and `demo --onnx`, run
+in-process (importing onnx in each subprocess costs seconds); an unsupported op and a missing
+extra are one line and exit 2, checked in subprocesses."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from test_cli import assert_bad_input, run
+
+import ngrules as ng
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import helper  # noqa: E402
+
+from ngrules.cli.main import main  # noqa: E402
+from ngrules.interop.onnx_examples import mlp  # noqa: E402
+
+
+class Result:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Run the command line in this process, in the given folder."""
+
+    def call(*args, cwd):
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        code = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return Result(code, out, err)
+
+    return call
+
+
+@pytest.fixture
+def models(tmp_path):
+    onnx.save(mlp(), tmp_path / "mlp.onnx")
+    x = helper.make_tensor_value_info("x", 1, [2, 3])
+    y = helper.make_tensor_value_info("y", 1, [2, 3])
+    bad = helper.make_graph([helper.make_node("Hardmax", ["x"], ["y"], name="head")], "g",
+                            [x], [y])
+    onnx.save(helper.make_model(bad, opset_imports=[helper.make_opsetid("", 17)]),
+              tmp_path / "bad.onnx")
+    return tmp_path
+
+
+def ort_run(path, x):
+    return ort.InferenceSession(str(path)).run(None, {"x": x})[0]
+
+
+def test_import_then_export_gives_the_same_values(cli, models):
+    proc = cli("import", "mlp.onnx", "-o", "g.json", "--length", "N=8", cwd=models)
+    assert proc.returncode == 0, proc.stderr
+    assert "outputs y [N:8" in proc.stdout
+    (out,) = ng.load_graph(models / "g.json")
+    proc = cli("export", "g.json", "-o", "back.onnx", "--names", "y", cwd=models)
+    assert proc.returncode == 0, proc.stderr
+    x = np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32)
+    want = ort_run(models / "mlp.onnx", x)
+    np.testing.assert_allclose(ort_run(models / "back.onnx", x), want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ng.execute([out], {"x": x})[0], want, rtol=1e-4, atol=1e-5)
+
+
+def test_apply_reads_and_writes_onnx_by_extension(cli, models):
+    proc = cli("apply", "mlp.onnx", "-o", "out.onnx", "--length", "N=8", cwd=models)
+    assert proc.returncode == 0, proc.stderr
+    assert "dot_matrix_matrix" in proc.stdout
+    rewritten = onnx.load(models / "out.onnx")
+    onnx.checker.check_model(rewritten, full_check=True)
+    assert [o.name for o in rewritten.graph.output] == ["y"]
+    x = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
+    np.testing.assert_allclose(ort_run(models / "out.onnx", x), ort_run(models / "mlp.onnx", x),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_unsupported_op_is_one_line_naming_op_and_node(cli, models):
+    proc = run("import", "bad.onnx", "-o", "g.json", cwd=models)
+    assert_bad_input(proc, "unsupported ONNX op Hardmax (node 'head')", "supported: Abs")
+    assert not (models / "g.json").exists()
+    proc = cli("apply", "bad.onnx", "-o", "out.onnx", cwd=models)  # in-process: same line
+    assert_bad_input(proc, "Hardmax")
+    assert not (models / "out.onnx").exists()
+
+
+def test_symbolic_dimension_needs_a_length(cli, models):
+    assert_bad_input(cli("import", "mlp.onnx", "-o", "g.json", cwd=models), "--length N=")
+
+
+def test_coverage_counts_firings_and_near_misses(cli, models):
+    ng.save_graph(models / "g.json", [ng.tanh(ng.placeholder([ng.make_axis(3, "A")]) * 1.0)])
+    from ngrules.lang.library import library_path
+
+    proc = cli("coverage", library_path(), "mlp.onnx", "g.json", "--length", "N=8", "--json",
+               cwd=models)
+    assert proc.returncode == 0, proc.stderr
+    table = json.loads(proc.stdout)
+    rows = {r["rule"]: r for r in table["rules"]}
+    assert rows["dot_matrix_matrix"]["fired"] == {"mlp.onnx": 3, "g.json": 0}
+    assert rows["mul_one"]["fired"] == {"mlp.onnx": 0, "g.json": 1}
+    misses = rows["batchnorm_fprop"]["near_misses"]["mlp.onnx"]
+    assert misses and misses[0]["where"].endswith(tuple("0123456789"))
+    assert table["models"]["mlp.onnx"]["nodes_before"] == 46
+    text = cli("coverage", library_path(), "mlp.onnx", "--length", "N=8", cwd=models)
+    assert "closest on mlp.onnx" in text.stdout and "dot_matrix_matrix" in text.stdout
+
+
+def test_demo_onnx_runs_three_models(cli, tmp_path):
+    proc = cli("demo", "--onnx", "--out", tmp_path / "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("mlp", "cnn", "transformer"):
+        assert f"{name}: " in proc.stdout and (tmp_path / "out" / f"{name}.onnx").exists()
+
+
+def test_without_the_extra_the_command_says_how_to_install_it(tmp_path):
+    code = (
+        "import sys; sys.modules['onnx'] = None\n"
+        "from ngrules.cli.main import main\n"
+        "sys.exit(main(['import', 'm.onnx', '-o', 'g.json']))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True)
+    assert_bad_input(proc, "pip install 'ngrules[onnx]'")
+
+
+def test_help_of_the_onnx_commands_has_an_example(capsys):
+    for cmd in ("import", "export", "coverage"):
+        with pytest.raises(SystemExit) as done:
+            main([cmd, "--help"])
+        assert done.value.code == 0 and "example: ngrules" in capsys.readouterr().out
