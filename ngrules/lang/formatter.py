@@ -23,6 +23,8 @@ from ngrules.lang.syntax import (
     Guard,
     Import,
     Let,
+    OpDecl,
+    OpParam,
     PassDecl,
     Pattern,
     PipelineDecl,
@@ -213,6 +215,17 @@ def _operator_at(line: str, i: int) -> bool:
     return any(line.startswith(op, i) for op in ("+ ", "- ", "* ", "/ ", "and ", "or "))
 
 
+def _op_param(p: OpParam) -> str:
+    text = p.name if p.kind is None else f"{p.name}: {p.kind}"
+    return text if p.default is None else f"{text} = {format_expr(p.default)}"
+
+
+def format_op(d: OpDecl) -> str:
+    """`op Name(x, slope: float = 0.01) = body`."""
+    params = ", ".join(_op_param(p) for p in d.params)
+    return f"op {d.name}({params}) = {_replacement(d.body)}"
+
+
 def format_decl(d) -> str:
     deep = too_deep(d, MAX_DEPTH)
     if deep is not None:
@@ -223,4 +236,6 @@ def format_decl(d) -> str:
         return f"pass {d.name}"
     if isinstance(d, PipelineDecl):
         return f"pipeline {d.name}: {', '.join(d.passes)}"
+    if isinstance(d, OpDecl):
+        return format_op(d)
     return format_rule(d)

@@ -7,11 +7,13 @@ missing import, import cycle and check error is reported together.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 from ngrules.errors import NgrulesError, RuleError, RuleSyntaxError, Span
 from ngrules.lang.checker import check
+from ngrules.lang.declared_ops import declare_ops
 from ngrules.lang.parser import parse
 from ngrules.lang.rules import RuleSet
 from ngrules.lang.syntax import Import, RulesFile
@@ -103,11 +105,22 @@ def load_rules(*paths: str | os.PathLike) -> RuleSet:
     loader = _Loader()
     for path in expand_paths(paths):
         loader.load_file(path)
-    return check(loader.files, loader.errors, loader.order)
+    return _checked(loader)
 
 
 def parse_rules(text: str, path: str = "<string>") -> RuleSet:
     """The checked rules of one text (imports are relative to `path`'s folder, or the cwd)."""
     loader = _Loader()
     loader.load_text(text, path)
-    return check(loader.files, loader.errors, loader.order)
+    return _checked(loader)
+
+
+def _checked(loader: _Loader) -> RuleSet:
+    """Declare the files' ops, then check their rules; a failed load declares nothing."""
+    ops = declare_ops(loader.files, loader.errors)
+    try:
+        rules = check(loader.files, loader.errors, loader.order)
+    except RuleError:
+        ops.rollback()
+        raise
+    return dataclasses.replace(rules, ops=tuple(ops.names))

@@ -31,6 +31,8 @@ from ngrules.lang.syntax import (
     Guard,
     Import,
     Let,
+    OpDecl,
+    OpParam,
     PassDecl,
     PipelineDecl,
     PLit,
@@ -188,6 +190,29 @@ class ToAst(Transformer):
             span=self.src.between(keyword, replacement),
             name_span=self.src.between(name),
         )
+
+    def op_decl(self, keyword, name, *rest):
+        *params, rpar, body = rest
+        if keyword.value != "op":
+            self._error(
+                f"unexpected name {keyword.value!r}; expected a new 'rule', 'op', 'pass', "
+                "'pipeline' or 'import'",
+                keyword,
+            )
+        items = body.items if isinstance(body, ETuple) else (body,)
+        return OpDecl(
+            name.value,
+            tuple(params),
+            items,
+            span=self.src.between(keyword, body),
+            name_span=self.src.between(name),
+        )
+
+    def op_param(self, name, *rest):
+        kind = rest[0].value if rest and isinstance(rest[0], Token) else None
+        default = rest[-1] if rest and not isinstance(rest[-1], Token) else None
+        span = self.src.between(name, rest[-1] if rest else name)
+        return OpParam(name.value, kind, default, span=span)
 
     def priority(self, *tokens):
         value = self._number(tokens[-1])
@@ -388,7 +413,7 @@ def _describe_expected(expected: set[str], lark: Lark) -> str:
     else:
         words += [repr(lark.get_terminal(t).pattern.value) for t in sorted(expected & _OPERATORS)]
     if expected & _DECLS:
-        words.append("a new 'rule', 'pass', 'pipeline' or 'import'")
+        words.append("a new 'rule', 'op', 'pass', 'pipeline' or 'import'")
     if "$END" in expected:
         words.append("the end of the file")
     if len(words) <= 1:
