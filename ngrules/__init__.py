@@ -21,6 +21,7 @@ from ngrules.ir.autodiff import deriv
 from ngrules.ir.axes import Axes, Axis, FlattenedAxis, make_axes, make_axis
 from ngrules.ir.executor import Program, compile_graph, execute
 from ngrules.ir.frontend import (
+    absolute,
     add,
     axes_with_order,
     batchnorm_bprop,
@@ -45,8 +46,12 @@ from ngrules.ir.frontend import (
     negative,
     outputs_of,
     placeholder,
+    power,
     prod,
     reciprocal,
+    sigmoid,
+    sign,
+    softmax,
     sqrt,
     square,
     subtract,
@@ -171,6 +176,11 @@ __all__ = [
     "sum",
     "tanh",
     "tensor_slice",
+    "sigmoid",
+    "sign",
+    "power",
+    "absolute",
+    "softmax",
     "toposort",
     "transpose",
     "unflatten",

@@ -134,6 +134,9 @@ _UNARY = {
     "Exp": np.exp,
     "Log": np.log,
     "Tanh": np.tanh,
+    "Sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "Absolute": lambda x: np.where(x < 0, -x, x),
+    "Sign": lambda x: (x > 0) * 1.0 - (x < 0) * 1.0,
 }
 _BINARY = {
     "Add": np.add,
@@ -142,10 +145,21 @@ _BINARY = {
     "Divide": np.divide,
     "Maximum": np.maximum,
     "Minimum": np.minimum,
+    "Power": lambda a, b: np.exp(b * np.log(a)),
     "Greater": lambda a, b: (a > b) * 1.0,
     "Less": lambda a, b: (a < b) * 1.0,
 }
 _REDUCE = {"Sum": np.sum, "Max": np.max, "Min": np.min, "Prod": np.prod}
+
+
+def softmax_reference(x, axes, norm):
+    """exp(x) / sum(exp(x)) over the named axes, by moving them last and merging them."""
+    keep = axes - norm
+    moved = permute(x, axes, keep + (axes & norm))
+    flat = moved.reshape(keep.lengths + (-1,))
+    e = np.exp(flat - flat.max(axis=-1, keepdims=True))
+    out = (e / e.sum(axis=-1, keepdims=True)).reshape(moved.shape)
+    return permute(out, keep + (axes & norm), axes)
 
 
 def _reference(n, vals):
@@ -170,6 +184,7 @@ def _reference(n, vals):
         "Concat": lambda: np.concatenate(vals, axis=a["position"]),
         "Slice": lambda: _slice(n, vals[0]),
         "Output": lambda: vals[0][a["index"]],
+        "Softmax": lambda: softmax_reference(vals[0], n.axes, a["normalization_axes"]),
         "BatchnormFprop": lambda: bn_reference(*vals, a["eps"]),
         "BatchnormBprop": lambda: bn_bprop_reference(*vals, a["eps"]),
         "Relu": lambda: np.maximum(vals[0], 0) + a["slope"] * np.minimum(0, vals[0]),

@@ -268,3 +268,8 @@ def batchnorm_bprop(delta, x, gamma, mean_, var, eps: float = 1e-3):
 
 
 OPERATORS.update(add=add, subtract=subtract, multiply=multiply, divide=divide, negative=negative)
+
+
+# -- family modules, re-exported here (they import this module, so they come last) ------------
+from ngrules.ir.frontend_math import absolute, power, sigmoid, sign  # noqa: E402, F401
+from ngrules.ir.frontend_nn import softmax  # noqa: E402, F401

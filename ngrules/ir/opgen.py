@@ -84,6 +84,13 @@ def gen_reduction(op: str):
     return gen
 
 
+def gen_softmax(draw, leaf):
+    st = _st()
+    axes = some_axes(draw, axis_pool(draw), min_size=1)
+    norm = Axes(a for a in axes if draw(st.booleans()))
+    return make_node("Softmax", (leaf(axes),), normalization_axes=norm or axes[-1:])
+
+
 def gen_dot(draw, leaf):
     pool = axis_pool(draw)
     return make_node("Dot", (leaf(some_axes(draw, pool)), leaf(some_axes(draw, pool))))

@@ -7,6 +7,7 @@ graph is compiled and returns the function applied to arrays.
 """
 
 from ngrules.ir.builtin import (
+    activations,  # noqa: F401
     elementwise,  # noqa: F401
     fused,  # noqa: F401
     leaves,  # noqa: F401
