@@ -19,6 +19,7 @@ from ngrules.errors import (
 from ngrules.ir import builtin as _builtin  # noqa: F401  (fills the op table)
 from ngrules.ir.autodiff import deriv
 from ngrules.ir.axes import Axes, Axis, FlattenedAxis, make_axes, make_axis
+from ngrules.ir.declared import register_kernel
 from ngrules.ir.executor import Program, compile_graph, execute
 from ngrules.ir.frontend import (
     absolute,
@@ -168,6 +169,7 @@ __all__ = [
     "placeholder",
     "prod",
     "reciprocal",
+    "register_kernel",
     "register_op",
     "sqrt",
     "square",

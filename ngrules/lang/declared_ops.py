@@ -202,7 +202,7 @@ class Declarations:
 
 
 #: Every op declared so far in this process, by name: a second load of one file reuses it.
-_DECLARED: dict[str, OpDecl] = {}
+DECLARED: dict[str, OpDecl] = {}
 
 
 def declare_ops(files: Sequence[RulesFile], errors: list[RuleError]) -> Declarations:
@@ -220,7 +220,7 @@ def declare_ops(files: Sequence[RulesFile], errors: list[RuleError]) -> Declarat
 
 def _declare(d: OpDecl, problems: Problems, result: Declarations) -> None:
     where = d.name_span or d.span
-    previous = _DECLARED.get(d.name)
+    previous = DECLARED.get(d.name)
     if d.name in result.decls:
         first = result.decls[d.name].span
         problems.add(f"op {d.name!r} is declared twice (first at {first})", where)
@@ -248,7 +248,7 @@ def _declare(d: OpDecl, problems: Problems, result: Declarations) -> None:
         return
     _register(d, attrs, problems)
     if not problems.errors:
-        _DECLARED[d.name] = d
+        DECLARED[d.name] = d
         result.names.append(d.name)
         result.added.append(d.name)
         result.decls[d.name] = d
