@@ -28,7 +28,7 @@ class KernelVerdict:
 
     def __str__(self) -> str:
         if self.ok:
-            return f"verified      kernel {self.op}: agrees with its body on {self.examples} examples"
+            return f"verified      kernel {self.op}: agrees with its body ({self.examples} ex.)"
         return f"FAILED        kernel {self.op}: {self.problem}"
 
 
