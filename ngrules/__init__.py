@@ -66,7 +66,8 @@ from ngrules.ir.frontend import (
 )
 from ngrules.ir.graph import Graph, Node, format_graph, make_node, substitute, toposort, validate
 from ngrules.ir.graphfile import load_graph, save_graph
-from ngrules.ir.ops import OPS, AttrSpec, NotDifferentiable, OpDef, register_op
+from ngrules.ir.ops import OPS, AttrSpec, NotDifferentiable, OpDef
+from ngrules.ir.userops import register_op
 from ngrules.lang import functions
 from ngrules.lang.functions import register_function
 from ngrules.lang.loader import load_rules, parse_rules

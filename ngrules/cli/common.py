@@ -9,10 +9,29 @@ FINDINGS, BAD_INPUT = 1, 2
 
 
 def add_command(sub, name: str, run: Callable, help_: str, example: str) -> argparse.ArgumentParser:
-    """One subcommand: its help doubles as description, its epilog shows an example."""
+    """One subcommand: its help doubles as description, its epilog shows an example. Every
+    command takes `--ops MODULE` and loads the project's ops before it runs."""
     p = sub.add_parser(name, help=help_, description=help_, epilog=f"example: {example}")
-    p.set_defaults(run=run)
+    p.add_argument(
+        "--ops",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module (or .py file) that registers ops and functions; repeatable. "
+        "[tool.ngrules] ops in pyproject.toml and `ngrules.ops` entry points load too",
+    )
+    p.set_defaults(run=_with_ops(run))
     return p
+
+
+def _with_ops(run: Callable) -> Callable:
+    def run_with_ops(args) -> int:
+        from ngrules.config import load_ops
+
+        load_ops(args.ops)
+        return run(args)
+
+    return run_with_ops
 
 
 def rules_or_library(paths: list[str] | None):
