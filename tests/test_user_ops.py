@@ -4,6 +4,7 @@
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,24 +15,15 @@ from tests.helpers import central_difference
 
 pytestmark = pytest.mark.usefixtures("scratch_ops")
 
-#: docs/ops.md's example, as a module that `--ops` imports.
-SILU_OPS = '''
-import numpy as np
-import ngrules as ng
+DOCS = Path(__file__).parents[1] / "docs"
 
-def silu_grad(node, delta):
-    x = node.args[0]
-    s = ng.sigmoid(x)
-    return (delta * (s + x * s * (1.0 - s)),)
 
-ng.register_op(
-    "Silu",
-    compute=lambda x: x / (1.0 + np.exp(-x)),
-    grad=silu_grad,
-    traits={"elementwise", "fused"},
-    doc="x * sigmoid(x), one kernel",
-)
-'''
+def _python_block(text: str) -> str:
+    return text.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+#: docs/ops.md's example, as the module that `--ops` imports.
+SILU_OPS = _python_block((DOCS / "ops.md").read_text(encoding="utf-8"))
 FUSE = "pass fuse\nrule silu: x * Sigmoid(x) => Silu(x)\n"
 
 
@@ -121,6 +113,11 @@ def test_pytest_plugin_loads_pyproject_ops(project):
 
 
 # -- register_op's defaults ---------------------------------------------------------------------
+def test_the_documented_fused_op_is_about_fifteen_lines():
+    code = [line for line in SILU_OPS.splitlines() if line.strip() and not line.startswith("#")]
+    assert len(code) <= 16, code
+
+
 def test_register_op_defaults_for_an_elementwise_fused_op(project):
     namespace = {}
     exec(compile(textwrap.dedent(SILU_OPS), "silu_ops.py", "exec"), namespace)  # docs' example
