@@ -70,6 +70,7 @@ from ngrules.ir.ops import OPS, AttrSpec, NotDifferentiable, OpDef
 from ngrules.ir.userops import register_op
 from ngrules.lang import functions
 from ngrules.lang.functions import register_function
+from ngrules.lang.library import load_library
 from ngrules.lang.loader import load_rules, parse_rules
 from ngrules.lang.rules import Rule, RuleSet
 from ngrules.version import __version__  # noqa: F401
@@ -115,6 +116,7 @@ __all__ = [
     "RuleSet",
     "explain",
     "functions",
+    "load_library",
     "load_rules",
     "parse_rules",
     "register_function",

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-from importlib import resources
-from pathlib import Path
-
 from ngrules.lang.rules import RuleSet
+from ngrules.lang.shipped import library_path
 
-
-def library_path() -> Path:
-    """The folder of the shipped `.rules` files: inside the installed package, else the repo's."""
-    packaged = resources.files("ngrules").joinpath("library")
-    if packaged.is_dir():
-        return Path(str(packaged))
-    return Path(__file__).parents[2] / "rules"
+__all__ = ["library_path", "load_library", "short_location"]
 
 
 def load_library() -> RuleSet:
-    """Every rule of the shipped library, with its passes and pipelines (such as `cpu`)."""
+    """Every rule of the shipped library, with its passes and pipelines (such as `cpu`),
+    from wherever ngrules is installed. A rules file gets one of its files with
+    `import "ngrules:cpu.rules"`."""
     from ngrules.lang.loader import load_rules
 
     return load_rules(library_path())

@@ -16,6 +16,7 @@ from ngrules.lang.checker import check
 from ngrules.lang.declared_ops import declare_ops
 from ngrules.lang.parser import parse
 from ngrules.lang.rules import RuleSet
+from ngrules.lang.shipped import library_import
 from ngrules.lang.syntax import Import, RulesFile
 
 
@@ -30,6 +31,12 @@ def _decode(data: bytes, path: str) -> str:
         raise RuleSyntaxError(
             f"this file is not UTF-8 text (byte 0x{data[e.start]:02x})", Span(path, line, col)
         ) from None
+
+
+_BAD_LIBRARY_IMPORT = (
+    "cannot import {!r}: a library import names one file of the shipped library, "
+    'such as "ngrules:cpu.rules"'
+)
 
 
 class _Loader:
@@ -73,6 +80,11 @@ class _Loader:
     def _import(self, decl: Import, importer: str) -> None:
         base = os.path.dirname(importer) if not importer.startswith("<") else ""
         path = os.path.normpath(os.path.join(base, decl.path))
+        shipped = library_import(decl.path)
+        if shipped == "":
+            self.errors.append(RuleError(_BAD_LIBRARY_IMPORT.format(decl.path), decl.span))
+            return
+        path = shipped or path
         key = os.path.abspath(path)
         if key in self.active:
             chain = self.active[self.active.index(key) :] + [key]

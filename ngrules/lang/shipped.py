@@ -1,0 +1,29 @@
+"""Where the shipped rule library lives, and `import "ngrules:cpu.rules"` resolved into it."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+#: An import path starting with this names a file of the shipped library, from any folder.
+LIBRARY_PREFIX = "ngrules:"
+
+
+def library_path() -> Path:
+    """The folder of the shipped `.rules` files: inside the installed package, else the repo's."""
+    packaged = resources.files("ngrules").joinpath("library")
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).parents[2] / "rules"
+
+
+def library_import(path: str) -> str | None:
+    """The file `import "ngrules:NAME.rules"` means, or None when `path` is not a library
+    import. Only a plain file name of the library is accepted (no folders, no `..`)."""
+    if not path.startswith(LIBRARY_PREFIX):
+        return None
+    name = path[len(LIBRARY_PREFIX) :]
+    plain = name and not any(c in name for c in "/\\") and not name.startswith(".")
+    if not plain or not name.endswith(".rules"):
+        return ""
+    return str(library_path() / name)
