@@ -179,3 +179,14 @@ def test_op_is_not_reserved_and_declarations_format_back():
     assert format_decl(decl) == text and parse(format_decl(decl)).decls == (decl,)
     rules = ng.parse_rules('rule r: op * 1 if op.op == "Tanh" => op\n', "t.rules")
     assert len(rules) == 1
+
+
+def test_the_documented_declarations_load_and_verify():
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / "language.md").read_text(encoding="utf-8")
+    block = text.split("## Declaring ops", 1)[1].split("```", 2)[1]
+    rules = ng.parse_rules(block, "language.md")
+    assert rules.ops == ("Silu", "Leaky", "Gelu", "SumDiff")
+    report = ng.verify(rules, examples=10)
+    assert report.ok and len(report) == 3, report
