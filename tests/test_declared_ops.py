@@ -189,4 +189,4 @@ def test_the_documented_declarations_load_and_verify():
     rules = ng.parse_rules(block, "language.md")
     assert rules.ops == ("Silu", "Leaky", "Gelu", "SumDiff")
     report = ng.verify(rules, examples=10)
-    assert report.ok and len(report) == 3, report
+    assert report.ok and len(report) == 3, str(report)

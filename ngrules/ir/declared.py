@@ -39,14 +39,23 @@ def register_kernel(name: str, fn: Callable) -> None:
 
 def kernel_for(name: str, reference: Callable) -> Callable:
     """The op table's kernel factory for a declared op: the fast kernel when one is
-    registered at compile time, else the body's reference kernel."""
+    registered, else the body's reference kernel. The choice is made at each call, so a
+    program compiled (and cached) before `register_kernel` still runs the kernel registered."""
 
     def kernel(node):
-        fast = FAST.get(name)
-        if fast is None:
-            return reference(node)
         attrs = dict(node.attrs)
-        return (lambda *arrays: fast(*arrays, **attrs)) if attrs else fast
+        body = None
+
+        def run(*arrays):
+            nonlocal body
+            fast = FAST.get(name)
+            if fast is not None:
+                return fast(*arrays, **attrs)
+            if body is None:
+                body = reference(node)
+            return body(*arrays)
+
+        return run
 
     return kernel
 
