@@ -22,3 +22,39 @@ def batchnorm(x: Node, gamma: Node, beta: Node, eps: float = 1e-3) -> Node:
 def leaky_relu(x: Node, slope: float = 0.01) -> Node:
     """ngraph's relu as primitives: max(x, 0) + slope * min(0, x)."""
     return F.maximum(x, 0.0) + slope * F.minimum(0.0, x)
+
+
+def sigmoid(x: Node) -> Node:
+    """The logistic function as primitives: 1 / (1 + exp(-x))."""
+    return 1.0 / (1.0 + F.exp(-x))
+
+
+def softmax(x: Node, normalization_axes) -> Node:
+    """Softmax as primitives, stabilised as ngraph's: exp(x - max(x)) / sum(exp(x - max(x)))."""
+    e = F.exp(x - F.max(x, reduction_axes=normalization_axes))
+    return e / F.sum(e, reduction_axes=normalization_axes)
+
+
+def layer_norm(x: Node, gamma: Node, beta: Node, axes, eps: float = 1e-5) -> Node:
+    """Layer normalisation over `axes` (per sample), gamma and beta along `axes`:
+    gamma * ((x - mean) * reciprocal(sqrt(var + eps))) + beta, biased variance."""
+    mean = F.mean(x, reduction_axes=axes)
+    var = F.variance(x, reduction_axes=axes)
+    return gamma * ((x - mean) * F.reciprocal(F.sqrt(var + eps))) + beta
+
+
+#: sqrt(2 / pi), GELU's tanh-form constant.
+GELU_C = 0.7978845608028654
+
+
+def gelu(x: Node) -> Node:
+    """GELU in its tanh form: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))."""
+    return 0.5 * x * (1.0 + F.tanh(GELU_C * (x + 0.044715 * (x * x * x))))
+
+
+def batchnorm_inference(
+    y: Node, gamma: Node, beta: Node, mean: Node, var: Node, eps: float = 1e-3
+) -> Node:
+    """Batch normalisation with stored statistics (inference form), per channel:
+    gamma * ((y - mean) * reciprocal(sqrt(var + eps))) + beta."""
+    return gamma * ((y - mean) * F.reciprocal(F.sqrt(var + eps))) + beta

@@ -57,6 +57,14 @@ def _plan_reduce(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict
     return [arg], {"reduction_axes": red}
 
 
+def _plan_softmax(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    """The operand has the output's axes; a non-empty subset of them is normalised over."""
+    if not len(want):
+        raise Reject("Softmax needs at least one axis to normalise over")
+    norm = [a for a in want if b.draw(st.booleans())] or [want[0]]
+    return [want], {"normalization_axes": Axes(norm)}
+
+
 def _plan_dot(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
     fx, fy = forced
     if fx is not None and fy is not None:
@@ -97,6 +105,7 @@ PLANS: dict[str, Plan] = {
     "Max": _plan_reduce,
     "Min": _plan_reduce,
     "Prod": _plan_reduce,
+    "Softmax": _plan_softmax,
     "Dot": _plan_dot,
     "DotLowDimension": _plan_dot_low,
 }
