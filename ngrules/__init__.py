@@ -19,24 +19,31 @@ from ngrules.errors import (
 from ngrules.ir import builtin as _builtin  # noqa: F401  (fills the op table)
 from ngrules.ir.autodiff import deriv
 from ngrules.ir.axes import Axes, Axis, FlattenedAxis, make_axes, make_axis
-from ngrules.ir.declared import register_kernel
-from ngrules.ir.executor import Program, compile_graph, execute
-from ngrules.ir.frontend import (
+from ngrules.ir.builders import (
     absolute,
     add,
+    argmax,
+    argmin,
     axes_with_order,
     batchnorm_bprop,
     batchnorm_fprop,
     broadcast,
+    cast,
     concat_along_axis,
     constant,
+    cross_entropy_binary,
+    cross_entropy_binary_inner,
+    cross_entropy_multi,
     divide,
     dot,
+    equal,
     exp,
     flatten,
     flatten_at,
     greater,
+    greater_equal,
     less,
+    less_equal,
     log,
     max,
     maximum,
@@ -45,11 +52,14 @@ from ngrules.ir.frontend import (
     minimum,
     multiply,
     negative,
+    not_equal,
+    one_hot,
     outputs_of,
     placeholder,
     power,
     prod,
     reciprocal,
+    safelog,
     sigmoid,
     sign,
     softmax,
@@ -63,7 +73,10 @@ from ngrules.ir.frontend import (
     unflatten,
     variable,
     variance,
+    where,
 )
+from ngrules.ir.declared import register_kernel
+from ngrules.ir.executor import Program, compile_graph, execute
 from ngrules.ir.graph import Graph, Node, format_graph, make_node, substitute, toposort, validate
 from ngrules.ir.graphfile import load_graph, save_graph
 from ngrules.ir.ops import OPS, AttrSpec, NotDifferentiable, OpDef
@@ -182,6 +195,19 @@ __all__ = [
     "tanh",
     "tensor_slice",
     "sigmoid",
+    "cross_entropy_binary",
+    "cross_entropy_binary_inner",
+    "cross_entropy_multi",
+    "one_hot",
+    "safelog",
+    "argmax",
+    "argmin",
+    "cast",
+    "equal",
+    "greater_equal",
+    "less_equal",
+    "not_equal",
+    "where",
     "sign",
     "power",
     "absolute",

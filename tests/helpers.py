@@ -146,10 +146,21 @@ _BINARY = {
     "Maximum": np.maximum,
     "Minimum": np.minimum,
     "Power": lambda a, b: np.exp(b * np.log(a)),
-    "Greater": lambda a, b: (a > b) * 1.0,
-    "Less": lambda a, b: (a < b) * 1.0,
+    "Equal": lambda a, b: a == b,
+    "NotEqual": lambda a, b: a != b,
+    "Greater": lambda a, b: a > b,
+    "Less": lambda a, b: a < b,
+    "GreaterEqual": lambda a, b: ~(a < b),
+    "LessEqual": lambda a, b: ~(a > b),
 }
-_REDUCE = {"Sum": np.sum, "Max": np.max, "Min": np.min, "Prod": np.prod}
+_REDUCE = {
+    "Sum": np.sum,
+    "Max": np.max,
+    "Min": np.min,
+    "Prod": np.prod,
+    "Argmax": np.argmax,
+    "Argmin": np.argmin,
+}
 
 
 def softmax_reference(x, axes, norm):
@@ -184,6 +195,9 @@ def _reference(n, vals):
         "Concat": lambda: np.concatenate(vals, axis=a["position"]),
         "Slice": lambda: _slice(n, vals[0]),
         "Output": lambda: vals[0][a["index"]],
+        "Select": lambda: np.choose(vals[0].astype(int), [vals[2], vals[1]]),
+        "Cast": lambda: vals[0].astype(a["dtype"]),
+        "OneHot": lambda: np.moveaxis(np.eye(a["axis"].length)[vals[0].astype(int)], -1, 0),
         "Softmax": lambda: softmax_reference(vals[0], n.axes, a["normalization_axes"]),
         "BatchnormFprop": lambda: bn_reference(*vals, a["eps"]),
         "BatchnormBprop": lambda: bn_bprop_reference(*vals, a["eps"]),

@@ -33,6 +33,8 @@ def _binary(draw, sub, axes):
         )
     )
     left, right = sub(axes), sub(axes)
+    if op in ("Greater", "Less"):  # a bool mask, cast back to the graph's dtype
+        return ng.cast(ng.make_node(op, (left, right)), left.dtype)
     return ng.make_node(op, (left, _bounded(right) if op == "Divide" else right))
 
 

@@ -62,6 +62,33 @@ def gen_elementwise(op: str):
     return gen
 
 
+def gen_select(draw, leaf):
+    """Select on a comparison of two more inputs (so the condition is a bool tensor)."""
+    axes = some_axes(draw, axis_pool(draw))
+    cond = make_node("Greater", (leaf(axes), leaf(axes)))
+    return make_node("Select", (cond, leaf(axes), leaf(axes)))
+
+
+def gen_cast(draw, leaf):
+    import numpy as np
+
+    x = leaf(some_axes(draw, axis_pool(draw)))
+    dtypes = (np.float64, np.float32, np.float16, np.int32, np.int64, np.bool_)
+    return make_node("Cast", (x,), dtype=draw(_st().sampled_from(dtypes)))
+
+
+def gen_one_hot(draw, leaf):
+    """OneHot of the argmax of an input (so indices are integers within the class axis)."""
+    import numpy as np
+
+    pool = axis_pool(draw)
+    axes = some_axes(draw, pool[1:], min_size=1)
+    x = leaf(axes)
+    indices = make_node("Argmax", (x,), reduction_axes=axes[:1], dtype=np.int32)
+    classes = Axis("K", axes[0].length + draw(_st().integers(0, 2)))
+    return make_node("OneHot", (indices,), axis=classes, dtype=x.dtype)
+
+
 def gen_sloped(op: str):
     """A fused relu op (forward or backward) on operands of one axes, with a random slope."""
     from ngrules.ir.ops import OPS

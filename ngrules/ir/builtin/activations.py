@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ngrules.ir import frontend as F
+from ngrules.ir import builders as F
 from ngrules.ir import opgen as G
 from ngrules.ir.builtin.common import check_subset, elementwise_infer, float_dtype
 from ngrules.ir.ops import AttrSpec, register_op

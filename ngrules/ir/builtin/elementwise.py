@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ngrules.ir import frontend as F
+from ngrules.ir import builders as F
 from ngrules.ir import opgen as G
 from ngrules.ir.builtin.common import elementwise_infer, no_grad
 from ngrules.ir.ops import register_op
@@ -13,14 +13,6 @@ from ngrules.ir.ops import register_op
 # -- elementwise -------------------------------------------------------------------------------
 def _ufunc(fn):
     return lambda node: fn
-
-
-def _compare(fn):
-    def kernel(node):
-        dtype = node.dtype
-        return lambda a, b: fn(a, b).astype(dtype)
-
-    return kernel
 
 
 def _unary(name, fn, grad, doc, domain="real"):
@@ -87,8 +79,6 @@ _binary("Divide", _ufunc(np.divide), _divide_grad, "x / y", domain=("real", "non
 _binary("Maximum", _ufunc(np.maximum), _maximum_grad, "max(x, y)", ("commutative", "associative"))
 _binary("Minimum", _ufunc(np.minimum), _minimum_grad, "min(x, y)", ("commutative", "associative"))
 _binary("Power", _ufunc(np.power), _power_grad, "x ** y", domain=("positive", "real"))
-_binary("Greater", _compare(np.greater), no_grad, "1 where x > y, else 0")
-_binary("Less", _compare(np.less), no_grad, "1 where x < y, else 0")
 
 _unary("Negative", np.negative, lambda n, d: (-d,), "-x")
 _unary("Reciprocal", np.reciprocal, lambda n, d: (-(d * n * n),), "1 / x", "nonzero")
