@@ -38,6 +38,10 @@ def test_silu_rules_check_verify_and_apply_from_the_command_line(tmp_path, capsy
     xv = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
     np.testing.assert_allclose(ng.execute([after], {"x": xv})[0], ng.execute([y], {x: xv})[0],
                                rtol=1e-6)
+    # the rewritten file uses Silu: read again by any command that loads silu.rules first
+    again = tmp_path / "again.json"
+    assert main(["apply", str(out), "-o", str(again), "--rules", str(rules)]) == 0
+    assert main(["check", str(rules), "--ops", str(rules)]) == 0
 
 
 def test_a_declared_op_infers_axes_runs_its_body_and_differentiates():

@@ -11,8 +11,8 @@ def run(args) -> int:
     from ngrules.engine.driver import rewrite
     from ngrules.ir.graphfile import load_graph, save_graph
 
+    rules = rules_or_library(args.rules)  # first: the graph may use ops the rules declare
     outputs = load_graph(args.graph)
-    rules = rules_or_library(args.rules)
     pipeline = args.pipeline if args.pipeline or not args.passes else None
     if pipeline is None and not args.passes and "cpu" in rules.pipelines:
         pipeline = "cpu"

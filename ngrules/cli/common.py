@@ -17,8 +17,9 @@ def add_command(sub, name: str, run: Callable, help_: str, example: str) -> argp
         action="append",
         default=[],
         metavar="MODULE",
-        help="import a module (or .py file) that registers ops and functions; repeatable. "
-        "[tool.ngrules] ops in pyproject.toml and `ngrules.ops` entry points load too",
+        help="import a module (or .py file) that registers ops and functions, or load a .rules "
+        "file for the ops it declares; repeatable. [tool.ngrules] ops in pyproject.toml and "
+        "`ngrules.ops` entry points load too",
     )
     p.set_defaults(run=_with_ops(run))
     return p
@@ -28,7 +29,12 @@ def _with_ops(run: Callable) -> Callable:
     def run_with_ops(args) -> int:
         from ngrules.config import load_ops
 
-        load_ops(args.ops)
+        declaring = [m for m in args.ops if m.endswith(".rules")]
+        load_ops([m for m in args.ops if not m.endswith(".rules")])
+        if declaring:
+            from ngrules.lang.loader import load_rules
+
+            load_rules(*declaring)
         return run(args)
 
     return run_with_ops
