@@ -173,6 +173,38 @@ def softmax_reference(x, axes, norm):
     return permute(out, keep + (axes & norm), axes)
 
 
+def _tensor_slice(x, spec):
+    """x sliced one axis at a time with np.take (an index row drops its axis)."""
+    axis = 0
+    for start, stop, step in spec.tolist():
+        if step == 0:
+            x = np.take(x, start, axis=axis)
+        else:
+            x = np.take(x, np.arange(start, min(stop, x.shape[axis]), step), axis=axis)
+            axis += 1
+    return x
+
+
+def _unslice(x, spec, shape):
+    """Zeros of `shape` with x scattered to the positions the spec selects."""
+    out = np.zeros(shape)
+    grids = [
+        [a] if c == 0 else list(range(a, min(b, n), c))
+        for (a, b, c), n in zip(spec.tolist(), shape)
+    ]
+    for idx in itertools.product(*grids):
+        sub = tuple(i for i, (_, _, c) in zip(idx, spec.tolist()) if c)
+        pos = tuple(g.index(i) for i, g, (_, _, c) in zip(idx, grids, spec.tolist()) if c)
+        out[idx] = x[pos] if sub or pos else x
+    return out
+
+
+def _pad(x, paddings):
+    out = np.zeros([n + lo + hi for n, (lo, hi) in zip(x.shape, paddings.tolist())])
+    out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, paddings.tolist()))] = x
+    return out
+
+
 def _reference(n, vals):
     """The value of node n from its arguments' values, without the executor's kernels."""
     op, a = n.op, n.attrs
@@ -197,6 +229,13 @@ def _reference(n, vals):
         "Output": lambda: vals[0][a["index"]],
         "Select": lambda: np.choose(vals[0].astype(int), [vals[2], vals[1]]),
         "Cast": lambda: vals[0].astype(a["dtype"]),
+        "TensorSlice": lambda: _tensor_slice(vals[0], a["slices"]),
+        "Unslice": lambda: _unslice(vals[0], a["slices"], n.axes.lengths),
+        "Pad": lambda: _pad(vals[0], a["paddings"]),
+        "ExpandDims": lambda: np.repeat(
+            np.expand_dims(vals[0], a["position"]), a["axis"].length, axis=a["position"]
+        ),
+        "AxesCast": lambda: vals[0],
         "OneHot": lambda: np.moveaxis(np.eye(a["axis"].length)[vals[0].astype(int)], -1, 0),
         "Softmax": lambda: softmax_reference(vals[0], n.axes, a["normalization_axes"]),
         "BatchnormFprop": lambda: bn_reference(*vals, a["eps"]),

@@ -246,14 +246,6 @@ def dot(x: Node, y: Node) -> Node:
     return make_node("Dot", (x, y))
 
 
-def concat_along_axis(xs: Sequence[Node], position: int, axis) -> Node:
-    return make_node("Concat", tuple(xs), axis=axis, position=position)
-
-
-def tensor_slice(x: Node, position: int, start: int, stop: int, axis) -> Node:
-    return make_node("Slice", (x,), position=position, start=start, stop=stop, axis=axis)
-
-
 # -- fused ops ---------------------------------------------------------------------------------
 def outputs_of(node: Node) -> tuple[Node, ...]:
     """The `Output` nodes of a multi-output node, in order."""

@@ -15,5 +15,6 @@ from ngrules.ir.builtin import (
     leaves,  # noqa: F401
     products,  # noqa: F401
     reductions,  # noqa: F401
+    slicing,  # noqa: F401
     views,  # noqa: F401
 )
