@@ -45,5 +45,6 @@ def test_fuse_nn_fuses_each_layer_and_keeps_values(build, library):
     fired = res.fired()
     for rule, count in EXPECTED[build.__name__].items():
         assert fired.get(rule) == count, (rule, fired)
-    for before, after in zip(ng.execute(outputs, model.feeds), ng.execute(res.outputs, model.feeds)):
+    after_values = ng.execute(res.outputs, model.feeds)
+    for before, after in zip(ng.execute(outputs, model.feeds), after_values):
         np.testing.assert_allclose(after, before, rtol=1e-9, atol=1e-12)
