@@ -4,10 +4,13 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ngrules as ng
 from ngrules.ir import layers as L
 from ngrules.lang.library import library_path
+from tests.helpers import random_feeds
 
 C, N, K = ng.make_axis(4, "C"), ng.make_axis(3, "N"), ng.make_axis(5, "K")
 
@@ -106,3 +109,14 @@ def test_log_of_a_softmax_becomes_a_log_softmax(library):
     res = ng.rewrite([y], library, passes=["cross_entropy"])
     assert res.fired() == {"log_softmax": 1} and _ops(res.outputs)["Softmax"] == 0
     _same_values([y], res.outputs, {x: np.linspace(-20, 20, 12).reshape(4, 3)})
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.data())
+def test_the_library_ops_generate_instances_that_run(data):
+    ng.load_library()
+    for name in ("LayerNorm", "Gelu"):
+        node = ng.OPS[name].gen(data.draw, lambda axes: ng.placeholder(axes, np.float64))
+        assert node.op == name
+        (value,) = ng.execute([node], random_feeds([node], 0))
+        assert value.shape == node.axes.lengths and np.isfinite(value).all()

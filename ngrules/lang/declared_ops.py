@@ -127,23 +127,34 @@ def _grad(body: Body):
 
 def _gen(body: Body, attrs: tuple[AttrSpec, ...]):
     """Instances: every tensor argument on one random set of axes; attributes at their
-    default, or drawn from a few values when required."""
+    default, or drawn (a few numbers; a non-empty subset of the axes for an `axes` kind).
+    A draw the body cannot build on is rejected, as hypothesis's `assume` would."""
     from ngrules.ir import opgen
+    from ngrules.ir.axes import Axes
 
     name = body.decl.name
     samples = {"float": (0.5, 1.5), "int": (1, 2, 3)}
+    needs_axes = any(a.required and a.kind in ("axes", "axis") for a in attrs)
 
     def gen(draw, leaf):
+        from hypothesis import reject
         from hypothesis import strategies as st
 
-        axes = opgen.some_axes(draw, opgen.axis_pool(draw))
+        axes = opgen.some_axes(draw, opgen.axis_pool(draw), min_size=int(needs_axes))
         values = {}
-        for a in attrs:
-            if a.required:
-                if a.kind not in samples:
-                    raise OpError(f"{name}: cannot draw a value of kind {a.kind} for {a.name!r}")
+        for a in (a for a in attrs if a.required):
+            if a.kind in samples:
                 values[a.name] = draw(st.sampled_from(samples[a.kind]))
-        return make_node(name, tuple(leaf(axes) for _ in body.tensors), **values)
+            elif a.kind == "axes":
+                values[a.name] = Axes([ax for ax in axes if draw(st.booleans())] or axes[:1])
+            elif a.kind == "axis":
+                values[a.name] = draw(st.sampled_from(list(axes)))
+            else:
+                reject()
+        try:
+            return make_node(name, tuple(leaf(axes) for _ in body.tensors), **values)
+        except OpError:
+            reject()
 
     return gen
 

@@ -222,8 +222,9 @@ def _op_param(p: OpParam) -> str:
 
 def format_op(d: OpDecl) -> str:
     """`op Name(x, slope: float = 0.01) = body`."""
-    params = ", ".join(_op_param(p) for p in d.params)
-    return f"op {d.name}({params}) = {_replacement(d.body)}"
+    head = f"op {d.name}({', '.join(_op_param(p) for p in d.params)}) ="
+    line = f"{head} {_replacement(d.body)}"
+    return line if len(line) <= WIDTH else f"{head}\n{wrap(INDENT + _replacement(d.body))}"
 
 
 def format_decl(d) -> str:
