@@ -7,14 +7,15 @@ and the axes inference, the kernel factory and the instance generator follow fro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from typing import Any
 
 from ngrules.errors import OpError
 from ngrules.ir import opgen
 from ngrules.ir import ops as table
 from ngrules.ir.builtin.common import elementwise_infer
 from ngrules.ir.graph import make_node
-from ngrules.ir.ops import AttrSpec, NotDifferentiable, OpDef
+from ngrules.ir.ops import NotDifferentiable, OpDef
 
 
 def _kernel_of(compute: Callable) -> Callable:
@@ -46,12 +47,8 @@ def register_op(
     grad: Callable | None = None,
     infer: Callable | None = None,
     gen: Callable | None = None,
-    attrs: tuple[AttrSpec, ...] = (),
     traits: frozenset[str] | set[str] = frozenset(),
-    domain: tuple[str, ...] = ("real",),
-    derived: Mapping[str, Callable] | None = None,
-    outputs: int = 1,
-    doc: str = "",
+    **fields: Any,
 ) -> OpDef:
     """Add an op to the table; after this, builders, the executor, autodiff, rules and every
     `ngrules` command (through `--ops` or `[tool.ngrules] ops`) know it.
@@ -63,7 +60,7 @@ def register_op(
     infer, gen: default for an `elementwise` op: output axes and dtype of its operands, and
         operands on one random set of axes. Other ops must give `infer`; `gen` defaults to
         operands on one random set of axes.
-    The other fields are those of `OpDef`.
+    fields: the other fields of `OpDef` (`attrs`, `domain`, `derived`, `outputs`, `doc`).
     """
     if (compute is None) == (kernel is None):
         raise OpError(f"op {name}: give exactly one of compute (a numpy function) or kernel")
@@ -77,10 +74,6 @@ def register_op(
         kernel=kernel or _kernel_of(compute),
         grad=grad or NotDifferentiable(f"{name} was registered without a gradient"),
         gen=gen or (opgen.gen_elementwise(name) if elementwise else _same_axes_gen(name)),
-        attrs=attrs,
         traits=traits,
-        domain=domain,
-        derived=derived,
-        outputs=outputs,
-        doc=doc,
+        **fields,
     )
