@@ -1,11 +1,13 @@
 """The op table: completeness, kernels against inference and numpy, and register_op."""
 
+import inspect
 import itertools
 
 import numpy as np
 import pytest
 from helpers import (
     FLOAT_DTYPES,
+    REFERENCE_OPS,
     bn_bprop_reference,
     bn_reference,
     central_difference,
@@ -52,6 +54,11 @@ DESIGN_OPS = {
     "Pad",
     "ExpandDims",
     "AxesCast",
+    "Convolution",
+    "ConvBpropData",
+    "ConvUpdate",
+    "Pooling",
+    "BpropPool",
     "Negative",
     "Reciprocal",
     "Sqrt",
@@ -92,6 +99,20 @@ def test_op_has_every_entry(name):
     assert op.arity is None or op.arity >= 0
     assert (op.outputs > 1) == op.has("multi_output")
     assert op.has("leaf") == (op.arity == 0)
+    assert op.doc.strip(), f"{name} has no doc"
+    assert all(a.kind for a in op.attrs)
+
+
+@pytest.mark.parametrize("name", BUILTIN_OPS)
+def test_op_is_covered_by_every_test_family(name):
+    """A new op must come with an independent numpy formula (kernel test) and either a gradient
+    the finite-difference test checks or an explicit NotDifferentiable."""
+    op = ng.OPS[name]
+    assert name in REFERENCE_OPS, f"{name}: add its numpy formula to tests/helpers.py"
+    if op.arity != 0:
+        assert callable(op.grad)
+        if not isinstance(op.grad, ng.NotDifferentiable):
+            assert len(inspect.signature(op.grad).parameters) == 2, f"{name}: grad(node, delta)"
 
 
 def as_float(array):

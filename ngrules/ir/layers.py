@@ -25,31 +25,33 @@ def leaky_relu(x: Node, slope: float = 0.01) -> Node:
 
 
 def sigmoid(x: Node) -> Node:
-    """The logistic function as primitives: 1 / (1 + exp(-x))."""
-    return 1.0 / (1.0 + F.exp(-x))
+    """ngraph's sigmoid as primitives: reciprocal(exp(-x) + 1)."""
+    return F.reciprocal(F.exp(-x) + 1.0)
 
 
 def softmax(x: Node, normalization_axes) -> Node:
-    """Softmax as primitives, stabilised as ngraph's: exp(x - max(x)) / sum(exp(x - max(x)))."""
-    e = F.exp(x - F.max(x, reduction_axes=normalization_axes))
-    return e / F.sum(e, reduction_axes=normalization_axes)
+    """ngraph's softmax as primitives: exp(x - max(x)) / sum(exp(x - max(x)))."""
+    shifted = x - F.max(x, reduction_axes=normalization_axes)
+    exps = F.exp(shifted)
+    return exps / F.sum(exps, reduction_axes=normalization_axes)
 
 
 def layer_norm(x: Node, gamma: Node, beta: Node, axes, eps: float = 1e-5) -> Node:
-    """Layer normalisation over `axes` (per sample), gamma and beta along `axes`:
-    gamma * ((x - mean) * reciprocal(sqrt(var + eps))) + beta, biased variance."""
+    """Normalisation over `axes` (the features) of each sample, biased variance:
+    gamma * ((x - mean) * reciprocal(sqrt(var + eps))) + beta."""
     mean = F.mean(x, reduction_axes=axes)
     var = F.variance(x, reduction_axes=axes)
     return gamma * ((x - mean) * F.reciprocal(F.sqrt(var + eps))) + beta
 
 
-#: sqrt(2 / pi), GELU's tanh-form constant.
-GELU_C = 0.7978845608028654
+#: sqrt(2 / pi), the tanh form of GELU's constant.
+GELU_SCALE = 0.7978845608028654
 
 
 def gelu(x: Node) -> Node:
     """GELU in its tanh form: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))."""
-    return 0.5 * x * (1.0 + F.tanh(GELU_C * (x + 0.044715 * (x * x * x))))
+    inner = GELU_SCALE * (x + 0.044715 * (x * x * x))
+    return 0.5 * x * (1.0 + F.tanh(inner))
 
 
 def batchnorm_inference(
