@@ -2,6 +2,8 @@
 
 import inspect
 import itertools
+import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ from helpers import (
     numpy_eval,
     tolerance,
 )
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ngrules as ng
@@ -316,3 +318,16 @@ def test_unknown_op_suggests_a_close_name():
     x = ng.placeholder({"A": 2}, name="x")
     with pytest.raises(ng.OpError, match="did you mean 'Tanh'"):
         ng.make_node("Tahn", (x,))
+
+
+@pytest.mark.parametrize("name", BUILTIN_OPS)
+@settings(max_examples=5, deadline=None)
+@given(data=st.data())
+def test_every_op_round_trips_through_a_graph_file(name, data):
+    """Attributes of every kind (slice specs, paddings, window geometry, dtypes) survive saving."""
+    node, outputs, _ = draw_op_instance(data, name, np.float64)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "g.json")
+        ng.save_graph(path, outputs)
+        loaded = ng.load_graph(path)
+    assert list(getattr(loaded, "outputs", loaded)) == outputs

@@ -71,6 +71,7 @@ register_op(
     grad=_select_grad,
     gen=G.gen_select,
     traits={"elementwise"},
+    domain=("bool", "real", "real"),
     doc="x where cond, else y (cond bool)",
 )
 
