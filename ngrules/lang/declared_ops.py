@@ -27,7 +27,7 @@ from ngrules.lang.formatter import format_op
 from ngrules.lang.syntax import OpDecl, OpParam, RulesFile
 
 #: Strictness of argument domains: the strictest of the ops reading an argument wins.
-_STRICT = {"real": 0, "nonzero": 1, "positive": 2}
+_STRICT = {"real": 0, "nonzero": 1, "positive": 2, "bool": 3}
 _KIND_OF_DEFAULT = {int: "int", float: "float", str: "str"}
 
 
