@@ -33,3 +33,12 @@ def test_bad_library_imports_are_located_errors(path, message):
     with pytest.raises(ng.RuleErrors, match="cannot import") as info:
         ng.parse_rules(f'import "{path}"\n', "t.rules")
     assert message in str(info.value) and "t.rules:1:1" in str(info.value)
+
+
+def test_load_rules_and_the_command_line_take_library_names(tmp_path, monkeypatch, capsys):
+    from ngrules.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    assert set(ng.load_rules("ngrules:nn.rules").pipelines) == {"cpu", "fuse_nn", "inference"}
+    assert main(["check", "ngrules:relu.rules"]) == 0
+    assert "2 rules in 1 passes" in capsys.readouterr().out

@@ -103,6 +103,7 @@ def expand_paths(paths) -> list[str]:
     out = []
     for p in paths:
         p = os.fspath(p)
+        p = library_import(p) or p  # "ngrules:cpu.rules" names a file of the shipped library
         if os.path.isdir(p):
             out.extend(str(f) for f in sorted(Path(p).rglob("*.rules")) if f.is_file())
         elif os.path.isfile(p):
