@@ -13,12 +13,13 @@ EXPECTED = {
             "safelog_softmax": 1},
     "cnn": {"batchnorm_fprop": 1, "batchnorm_bprop": 1, "relu_plain": 1,
             "relu_plain_bprop": 1, "softmax": 1, "safelog_softmax": 1},
-    "transformer_block": {"layer_norm": 2, "gelu": 1, "softmax": 1},
+    "transformer_block": {"layer_norm": 2, "layer_norm_bprop_residual": 2, "gelu": 1,
+                          "softmax": 1},
 }  # fmt: skip
 FUSED = {
     "mlp": {"Sigmoid", "Softmax"},
     "cnn": {"BatchnormFprop", "BatchnormBprop", "Relu", "ReluBprop", "Softmax"},
-    "transformer_block": {"LayerNorm", "Gelu", "Softmax"},
+    "transformer_block": {"LayerNorm", "LayerNormBprop", "Gelu", "Softmax"},
 }
 
 

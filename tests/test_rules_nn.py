@@ -32,7 +32,7 @@ def _same_values(before, after, feeds, rtol=1e-9):
 def test_every_nn_rule_verifies(library):
     own = str(library_path() / "nn.rules")
     rules = [r for r in library if r.span.file == own]
-    assert len(rules) == 14
+    assert len(rules) == 16
     report = ng.verify(rules, 15)
     assert report.ok, str(report)
 
@@ -45,14 +45,15 @@ def test_a_training_graph_fuses_each_layer_and_keeps_values_and_gradients(librar
     a = L.gelu(L.layer_norm(ng.dot(w, x), gamma, beta, [K]))
     y = L.softmax(L.sigmoid(a) * 3.0, [K])
     cost = ng.sum(y * a, out_axes=())
-    outputs = [cost, ng.deriv(cost, w), ng.deriv(cost, x)]
+    outputs = [cost, *(ng.deriv(cost, p) for p in (w, x, gamma, beta))]
     res = ng.rewrite(outputs, library, pipeline="fuse_nn", checked=True)
     fired = res.fired()
     for rule in ("sigmoid_reciprocal_bprop", "sigmoid_reciprocal", "softmax", "gelu"):
         assert fired.get(rule) == 1, fired
-    assert fired.get("layer_norm") == 1, fired
+    assert fired.get("layer_norm") == fired.get("layer_norm_bprop") == 1, fired
     ops = _ops(res.outputs)
     assert all(ops[op] == 1 for op in ("Sigmoid", "Softmax", "Gelu", "LayerNorm")), ops
+    assert ops["LayerNormBprop"] == 1, ops
     xv = np.random.default_rng(0).normal(size=(4, 3))
     _same_values(outputs, res.outputs, {x: xv})
 
