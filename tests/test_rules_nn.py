@@ -32,7 +32,7 @@ def _same_values(before, after, feeds, rtol=1e-9):
 def test_every_nn_rule_verifies(library):
     own = str(library_path() / "nn.rules")
     rules = [r for r in library if r.span.file == own]
-    assert len(rules) == 16
+    assert len(rules) == 17
     report = ng.verify(rules, 15)
     assert report.ok, str(report)
 
@@ -48,7 +48,8 @@ def test_a_training_graph_fuses_each_layer_and_keeps_values_and_gradients(librar
     outputs = [cost, *(ng.deriv(cost, p) for p in (w, x, gamma, beta))]
     res = ng.rewrite(outputs, library, pipeline="fuse_nn", checked=True)
     fired = res.fired()
-    for rule in ("sigmoid_reciprocal_bprop", "sigmoid_reciprocal", "softmax", "gelu"):
+    for rule in ("sigmoid_reciprocal_bprop", "sigmoid_reciprocal", "softmax", "softmax_bprop",
+                 "gelu"):
         assert fired.get(rule) == 1, fired
     assert fired.get("layer_norm") == fired.get("layer_norm_bprop") == 1, fired
     ops = _ops(res.outputs)
