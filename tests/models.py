@@ -45,7 +45,7 @@ class Model:
 def check_all_gradients(cost, feeds, seed):
     """deriv(cost, p) along a random direction equals the central difference, for every p."""
     program = ng.compile_graph([cost])
-    grads = ng.execute([ng.deriv(cost, p) for p in feeds], feeds)
+    grads = ng.execute([ng.deriv(cost, p) for p in feeds], feeds, ignore_unused=True)
     rng = np.random.default_rng(seed)
     for (p, value), grad in zip(feeds.items(), grads):
         assert grad.shape == value.shape, p.name

@@ -19,7 +19,7 @@ SAME_DTYPE_OPS = [
     "TensorSlice", "Unslice", "Pad", "ExpandDims", "AxesCast", "OneHot", "Convolution",
     "ConvBpropData", "ConvUpdate",
 ]  # fmt: skip
-FLOAT_ONLY_OPS = ["Divide", "Power", "Reciprocal", "Sqrt", "Exp", "Log", "Tanh", "Sigmoid"]
+FLOAT_ONLY_OPS = ["Divide", "Power", "Reciprocal", "Sqrt", "Exp", "Log", "Tanh", "Sigmoid", "Erf"]
 DTYPES = [np.int8, np.int32, np.int64, np.uint8, np.float16]
 
 

@@ -44,6 +44,7 @@ DESIGN_OPS = {
     "Select",
     "Cast",
     "Sigmoid",
+    "Erf",
     "Softmax",
     "Power",
     "Absolute",

@@ -18,6 +18,7 @@ from ngrules.ir.frontend_math import (  # noqa: F401
     absolute,
     cast,
     equal,
+    erf,
     greater,
     greater_equal,
     less,

@@ -7,6 +7,7 @@ benchmarks and the tests all build batchnorm and relu through here.
 from __future__ import annotations
 
 from ngrules.ir import frontend as F
+from ngrules.ir.builders import erf
 from ngrules.ir.graph import Node
 
 
@@ -46,6 +47,11 @@ def layer_norm(x: Node, gamma: Node, beta: Node, axes, eps: float = 1e-5) -> Nod
 
 #: sqrt(2 / pi), the tanh form of GELU's constant.
 GELU_SCALE = 0.7978845608028654
+
+
+def gelu_erf(x: Node) -> Node:
+    """GELU in its exact form: 0.5 * x * (1 + erf(x / sqrt(2)))."""
+    return 0.5 * x * (1.0 + erf(x * 0.7071067811865476))
 
 
 def gelu(x: Node) -> Node:

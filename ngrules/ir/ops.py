@@ -33,9 +33,8 @@ TRAITS = frozenset(
 #: Attribute kinds; values are normalised to these types when a node is built.
 ATTR_KINDS = frozenset({"axes", "axis", "int", "float", "str", "dtype", "array"})
 
-#: Value domains an op asks of its inputs, used to draw test inputs (see `domain`); "bool"
-#: asks for a bool tensor (a mask, e.g. Select's condition).
-DOMAINS = frozenset({"real", "positive", "nonzero", "bool"})
+#: Value domains an op asks of its inputs, used to draw test inputs (see `domain`).
+DOMAINS = frozenset({"real", "positive", "nonzero"})
 
 REQUIRED = object()
 
@@ -74,8 +73,8 @@ class OpDef:
     grad(node, delta) -> one adjoint (a node or None) per argument; delta is a tuple of
         per-output adjoints (None where absent) for multi-output ops.
     gen(draw, leaf) -> a random valid node of this op; leaf(axes) makes an input.
-    domain: the values each argument accepts ("real", "positive", "nonzero", or "bool" for a
-        bool tensor); one entry applies to every argument.
+    domain: the values each argument accepts ("real", "positive", "nonzero"); one entry
+        applies to every argument.
     derived: read-only properties computed from a node (e.g. Dot's reduction_axes).
     """
 

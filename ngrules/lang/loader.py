@@ -1,7 +1,9 @@
 """Files and folders of `.rules` -> a checked `RuleSet`.
 
 Imports are resolved relative to the importing file and each file is read once; imported files
-come before the files that import them, so rule order is load order. Every syntax error,
+come before the files that import them, so rule order is load order. An import reads only
+`.rules` files inside the folders being loaded or an explicit search path, and a file given by
+name that is not a `.rules` file never has its text quoted in an error. Every syntax error,
 missing import, import cycle and check error is reported together.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from ngrules.errors import NgrulesError, RuleError, RuleSyntaxError, Span
@@ -16,11 +19,11 @@ from ngrules.lang.checker import check
 from ngrules.lang.declared_ops import declare_ops
 from ngrules.lang.parser import parse
 from ngrules.lang.rules import RuleSet
-from ngrules.lang.shipped import library_import
+from ngrules.lang.shipped import LIBRARY_PREFIX, library_import
 from ngrules.lang.syntax import Import, RulesFile
 
 
-def _decode(data: bytes, path: str) -> str:
+def decode_source(data: bytes, path: str) -> str:
     """UTF-8 text, or an error located at the first byte that is not."""
     try:
         return data.decode("utf-8")
@@ -39,15 +42,26 @@ _BAD_LIBRARY_IMPORT = (
 )
 
 
-class _Loader:
-    """Reads files depth-first through their imports, collecting errors as it goes."""
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
-    def __init__(self):
+
+class _Loader:
+    """Reads files depth-first through their imports, collecting errors as it goes.
+
+    An import names a `.rules` file, relative to the importing file (or else to a folder of the
+    search path); it may read only files inside the folders being loaded (a file given by
+    itself counts as its folder) or inside a folder of the search path.
+    """
+
+    def __init__(self, roots, search_path=()):
         self.files: list[RulesFile] = []
         self.errors: list[RuleError] = []
         self.done: set[str] = set()
         self.active: list[str] = []  # the import chain being read (to find cycles)
         self.order: list[str] = []  # every path read, in the order reading started
+        self.search = [os.fspath(p) for p in search_path]
+        self.allowed = [os.path.realpath(p) for p in [*roots, *self.search]]
 
     def load_text(self, text: str, path: str) -> None:
         key = os.path.abspath(path)
@@ -69,7 +83,7 @@ class _Loader:
         if os.path.abspath(path) in self.done:
             return
         try:
-            text = _decode(Path(path).read_bytes(), path)
+            text = decode_source(Path(path).read_bytes(), path)
         except RuleError as e:
             self.errors.append(e)
             self.order.append(path)
@@ -78,24 +92,52 @@ class _Loader:
         self.load_text(text, path)
 
     def _import(self, decl: Import, importer: str) -> None:
-        base = os.path.dirname(importer) if not importer.startswith("<") else ""
-        path = os.path.normpath(os.path.join(base, decl.path))
-        shipped = library_import(decl.path)
-        if shipped == "":
-            self.errors.append(RuleError(_BAD_LIBRARY_IMPORT.format(decl.path), decl.span))
+        path = self._library(decl) if decl.path.startswith(LIBRARY_PREFIX) else None
+        path = path or self._resolve(decl, importer)
+        if path is None:
             return
-        path = shipped or path
         key = os.path.abspath(path)
         if key in self.active:
             chain = self.active[self.active.index(key) :] + [key]
             names = " -> ".join(os.path.relpath(k) for k in chain)
             self.errors.append(RuleError(f"import cycle: {names}", decl.span))
-        elif not os.path.isfile(path):
-            self.errors.append(
-                RuleError(f"cannot import {decl.path!r}: there is no file {path}", decl.span)
-            )
         else:
             self.load_file(path)
+
+    def _library(self, decl: Import) -> str | None:
+        """`import "ngrules:cpu.rules"`: a file of the shipped library, which (with the files
+        it imports itself) may be read from anywhere."""
+        shipped = library_import(decl.path)
+        if not shipped:
+            self.errors.append(RuleError(_BAD_LIBRARY_IMPORT.format(decl.path), decl.span))
+            return None
+        if not os.path.isfile(shipped):
+            self.errors.append(
+                RuleError(f"cannot import {decl.path!r}: there is no file {shipped}", decl.span)
+            )
+            return None
+        self.allowed.append(os.path.realpath(os.path.dirname(shipped)))
+        return shipped
+
+    def _resolve(self, decl: Import, importer: str) -> str | None:
+        """The file an import reads, or None (and an error) if it may not or does not exist."""
+        def refuse(why: str) -> None:
+            self.errors.append(RuleError(f"cannot import {decl.path!r}: {why}", decl.span))
+
+        if not decl.path.endswith(".rules"):
+            return refuse("only .rules files can be imported")
+        base = os.path.dirname(importer) if not importer.startswith("<") else ""
+        tried = [os.path.normpath(os.path.join(base, decl.path))]
+        tried += [os.path.normpath(os.path.join(s, decl.path)) for s in self.search]
+        path = next((p for p in tried if os.path.isfile(p)), None)
+        if path is None:
+            return refuse(f"there is no file {' or '.join(tried)}")
+        if not any(_inside(os.path.realpath(path), a) for a in self.allowed):
+            return refuse(
+                f"{path} is outside the folders being loaded; add its folder to the search "
+                "path (load_rules(..., search_path=[...]), --import-path) to allow it"
+            )
+        return path
 
 
 def expand_paths(paths) -> list[str]:
@@ -113,17 +155,28 @@ def expand_paths(paths) -> list[str]:
     return out
 
 
-def load_rules(*paths: str | os.PathLike) -> RuleSet:
-    """The checked rules of these files and folders (folders are searched for `*.rules`)."""
-    loader = _Loader()
+def load_rules(
+    *paths: str | os.PathLike, search_path: Iterable[str | os.PathLike] = ()
+) -> RuleSet:
+    """The checked rules of these files and folders (folders are searched for `*.rules`).
+
+    `import` reads `.rules` files inside these folders (a file's own folder for a file);
+    search_path lists further folders imports may read from, searched in order."""
+    paths = [library_import(os.fspath(p)) or p for p in paths]  # "ngrules:nn.rules"
+    roots = [p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)) for p in paths]
+    loader = _Loader(roots, search_path)
     for path in expand_paths(paths):
         loader.load_file(path)
     return _checked(loader)
 
 
-def parse_rules(text: str, path: str = "<string>") -> RuleSet:
-    """The checked rules of one text (imports are relative to `path`'s folder, or the cwd)."""
-    loader = _Loader()
+def parse_rules(
+    text: str, path: str = "<string>", search_path: Iterable[str | os.PathLike] = ()
+) -> RuleSet:
+    """The checked rules of one text (imports are relative to `path`'s folder, or the cwd,
+    and read files under that folder or the search path)."""
+    root = os.path.dirname(os.path.abspath(path)) if not path.startswith("<") else os.getcwd()
+    loader = _Loader([root], search_path)
     loader.load_text(text, path)
     return _checked(loader)
 

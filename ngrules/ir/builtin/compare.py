@@ -71,7 +71,6 @@ register_op(
     grad=_select_grad,
     gen=G.gen_select,
     traits={"elementwise"},
-    domain=("bool", "real", "real"),
     doc="x where cond, else y (cond bool)",
 )
 
