@@ -194,3 +194,11 @@ def test_the_documented_declarations_load_and_verify():
     assert rules.ops == ("Silu", "Leaky", "Gelu", "SumDiff")
     report = ng.verify(rules, examples=10)
     assert report.ok and len(report) == 3, str(report)
+
+
+def test_a_declaration_must_start_with_op():
+    from ngrules.lang.parser import parse
+
+    with pytest.raises(ng.RuleSyntaxError, match="unexpected name 'opp'") as info:
+        parse("opp Silu(x) = x\n", "t.rules")
+    assert str(info.value).startswith("t.rules:1:1:")

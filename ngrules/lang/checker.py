@@ -301,8 +301,7 @@ class RuleChecker:
 
 
 def check_expression(expr: Expr, env: set[str], problems: Problems) -> None:
-    """Report unbound names, unknown ops, functions and attributes, and wrong arities in one
-    expression outside a rule (an op declaration's body or default)."""
+    """Check one expression outside a rule (an op declaration's body or default)."""
     RuleChecker(None, "", 0, problems)._check_expr(expr, env, {})
 
 

@@ -19,6 +19,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 from ngrules.errors import RuleSyntaxError, Span
 from ngrules.lang.bounds import MAX_INT_BITS
 from ngrules.lang.lexical import prescan, quotable, redacted, unquote
+from ngrules.lang.opsyntax import OpDeclarations
 from ngrules.lang.parser_cache import cache_file, seal
 from ngrules.lang.syntax import (
     EAttr,
@@ -35,8 +36,6 @@ from ngrules.lang.syntax import (
     Guard,
     Import,
     Let,
-    OpDecl,
-    OpParam,
     PassDecl,
     PipelineDecl,
     PLit,
@@ -129,7 +128,7 @@ def _infix_pattern(op: str):
 
 
 @v_args(inline=True)
-class ToAst(Transformer):
+class ToAst(OpDeclarations, Transformer):
     """One method per grammar alias, each building one AST node with its span."""
 
     src: _Source
@@ -183,29 +182,6 @@ class ToAst(Transformer):
             span=self.src.between(keyword, replacement),
             name_span=self.src.between(name),
         )
-
-    def op_decl(self, keyword, name, *rest):
-        *params, rpar, body = rest
-        if keyword.value != "op":
-            self._error(
-                f"unexpected name {keyword.value!r}; expected a new 'rule', 'op', 'pass', "
-                "'pipeline' or 'import'",
-                keyword,
-            )
-        items = body.items if isinstance(body, ETuple) else (body,)
-        return OpDecl(
-            name.value,
-            tuple(params),
-            items,
-            span=self.src.between(keyword, body),
-            name_span=self.src.between(name),
-        )
-
-    def op_param(self, name, *rest):
-        kind = rest[0].value if rest and isinstance(rest[0], Token) else None
-        default = rest[-1] if rest and not isinstance(rest[-1], Token) else None
-        span = self.src.between(name, rest[-1] if rest else name)
-        return OpParam(name.value, kind, default, span=span)
 
     def priority(self, *tokens):
         value = self._number(tokens[-1])
