@@ -82,12 +82,15 @@ from ngrules.ir.builders import (
     variance,
     where,
 )
+from ngrules.ir.declared import register_kernel
 from ngrules.ir.executor import Program, compile_graph, execute
 from ngrules.ir.graph import Graph, Node, format_graph, make_node, substitute, toposort, validate
 from ngrules.ir.graphfile import load_graph, save_graph
-from ngrules.ir.ops import OPS, AttrSpec, NotDifferentiable, OpDef, register_op
+from ngrules.ir.ops import OPS, AttrSpec, NotDifferentiable, OpDef
+from ngrules.ir.userops import register_op
 from ngrules.lang import functions
 from ngrules.lang.functions import register_function
+from ngrules.lang.library import load_library
 from ngrules.lang.loader import load_rules, parse_rules
 from ngrules.lang.rules import Rule, RuleSet
 from ngrules.version import __version__  # noqa: F401
@@ -137,6 +140,7 @@ __all__ = [
     "RuleSet",
     "explain",
     "functions",
+    "load_library",
     "load_rules",
     "parse_rules",
     "register_function",
@@ -192,6 +196,7 @@ __all__ = [
     "placeholder",
     "prod",
     "reciprocal",
+    "register_kernel",
     "register_op",
     "sqrt",
     "square",

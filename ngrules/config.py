@@ -64,3 +64,79 @@ def _strings(path: Path, table: dict, key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise NgrulesError(f"{path}: [tool.ngrules] {key} must be a list of strings")
     return tuple(value)
+
+
+# -- modules that register ops ------------------------------------------------------------------
+ENTRY_POINT_GROUP = "ngrules.ops"
+
+
+def import_ops_module(name: str, base: Path | str = ".") -> None:
+    """Import a module that registers ops and functions: a dotted name (looked up with `base`
+    first on the path, as `python -m` would) or a `.py` file (relative to `base`)."""
+    import importlib
+    import importlib.util
+
+    try:
+        if name.endswith(".py") or "/" in name or "\\" in name:
+            path = (Path(base) / name).resolve()
+            key = f"ngrules_ops_{abs(hash(str(path)))}"
+            if key in sys.modules:
+                return
+            spec = importlib.util.spec_from_file_location(key, path)
+            if spec is None or not path.is_file():
+                raise FileNotFoundError(f"no such file {path}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[key] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[key]
+                raise
+            return
+        root = str(Path(base).resolve())
+        added = root not in sys.path
+        if added:
+            sys.path.insert(0, root)
+        try:
+            importlib.import_module(name)
+        finally:
+            if added:
+                sys.path.remove(root)
+    except NgrulesError as e:
+        raise NgrulesError(f"ops module {name!r}: {e.message}", e.span) from None
+    except Exception as e:  # the module is the user's: say which one failed and how
+        raise NgrulesError(f"cannot import ops module {name!r}: {type(e).__name__}: {e}") from None
+
+
+def entry_point_ops() -> list[str]:
+    """Load every `ngrules.ops` entry point of the installed packages (a module, or a function
+    called with no arguments); their names, in the order loaded."""
+    from importlib.metadata import entry_points
+
+    loaded = []
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            target = ep.load()
+            if ep.attr and callable(target):
+                target()
+        except NgrulesError:
+            raise
+        except Exception as e:
+            raise NgrulesError(
+                f"cannot load ops entry point {ep.name!r} ({ep.value}): {type(e).__name__}: {e}"
+            ) from None
+        loaded.append(ep.name)
+    return loaded
+
+
+def load_ops(modules: list[str] | tuple[str, ...] = (), start: Path | str = ".") -> ProjectConfig:
+    """Everything that registers ops for a command or a test session, in this order: installed
+    packages' `ngrules.ops` entry points, `[tool.ngrules] ops` of the nearest pyproject.toml
+    (relative to its folder), then `modules` (relative to start). Returns the config read."""
+    config = load_config(start)
+    entry_point_ops()
+    for name in config.ops:
+        import_ops_module(name, config.root)
+    for name in modules:
+        import_ops_module(name, start)
+    return config

@@ -2,9 +2,26 @@
 
 import os
 
+import pytest
 from hypothesis import settings
 
 from ngrules.verification.profiles import register_profiles
 
 register_profiles()
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture
+def scratch_ops():
+    """The op table (and declared ops, fast kernels) restored after the test, whatever it
+    declared or registered: tests that add ops never leak them into other tests."""
+    import ngrules as ng
+    from ngrules.ir import declared
+    from ngrules.lang import declared_ops
+
+    tables = (ng.OPS, declared.REFERENCE, declared.FAST, declared_ops.DECLARED)
+    saved = [dict(t) for t in tables]
+    yield
+    for table, old in zip(tables, saved):
+        table.clear()
+        table.update(old)

@@ -1,5 +1,7 @@
 """Every example in the README runs: its Python block, and its rules file loads."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import ngrules as ng
@@ -22,8 +24,20 @@ def blocks(language: str) -> list[str]:
     return found
 
 
-def test_the_python_example_runs(monkeypatch, capsys):
-    monkeypatch.chdir(README.parent)
+def test_the_python_example_runs_unchanged_from_a_folder_outside_the_repository(tmp_path):
+    """In a fresh interpreter whose current folder is a temporary one."""
+    (code,) = [b for b in blocks("python") if "import ngrules as ng" in b]
+    check = "\nassert res.stop == 'fixpoint'\nprint('README-OK', len(rules))\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", code + check], cwd=tmp_path, capture_output=True, text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "README-OK" in proc.stdout and "rule dot_matrix_matrix" in proc.stdout
+    assert README.parent not in tmp_path.parents
+
+
+def test_the_python_example_runs(capsys):
     (code,) = [b for b in blocks("python") if "import ngrules as ng" in b]
     namespace: dict = {}
     exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - our own README

@@ -44,8 +44,8 @@ def run(args) -> int:
     from ngrules.ir.fileio import staged_files
 
     _check_paths(args)
-    outputs, names = graphio.load(args.graph, graphio.parse_lengths(args.length))
     rules = without_rules(rules_or_library(args.rules, args.import_path), args.disable)
+    outputs, names = graphio.load(args.graph, graphio.parse_lengths(args.length))  # may use its ops
     pipeline = args.pipeline if args.pipeline or not args.passes else None
     if pipeline is None and not args.passes and "cpu" in rules.pipelines:
         pipeline = "cpu"

@@ -17,7 +17,11 @@ def run(args) -> int:
         print(_render(e), file=sys.stderr)
         print(f"{len(e.errors)} error(s)", file=sys.stderr)
         return FINDINGS
-    print(f"ok: {len(rules)} rules in {len(rules.passes)} passes, {len(rules.pipelines)} pipelines")
+    ops = f", {len(rules.ops)} declared op(s)" if rules.ops else ""
+    print(
+        f"ok: {len(rules)} rules in {len(rules.passes)} passes, {len(rules.pipelines)} pipelines"
+        + ops
+    )
     return 0
 
 

@@ -9,10 +9,35 @@ FINDINGS, BAD_INPUT, INTERRUPTED = 1, 2, 130
 
 
 def add_command(sub, name: str, run: Callable, help_: str, example: str) -> argparse.ArgumentParser:
-    """One subcommand: its help doubles as description, its epilog shows an example."""
+    """One subcommand: its help doubles as description, its epilog shows an example. Every
+    command takes `--ops MODULE` and loads the project's ops before it runs."""
     p = sub.add_parser(name, help=help_, description=help_, epilog=f"example: {example}")
-    p.set_defaults(run=run)
+    p.add_argument(
+        "--ops",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module (or .py file) that registers ops and functions, or load a .rules "
+        "file for the ops it declares; repeatable. [tool.ngrules] ops in pyproject.toml and "
+        "`ngrules.ops` entry points load too",
+    )
+    p.set_defaults(run=_with_ops(run))
     return p
+
+
+def _with_ops(run: Callable) -> Callable:
+    def run_with_ops(args) -> int:
+        from ngrules.config import load_ops
+
+        declaring = [m for m in args.ops if m.endswith(".rules")]
+        load_ops([m for m in args.ops if not m.endswith(".rules")])
+        if declaring:
+            from ngrules.lang.loader import load_rules
+
+            load_rules(*declaring)
+        return run(args)
+
+    return run_with_ops
 
 
 def rules_or_library(paths: list[str] | None, import_path: list[str] | None = None):

@@ -58,3 +58,11 @@ def gelu(x: Node) -> Node:
     """GELU in its tanh form: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))."""
     inner = GELU_SCALE * (x + 0.044715 * (x * x * x))
     return 0.5 * x * (1.0 + F.tanh(inner))
+
+
+def batchnorm_inference(
+    y: Node, gamma: Node, beta: Node, mean: Node, var: Node, eps: float = 1e-3
+) -> Node:
+    """Batch normalisation with stored statistics (inference form), per channel:
+    gamma * ((y - mean) * reciprocal(sqrt(var + eps))) + beta."""
+    return gamma * ((y - mean) * F.reciprocal(F.sqrt(var + eps))) + beta

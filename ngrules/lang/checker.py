@@ -303,6 +303,11 @@ class RuleChecker:
                 self.problems.add(f"{e.func} has no argument {k!r}{hint}", _kwarg_span(e, i))
 
 
+def check_expression(expr: Expr, env: set[str], problems: Problems) -> None:
+    """Check one expression outside a rule (an op declaration's body or default)."""
+    RuleChecker(None, "", 0, problems)._check_expr(expr, env, {})
+
+
 def _kwarg_span(e: ECall, i: int) -> Span | None:
     return e.kwarg_spans[i] if i < len(e.kwarg_spans) else e.kwargs[i][1].span
 

@@ -24,6 +24,8 @@ from ngrules.lang.syntax import (
     Guard,
     Import,
     Let,
+    OpDecl,
+    OpParam,
     PassDecl,
     Pattern,
     PipelineDecl,
@@ -214,6 +216,18 @@ def _operator_at(line: str, i: int) -> bool:
     return any(line.startswith(op, i) for op in ("+ ", "- ", "* ", "/ ", "and ", "or "))
 
 
+def _op_param(p: OpParam) -> str:
+    text = p.name if p.kind is None else f"{p.name}: {p.kind}"
+    return text if p.default is None else f"{text} = {format_expr(p.default)}"
+
+
+def format_op(d: OpDecl) -> str:
+    """`op Name(x, slope: float = 0.01) = body`."""
+    head = f"op {d.name}({', '.join(_op_param(p) for p in d.params)}) ="
+    line = f"{head} {_replacement(d.body)}"
+    return line if len(line) <= WIDTH else f"{head}\n{wrap(INDENT + _replacement(d.body))}"
+
+
 def format_decl(d) -> str:
     deep = too_deep(d, MAX_DEPTH)
     if deep is not None:
@@ -224,4 +238,6 @@ def format_decl(d) -> str:
         return f"pass {d.name}"
     if isinstance(d, PipelineDecl):
         return f"pipeline {d.name}: {', '.join(d.passes)}"
+    if isinstance(d, OpDecl):
+        return format_op(d)
     return format_rule(d)

@@ -9,7 +9,9 @@ __all__ = ["library_path", "load_library", "short_location"]
 
 
 def load_library() -> RuleSet:
-    """Every rule of the shipped library, with its passes and pipelines (such as `cpu`)."""
+    """Every rule of the shipped library, with its passes and pipelines (such as `cpu`),
+    from wherever ngrules is installed. A rules file gets one of its files with
+    `import "ngrules:cpu.rules"`."""
     from ngrules.lang.loader import load_rules
 
     return load_rules(library_path())

@@ -9,14 +9,17 @@ missing import, import cycle and check error is reported together.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from ngrules.errors import NgrulesError, RuleError, RuleErrors, RuleSyntaxError, Span
 from ngrules.lang.checker import check
+from ngrules.lang.declared_ops import declare_ops
 from ngrules.lang.parser import parse
 from ngrules.lang.rules import RuleSet
+from ngrules.lang.shipped import LIBRARY_PREFIX, library_import
 from ngrules.lang.syntax import Import, RulesFile
 
 
@@ -31,6 +34,12 @@ def decode_source(data: bytes, path: str) -> str:
         raise RuleSyntaxError(
             f"this file is not UTF-8 text (byte 0x{data[e.start]:02x})", Span(path, line, col)
         ) from None
+
+
+_BAD_LIBRARY_IMPORT = (
+    "cannot import {!r}: a library import names one file of the shipped library, "
+    'such as "ngrules:cpu.rules"'
+)
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -83,7 +92,8 @@ class _Loader:
         self.load_text(text, path)
 
     def _import(self, decl: Import, importer: str) -> None:
-        path = self._resolve(decl, importer)
+        path = self._library(decl) if decl.path.startswith(LIBRARY_PREFIX) else None
+        path = path or self._resolve(decl, importer)
         if path is None:
             return
         key = os.path.abspath(path)
@@ -93,6 +103,21 @@ class _Loader:
             self.errors.append(RuleError(f"import cycle: {names}", decl.span))
         else:
             self.load_file(path)
+
+    def _library(self, decl: Import) -> str | None:
+        """`import "ngrules:cpu.rules"`: a file of the shipped library, which (with the files
+        it imports itself) may be read from anywhere."""
+        shipped = library_import(decl.path)
+        if not shipped:
+            self.errors.append(RuleError(_BAD_LIBRARY_IMPORT.format(decl.path), decl.span))
+            return None
+        if not os.path.isfile(shipped):
+            self.errors.append(
+                RuleError(f"cannot import {decl.path!r}: there is no file {shipped}", decl.span)
+            )
+            return None
+        self.allowed.append(os.path.realpath(os.path.dirname(shipped)))
+        return shipped
 
     def _resolve(self, decl: Import, importer: str) -> str | None:
         """The file an import reads, or None (and an error) if it may not or does not exist."""
@@ -120,6 +145,7 @@ def expand_paths(paths) -> list[str]:
     out = []
     for p in paths:
         p = os.fspath(p)
+        p = library_import(p) or p  # "ngrules:cpu.rules" names a file of the shipped library
         if os.path.isdir(p):
             out.extend(str(f) for f in sorted(Path(p).rglob("*.rules")) if f.is_file())
         elif os.path.isfile(p):
@@ -136,11 +162,12 @@ def load_rules(
 
     `import` reads `.rules` files inside these folders (a file's own folder for a file);
     search_path lists further folders imports may read from, searched in order."""
+    paths = [library_import(os.fspath(p)) or p for p in paths]  # "ngrules:nn.rules"
     roots = [p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)) for p in paths]
     loader = _Loader(roots, search_path)
     for path in expand_paths(paths):
         loader.load_file(path)
-    return check(loader.files, loader.errors, loader.order)
+    return _checked(loader)
 
 
 def parse_rules(
@@ -148,8 +175,7 @@ def parse_rules(
 ) -> RuleSet:
     """The checked rules of one text (imports are relative to `path`'s folder, or the cwd,
     and read files under that folder or the search path)."""
-    loader = _text_loader(text, path, search_path)
-    return check(loader.files, loader.errors, loader.order)
+    return _checked(_text_loader(text, path, search_path))
 
 
 def _text_loader(text: str, path: str, search_path) -> _Loader:
@@ -157,6 +183,17 @@ def _text_loader(text: str, path: str, search_path) -> _Loader:
     loader = _Loader([root], search_path)
     loader.load_text(text, path)
     return loader
+
+
+def _checked(loader: _Loader) -> RuleSet:
+    """Declare the files' ops, then check their rules; a failed load declares nothing."""
+    ops = declare_ops(loader.files, loader.errors)
+    try:
+        rules = check(loader.files, loader.errors, loader.order)
+    except RuleError:
+        ops.rollback()
+        raise
+    return dataclasses.replace(rules, ops=tuple(ops.names))
 
 
 def check_text(
@@ -167,10 +204,13 @@ def check_text(
     What an editor shows while a file is being written: the unsaved text stands for `path`.
     """
     loader = _text_loader(text, path, search_path)
+    ops = declare_ops(loader.files, loader.errors)
     try:
         check(loader.files, loader.errors, loader.order)
     except RuleErrors as e:
         return loader.files, e.errors
     except NgrulesError as e:
         return loader.files, [RuleError(e.message, e.span)]
+    finally:
+        ops.rollback()  # a long-running editor must not keep the ops of unsaved text
     return loader.files, []

@@ -19,6 +19,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 from ngrules.errors import RuleSyntaxError, Span
 from ngrules.lang.bounds import MAX_INT_BITS
 from ngrules.lang.lexical import prescan, quotable, redacted, unquote
+from ngrules.lang.opsyntax import OpDeclarations
 from ngrules.lang.parser_cache import cache_file, seal
 from ngrules.lang.syntax import (
     EAttr,
@@ -127,7 +128,7 @@ def _infix_pattern(op: str):
 
 
 @v_args(inline=True)
-class ToAst(Transformer):
+class ToAst(OpDeclarations, Transformer):
     """One method per grammar alias, each building one AST node with its span."""
 
     src: _Source
@@ -396,7 +397,7 @@ def _describe_expected(expected: set[str], lark: Lark) -> str:
     else:
         words += [repr(lark.get_terminal(t).pattern.value) for t in sorted(expected & _OPERATORS)]
     if expected & _DECLS:
-        words.append("a new 'rule', 'pass', 'pipeline' or 'import'")
+        words.append("a new 'rule', 'op', 'pass', 'pipeline' or 'import'")
     if "$END" in expected:
         words.append("the end of the file")
     if len(words) <= 1:

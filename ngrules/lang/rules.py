@@ -42,11 +42,13 @@ class Rule:
 
 @dataclass(frozen=True)
 class RuleSet:
-    """Rules in load order, grouped into passes (highest priority first, then file order)."""
+    """Rules in load order, grouped into passes (highest priority first, then file order);
+    `ops` names the ops its files declare (`op Name(...) = body`)."""
 
     rules: tuple[Rule, ...]
     passes: dict[str, tuple[Rule, ...]]
     pipelines: dict[str, tuple[str, ...]]
+    ops: tuple[str, ...] = ()
 
     def __iter__(self) -> Iterator[Rule]:
         return iter(self.rules)

@@ -1,4 +1,5 @@
-"""Where the shipped rule library lives, and how locations in it are shown.
+"""Where the shipped rule library lives, `import "ngrules:cpu.rules"` resolved into it, and
+how locations in it are shown.
 
 Shipped rules print as `ngrules:rules/dot.rules:12` wherever a location is shown (traces,
 reports, explanations, pictures), whether ngrules runs from site-packages or a checkout, so a
@@ -12,6 +13,9 @@ from pathlib import Path
 
 #: The prefix shipped rules' locations carry instead of their folder.
 LOCATION_PREFIX = "ngrules:rules"
+
+#: An import path starting with this names a file of the shipped library, from any folder.
+LIBRARY_PREFIX = "ngrules:"
 
 
 def library_path() -> Path:
@@ -28,3 +32,15 @@ def short_location(location: str) -> str:
     if location.startswith(root + "/") or location.startswith(root + "\\"):
         return LOCATION_PREFIX + "/" + location[len(root) + 1 :].replace("\\", "/")
     return location
+
+
+def library_import(path: str) -> str | None:
+    """The file `import "ngrules:NAME.rules"` means, or None when `path` is not a library
+    import. Only a plain file name of the library is accepted (no folders, no `..`)."""
+    if not path.startswith(LIBRARY_PREFIX):
+        return None
+    name = path[len(LIBRARY_PREFIX) :]
+    plain = name and not any(c in name for c in "/\\") and not name.startswith(".")
+    if not plain or not name.endswith(".rules"):
+        return ""
+    return str(library_path() / name)

@@ -214,7 +214,34 @@ class Import:
     span: Span | None = _span()
 
 
-Decl = RuleDecl | PassDecl | PipelineDecl | Import
+@dataclass(frozen=True)
+class OpParam:
+    """A parameter of `op Name(...)`: a tensor argument, or (with a kind or a default) an
+    attribute such as `slope: float = 0.01`."""
+
+    name: str
+    kind: str | None = None
+    default: Expr | None = None
+    span: Span | None = _span()
+
+    @property
+    def is_attribute(self) -> bool:
+        return self.kind is not None or self.default is not None
+
+
+@dataclass(frozen=True)
+class OpDecl:
+    """`op Name(params) = body`: an op whose inference, kernel and gradient come from its body
+    (one expression per output)."""
+
+    name: str
+    params: tuple[OpParam, ...]
+    body: tuple[Expr, ...]
+    span: Span | None = _span()
+    name_span: Span | None = _span()
+
+
+Decl = RuleDecl | PassDecl | PipelineDecl | Import | OpDecl
 
 
 @dataclass(frozen=True)
@@ -243,6 +270,7 @@ _CHILDREN = {
     Let: lambda n: (n.expr,),
     Where: lambda n: (n.pattern,),
     RuleDecl: lambda n: n.roots + n.clauses + n.replacement,
+    OpDecl: lambda n: tuple(p.default for p in n.params if p.default is not None) + n.body,
 }
 _LEAF = lambda n: ()  # noqa: E731
 

@@ -124,6 +124,15 @@ def pytest_collect_file(file_path: Path, parent):
     return RulesFile.from_parent(parent, path=file_path)
 
 
+def _load_project_ops(config) -> None:
+    """Once per session: `[tool.ngrules] ops` of the project and `ngrules.ops` entry points."""
+    if not getattr(config, "_ngrules_ops_loaded", False):
+        from ngrules.config import load_ops
+
+        config._ngrules_ops_loaded = True
+        load_ops(start=config.rootpath)
+
+
 class RuleVerificationFailed(Exception):
     """A rule did not verify; the message is its verdict with the counterexample."""
 
@@ -136,6 +145,7 @@ class RulesFile(pytest.File):
         from ngrules.lang.loader import load_rules
 
         try:
+            _load_project_ops(self.config)
             ruleset = load_rules(self.path)
         except NgrulesError as e:
             raise self.CollectError(str(e)) from None

@@ -206,10 +206,11 @@ class VerificationReport:
 
     verdicts: list[Verdict] = field(default_factory=list)
     seconds: float = 0.0
+    kernels: list = field(default_factory=list)  # KernelVerdicts of declared ops' fast kernels
 
     @property
     def ok(self) -> bool:
-        return all(v.ok for v in self.verdicts)
+        return all(v.ok for v in self.verdicts) and all(k.ok for k in self.kernels)
 
     @property
     def failures(self) -> list[Verdict]:
@@ -234,7 +235,7 @@ class VerificationReport:
             f"{counts['unbuildable']} unverified of {len(self.verdicts)} rules "
             f"in {self.seconds:.1f} s"
         )
-        return "\n".join([*(str(v) for v in self.verdicts), summary])
+        return "\n".join([*(str(v) for v in self.verdicts), *map(str, self.kernels), summary])
 
 
 # -- running hypothesis ---------------------------------------------------------------------------
@@ -371,5 +372,9 @@ def verify(
             on_rule(i, len(chosen), rule)
         verdicts.append(verify_rule(rule, examples, rtol, atol, ruleset, budget))
     report = VerificationReport(verdicts)
+    if ruleset is not None:
+        from ngrules.verification.kernels import verify_kernels
+
+        report.kernels = verify_kernels(ruleset.ops)
     report.seconds = time.perf_counter() - start
     return report

@@ -10,7 +10,7 @@ from ngrules.ir.graph import Node, make_node, toposort
 from ngrules.ir.ops import OPS
 
 Domain = str  # "real", "positive" or "nonzero", as in the op table
-_STRICTNESS = {"real": 0, "nonzero": 1, "positive": 2}
+_STRICTNESS = {"real": 0, "nonzero": 1, "positive": 2, "bool": 3}  # bool: a mask
 
 
 # -- value domains ------------------------------------------------------------------------------
@@ -58,6 +58,8 @@ def domain_values(rng: np.random.Generator, shape, dtype, domain: Domain) -> np.
     """Random values in a domain, kept away from zero where the domain asks it."""
     if domain == "real":
         return rng.uniform(-2.0, 2.0, shape).astype(dtype)
+    if domain == "bool":
+        return (rng.uniform(size=shape) < 0.5).astype(dtype)
     magnitude = rng.uniform(0.5, 2.0, shape)
     if domain == "nonzero":
         magnitude *= rng.choice([-1.0, 1.0], shape)

@@ -57,6 +57,30 @@ def _plan_reduce(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict
     return [arg], {"reduction_axes": red}
 
 
+def _plan_softmax(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    """The operand has the output's axes; a non-empty subset of them is normalised over."""
+    if not len(want):
+        raise Reject("Softmax needs at least one axis to normalise over")
+    norm = [a for a in want if b.draw(st.booleans())] or [want[0]]
+    return [want], {"normalization_axes": Axes(norm)}
+
+
+def _plan_convolution(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    """Result (K, M, P, Q, N): filters (C, T, R, S, K') of small windows, inputs (C, D, H, W, N)
+    with D = M + T - 1 and so on (no padding, unit strides and dilation)."""
+    from ngrules.ir.axes import Axis
+
+    if len(want) != 5:
+        raise Reject(f"Convolution gives 5 axes (K, M, P, Q, N), not {len(want)}")
+    k, *spatial, n = want
+    channel, *window, k_out = b.fresh(5)
+    window = [Axis(a.name, b.draw(st.integers(1, 2))) for a in window]
+    inner = b.fresh(3)
+    inputs = [Axis(a.name, s.length + w.length - 1) for a, s, w in zip(inner, spatial, window)]
+    filters = Axes([channel, *window, Axis(k_out.name, k.length)])
+    return [Axes([channel, *inputs, n]), filters], {"axes": want}
+
+
 def _plan_dot(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
     fx, fy = forced
     if fx is not None and fy is not None:
@@ -97,6 +121,8 @@ PLANS: dict[str, Plan] = {
     "Max": _plan_reduce,
     "Min": _plan_reduce,
     "Prod": _plan_reduce,
+    "Softmax": _plan_softmax,
+    "Convolution": _plan_convolution,
     "Dot": _plan_dot,
     "DotLowDimension": _plan_dot_low,
 }

@@ -1,0 +1,66 @@
+"""Ops defined by a body (`op Silu(x) = x * Sigmoid(x)` in a `.rules` file), as the IR sees them.
+
+Such an op sits in the op table like any other; its inference, reference kernel and gradient are
+closures the language layer builds from the body. What the IR keeps here is what other layers
+need without reading the language: which ops are declared, their reference kernels, and the
+fast numpy kernels registered for them from Python (`register_kernel`), which the executor runs
+instead of the body and verification checks against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ngrules.errors import OpError
+from ngrules.ir.ops import OPS
+
+#: op name -> the reference kernel factory built from its body (node -> function of arrays).
+REFERENCE: dict[str, Callable] = {}
+#: op name -> a fast kernel `fn(*arrays, **attrs)` registered with `register_kernel`.
+FAST: dict[str, Callable] = {}
+
+
+def register_kernel(name: str, fn: Callable) -> None:
+    """Run `fn(*arrays, **attrs)` for the declared op `name` instead of its body.
+
+    It may be registered before the op's rules file is loaded (an `--ops` module does so).
+    `ngrules verify` and `ng.verify` check it against the body on random instances.
+    Ops registered from Python give their kernel to `register_op` instead.
+    """
+    if not callable(fn):
+        raise OpError(f"register_kernel({name!r}, ...): the kernel must be callable")
+    if name in OPS and name not in REFERENCE:
+        raise OpError(
+            f"{name} is not declared in a rules file; a built-in or Python-registered op "
+            "gets its kernel from register_op"
+        )
+    FAST[name] = fn
+
+
+def kernel_for(name: str, reference: Callable) -> Callable:
+    """The op table's kernel factory for a declared op: the fast kernel when one is
+    registered, else the body's reference kernel. The choice is made at each call, so a
+    program compiled (and cached) before `register_kernel` still runs the kernel registered."""
+
+    def kernel(node):
+        attrs = dict(node.attrs)
+        body = None
+
+        def run(*arrays):
+            nonlocal body
+            fast = FAST.get(name)
+            if fast is not None:
+                return fast(*arrays, **attrs)
+            if body is None:
+                body = reference(node)
+            return body(*arrays)
+
+        return run
+
+    return kernel
+
+
+def forget(name: str) -> None:
+    """Remove a declared op from the table (a load that failed takes back what it declared)."""
+    OPS.pop(name, None)
+    REFERENCE.pop(name, None)
