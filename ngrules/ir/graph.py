@@ -22,7 +22,9 @@ from ngrules.errors import GraphError, OpError
 from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.ops import get_op, normalize_attrs
 
-_INTERN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+#: The hash-consing table: key -> weak reference to the live node. Plain `weakref.ref`s (no
+#: callbacks: a dying node costs nothing); dead entries are swept when the table has doubled.
+_INTERN: dict[tuple, weakref.ref] = {}
 _NO_ATTRS: Mapping[str, Any] = MappingProxyType({})
 
 #: A node's cached constant value before it is first asked for (see `values.known_scalar`).
@@ -146,32 +148,83 @@ class Node:
         return OPERATORS["negative"](self)
 
 
+class _Building(Node):
+    """A node under construction: plain slot stores (fast), then it becomes a `Node`."""
+
+    __slots__ = ()
+    __setattr__ = object.__setattr__
+
+    def __init__(self, op, args, attrs, axes, dtype, outputs, key):
+        self.op = op
+        self.args = args
+        self.attrs = attrs
+        self.axes = axes
+        self.dtype = dtype
+        self.outputs = outputs
+        self.origin = None
+        self._scalar = UNKNOWN
+        self._key = key
+        self.__class__ = Node
+
+
+class _Table:
+    """When to sweep the table's dead entries: each time it has doubled since the last sweep."""
+
+    sweep_at = 100_000
+
+
 def _lookup(key) -> Node | None:
-    """The live node with this key, if any (reads the weak table's dict directly, for speed)."""
-    ref = _INTERN.data.get(key)
+    """The live node with this key, if any."""
+    ref = _INTERN.get(key)
     return None if ref is None else ref()
+
+
+def _register(node: Node) -> Node:
+    """Enter a node built by `unregistered_node` in the table (its key must be free)."""
+    table = _INTERN
+    table[node._key] = _ref(node)
+    if len(table) > _Table.sweep_at:
+        _sweep(table)
+    if creation_log is not None:
+        creation_log.append(node)
+    return node
+
+
+_ref = weakref.ref
+
+
+def _sweep(table: dict) -> None:
+    for key in [k for k, r in table.items() if r() is None]:
+        del table[key]
+    _Table.sweep_at = max(2 * len(table), 100_000)
+
+
+def unregistered_node(node: Node, args: tuple[Node, ...]) -> Node:
+    """`node` on new arguments, built but not entered in the hash-consing table.
+
+    The engine tries its rules on such a node first and registers it (`intern_built`) only if
+    it stays; a node a rule replaces at once is never interned. The caller must have checked
+    that no live node has its key.
+    """
+    return _Building(node.op, args, node.attrs, node.axes, node.dtype, node.outputs,
+                     (node.op, args, node._key[2]))
+
+
+def intern_built(node: Node) -> Node:
+    """The canonical node for a node from `unregistered_node`: the live one with its key if
+    there is one by now, else the node itself, registered."""
+    found = _lookup(node._key)
+    return found if found is not None else _register(node)
 
 
 def _intern(op, args, attrs, attrs_key, axes, dtype, outputs) -> Node:
     key = (op, args, attrs_key)
-    node = _lookup(key)
-    if node is not None:
-        return node
-    node = object.__new__(Node)
-    set_ = object.__setattr__
-    set_(node, "op", op)
-    set_(node, "args", args)
-    set_(node, "attrs", attrs)
-    set_(node, "axes", axes)
-    set_(node, "dtype", dtype)
-    set_(node, "outputs", outputs)
-    set_(node, "origin", None)
-    set_(node, "_scalar", UNKNOWN)
-    set_(node, "_key", key)
-    _INTERN[key] = node
-    if creation_log is not None:
-        creation_log.append(node)
-    return node
+    ref = _INTERN.get(key)
+    if ref is not None:
+        node = ref()
+        if node is not None:
+            return node
+    return _register(_Building(op, args, attrs, axes, dtype, outputs, key))
 
 
 def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
