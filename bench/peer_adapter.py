@@ -41,17 +41,17 @@ takes g and b unbroadcast).  Before rewriting, ngrules' graph has more op nodes 
 per spec node like every other peer.  `extra` records the number of rewrites and the views
 left.
 """
+
 from __future__ import annotations
 
 import os
 
 import numpy as np
+from adapters.base import Adapter, Counts  # the peers' harness puts its folder on sys.path
 
 import ngrules as ng
 from ngrules.ir.opgen import axis_pool, some_axes
 from ngrules.ir.ops import AttrSpec, NotDifferentiable
-
-from adapters.base import Adapter, Counts  # the peers' harness puts its folder on sys.path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RULES_FILES = {"W1": os.path.join(HERE, "peer_w1.rules"), "W2": os.path.join(HERE, "peer_w2.rules")}
@@ -78,8 +78,8 @@ def _ln_kernel(node):
     """(x - mean) / sqrt(var + eps) * g + b, mean and (biased) var over g's axes of x."""
     x, g, _ = node.args
     eps = node.attrs["eps"]
-    red = tuple(x.axes.index(a) for a in g.axes)          # where g's axes sit in x
-    perm = sorted(range(len(red)), key=red.__getitem__)   # g's axes in x's order
+    red = tuple(x.axes.index(a) for a in g.axes)  # where g's axes sit in x
+    perm = sorted(range(len(red)), key=red.__getitem__)  # g's axes in x's order
     shape = tuple(n if i in red else 1 for i, n in enumerate(x.axes.lengths))
 
     def run(xv, gv, bv):
@@ -130,15 +130,21 @@ class NgrulesAdapter(Adapter):
         self.dtype = dtype
         F_ = self.F
         self.builders = {
-            "add": ng.add, "mul": ng.multiply, "sub": ng.subtract, "neg": ng.negative,
-            "sqrt": ng.sqrt, "recip": ng.reciprocal, "exp": ng.exp,
-            "mean": lambda v: ng.mean(v, reduction_axes=[F_]),   # over the features, axes [N]
+            "add": ng.add,
+            "mul": ng.multiply,
+            "sub": ng.subtract,
+            "neg": ng.negative,
+            "sqrt": ng.sqrt,
+            "recip": ng.reciprocal,
+            "exp": ng.exp,
+            "mean": lambda v: ng.mean(v, reduction_axes=[F_]),  # over the features, axes [N]
         }
         self.views = frozenset(name for name, op in ng.OPS.items() if op.has("view"))
         self.rules = {w: ng.load_rules(path) for w, path in RULES_FILES.items()}
-        self.native_ops = None   # op nodes of the last graph built (views/leaves excluded), an int
-        if warm:   # compile each rule's matcher and expressions now, not in a timed call
+        self.native_ops = None  # op nodes of the last graph built (views/leaves excluded), an int
+        if warm:  # compile each rule's matcher and expressions now, not in a timed call
             from workloads import warmup_spec
+
             for w in ("W1", "W2"):
                 spec = warmup_spec(w)
                 res = self.rewrite(self.build(spec), spec)
@@ -147,6 +153,7 @@ class NgrulesAdapter(Adapter):
 
     def version(self):
         import importlib.metadata as md
+
         return f"ngrules {md.version('ngrules')} (numpy {np.__version__})"
 
     def build(self, spec):
@@ -155,10 +162,12 @@ class NgrulesAdapter(Adapter):
             vals = [ng.placeholder(NF, dtype=dt, name=f"x{i}") for i in range(spec.n_inputs)]
         else:
             vals = []
-            for lane in range(spec.lanes):   # x_l = 3l, g_l = 3l+1, b_l = 3l+2
-                vals += [ng.placeholder(NF, dtype=dt, name=f"x{lane}"),
-                         ng.placeholder(F_, dtype=dt, name=f"g{lane}"),
-                         ng.placeholder(F_, dtype=dt, name=f"b{lane}")]
+            for lane in range(spec.lanes):  # x_l = 3l, g_l = 3l+1, b_l = 3l+2
+                vals += [
+                    ng.placeholder(NF, dtype=dt, name=f"x{lane}"),
+                    ng.placeholder(F_, dtype=dt, name=f"g{lane}"),
+                    ng.placeholder(F_, dtype=dt, name=f"b{lane}"),
+                ]
         builders = self.builders
         for op, operands in spec.nodes:
             vals.append(builders[op](*[vals[o] if o.__class__ is int else o for o in operands]))
@@ -178,12 +187,20 @@ class NgrulesAdapter(Adapter):
             raise RuntimeError(f"ngrules stopped with {result.stop}: {result.message}")
         order = ng.toposort(result.outputs)
         # fixpoint check (untimed): the same rules on the result must not fire again
-        again = ng.rewrite(result.outputs, self.rules[spec.workload], pipeline=PIPELINES[spec.workload])
+        again = ng.rewrite(
+            result.outputs, self.rules[spec.workload], pipeline=PIPELINES[spec.workload]
+        )
         if again.fired() or again.outputs != result.outputs:
             raise RuntimeError(f"not a fixpoint: a second rewrite fired {again.fired()}")
         del again
         fused = sum(1 for n in order if n.op == "LayerNorm")
         views_left = sum(1 for n in order if n.op in self.views)
-        return Counts(nodes=self._ops(order), fused=fused,
-                      extra={"rewrites": sum(result.fired().values()), "ops_before": self.native_ops,
-                             "views_left": views_left})
+        return Counts(
+            nodes=self._ops(order),
+            fused=fused,
+            extra={
+                "rewrites": sum(result.fired().values()),
+                "ops_before": self.native_ops,
+                "views_left": views_left,
+            },
+        )

@@ -16,7 +16,9 @@ def run(args) -> int:
     pipeline = args.pipeline if args.pipeline or not args.passes else None
     if pipeline is None and not args.passes and "cpu" in rules.pipelines:
         pipeline = "cpu"
-    result = rewrite(outputs, rules, pipeline=pipeline, passes=args.passes or None)
+    result = rewrite(
+        outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats
+    )
     save_graph(args.output, result.outputs)
     if args.picture:
         _picture(result.outputs, args.picture)

@@ -122,7 +122,16 @@ class CompiledRule:
 
     def _after_root(self, i: int, roots: tuple[Node, ...], ctx):
         if i == len(self.matchers):
-            return lambda b: self._finish(b, roots)
+
+            def finish(b):
+                if not ctx.free(roots, b):  # overlaps a match already taken this round
+                    return None
+                found = self._finish(b, roots)
+                if found is not None:
+                    ctx.take(roots, b)
+                return found
+
+            return finish
 
         def next_root(b):
             for candidate in ctx.candidates(self.anchors[i], b):

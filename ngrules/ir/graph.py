@@ -180,7 +180,7 @@ def _lookup(key) -> Node | None:
 
 
 def _register(node: Node) -> Node:
-    """Enter a node built by `unregistered_node` in the table (its key must be free)."""
+    """Enter a newly built node in the table (its key must be free)."""
     table = _INTERN
     table[node._key] = _ref(node)
     if len(table) > _Table.sweep_at:
@@ -199,20 +199,30 @@ def _sweep(table: dict) -> None:
     _Table.sweep_at = max(2 * len(table), 100_000)
 
 
-def unregistered_node(node: Node, args: tuple[Node, ...]) -> Node:
-    """`node` on new arguments, built but not entered in the hash-consing table.
+def rebuilt_on(node: Node, args: tuple[Node, ...]) -> tuple[Node, bool]:
+    """`node` on new arguments of the same types, and whether it is a new, unregistered node.
 
-    The engine tries its rules on such a node first and registers it (`intern_built`) only if
-    it stays; a node a rule replaces at once is never interned. The caller must have checked
-    that no live node has its key.
+    The live node with that key is returned if there is one (given `node`'s provenance if it
+    has none). Otherwise the node is built but not registered: the engine tries its rules on it
+    first and passes it to `intern_built` only if it stays, so a node that a rule replaces at
+    once is never interned.
     """
-    return _Building(node.op, args, node.attrs, node.axes, node.dtype, node.outputs,
-                     (node.op, args, node._key[2]))
+    key = (node.op, args, node._key[2])
+    ref = _INTERN.get(key)
+    if ref is not None:
+        found = ref()
+        if found is not None:
+            if found.origin is None and node.origin is not None:
+                found.origin = node.origin
+            return found, False
+    new = _Building(node.op, args, node.attrs, node.axes, node.dtype, node.outputs, key)
+    new.origin = node.origin
+    return new, True
 
 
 def intern_built(node: Node) -> Node:
-    """The canonical node for a node from `unregistered_node`: the live one with its key if
-    there is one by now, else the node itself, registered."""
+    """The canonical node for a new node from `rebuilt_on`: the live one with its key if there
+    is one by now, else the node itself, registered."""
     found = _lookup(node._key)
     return found if found is not None else _register(node)
 
