@@ -16,6 +16,7 @@ from ngrules.errors import NgrulesError, RuleError
 from ngrules.ir import graph
 from ngrules.ir.graph import Node, make_node
 from ngrules.lang.expr import compile_expr
+from ngrules.lang.exprgen import compile_clauses
 from ngrules.lang.rules import Rule
 from ngrules.lang.syntax import EVar, Guard, Let, PNamed, POp, PVar
 
@@ -85,6 +86,7 @@ class CompiledRule:
         self._root: tuple[Node, ...] = ()
         self._exprs: dict[int, object] = {}
         self._finish_single = self._finish_single  # bind once: it runs at every match
+        self._generated = compile_clauses(rule.clauses, rule.replacement) or self._interpreted
         only = rule.replacement[0] if len(rule.replacement) == 1 else None
         plain = isinstance(only, EVar) and not rule.clauses and not self.is_multi_root
         self._returns = only.name if plain else None
@@ -146,21 +148,35 @@ class CompiledRule:
         return next_root
 
     def _finish(self, b: dict, roots: tuple[Node, ...]):
-        """Clauses in order, then the replacement; None when a guard is false."""
-        env = dict(b) if self.rule.clauses else b
+        """Clauses in order, then the replacement; None when a guard is false.
+
+        The generated code runs first; if it raises, the interpreter evaluates the clauses
+        again and raises the error located at the expression responsible."""
         log = graph.creation_log = []
         try:
-            for clause in self.rule.clauses:
-                if isinstance(clause, Let):
-                    env[clause.name] = self._eval(clause.expr, env)
-                elif not self._holds(clause, env):
-                    return None
-            replacements = self._replacements(env, roots)
+            try:
+                values = self._generated(b)
+            except Exception:
+                values = self._interpreted(b)
+            if values is None:
+                return None
+            replacements = self._replacements(values, roots)
         except NgrulesError as e:
             raise self._error(e) from e
         finally:
             graph.creation_log = None
         return roots, replacements, tuple(log)
+
+    def _interpreted(self, b: dict):
+        """The replacement's values, clause by clause through the interpreter (None when a
+        guard is false)."""
+        env = dict(b)
+        for clause in self.rule.clauses:
+            if isinstance(clause, Let):
+                env[clause.name] = self._eval(clause.expr, env)
+            elif not self._holds(clause, env):
+                return None
+        return [self._eval(e, env) for e in self.rule.replacement]
 
     def _eval(self, expr, env):
         compiled = self._exprs.get(id(expr))
@@ -179,8 +195,8 @@ class CompiledRule:
             raise RuleError(f"a guard must be true or false, got {value!r}", guard.span)
         return value
 
-    def _replacements(self, env, roots: tuple[Node, ...]) -> tuple[Node, ...]:
-        values = [self._eval(e, env) for e in self.rule.replacement]
+    def _replacements(self, values, roots: tuple[Node, ...]) -> tuple[Node, ...]:
+        """The replacement's values checked against the roots: one node of each root's type."""
         if len(values) == 1 and len(roots) > 1:
             values = _split_outputs(values[0], len(roots))
         for root, value in zip(roots, values):
