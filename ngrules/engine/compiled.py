@@ -21,6 +21,10 @@ from ngrules.lang.rules import Rule
 from ngrules.lang.syntax import EVar, Guard, Let, PNamed, POp, PVar
 
 
+#: The bindings key under which a one-root rule's root reaches its continuation.
+_ROOT = object()
+
+
 @dataclass
 class RuleStats:
     """How often a rule was tried at a node, matched, and the time spent in it."""
@@ -83,7 +87,7 @@ class CompiledRule:
         self.root_ops = root_ops(rule.roots[0])
         self.is_multi_root = len(rule.roots) > 1
         self.stats = RuleStats()
-        self._root: tuple[Node, ...] = ()
+        self._match = self.matchers[0]
         self._exprs: dict[int, object] = {}
         self._finish_single = self._finish_single  # bind once: it runs at every match
         self._generated = compile_clauses(rule.clauses, rule.replacement) or self._interpreted
@@ -105,22 +109,18 @@ class CompiledRule:
     # -- matching --------------------------------------------------------------------------
     def apply(self, node: Node, ctx: Any = None):
         """(roots, replacements, new nodes) for the first way the rule matches at node, or None."""
-        if not self.is_multi_root:
-            self._root = (node,)
-            try:
-                return self.matchers[0](node, {}, self._finish_single)
-            finally:
-                self._root = ()  # hold no graph between calls
-        return self.matchers[0](node, {}, self._after_root(1, (node,), ctx))
+        if not self.is_multi_root:  # the root travels in the bindings, under a key no name has
+            return self._match(node, {_ROOT: node}, self._finish_single)
+        return self._match(node, {}, self._after_root(1, (node,), ctx))
 
     def _finish_single(self, b: dict):
         """The continuation of a one-root rule; `=> x` with no clauses needs no evaluator."""
-        name = self._returns
+        name, root = self._returns, b[_ROOT]
         if name is not None:
             value = b[name]
-            if same_type(value, self._root[0]):
-                return self._root, (value,), ()
-        return self._finish(b, self._root)
+            if same_type(value, root):
+                return (root,), (value,), ()
+        return self._finish(b, (root,))
 
     def _after_root(self, i: int, roots: tuple[Node, ...], ctx):
         if i == len(self.matchers):

@@ -28,7 +28,15 @@ from dataclasses import dataclass
 from ngrules.engine.compiled import CompiledRule, RuleStats
 from ngrules.engine.multiroot import Context, apply_together
 from ngrules.errors import NgrulesError
-from ngrules.ir.graph import Node, intern_built, paused_gc, rebuilt_on, toposort, validate
+from ngrules.ir.graph import (
+    Node,
+    intern_built,
+    paused_gc,
+    rebuilt_on,
+    register,
+    toposort,
+    validate,
+)
 from ngrules.ir.ops import did_you_mean
 from ngrules.lang.rules import Rule, RuleSet
 
@@ -139,39 +147,58 @@ class _Pass:
         for node in order:
             args = node.args
             fresh = False
-            if args:
-                new_args = tuple([memo[a] for a in args])
-                rebuilt = node if new_args == args else None
-                if rebuilt is None:
-                    rebuilt, fresh = rebuilt_on(node, new_args)
-            else:
+            if not args:
                 rebuilt = node
-            done = None if fresh else memo.get(rebuilt)
-            if done is None:
-                rules = index.get(rebuilt.op)
-                if rules is None:
-                    rules = self.rules_for(rebuilt.op)
-                rule, found = first_match(rebuilt, rules) if rules else (None, None)
-                if rule is None:
-                    done = intern_built(rebuilt) if fresh else rebuilt
+            else:
+                if len(args) == 1:
+                    new_args = (memo[args[0]],)
+                elif len(args) == 2:
+                    new_args = (memo[args[0]], memo[args[1]])
                 else:
-                    if fresh:
-                        rebuilt = self._keep_if_used(rebuilt, found)
-                    done = self._result(found[1][0], rebuilt, rule)
-                memo[rebuilt] = done
-            memo[node] = done
+                    new_args = tuple([memo[a] for a in args])
+                if new_args == args:
+                    rebuilt = node
+                else:
+                    rebuilt, fresh = rebuilt_on(node, new_args)
+            rules = index.get(rebuilt.op)
+            if rules is None:
+                rules = self.rules_for(rebuilt.op)
+            if fresh:
+                if not rules:  # most nodes: nothing to try, nothing built since the lookup
+                    memo[node] = memo[rebuilt] = register(rebuilt)
+                    continue
+            else:
+                done = memo.get(rebuilt)
+                if done is not None:
+                    memo[node] = done
+                    continue
+            rule, found = first_match(rebuilt, rules) if rules else (None, None)
+            if rule is None:
+                done = intern_built(rebuilt) if fresh else rebuilt
+            else:
+                if fresh:
+                    rebuilt = self._keep_if_used(rebuilt, found)
+                done = self._result(found[1][0], rebuilt, rule)
+            memo[node] = memo[rebuilt] = done
         return [memo[o] for o in outputs]
 
     @staticmethod
     def _keep_if_used(root: Node, found) -> Node:
         """A new root that the replacement holds must be interned after all."""
-        if any(root in n.args for n in found[2]) or found[1][0] is root:
+        if found[2] and any(root in n.args for n in found[2]) or found[1][0] is root:
             return intern_built(root)
         return root
 
     def _result(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
-        done = self.memo.get(replacement)
-        return done if done is not None else self._normalize(replacement, rewritten, rule)
+        memo = self.memo
+        done = memo.get(replacement)
+        if done is not None:
+            return done
+        args = replacement.args
+        if all(memo.get(a) is a for a in args) and not self.rules_for(replacement.op):
+            memo[replacement] = replacement  # a new node on normal forms that no rule rewrites
+            return replacement
+        return self._normalize(replacement, rewritten, rule)
 
     def _normalize(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
         """The normal form of a rule's result, standing in for `rewritten`."""

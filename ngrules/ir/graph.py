@@ -154,14 +154,14 @@ class _Building(Node):
     __slots__ = ()
     __setattr__ = object.__setattr__
 
-    def __init__(self, op, args, attrs, axes, dtype, outputs, key):
+    def __init__(self, op, args, attrs, axes, dtype, outputs, key, origin=None):
         self.op = op
         self.args = args
         self.attrs = attrs
         self.axes = axes
         self.dtype = dtype
         self.outputs = outputs
-        self.origin = None
+        self.origin = origin
         self._scalar = UNKNOWN
         self._key = key
         self.__class__ = Node
@@ -179,8 +179,9 @@ def _lookup(key) -> Node | None:
     return None if ref is None else ref()
 
 
-def _register(node: Node) -> Node:
-    """Enter a newly built node in the table (its key must be free)."""
+def register(node: Node) -> Node:
+    """Enter a new node from `rebuilt_on` in the table; its key must still be free (nothing
+    was built since): else use `intern_built`."""
     table = _INTERN
     table[node._key] = _ref(node)
     if len(table) > _Table.sweep_at:
@@ -215,8 +216,7 @@ def rebuilt_on(node: Node, args: tuple[Node, ...]) -> tuple[Node, bool]:
             if found.origin is None and node.origin is not None:
                 found.origin = node.origin
             return found, False
-    new = _Building(node.op, args, node.attrs, node.axes, node.dtype, node.outputs, key)
-    new.origin = node.origin
+    new = _Building(node.op, args, node.attrs, node.axes, node.dtype, node.outputs, key, node.origin)
     return new, True
 
 
@@ -224,7 +224,7 @@ def intern_built(node: Node) -> Node:
     """The canonical node for a new node from `rebuilt_on`: the live one with its key if there
     is one by now, else the node itself, registered."""
     found = _lookup(node._key)
-    return found if found is not None else _register(node)
+    return found if found is not None else register(node)
 
 
 def _intern(op, args, attrs, attrs_key, axes, dtype, outputs) -> Node:
@@ -234,7 +234,7 @@ def _intern(op, args, attrs, attrs_key, axes, dtype, outputs) -> Node:
         node = ref()
         if node is not None:
             return node
-    return _register(_Building(op, args, attrs, axes, dtype, outputs, key))
+    return register(_Building(op, args, attrs, axes, dtype, outputs, key))
 
 
 def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
