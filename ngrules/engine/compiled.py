@@ -20,7 +20,6 @@ from ngrules.lang.exprgen import compile_clauses
 from ngrules.lang.rules import Rule
 from ngrules.lang.syntax import EVar, Guard, Let, PNamed, POp, PVar
 
-
 #: The bindings key under which a one-root rule's root reaches its continuation.
 _ROOT = object()
 

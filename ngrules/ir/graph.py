@@ -216,8 +216,8 @@ def rebuilt_on(node: Node, args: tuple[Node, ...]) -> tuple[Node, bool]:
             if found.origin is None and node.origin is not None:
                 found.origin = node.origin
             return found, False
-    new = _Building(node.op, args, node.attrs, node.axes, node.dtype, node.outputs, key, node.origin)
-    return new, True
+    op, origin = node.op, node.origin
+    return _Building(op, args, node.attrs, node.axes, node.dtype, node.outputs, key, origin), True
 
 
 def intern_built(node: Node) -> Node:

@@ -96,7 +96,8 @@ class _Generator:
         if kind is EBinary:
             return self._binary(e)
         if kind is EUnary:
-            return f"(not {self.expr(e.operand)})" if e.op == "not" else f"(-{self.expr(e.operand)})"
+            operand = self.expr(e.operand)
+            return f"(not {operand})" if e.op == "not" else f"(-{operand})"
         if kind is ETuple:
             return "(" + "".join(f"{self.expr(i)}, " for i in e.items) + ")"
         raise TypeError(f"cannot compile {kind.__name__}")
@@ -107,8 +108,8 @@ class _Generator:
         if template is None:
             return f"_attr({obj}, {self.const(e.name)})"
         tmp = self.fresh("t")  # a node reads its slot; anything else goes through _attr
-        fast = template.format(tmp)
-        return f"({fast} if ({tmp} := {obj}).__class__ is _Node else _attr({tmp}, {self.const(e.name)}))"
+        fast, slow = template.format(tmp), f"_attr({tmp}, {self.const(e.name)})"
+        return f"({fast} if ({tmp} := {obj}).__class__ is _Node else {slow})"
 
     def _call(self, e: ECall) -> str:
         args = "".join(f"{self.expr(a)}, " for a in e.args)
