@@ -124,13 +124,13 @@ def buffer_plan(steps: list[tuple], nodes: list[Node], keep: set[int]):
     """Which dead buffer each step writes into (a slot or None), and after which step each
     intermediate is freed.
 
-    A buffer is reused only when it is large (`REUSE_BYTES`) and that is safe: it was made by an elementwise kernel (a numpy
-    ufunc, so it is a fresh array of its own, never a feed, a constant or a view), every
-    reader of it is such a kernel too (none can have kept a view of it), it is no output, and
-    the step writing into it is a ufunc making no output, its inputs all of its output's dtype
-    (so numpy computes in that dtype either way). Buffers dying
-    at a step are offered to that step first (in place), then kept for later steps of their
-    shape and dtype.
+    A buffer is reused only when it is large (`REUSE_BYTES`) and that is safe: it was made
+    by an elementwise kernel (a numpy ufunc, so it is a fresh array of its own, never a feed,
+    a constant or a view), every reader of it is such a kernel too (none can have kept a view
+    of it), it is no output, and the step writing into it is a ufunc making no output, its
+    inputs all of its output's dtype (so numpy computes in that dtype either way). Buffers
+    dying at a step are offered to that step first (in place), then kept for later steps of
+    their shape and dtype.
     """
     ufunc = [isinstance(k, np.ufunc) for k, *_ in steps]
     made_by = {out: i for i, (_, _, out, _, _) in enumerate(steps)}
