@@ -81,3 +81,18 @@ def test_a_replacement_holding_its_own_root_keeps_it_and_fuel_stops_the_loop():
     res = ng.rewrite([ng.exp(x), ng.log(x)], rules, fuel=3)
     assert res.stop == "fuel" and res.fired() == {"grow": 3}
     assert res.outputs[0] is ng.tanh(ng.tanh(ng.tanh(ng.exp(x))))
+
+
+def test_every_node_of_a_result_is_the_one_hash_consing_returns(bench, rules):
+    """Rebuilt nodes enter the table only if they stay: what stays must be the canonical node,
+    and the input graph is untouched."""
+    from ngrules.ir.graph import _lookup
+
+    outputs = bench.deep_mlp(3)
+    before = ng.format_graph(outputs)
+    simplify = ng.parse_rules("pass s\nrule m: x * 1 => x\nrule a: x + 0 => x\nrule n: -(-x) => x")
+    x = ng.placeholder({"A": 2}, np.float64, name="x")
+    chain = ng.tanh(-(-(ng.exp(x) * 1.0 + 0.0)))
+    for res in (bench.fuse(outputs, rules), ng.rewrite([ng.exp(chain) * 1.0], simplify)):
+        assert all(_lookup(n._key) is n for n in toposort(res.outputs))
+    assert ng.format_graph(outputs) == before

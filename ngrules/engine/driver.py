@@ -7,8 +7,10 @@ before it stands in for the matched node. Every node is rebuilt at most once per
 costs time linear in the graph plus the work of the rewrites themselves; only the region a
 rewrite touched is revisited. Work is kept on an explicit stack (no recursion on graph depth).
 
-A rebuilt node that is new is tried against the rules before it is interned, and interned only
-if it stays: the nodes a rule replaces at once never enter the hash-consing table.
+A rebuilt node that is new enters the hash-consing table only if it stays: when the rules that
+could fire at it build nothing (`=> x`), they are tried first, so a node a rule replaces at
+once is never interned (a rule that builds nodes could build this one again: it is interned
+first).
 
 Rules with several roots need the users of the nodes they bind, so they run between walks, on
 a settled graph: each round takes every non-overlapping match in one walk and applies them
@@ -122,12 +124,14 @@ class _Pass:
         self.memo: dict[Node, Node] = {}
         self._index: dict[str, list[CompiledRule]] = {}
         self._multi_index: dict[str, list[CompiledRule]] = {}
+        self._only_returns: dict[str, bool] = {}  # every rule at the op is `=> x`, no clauses
 
     def rules_for(self, op: str) -> list[CompiledRule]:
         rules = self._index.get(op)
         if rules is None:
             rules = [r for r in self.single if r.root_ops is None or op in r.root_ops]
             self._index[op] = rules
+            self._only_returns[op] = all(r.returns_a_binding for r in rules)
         return rules
 
     def multi_rules_for(self, op: str) -> list[CompiledRule]:
@@ -167,6 +171,8 @@ class _Pass:
                 if not rules:  # most nodes: nothing to try, nothing built since the lookup
                     memo[node] = memo[rebuilt] = register(rebuilt)
                     continue
+                if not self._only_returns[rebuilt.op]:  # a rule may build on it: intern first
+                    rebuilt, fresh = register(rebuilt), False
             else:
                 done = memo.get(rebuilt)
                 if done is not None:
@@ -176,18 +182,9 @@ class _Pass:
             if rule is None:
                 done = intern_built(rebuilt) if fresh else rebuilt
             else:
-                if fresh:
-                    rebuilt = self._keep_if_used(rebuilt, found)
                 done = self._result(found[1][0], rebuilt, rule)
             memo[node] = memo[rebuilt] = done
         return [memo[o] for o in outputs]
-
-    @staticmethod
-    def _keep_if_used(root: Node, found) -> Node:
-        """A new root that the replacement holds must be interned after all."""
-        if found[2] and any(root in n.args for n in found[2]) or found[1][0] is root:
-            return intern_built(root)
-        return root
 
     def _result(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
         memo = self.memo
