@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         for s in args.sizes.split(",")
     ]
     report(rows)
-    return rows  # (rows are printed at the end: a size's rounds take turns, one size at a time)
+    return rows
 
 
 if __name__ == "__main__":

@@ -307,3 +307,13 @@ def test_large_intermediates_are_written_in_place_but_not_under_a_view():
     assert slot[ng.negative(ng.tanh(x))] in reused  # dies into the tanh that makes y
     xv = np.linspace(-1, 1, 2**17)
     np.testing.assert_allclose(program.run({x: xv})[0], numpy_eval([z], {x: xv})[0], rtol=1e-12)
+
+
+def test_views_and_small_values_of_constants_are_computed_once_at_compile_time():
+    x = ng.placeholder({"C": 3, "N": 2}, np.float64, name="x")
+    two, half = (ng.constant(v, dtype=np.float64) for v in (2.0, 0.5))
+    y = x * (two + 1.0) - ng.exp(half)  # broadcasts of constants
+    program = ng.compile_graph([y])
+    assert [type(k) for k, *_ in program.steps] == [np.ufunc, np.ufunc]  # multiply, subtract
+    xv = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_allclose(program.run({x: xv})[0], xv * 3.0 - np.exp(0.5), rtol=1e-12)

@@ -1,8 +1,9 @@
 """The numpy executor: a graph compiled once into a flat schedule of kernel calls.
 
 Compiling walks the graph in topological order, asks each op for its kernel, numbers every
-value and records after which step each intermediate is last used, so running is one loop
-that frees memory as it goes. Constants and variables are evaluated at compile time.
+value and records after which step each intermediate is last used, so running is one
+generated function that frees memory as it goes. Constants and variables are evaluated at
+compile time, and so are views and small values computed from constants alone.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Program:
             self.template: list[Any] = [None] * self.size
             self.steps: list[tuple] = []
             self._nodes: list[Node] = []
+            self._known: set[int] = set()  # slots whose value is known at compile time
             for node in order:
                 self._add(node, slot)
             self.result_slots = [slot[o] for o in self.outputs]
@@ -47,7 +49,7 @@ class Program:
             self._generated = None
             if len(self.steps) <= GENERATED_STEPS:
                 self._generated = generate_run(self.steps, self.result_slots)
-        del self._nodes
+        del self._nodes, self._known
 
     def _add(self, node: Node, slot: dict[Node, int]) -> None:
         if node.op in ("Placeholder", "Variable"):
@@ -55,12 +57,26 @@ class Program:
             self.by_name[node.attrs["name"]] = node
         if node.op == "Placeholder":
             return
-        kernel = get_op(node.op).kernel(node)
+        opdef = get_op(node.op)
+        kernel = opdef.kernel(node)
         if not node.args:
             self.template[slot[node]] = kernel()
+            if node.op != "Variable":  # a variable may be fed: not known at compile time
+                self._known.add(slot[node])
+            return
+        if self._foldable(node, opdef, slot):
+            self.template[slot[node]] = kernel(*[self.template[slot[a]] for a in node.args])
+            self._known.add(slot[node])
             return
         self.steps.append((kernel, tuple(slot[a] for a in node.args), slot[node], (), None))
         self._nodes.append(node)
+
+    def _foldable(self, node: Node, opdef, slot: dict[Node, int]) -> bool:
+        """Computed once at compile time: a view of constants, or a small value of them (a
+        large one is left to each run rather than kept in memory between runs)."""
+        if node.outputs is not None or not all(slot[a] in self._known for a in node.args):
+            return False
+        return opdef.has("view") or node.axes.size <= FOLD_ELEMENTS
 
     def _plan_memory(self) -> None:
         """Free each intermediate after its last use; let elementwise steps write into the
@@ -114,6 +130,10 @@ class Program:
 #: in cache) better than a plan can, and holding dead blocks for later steps would defeat
 #: that. Larger ones cost page faults on every allocation, which reusing them saves.
 REUSE_BYTES = 1 << 20
+
+#: Values computed from constants alone are computed at compile time if they are views or at
+#: most this many elements.
+FOLD_ELEMENTS = 4096
 
 #: Programs with more steps than this run in the interpreter loop instead of generated code
 #: (compiling one function per program costs time and memory in the number of steps).
