@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from ngrules.cli.common import FINDINGS, add_command, rules_or_library
+from ngrules.cli.common import (
+    FINDINGS,
+    add_command,
+    add_import_path_option,
+    rules_or_library,
+)
 
 
 def run(args) -> int:
@@ -15,7 +20,8 @@ def run(args) -> int:
 
     register_profiles()
     settings.load_profile("ci")  # derandomized: the same verdicts on every run
-    report = verify(rules_or_library(args.paths), examples=args.examples, on_rule=_progress)
+    rules = rules_or_library(args.paths, args.import_path)
+    report = verify(rules, examples=args.examples, on_rule=_progress)
     print(file=sys.stderr)
     print(report)
     return 0 if report.ok else FINDINGS
@@ -37,5 +43,6 @@ def register(sub) -> None:
         "ngrules verify rules/ --examples 50",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="default: the shipped library")
+    add_import_path_option(p)
     p.add_argument("--examples", type=int, default=None,
                    help="instances each rule must fire on (default: 40, hypothesis's ci profile)")

@@ -26,11 +26,13 @@ _ROOT = object()
 
 @dataclass
 class RuleStats:
-    """How often a rule was tried at a node, matched, and the time spent in it."""
+    """How often a rule was tried at a node, matched, failed to evaluate, and the time spent."""
 
     attempts: int = 0
     matches: int = 0
     seconds: float = 0.0
+    failures: int = 0  # matches rejected because a guard, let or replacement failed to evaluate
+    first_failure: RuleError | None = None
 
 
 def root_ops(pattern) -> frozenset[str] | None:
@@ -89,7 +91,7 @@ class CompiledRule:
         self._match = self.matchers[0]
         self._exprs: dict[int, object] = {}
         self._finish_single = self._finish_single  # bind once: it runs at every match
-        self._generated = compile_clauses(rule.clauses, rule.replacement) or self._interpreted
+        self._generated = compile_clauses(rule.clauses, rule.replacement) or self._interpret
         only = rule.replacement[0] if len(rule.replacement) == 1 else None
         plain = isinstance(only, EVar) and not rule.clauses and not self.is_multi_root
         self._returns = only.name if plain else None
@@ -148,16 +150,19 @@ class CompiledRule:
         return next_root
 
     def _finish(self, b: dict, roots: tuple[Node, ...]):
-        """Clauses in order, then the replacement; None when a guard is false.
+        """Clauses in order, then the replacement; None when a guard is false or when an
+        expression fails to evaluate at this match (counted in the stats: one node where, say,
+        `pow` overflows must not abort the whole rewrite). A replacement of the wrong kind
+        (not a node, other axes or dtype) is a wrong rule, and raises.
 
         The generated code runs first; if it raises, the interpreter evaluates the clauses
-        again and raises the error located at the expression responsible."""
+        again and does what the failure calls for."""
         log = graph.creation_log = []
         try:
             try:
                 values = self._generated(b)
             except Exception:
-                values = self._interpreted(b)
+                values = self._evaluate(dict(b))
             if values is None:
                 return None
             replacements = self._replacements(values, roots)
@@ -167,16 +172,25 @@ class CompiledRule:
             graph.creation_log = None
         return roots, replacements, tuple(log)
 
-    def _interpreted(self, b: dict):
-        """The replacement's values, clause by clause through the interpreter (None when a
-        guard is false)."""
-        env = dict(b)
-        for clause in self.rule.clauses:
-            if isinstance(clause, Let):
-                env[clause.name] = self._eval(clause.expr, env)
-            elif not self._holds(clause, env):
-                return None
-        return [self._eval(e, env) for e in self.rule.replacement]
+    def _interpret(self, b: dict) -> list | None:
+        return self._evaluate(dict(b))
+
+    def _evaluate(self, env) -> list | None:
+        """The replacement's values, or None (a false guard, or a failure: rejected)."""
+        try:
+            for clause in self.rule.clauses:
+                if isinstance(clause, Let):
+                    env[clause.name] = self._eval(clause.expr, env)
+                elif not self._holds(clause, env):
+                    return None
+            return [self._eval(e, env) for e in self.rule.replacement]
+        except _NotABool:
+            raise
+        except NgrulesError as e:
+            self.stats.failures += 1
+            if self.stats.first_failure is None:
+                self.stats.first_failure = self._error(e)
+            return None
 
     def _eval(self, expr, env):
         compiled = self._exprs.get(id(expr))
@@ -192,10 +206,10 @@ class CompiledRule:
     def _holds(self, guard: Guard, env) -> bool:
         value = self._eval(guard.expr, env)
         if not isinstance(value, bool):
-            raise RuleError(f"a guard must be true or false, got {value!r}", guard.span)
+            raise _NotABool(f"a guard must be true or false, got {value!r}", guard.span)
         return value
 
-    def _replacements(self, values, roots: tuple[Node, ...]) -> tuple[Node, ...]:
+    def _replacements(self, values: list, roots: tuple[Node, ...]) -> tuple[Node, ...]:
         """The replacement's values checked against the roots: one node of each root's type."""
         if len(values) == 1 and len(roots) > 1:
             values = _split_outputs(values[0], len(roots))
@@ -210,6 +224,10 @@ class CompiledRule:
         where = f"rule {self.name} ({self.location})"
         err = RuleError(f"{where}: {e.message}", e.span or self.rule.span)
         return err
+
+
+class _NotABool(RuleError):
+    """A guard that evaluated to something other than true or false: a wrong rule."""
 
 
 def same_type(a: Node, b: Node) -> bool:

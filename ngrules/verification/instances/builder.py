@@ -1,0 +1,282 @@
+"""The builder: one instance of a rule's patterns, built top-down."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+from hypothesis import strategies as st
+
+from ngrules.errors import NgrulesError
+from ngrules.ir.axes import Axes
+from ngrules.ir.graph import Node, make_node
+from ngrules.ir.ops import OPS
+from ngrules.lang.syntax import PLit, PNamed, PVar
+from ngrules.verification.instances.choices import (
+    AXIS_NAMES,
+    LENGTHS,
+    MAX_RANK,
+    NEGATE,
+    VALUES,
+    Reject,
+    regroup,
+    same_axes,
+)
+from ngrules.verification.instances.classes import constraints
+from ngrules.verification.instances.domains import Domain, argument_domain, domain_values, strictest
+from ngrules.verification.instances.hints import Hints
+from ngrules.verification.instances.plans import op_at, plan_for
+
+
+# -- the builder --------------------------------------------------------------------------------
+class Builder:
+    """Builds one instance of patterns top-down; `bound` maps pattern names to their nodes.
+
+    Given the rule's `roots`, positions the op table or the guards make equal in axes share a
+    class (`constraints`); the first axes chosen for a class are `decided` for all of it, so a
+    named node built at its first use already has the axes its later uses need."""
+
+    def __init__(self, draw, dtype=np.float64, hints: Hints | None = None, roots=()):
+        self.draw = draw
+        self.dtype = np.dtype(dtype)
+        self.hints = hints or Hints()
+        self.cons = constraints(roots, self.hints)
+        self.decided: dict[object, Axes] = {}
+        self.bound: dict[str, Node] = {}
+        self.domains: dict[Node, Domain] = {}
+        self._axis_names = iter(AXIS_NAMES)
+        self._leaf_names = itertools.count()
+
+    # -- axes and leaves ------------------------------------------------------------------------
+    def fresh(self, n: int) -> Axes:
+        """n new axes of random lengths (1-5)."""
+        from ngrules.ir.axes import Axis
+
+        names = [next(self._axis_names, None) for _ in range(n)]
+        if None in names:
+            raise Reject("the instance needs more axes than there are names")
+        return Axes(Axis(name, self.draw(LENGTHS)) for name in names)
+
+    def free_axes(self, at=None, lo: int = 0) -> Axes:
+        """Axes for a node nothing above constrains: the rank its guards ask, else 0-3."""
+        low, high = self.cons.ranks.get(self.cons.of(at), (0, MAX_RANK))
+        low, high = max(low, lo), min(high, max(low, lo) + MAX_RANK)
+        if low > high:
+            raise Reject(f"the guards ask {getattr(at, 'name', '_')!r} for no possible rank")
+        return self.fresh(self.draw(st.integers(low, high)))
+
+    def free_want(self, op: str, at=None) -> Axes:
+        """Output axes for an unconstrained op node (Flatten's output is really flattened)."""
+        if op == "Flatten":
+            return regroup(self.draw, self.free_axes(at, lo=1))
+        return self.free_axes(at)
+
+    def placeholder(self, axes: Axes, domain: Domain, name: str = "_") -> Node:
+        label = name if name != "_" else f"_{next(self._leaf_names)}"
+        node = make_node("Placeholder", name=label, axes=axes, dtype=self.dtype)
+        self.domains[node] = strictest(self.domains.get(node, "real"), domain)
+        return node
+
+    def scalar_value(self, domain: Domain) -> float:
+        """A readable value in the domain: a small count (as a mean's divisor) or a fraction."""
+        value = self.draw(VALUES)
+        return -value if domain == "real" and self.draw(NEGATE) else value
+
+    def literal(self, value: float, want: Axes | None) -> Node:
+        """A constant holding value everywhere: a scalar, bare full, or broadcast."""
+        axes = want if want is not None else self.free_axes()
+        scalar = make_node("Constant", value=np.asarray(value, self.dtype), axes=())
+        if not len(axes):
+            return scalar
+        if self.draw(st.booleans()):
+            return make_node("Constant", value=np.full(axes.lengths, value, self.dtype), axes=axes)
+        return make_node("Broadcast", (scalar,), axes=axes)
+
+    def constant(self, want: Axes | None, domain: Domain, at=None) -> Node:
+        """A known constant: the value a guard asks (`value(c) * size(m) == size(x)`) when it
+        can be computed already, else one value everywhere or random values, in the domain."""
+        axes = want if want is not None else self.free_axes(at)
+        asked = self.solve(self.hints.values.get(getattr(at, "name", "_"), ()), (int, float))
+        if asked is not None:
+            return self.literal(float(asked), axes)
+        if self.draw(st.booleans()) and len(axes):
+            rng = np.random.default_rng(self.draw(st.integers(0, 2**16)))
+            value = np.round(domain_values(rng, axes.lengths, np.float64, domain), 3)
+            return make_node("Constant", value=value.astype(self.dtype), axes=axes)
+        return self.literal(self.scalar_value(domain), axes)
+
+    def make(self, op: str, args: Sequence[Node], attrs: dict, want: Axes | None) -> Node:
+        try:
+            node = make_node(op, args, **attrs)
+        except NgrulesError as e:
+            raise Reject(f"{op}: {e.message}") from None
+        if want is not None and not (node.outputs is None and same_axes(node.axes, want)):
+            raise Reject(f"{op} came out with axes {node.axes!r}, not {want!r}")
+        return node
+
+    # -- what is known of a position's axes -----------------------------------------------------
+    def decide(self, at, axes: Axes | None) -> None:
+        """Record axes for at's class (the first choice stands; a conflict rejects later)."""
+        c = self.cons.of(at)
+        if c is not None and axes is not None:
+            self.decided.setdefault(c, axes)
+
+    def known(self, at) -> Axes | None:
+        """The axes at's node must have before it is built: those decided for its class, none
+        for a rank-0 class, or what a guard equation gives from what is known; else None."""
+        c = self.cons.of(at)
+        if c in self.decided:
+            return self.decided[c]
+        if self.cons.ranks.get(c) == (0, 0):
+            return Axes()
+        return self.solve(self.cons.equations.get(c, ()), Axes)
+
+    def solve(self, exprs, kind) -> object | None:
+        """The first of exprs computable from what is built or decided that is a `kind`."""
+        from ngrules.lang.expr import evaluate
+
+        env = self.env() if exprs else {}
+        for expr in exprs:
+            try:
+                value = evaluate(expr, env)
+            except NgrulesError:
+                continue
+            if isinstance(value, kind):
+                return value
+        return None
+
+    def env(self) -> dict[str, Node]:
+        """The bound names, and for names not built yet whose axes are decided a stand-in
+        placeholder with those axes (enough for guards such as `x.axes[:1]` or `size(x)`)."""
+        standins = {
+            name: make_node("Placeholder", name=name, axes=self.decided[c], dtype=self.dtype)
+            for name, c in self.cons.names().items()
+            if c in self.decided and name not in self.bound
+        }
+        return {**standins, **self.bound}
+
+    def want_for(self, p) -> Axes | None:
+        """Axes for p when its parent leaves them open: known ones, or a rank its guards ask."""
+        axes = self.known(p)
+        if axes is None and self.cons.of(p) in self.cons.ranks:
+            axes = self.free_want(op_at(p), p)
+        return axes
+
+    # -- patterns -------------------------------------------------------------------------------
+    def build(self, p, want: Axes | None, domain: Domain = "real") -> Node:
+        """A node matching pattern p, with axes `want` (None: any)."""
+        want = want if want is not None else self.want_for(p)
+        self.decide(p, want)
+        node = self._build(p, want, domain)
+        if node.outputs is None:
+            self.decide(p, node.axes)
+        return node
+
+    def _build(self, p, want: Axes | None, domain: Domain) -> Node:
+        if isinstance(p, PNamed):
+            return self._named(p, want, domain)
+        if isinstance(p, PVar):
+            return self._var(p, want, domain)
+        if isinstance(p, PLit):
+            return self.literal(p.value, want)
+        if p.optional and not self.draw(st.booleans()):
+            return self.build(p.args[0], want, domain)
+        return self.op(p.op, p.args, want, domain, p)
+
+    def _reuse(self, name: str, want: Axes | None, domain: Domain) -> Node:
+        node = self.bound[name]
+        if want is not None and not same_axes(node.axes, want):
+            raise Reject(f"{name!r} has axes {node.axes!r} but is also used where {want!r} fit")
+        if node in self.domains:
+            self.domains[node] = strictest(self.domains[node], domain)
+        return node
+
+    def _named(self, p: PNamed, want: Axes | None, domain: Domain) -> Node:
+        if p.name in self.bound:
+            return self._reuse(p.name, want, domain)
+        node = self.build(p.pattern, want, domain)
+        self.bound[p.name] = node
+        return node
+
+    def _var(self, p: PVar, want: Axes | None, domain: Domain) -> Node:
+        if p.name in self.bound:
+            return self._reuse(p.name, want, domain)
+        node = self._typed(p, want, domain)
+        if p.name != "_":
+            self.bound[p.name] = node
+        return node
+
+    def _typed(self, p: PVar, want: Axes | None, domain: Domain) -> Node:
+        kind, name = p.kind, p.name
+        if kind is None:
+            axes = want if want is not None else self.free_axes(p)
+            return self.placeholder(axes, domain, name)
+        if kind == "scalar":
+            if want is not None and len(want):
+                raise Reject(f"{name!r} must be a scalar but sits where axes {want!r} are needed")
+            return self.placeholder(Axes(), domain, name)
+        if kind == "constant":
+            return self.constant(want, domain, p)
+        if kind not in OPS:
+            kind = self.draw(st.sampled_from(sorted(o for o in OPS if kind in OPS[o].traits)))
+        return self.op(kind, None, want, domain, p)
+
+    def op(self, op: str, args, want: Axes | None, domain: Domain, at=None) -> Node:
+        """A node of op over nodes matching args (None: any arguments) with axes want; `at` is
+        the pattern position it is built for."""
+        opdef = OPS[op]
+        if opdef.has("leaf"):
+            return self._leaf(op, want, domain, at)
+        if op == "Output":
+            return self._output(args, want, domain)
+        plan = plan_for(op)
+        if plan is None:
+            return self._generic(op, args, want, domain)
+        args = args if args is not None else (PVar("_"),) * opdef.arity
+        want = want if want is not None else self.free_want(op, at)
+        self.decide(at, want)
+        arg_axes, attrs = plan(self, want, [self.known(a) for a in args])
+        for a, ax in zip(args, arg_axes):
+            self.decide(a, ax)
+        nodes = [
+            self.build(a, ax, argument_domain(op, i, domain))
+            for i, (a, ax) in enumerate(zip(args, arg_axes))
+        ]
+        if opdef.has("commutative") and len(nodes) == 2 and self.draw(st.booleans()):
+            nodes.reverse()
+        return self.make(op, nodes, attrs, want)
+
+    def _leaf(self, op: str, want: Axes | None, domain: Domain, at) -> Node:
+        axes = want if want is not None else self.free_axes(at)
+        if op == "Constant":
+            return self.constant(axes, domain, at)
+        if op == "Variable":
+            label = f"v{next(self._leaf_names)}"
+            initial = self.scalar_value(domain)
+            return make_node("Variable", name=label, axes=axes, dtype=self.dtype, initial=initial)
+        return self.placeholder(axes, domain, getattr(at, "name", "_"))
+
+    def _output(self, args, want: Axes | None, domain: Domain) -> Node:
+        inner = args[0] if args else PVar("_", "multi_output")
+        node = self.build(inner, None, domain)
+        if node.outputs is None:
+            raise Reject(f"Output needs a multi-output node, got {node.op}")
+        fits = [i for i, (ax, _) in enumerate(node.outputs) if want is None or same_axes(ax, want)]
+        if not fits:
+            raise Reject(f"no output of {node.op} has axes {want!r}")
+        return self.make("Output", [node], {"index": self.draw(st.sampled_from(fits))}, want)
+
+    def _generic(self, op: str, args, want: Axes | None, domain: Domain) -> Node:
+        """An op without a plan: its own generator picks the layout, the pattern the args."""
+        sample = OPS[op].gen(self.draw, lambda axes: self.placeholder(axes, "real"))
+        if sample.op != op:
+            raise Reject(f"the generator of {op} made a {sample.op}")
+        args = args if args is not None else (PVar("_"),) * len(sample.args)
+        if len(args) != len(sample.args):
+            raise Reject(f"{op} was generated with {len(sample.args)} arguments, not {len(args)}")
+        nodes = [
+            self.build(p, a.axes if a.outputs is None else None, argument_domain(op, i, domain))
+            for i, (p, a) in enumerate(zip(args, sample.args))
+        ]
+        return self.make(op, nodes, dict(sample.attrs), want)

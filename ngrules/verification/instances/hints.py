@@ -1,0 +1,127 @@
+"""Guard hints: what a rule's guards fix (ranks, dtype, axes, values), read before drawing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ngrules.lang.rules import Rule
+from ngrules.lang.syntax import EAttr, EBinary, ECall, ENum, EStr, EUnary, EVar, Guard
+
+
+# -- guard hints --------------------------------------------------------------------------------
+@dataclass
+class Hints:
+    """What the guards say that can be built in: a rank range per variable, a dtype."""
+
+    ranks: dict[str, tuple[int, int]] = field(default_factory=dict)
+    dtype: np.dtype | None = None
+    equations: dict[str, list] = field(default_factory=dict)  # v -> exprs v.axes must equal
+    same: list[tuple[str, str]] = field(default_factory=list)  # (u, v): u.axes == v.axes
+    values: dict[str, list] = field(default_factory=dict)  # v -> exprs value(v) must equal
+
+
+def _rank_of(e) -> str | None:
+    """The variable v when e is `len(v.axes)` or `v.rank`."""
+    if isinstance(e, ECall) and e.func == "len" and len(e.args) == 1:
+        e = e.args[0]
+        ok = isinstance(e, EAttr) and e.name == "axes"
+    else:
+        ok = isinstance(e, EAttr) and e.name == "rank"
+    return e.obj.name if ok and isinstance(e.obj, EVar) else None
+
+
+def _axes_of(e) -> str | None:
+    """The variable v when e is `v.axes`."""
+    ok = isinstance(e, EAttr) and e.name == "axes" and isinstance(e.obj, EVar)
+    return e.obj.name if ok else None
+
+
+_RANGES = {
+    "==": lambda n: (n, n),
+    ">=": lambda n: (n, 99),
+    ">": lambda n: (n + 1, 99),
+    "<=": lambda n: (0, n),
+    "<": lambda n: (0, n - 1),
+}
+
+
+def _value_of(e) -> str | None:
+    """The variable v when e is `value(v)`."""
+    ok = isinstance(e, ECall) and e.func == "value" and len(e.args) == 1
+    return e.args[0].name if ok and isinstance(e.args[0], EVar) else None
+
+
+_INVERSE = {"*": "/", "/": "*", "+": "-", "-": "+"}
+
+
+def isolate(side, other) -> tuple[str, object] | None:
+    """(v, e) when `side == other` says `value(v) == e`: value(v) is found in side under
+    + - * / and the arithmetic is undone on other (`value(c) * size(m) == size(x)` gives
+    `c`, `size(x) / size(m)`). None when side holds no value(v)."""
+    name = _value_of(side)
+    if name is not None:
+        return name, other
+    if not (isinstance(side, EBinary) and side.op in _INVERSE):
+        return None
+    inverse = _INVERSE[side.op]
+    found = isolate(side.left, EBinary(inverse, other, side.right))
+    if found is None:  # value(v) on the right: l + v, l * v undone alike; l - v, l / v not
+        undo = (inverse, other, side.left) if side.op in "+*" else (side.op, side.left, other)
+        found = isolate(side.right, EBinary(*undo))
+    return found
+
+
+def _hint_equal(left, right, hints: Hints) -> None:
+    """What `left == right` says: a dtype, axes equal to an expression, a constant's value."""
+    if isinstance(right, EStr) and isinstance(left, EAttr) and left.name == "dtype":
+        hints.dtype = np.dtype(right.value)
+        return
+    names = (_axes_of(left), _axes_of(right))
+    if None not in names:
+        hints.same.append(names)
+    for name, other in zip(names, (right, left)):
+        if name is not None:
+            hints.equations.setdefault(name, []).append(other)
+    for found in (isolate(left, right), isolate(right, left)):
+        if found is not None:
+            hints.values.setdefault(found[0], []).append(found[1])
+
+
+def _is_rank_bound(e) -> bool:
+    """e is `len(v.axes) op n` or `v.rank op n` for a comparison op."""
+    ok = isinstance(e, EBinary) and e.op in _RANGES and isinstance(e.right, ENum)
+    return ok and _rank_of(e.left) is not None
+
+
+def _hint(e, hints: Hints) -> None:
+    if isinstance(e, EBinary) and e.op == "and":
+        _hint(e.left, hints)
+        _hint(e.right, hints)
+    elif _is_rank_bound(e):
+        name = _rank_of(e.left)
+        lo, hi = _RANGES[e.op](int(e.right.value))
+        old = hints.ranks.get(name, (0, 99))
+        hints.ranks[name] = (max(lo, old[0]), min(hi, old[1]))
+    elif isinstance(e, EBinary) and e.op == "==":
+        _hint_equal(e.left, e.right, hints)
+    elif isinstance(e, ECall) and e.func == "is_scalar" and isinstance(e.args[0], EVar):
+        hints.ranks[e.args[0].name] = (0, 0)
+    elif isinstance(e, EUnary) and e.op == "not" and isinstance(e.operand, ECall):
+        call = e.operand
+        if call.func == "is_scalar" and isinstance(call.args[0], EVar):
+            hints.ranks[call.args[0].name] = (1, 99)
+
+
+def guard_hints(rule: Rule) -> Hints:
+    """What the rule's guards state plainly (ranks, dtype, axes equations, constant values);
+    other guards are honoured by filtering."""
+    hints = Hints()
+    for clause in rule.clauses:
+        if isinstance(clause, Guard):
+            try:
+                _hint(clause.expr, hints)
+            except (TypeError, ValueError):
+                continue
+    return hints

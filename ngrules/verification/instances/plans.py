@@ -1,0 +1,118 @@
+"""Plans: an op's argument axes and attributes for given output axes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from hypothesis import strategies as st
+
+from ngrules.ir.axes import Axes
+from ngrules.ir.ops import OPS
+from ngrules.lang.syntax import PNamed, POp, PVar
+from ngrules.verification.instances.choices import Reject, interleave, regroup
+
+# -- plans: an op's argument axes and attributes for given output axes ---------------------------
+Plan = Callable[["Builder", Axes, list], tuple[list[Axes], dict]]
+
+if TYPE_CHECKING:  # the builder calls the plans; they only take it as an argument
+    from ngrules.verification.instances.builder import Builder
+
+
+def _plan_elementwise(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    return [want] * len(forced), {}
+
+
+def _plan_transpose(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    return [Axes(want[::-1])], {}
+
+
+def _plan_reorder(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    arg = forced[0] if forced[0] is not None else Axes(b.draw(st.permutations(list(want))))
+    return [arg], {"axes": want}
+
+
+def _plan_broadcast(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    arg = forced[0]
+    if arg is None:
+        kept = [a for a in want if b.draw(st.booleans())]
+        arg = Axes(b.draw(st.permutations(kept)))
+    return [arg], {"axes": want}
+
+
+def _plan_flatten(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    return [forced[0] if forced[0] is not None else Axes(want.leaves())], {"axes": want}
+
+
+def _plan_unflatten(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    return [forced[0] if forced[0] is not None else regroup(b.draw, want)], {"axes": want}
+
+
+def _plan_reduce(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    arg = forced[0]
+    if arg is None:
+        red = b.fresh(b.draw(st.integers(1, 2)))
+        arg = interleave(b.draw, want, red, want + red)
+    red = Axes(b.draw(st.permutations(list(arg - want))))
+    return [arg], {"reduction_axes": red}
+
+
+def _plan_dot(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    fx, fy = forced
+    if fx is not None and fy is not None:
+        return [fx, fy], {}
+    if fx is not None:
+        red = fx - want
+        return [fx, interleave(b.draw, want[len(fx - red) :], red)], {}
+    if fy is not None:
+        red = fy - want
+        return [interleave(b.draw, want[: len(want) - len(fy - red)], red), fy], {}
+    k = b.draw(st.integers(0, len(want)))
+    red = b.fresh(b.draw(st.integers(0, 3)))
+    x_out, y_out = want[:k], want[k:]
+    return [
+        interleave(b.draw, x_out, red, x_out + red),
+        interleave(b.draw, y_out, red, red + y_out),
+    ], {}
+
+
+def _plan_dot_low(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    if len(want) > 2:
+        raise Reject(f"DotLowDimension cannot have the {len(want)} axes {want!r}")
+    k = b.fresh(1)
+    if len(want) == 2:
+        return [want[:1] + k, k + want[1:]], {"axes": want}
+    if len(want) == 1 and b.draw(st.booleans()):
+        return [k, k + want], {"axes": want}
+    return [want + k, k], {"axes": want}
+
+
+PLANS: dict[str, Plan] = {
+    "Transpose": _plan_transpose,
+    "ReorderAxes": _plan_reorder,
+    "Broadcast": _plan_broadcast,
+    "Flatten": _plan_flatten,
+    "Unflatten": _plan_unflatten,
+    "Sum": _plan_reduce,
+    "Max": _plan_reduce,
+    "Min": _plan_reduce,
+    "Prod": _plan_reduce,
+    "Dot": _plan_dot,
+    "DotLowDimension": _plan_dot_low,
+}
+
+
+def op_at(p) -> str:
+    """The op a position's node is known to be ("" if none): for the shape of free axes."""
+    if isinstance(p, PNamed):
+        return op_at(p.pattern)
+    if isinstance(p, POp) and not p.optional:
+        return p.op
+    return p.kind if isinstance(p, PVar) and p.kind in OPS else ""
+
+
+def plan_for(op: str) -> Plan | None:
+    """How to choose op's argument axes for given output axes (None: use the op's generator)."""
+    if op in PLANS:
+        return PLANS[op]
+    return _plan_elementwise if OPS[op].has("elementwise") else None
