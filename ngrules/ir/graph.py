@@ -171,10 +171,8 @@ class _Building(Node):
         self.__class__ = Node
 
 
-class _Table:
-    """When to sweep the table's dead entries: each time it has doubled since the last sweep."""
-
-    sweep_at = 100_000
+#: The table's size at which its dead entries are next swept (each time it has doubled).
+_SWEEP_AT = [100_000]
 
 
 def _lookup(key) -> Node | None:
@@ -187,21 +185,18 @@ def register(node: Node) -> Node:
     """Enter a new node from `rebuilt_on` in the table; its key must still be free (nothing
     was built since): else use `intern_built`."""
     table = _INTERN
-    table[node._key] = _ref(node)
-    if len(table) > _Table.sweep_at:
+    table[node._key] = weakref.ref(node)
+    if len(table) > _SWEEP_AT[0]:
         _sweep(table)
     if creation_log is not None:
         creation_log.append(node)
     return node
 
 
-_ref = weakref.ref
-
-
 def _sweep(table: dict) -> None:
     for key in [k for k, r in table.items() if r() is None]:
         del table[key]
-    _Table.sweep_at = max(2 * len(table), 100_000)
+    _SWEEP_AT[0] = max(2 * len(table), 100_000)
 
 
 def rebuilt_on(node: Node, args: tuple[Node, ...]) -> tuple[Node, bool]:
@@ -232,13 +227,8 @@ def intern_built(node: Node) -> Node:
 
 
 def _intern(op, args, attrs, attrs_key, axes, dtype, outputs) -> Node:
-    key = (op, args, attrs_key)
-    ref = _INTERN.get(key)
-    if ref is not None:
-        node = ref()
-        if node is not None:
-            return node
-    return register(_Building(op, args, attrs, axes, dtype, outputs, key))
+    node = _lookup(key := (op, args, attrs_key))
+    return node or register(_Building(op, args, attrs, axes, dtype, outputs, key))
 
 
 def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
