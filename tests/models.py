@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from helpers import directional_difference
 
 import ngrules as ng
 from ngrules.ir import layers
-from tests.helpers import directional_difference
 
 F64 = np.float64
 

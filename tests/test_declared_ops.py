@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from helpers import central_difference
 
 import ngrules as ng
 from ngrules.cli.main import main
-from tests.helpers import central_difference
 
 pytestmark = pytest.mark.usefixtures("scratch_ops")
 

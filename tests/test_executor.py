@@ -1,6 +1,7 @@
 """The numpy executor: random graphs against plain numpy, feeds, errors, memory, views."""
 
 import tracemalloc
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -209,15 +210,15 @@ def test_every_intermediate_is_freed_once_after_its_last_use():
     z = ng.sum(y * ng.exp(y), out_axes=()) + ng.sum(ng.tanh(x) * y, out_axes=())
     program = ng.compile_graph([z, y])
     steps = program.steps
-    freed = [f for _, _, _, frees in steps for f in frees]
+    freed = [f for _, _, _, frees, _ in steps for f in frees]
     assert len(freed) == len(set(freed))
     outputs = set(program.result_slots)
-    produced = {out for _, _, out, _ in steps} | set(program.placeholders.values())
+    produced = {out for _, _, out, _, _ in steps} | set(program.placeholders.values())
     assert set(freed) == produced - outputs
-    for i, (_, _, _, frees) in enumerate(steps):
-        later = {a for _, args, _, _ in steps[i + 1 :] for a in args}
+    for i, (_, _, _, frees, reuse) in enumerate(steps):
+        later = {a for _, args, _, _, _ in steps[i + 1 :] for a in args}
         assert not set(frees) & later
-        assert set(frees) <= set(steps[i][1])
+        assert set(frees) <= set(steps[i][1]) | {reuse}  # a reused buffer changes slot
 
 
 def test_peak_memory_stays_a_few_intermediates():
@@ -266,7 +267,7 @@ def test_multi_output_values_come_from_one_kernel_call():
     g, b = ng.placeholder(c, np.float64, name="g"), ng.placeholder(c, np.float64, name="b")
     y, mean, var = ng.batchnorm_fprop(x, g, b)
     program = ng.compile_graph([y, mean, var])
-    assert sum(1 for _, args, _, _ in program.steps if len(args) == 3) == 1
+    assert sum(1 for _, args, *_ in program.steps if len(args) == 3) == 1
     rng = np.random.default_rng(0)
     feeds = {x: rng.normal(size=(2, 5)), g: np.ones(2), b: np.zeros(2)}
     got_mean, got_var = program.run(feeds)[1:]
@@ -282,3 +283,50 @@ def test_leaf_outputs_come_back_unchanged(axes, dtype):
     (got,) = ng.execute([x], {x: xv})
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, xv)
+
+
+# -- buffer reuse and generated code -----------------------------------------------------------
+@given(data=st.data())
+def test_reusing_every_dead_buffer_and_running_the_loop_give_numpys_values(data):
+    """With every buffer reusable (however small), and with the interpreter loop instead of
+    generated code, random graphs still compute numpy's values and leave the feeds alone."""
+    from ngrules.ir import executor
+
+    leaf = Leaves(np.float64)
+    outputs = [grow(data.draw, leaf, data.draw(axes_st(max_size=3)), depth=3) for _ in range(2)]
+    feeds = random_feeds(outputs, data.draw(st.integers(0, 2**32 - 1)))
+    before = {k: np.array(v, copy=True) for k, v in feeds.items()}
+    want = numpy_eval(outputs, feeds)
+    with (
+        mock.patch.object(executor, "REUSE_BYTES", 0),
+        mock.patch.object(executor, "GENERATED_STEPS", data.draw(st.sampled_from([0, 10**6]))),
+    ):
+        got = executor.Program(outputs).run(feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9 * max(1.0, np.max(np.abs(w))))
+    for k, v in feeds.items():
+        np.testing.assert_array_equal(v, before[k])
+
+
+def test_large_intermediates_are_written_in_place_but_not_under_a_view():
+    x = ng.placeholder({"A": 2**17}, np.float64, name="x")  # 1 MiB per intermediate
+    y = ng.tanh(ng.negative(ng.tanh(x)))
+    view = ng.broadcast(y, ng.make_axes({"B": 2}) + y.axes)  # reads y's buffer later on
+    z = ng.tanh(ng.negative(view)) + ng.exp(y)
+    program = ng.compile_graph([z])
+    slot = {n: i for i, n in enumerate(ng.toposort([z]))}
+    reused = {r for *_, r in program.steps if r is not None}
+    assert reused and slot[y] not in reused
+    assert slot[ng.negative(ng.tanh(x))] in reused  # dies into the tanh that makes y
+    xv = np.linspace(-1, 1, 2**17)
+    np.testing.assert_allclose(program.run({x: xv})[0], numpy_eval([z], {x: xv})[0], rtol=1e-12)
+
+
+def test_views_and_small_values_of_constants_are_computed_once_at_compile_time():
+    x = ng.placeholder({"C": 3, "N": 2}, np.float64, name="x")
+    two, half = (ng.constant(v, dtype=np.float64) for v in (2.0, 0.5))
+    y = x * (two + 1.0) - ng.exp(half)  # broadcasts of constants
+    program = ng.compile_graph([y])
+    assert [type(k) for k, *_ in program.steps] == [np.ufunc, np.ufunc]  # multiply, subtract
+    xv = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_allclose(program.run({x: xv})[0], xv * 3.0 - np.exp(0.5), rtol=1e-12)

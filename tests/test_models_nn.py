@@ -3,9 +3,9 @@
 
 import numpy as np
 import pytest
+from models import check_all_gradients, cnn, mlp, transformer_block
 
 import ngrules as ng
-from tests.models import check_all_gradients, cnn, mlp, transformer_block
 
 #: What `fuse_nn` must fire on each model's cost and gradients (reported in issue 12's note).
 EXPECTED = {

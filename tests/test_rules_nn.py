@@ -4,13 +4,13 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from helpers import random_feeds
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ngrules as ng
 from ngrules.ir import layers as L
 from ngrules.lang.library import library_path
-from tests.helpers import random_feeds
 
 C, N, K = ng.make_axis(4, "C"), ng.make_axis(3, "N"), ng.make_axis(5, "K")
 

@@ -49,7 +49,9 @@ def run(args) -> int:
     pipeline = args.pipeline if args.pipeline or not args.passes else None
     if pipeline is None and not args.passes and "cpu" in rules.pipelines:
         pipeline = "cpu"
-    result = rewrite(outputs, rules, pipeline=pipeline, passes=args.passes or None)
+    result = rewrite(
+        outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats
+    )
     for warning in result.warnings:  # matches rejected because an expression failed there
         print(warning, file=sys.stderr)
     picture = None

@@ -17,8 +17,12 @@ from ngrules.ir import graph
 from ngrules.ir.frontend import constant
 from ngrules.ir.graph import Node, make_node
 from ngrules.lang.expr import compile_expr
+from ngrules.lang.exprgen import compile_clauses
 from ngrules.lang.rules import Rule
 from ngrules.lang.syntax import EVar, Guard, Let, PNamed, POp, PVar
+
+#: The bindings key under which a one-root rule's root reaches its continuation.
+_ROOT = object()
 
 
 @dataclass
@@ -85,12 +89,14 @@ class CompiledRule:
         self.root_ops = root_ops(rule.roots[0])
         self.is_multi_root = len(rule.roots) > 1
         self.stats = RuleStats()
-        self._root: tuple[Node, ...] = ()
+        self._match = self.matchers[0]
         self._exprs: dict[int, object] = {}
         self._finish_single = self._finish_single  # bind once: it runs at every match
+        self._generated = compile_clauses(rule.clauses, rule.replacement) or self._interpret
         only = rule.replacement[0] if len(rule.replacement) == 1 else None
         plain = isinstance(only, EVar) and not rule.clauses and not self.is_multi_root
         self._returns = only.name if plain else None
+        self.returns_a_binding = plain  # builds no node: a new root need not be interned
 
     def _compile_roots(self):
         """One matcher per root, each seeing the names earlier roots bound, and for each later
@@ -106,26 +112,31 @@ class CompiledRule:
     # -- matching --------------------------------------------------------------------------
     def apply(self, node: Node, ctx: Any = None):
         """(roots, replacements, new nodes) for the first way the rule matches at node, or None."""
-        if not self.is_multi_root:
-            self._root = (node,)
-            try:
-                return self.matchers[0](node, {}, self._finish_single)
-            finally:
-                self._root = ()  # hold no graph between calls
-        return self.matchers[0](node, {}, self._after_root(1, (node,), ctx))
+        if not self.is_multi_root:  # the root travels in the bindings, under a key no name has
+            return self._match(node, {_ROOT: node}, self._finish_single)
+        return self._match(node, {}, self._after_root(1, (node,), ctx))
 
     def _finish_single(self, b: dict):
         """The continuation of a one-root rule; `=> x` with no clauses needs no evaluator."""
-        name = self._returns
+        name, root = self._returns, b[_ROOT]
         if name is not None:
             value = b[name]
-            if same_type(value, self._root[0]):
-                return self._root, (value,), ()
-        return self._finish(b, self._root)
+            if same_type(value, root):
+                return (root,), (value,), ()
+        return self._finish(b, (root,))
 
     def _after_root(self, i: int, roots: tuple[Node, ...], ctx):
         if i == len(self.matchers):
-            return lambda b: self._finish(b, roots)
+
+            def finish(b):
+                if not ctx.free(roots, b):  # overlaps a match already taken this round
+                    return None
+                found = self._finish(b, roots)
+                if found is not None:
+                    ctx.take(roots, b)
+                return found
+
+            return finish
 
         def next_root(b):
             for candidate in ctx.candidates(self.anchors[i], b):
@@ -143,11 +154,16 @@ class CompiledRule:
         """Clauses in order, then the replacement; None when a guard is false or when an
         expression fails to evaluate at this match (counted in the stats: one node where, say,
         `pow` overflows must not abort the whole rewrite). A replacement of the wrong kind
-        (not a node, other axes or dtype) is a wrong rule, and raises."""
-        env = dict(b) if self.rule.clauses else b
+        (not a node, other axes or dtype) is a wrong rule, and raises.
+
+        The generated code runs first; if it raises, the interpreter evaluates the clauses
+        again and does what the failure calls for."""
         log = graph.creation_log = []
         try:
-            values = self._evaluate(env)
+            try:
+                values = self._generated(b)
+            except Exception:
+                values = self._evaluate(dict(b))
             if values is None:
                 return None
             replacements = self._replacements(values, roots)
@@ -156,6 +172,9 @@ class CompiledRule:
         finally:
             graph.creation_log = None
         return roots, replacements, tuple(log)
+
+    def _interpret(self, b: dict) -> list | None:
+        return self._evaluate(dict(b))
 
     def _evaluate(self, env) -> list | None:
         """The replacement's values, or None (a false guard, or a failure: rejected)."""
@@ -192,6 +211,7 @@ class CompiledRule:
         return value
 
     def _replacements(self, values: list, roots: tuple[Node, ...]) -> tuple[Node, ...]:
+        """The replacement's values checked against the roots: one node of each root's type."""
         exprs = self.rule.replacement
         if len(values) == 1 and len(roots) > 1:
             values = _split_outputs(values[0], len(roots))

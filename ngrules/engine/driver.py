@@ -7,8 +7,14 @@ before it stands in for the matched node. Every node is rebuilt at most once per
 costs time linear in the graph plus the work of the rewrites themselves; only the region a
 rewrite touched is revisited. Work is kept on an explicit stack (no recursion on graph depth).
 
+A rebuilt node that is new enters the hash-consing table only if it stays: when the rules that
+could fire at it build nothing (`=> x`), they are tried first, so a node a rule replaces at
+once is never interned (a rule that builds nodes could build this one again: it is interned
+first).
+
 Rules with several roots need the users of the nodes they bind, so they run between walks, on
-a settled graph, one match at a time (all of a match's roots are replaced together).
+a settled graph: each round takes every non-overlapping match in one walk and applies them
+together (see `multiroot`), then a walk normalises what they built.
 
 Termination: a rewrite whose result is a node still being normalised would loop forever; the
 engine stops with `stop == "cycle"` and names the rules that formed the cycle, in order. Fuel
@@ -22,8 +28,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ngrules.engine.compiled import CompiledRule, RuleStats
+from ngrules.engine.multiroot import Context, apply_together
 from ngrules.errors import NgrulesError
-from ngrules.ir.graph import Node, paused_gc, substitute, toposort, users_of, validate
+from ngrules.ir.graph import (
+    Node,
+    intern_built,
+    paused_gc,
+    rebuilt_on,
+    register,
+    toposort,
+    validate,
+)
 from ngrules.ir.ops import did_you_mean
 from ngrules.lang.rules import Rule, RuleSet
 
@@ -60,6 +75,7 @@ class RewriteResult:
         self.stop = "fixpoint"
         self.cycle: tuple[str, ...] = ()
         self.message = ""
+        self.rounds = 0  # rounds of multi-root matching (each one walk over the graph)
         self._firings = firings
         self._trace: list[Firing] | None = None
 
@@ -112,30 +128,6 @@ class _Budget:
             self.left = 10 * nodes + 10_000
 
 
-class _Context:
-    """What multi-root rules need from the settled graph: users and nodes by op."""
-
-    def __init__(self, outputs: Sequence[Node]):
-        self.users = users_of(outputs)
-        self.by_op: dict[str, list[Node]] = {}
-        for node in self.users:
-            self.by_op.setdefault(node.op, []).append(node)
-
-    def candidates(self, anchor, bindings) -> Iterable[Node]:
-        """Nodes that could be a further root: users (to the anchor's depth) of a bound node."""
-        if anchor is None:
-            return [n for op in sorted(self.by_op) for n in self.by_op[op]]
-        name, depth = anchor
-        level = [bindings[name]]
-        for _ in range(depth):
-            seen: dict[Node, None] = {}
-            for node in level:
-                for user in self.users.get(node, ()):
-                    seen[user] = None
-            level = list(seen)
-        return level
-
-
 class _Pass:
     """One pass's rules, indexed by root op, with the pass-wide memo of normal forms."""
 
@@ -145,38 +137,79 @@ class _Pass:
         self.multi = [r for r in rules if r.is_multi_root]
         self.memo: dict[Node, Node] = {}
         self._index: dict[str, list[CompiledRule]] = {}
+        self._multi_index: dict[str, list[CompiledRule]] = {}
+        self._only_returns: dict[str, bool] = {}  # every rule at the op is `=> x`, no clauses
 
     def rules_for(self, op: str) -> list[CompiledRule]:
         rules = self._index.get(op)
         if rules is None:
             rules = [r for r in self.single if r.root_ops is None or op in r.root_ops]
             self._index[op] = rules
+            self._only_returns[op] = all(r.returns_a_binding for r in rules)
+        return rules
+
+    def multi_rules_for(self, op: str) -> list[CompiledRule]:
+        rules = self._multi_index.get(op)
+        if rules is None:
+            rules = [r for r in self.multi if r.root_ops is None or op in r.root_ops]
+            self._multi_index[op] = rules
         return rules
 
     # -- single-root rules: one walk from the leaves up ----------------------------------------
     def walk(self, outputs: Sequence[Node]) -> list[Node]:
         """Normal forms of the outputs. Arguments come first in topological order, so most
         nodes need no stack: only a rewrite's result is normalised on the explicit stack."""
-        memo, index = self.memo, self._index
+        memo, index, first_match = self.memo, self._index, self._first_match
         order = toposort(outputs)
         self.run.budget.size_for(len(order))
         for node in order:
             args = node.args
-            rebuilt = node.with_args(tuple([memo[a] for a in args])) if args else node
-            done = memo.get(rebuilt)
-            if done is None:
-                rules = index.get(rebuilt.op)
-                if rules is None:
-                    rules = self.rules_for(rebuilt.op)
-                rule, found = self._first_match(rebuilt, rules) if rules else (None, None)
-                done = rebuilt if rule is None else self._result(found[1][0], rebuilt, rule)
-                memo[rebuilt] = done
-            memo[node] = done
+            fresh = False
+            if not args:
+                rebuilt = node
+            else:
+                if len(args) == 1:
+                    new_args = (memo[args[0]],)
+                elif len(args) == 2:
+                    new_args = (memo[args[0]], memo[args[1]])
+                else:
+                    new_args = tuple([memo[a] for a in args])
+                if new_args == args:
+                    rebuilt = node
+                else:
+                    rebuilt, fresh = rebuilt_on(node, new_args)
+            rules = index.get(rebuilt.op)
+            if rules is None:
+                rules = self.rules_for(rebuilt.op)
+            if fresh:
+                if not rules:  # most nodes: nothing to try, nothing built since the lookup
+                    memo[node] = memo[rebuilt] = register(rebuilt)
+                    continue
+                if not self._only_returns[rebuilt.op]:  # a rule may build on it: intern first
+                    rebuilt, fresh = register(rebuilt), False
+            else:
+                done = memo.get(rebuilt)
+                if done is not None:
+                    memo[node] = done
+                    continue
+            rule, found = first_match(rebuilt, rules) if rules else (None, None)
+            if rule is None:
+                done = intern_built(rebuilt) if fresh else rebuilt
+            else:
+                done = self._result(found[1][0], rebuilt, rule)
+            memo[node] = memo[rebuilt] = done
         return [memo[o] for o in outputs]
 
     def _result(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
-        done = self.memo.get(replacement)
-        return done if done is not None else self._normalize(replacement, rewritten, rule)
+        memo = self.memo
+        done = memo.get(replacement)
+        if done is not None:
+            return done
+        args = replacement.args
+        if all(memo.get(a) is a for a in args) and not self.rules_for(replacement.op):
+            memo[replacement] = replacement  # a new node on normal forms that no rule rewrites
+            return replacement
+        return self._normalize(replacement, rewritten, rule)
 
     def _normalize(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
         """The normal form of a rule's result, standing in for `rewritten`."""
@@ -240,6 +273,20 @@ class _Pass:
         run = self.run
         if run.budget.exhausted:
             return None, None
+        if run.timed:
+            return self._first_match_timed(node, rules, ctx)
+        for rule in rules:
+            stats = rule.stats
+            stats.attempts += 1
+            found = rule.apply(node, ctx)
+            if found is not None:
+                stats.matches += 1
+                run.record(self.name, rule, *found)
+                return rule, found
+        return None, None
+
+    def _first_match_timed(self, node: Node, rules, ctx):
+        """`_first_match` with each attempt timed (`rewrite(..., stats=True)`)."""
         for rule in rules:
             stats = rule.stats
             stats.attempts += 1
@@ -248,21 +295,26 @@ class _Pass:
             stats.seconds += time.perf_counter() - start
             if found is not None:
                 stats.matches += 1
-                run.record(self.name, rule, *found)
+                self.run.record(self.name, rule, *found)
                 return rule, found
         return None, None
 
     # -- multi-root rules: matched on a settled graph, applied together -----------------------
     def multi_round(self, outputs: list[Node]) -> dict[Node, Node]:
-        """The roots of the first multi-root match on the settled graph, mapped to their
-        replacements. One at a time: a replacement may contain another match's roots."""
-        ctx = _Context(outputs)
-        for node in toposort(outputs):
-            rules = [r for r in self.multi if not r.root_ops or node.op in r.root_ops]
-            rule, found = self._first_match(node, rules, ctx)
-            if rule is not None:
-                return dict(zip(found[0], found[1]))
-        return {}
+        """The roots of every non-overlapping multi-root match on the settled graph, found in
+        one walk over one users index, mapped to their replacements."""
+        ctx = Context(outputs)
+        chosen: dict[Node, Node] = {}
+        for node in ctx.order:
+            if node in ctx.roots:
+                continue
+            rules = self.multi_rules_for(node.op)
+            if rules:
+                rule, found = self._first_match(node, rules, ctx)
+                if rule is not None:
+                    chosen.update(zip(found[0], found[1]))
+        self.run.rounds += 1
+        return chosen
 
     def apply(self, outputs: list[Node]) -> list[Node]:
         outputs = self.walk(outputs)
@@ -270,17 +322,19 @@ class _Pass:
             chosen = self.multi_round(outputs)
             if not chosen:
                 break
-            outputs = self.walk(substitute(outputs, chosen))
+            outputs = self.walk(apply_together(outputs, chosen))
         return outputs
 
 
 class _Run:
     """State shared by the passes of one rewrite call: fuel, trace, checking."""
 
-    def __init__(self, fuel: int | None, checked: bool):
+    def __init__(self, fuel: int | None, checked: bool, timed: bool = False):
         self.budget = _Budget(fuel)
         self.checked = checked
+        self.timed = timed
         self.trace: list[Firing] = []
+        self.rounds = 0  # multi-root rounds, over every pass
 
     def record(self, pass_name: str, rule: CompiledRule, roots, replacements, new_nodes) -> None:
         for n in new_nodes:
@@ -339,25 +393,27 @@ def rewrite(
     passes: Sequence[str] | None = None,
     fuel: int | None = None,
     checked: bool = False,
+    stats: bool = False,
 ) -> RewriteResult:
     """Apply passes of rules to the graph of `outputs`; the input graph is never changed.
 
     pipeline names a pipeline of the rule set; passes lists pass names; with neither, every
     pass runs in declaration order. fuel bounds the number of rewrites (default: ten per node
     plus 10,000). checked re-infers each replacement's nodes and validates the whole graph
-    after each pass.
+    after each pass. stats times every attempt of every rule (`result.stats[rule].seconds`);
+    attempts and matches are counted either way.
     """
     ruleset = _as_ruleset(rules)
     names = _pass_names(ruleset, pipeline, passes)
     with paused_gc():
-        return _rewrite(outputs, ruleset, names, fuel, checked)
+        return _rewrite(outputs, ruleset, names, _Run(fuel, checked, stats))
 
 
-def _rewrite(outputs, ruleset: RuleSet, names: list[str], fuel, checked) -> RewriteResult:
+def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: _Run) -> RewriteResult:
     current = list(outputs)
+    checked = run.checked
     if checked:
         validate(current)
-    run = _Run(fuel, checked)
     stats: dict[str, RuleStats] = {}
     result = RewriteResult(current, run.trace, stats, names)
     for name in names:
@@ -370,6 +426,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], fuel, checked) -> Rewr
             return _stopped_by_cycle(result, current, cycle, name)
         if checked:
             validate(current)
+        result.rounds = run.rounds
         if run.budget.exhausted:
             result.outputs, result.stop = current, "fuel"
             result.message = f"fuel ran out after {len(run.trace)} rewrites in pass {name}"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ngrules.engine.bindings import describe, false_guard_detail, format_bindings, match_bindings
 from ngrules.engine.compiled import CompiledRule, root_ops
 from ngrules.engine.match import trace_matches
+from ngrules.engine.multiroot import Context
 from ngrules.errors import NgrulesError, Span
 from ngrules.ir.graph import Node, toposort
 from ngrules.lang.rules import Rule
@@ -152,9 +153,7 @@ def _miss_at(rule: CompiledRule, node: Node, ctx) -> Miss | None:
 
 def explain(rule: Rule, outputs: Sequence[Node], limit: int = 3) -> Explanation:
     """Where `rule` matches in the graph of `outputs`, and why it fails at the closest misses."""
-    from ngrules.engine.driver import _Context
-
-    compiled, ctx = CompiledRule(rule), _Context(outputs)
+    compiled, ctx = CompiledRule(rule), Context(outputs)
     ops = root_ops(rule.roots[0])
     order = toposort(outputs)
     result = Explanation(rule, names={n: f"%{i} {describe(n)}" for i, n in enumerate(order)})

@@ -1,8 +1,9 @@
 """The numpy executor: a graph compiled once into a flat schedule of kernel calls.
 
 Compiling walks the graph in topological order, asks each op for its kernel, numbers every
-value and records after which step each intermediate is last used, so running is one loop
-that frees memory as it goes. Constants and variables are evaluated at compile time.
+value and records after which step each intermediate is last used, so running is one
+generated function that frees memory as it goes. Constants and variables are evaluated at
+compile time, and so are views and small values computed from constants alone.
 """
 
 from __future__ import annotations
@@ -22,7 +23,12 @@ _cache: OrderedDict[tuple[Node, ...], Program] = OrderedDict()
 
 
 class Program:
-    """A compiled graph: `run(feeds)` returns one array per output."""
+    """A compiled graph: `run(feeds)` returns one array per output.
+
+    `steps` holds one `(kernel, argument slots, output slot, slots freed after it, reused
+    slot)` per kernel call. A reused slot holds a dead intermediate of the output's shape and
+    dtype whose buffer an elementwise kernel writes into (`out=`) instead of allocating.
+    """
 
     def __init__(self, outputs: Sequence[Node]):
         self.outputs = tuple(outputs)
@@ -35,10 +41,16 @@ class Program:
             self.ambiguous: dict[str, str] = {}
             self.template: list[Any] = [None] * self.size
             self.steps: list[tuple] = []
+            self._nodes: list[Node] = []
+            self._known: set[int] = set()  # slots whose value is known at compile time
             for node in order:
                 self._add(node, slot)
-            self._plan_frees(slot)
-        self.result_slots = [slot[o] for o in self.outputs]
+            self.result_slots = [slot[o] for o in self.outputs]
+            self._plan_memory()
+            self._generated = None
+            if len(self.steps) <= GENERATED_STEPS:
+                self._generated = generate_run(self.steps, self.result_slots)
+        del self._nodes, self._known
 
     def _add(self, node: Node, slot: dict[Node, int]) -> None:
         if node.op in ("Placeholder", "Variable"):
@@ -47,9 +59,24 @@ class Program:
             return
         if not node.args:
             self.template[slot[node]] = _leaf_value(node)
+            if node.op != "Variable":  # a variable may be fed: not known at compile time
+                self._known.add(slot[node])
             return
-        kernel = get_op(node.op).kernel(node)
-        self.steps.append((kernel, tuple(slot[a] for a in node.args), slot[node], ()))
+        opdef = get_op(node.op)
+        kernel = opdef.kernel(node)
+        if self._foldable(node, opdef, slot):
+            self.template[slot[node]] = kernel(*[self.template[slot[a]] for a in node.args])
+            self._known.add(slot[node])
+            return
+        self.steps.append((kernel, tuple(slot[a] for a in node.args), slot[node], (), None))
+        self._nodes.append(node)
+
+    def _foldable(self, node: Node, opdef, slot: dict[Node, int]) -> bool:
+        """Computed once at compile time: a view of constants, or a small value of them (a
+        large one is left to each run rather than kept in memory between runs)."""
+        if node.outputs is not None or not all(slot[a] in self._known for a in node.args):
+            return False
+        return opdef.has("view") or node.axes.size <= FOLD_ELEMENTS
 
     def _add_input(self, node: Node, index: int) -> None:
         """A placeholder or variable, which feeds may name. Two placeholders may not share a
@@ -63,18 +90,17 @@ class Program:
             self.ambiguous[name] = message
         self.placeholders[node] = index
 
-    def _plan_frees(self, slot: dict[Node, int]) -> None:
-        """After each step, drop the values no later step (and no output) reads."""
-        keep = {slot[o] for o in self.outputs}
-        last: dict[int, int] = {}
-        for i, (_, args, _, _) in enumerate(self.steps):
-            for a in args:
-                last[a] = i
+    def _plan_memory(self) -> None:
+        """Free each intermediate after its last use; let elementwise steps write into the
+        buffer of a dead intermediate of their shape and dtype (see `buffer_plan`)."""
+        reuse, free_at = buffer_plan(self.steps, self._nodes, set(self.result_slots))
         frees: list[list[int]] = [[] for _ in self.steps]
-        for value, step in last.items():
-            if value not in keep:
-                frees[step].append(value)
-        self.steps = [(k, a, o, tuple(f)) for (k, a, o, _), f in zip(self.steps, frees)]
+        for value, step in free_at.items():
+            frees[step].append(value)
+        self.steps = [
+            (k, a, o, tuple(f), r)
+            for (k, a, o, _, _), f, r in zip(self.steps, frees, reuse)
+        ]
 
     def run(
         self, feeds: Mapping[Node | str, Any] | None = None, *, ignore_unused: bool = False
@@ -84,8 +110,12 @@ class Program:
         env = list(self.template)
         for node, value in self._resolve(feeds or {}, ignore_unused).items():
             env[self.placeholders[node]] = value
-        for kernel, args, out, frees in self.steps:
-            if len(args) == 1:  # most steps: skip building an argument list
+        if self._generated is not None:
+            return [np.asarray(v) for v in self._generated(env)]
+        for kernel, args, out, frees, reuse in self.steps:
+            if reuse is not None:
+                env[out] = kernel(*[env[a] for a in args], out=env[reuse])
+            elif len(args) == 1:  # most steps: skip building an argument list
                 env[out] = kernel(env[args[0]])
             else:
                 env[out] = kernel(*[env[a] for a in args])
@@ -117,6 +147,99 @@ class Program:
                     f"(axes {node.axes!r}, {node.dtype.name})"
                 )
         return values
+
+
+#: Buffers smaller than this are left to the allocator: it recycles a just-freed block (hot
+#: in cache) better than a plan can, and holding dead blocks for later steps would defeat
+#: that. Larger ones cost page faults on every allocation, which reusing them saves.
+REUSE_BYTES = 1 << 20
+
+#: Values computed from constants alone are computed at compile time if they are views or at
+#: most this many elements.
+FOLD_ELEMENTS = 4096
+
+#: Programs with more steps than this run in the interpreter loop instead of generated code
+#: (compiling one function per program costs time and memory in the number of steps).
+GENERATED_STEPS = 50_000
+
+
+def buffer_plan(steps: list[tuple], nodes: list[Node], keep: set[int]):
+    """Which dead buffer each step writes into (a slot or None), and after which step each
+    intermediate is freed.
+
+    A buffer is reused only when it is large (`REUSE_BYTES`) and that is safe: it was made
+    by an elementwise kernel (a numpy ufunc, so it is a fresh array of its own, never a feed,
+    a constant or a view), every reader of it is such a kernel too (none can have kept a view
+    of it), it is no output, and the step writing into it is a ufunc making no output, its
+    inputs all of its output's dtype (so numpy computes in that dtype either way). Buffers
+    dying at a step are offered to that step first (in place), then kept for later steps of
+    their shape and dtype.
+    """
+    ufunc = [isinstance(k, np.ufunc) for k, *_ in steps]
+    made_by = {out: i for i, (_, _, out, _, _) in enumerate(steps)}
+    last: dict[int, int] = {}
+    escapes: set[int] = set(keep)
+    for i, (_, args, _, _, _) in enumerate(steps):
+        for a in args:
+            last[a] = i
+            if not ufunc[i]:
+                escapes.add(a)
+    owned = {
+        out for i, (_, _, out, _, _) in enumerate(steps)
+        if ufunc[i] and len(nodes[i].axes) and out not in escapes
+    }
+    free_at = {v: step for v, step in last.items() if v not in keep}
+    pool: dict[tuple, list[int]] = {}  # dead buffers by (shape, dtype), not yet reused
+    reuse: list[int | None] = []
+    for i, (_, args, out, _, _) in enumerate(steps):
+        node = nodes[i]
+        dying = [a for a in dict.fromkeys(args) if last[a] == i and a in owned]
+        key = (node.axes.lengths, node.dtype)
+        chosen = None
+        big = node.outputs is None and node.dtype.itemsize * node.axes.size >= REUSE_BYTES
+        if big and ufunc[i] and out not in keep and _same_dtype(node):
+            same = [a for a in dying if _key(nodes, made_by, a) == key]
+            if same:
+                chosen = same[0]
+            elif pool.get(key):
+                chosen = pool[key].pop()
+        reuse.append(chosen)
+        for a in dying:
+            if a != chosen:  # kept alive in its slot until a later step takes it
+                pool.setdefault(_key(nodes, made_by, a), []).append(a)
+        if chosen is not None:
+            free_at[chosen] = i  # its buffer now belongs to `out`
+    return reuse, free_at
+
+
+def generate_run(steps: list[tuple], results: list[int]):
+    """The steps as one straight-line Python function `run(env)` returning the results: each
+    value in a local (`v<slot>`), each kernel a constant (`k<step>`), each free an assignment
+    of None. Only generated identifiers appear in the source."""
+    produced = {out for _, _, out, _, _ in steps}
+    read = {a for _, args, _, _, _ in steps for a in args} | set(results)
+    lines = ["def run(env):"]
+    lines += [f"    v{s} = env[{s}]" for s in sorted(read - produced)]
+    kernels = {}
+    for i, (kernel, args, out, frees, reuse) in enumerate(steps):
+        kernels[f"k{i}"] = kernel
+        call = ", ".join(f"v{a}" for a in args) + ("" if reuse is None else f", out=v{reuse}")
+        lines.append(f"    v{out} = k{i}({call})")
+        if frees:
+            lines.append("    " + " = ".join(f"v{f}" for f in frees) + " = None")
+    lines.append(f"    return [{', '.join(f'v{s}' for s in results)}]")
+    namespace = dict(kernels)
+    exec(compile("\n".join(lines) + "\n", "<ngrules program>", "exec"), namespace)  # noqa: S102
+    return namespace["run"]
+
+
+def _same_dtype(node: Node) -> bool:
+    return all(a.dtype == node.dtype for a in node.args)
+
+
+def _key(nodes: list[Node], made_by: dict[int, int], slot: int) -> tuple:
+    node = nodes[made_by[slot]]
+    return node.axes.lengths, node.dtype
 
 
 def _is_input(key: Any) -> bool:

@@ -22,7 +22,9 @@ from ngrules.errors import GraphError, OpError
 from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.ops import get_op, normalize_attrs
 
-_INTERN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+#: The hash-consing table: key -> weak reference to the live node. Plain `weakref.ref`s (no
+#: callbacks: a dying node costs nothing); dead entries are swept when the table has doubled.
+_INTERN: dict[tuple, weakref.ref] = {}
 _NO_ATTRS: Mapping[str, Any] = MappingProxyType({})
 
 #: A node's cached constant value before it is first asked for (see `values.known_scalar`).
@@ -150,32 +152,83 @@ class Node:
         return OPERATORS["getitem"](self, item)
 
 
+class _Building(Node):
+    """A node under construction: plain slot stores (fast), then it becomes a `Node`."""
+
+    __slots__ = ()
+    __setattr__ = object.__setattr__
+
+    def __init__(self, op, args, attrs, axes, dtype, outputs, key, origin=None):
+        self.op = op
+        self.args = args
+        self.attrs = attrs
+        self.axes = axes
+        self.dtype = dtype
+        self.outputs = outputs
+        self.origin = origin
+        self._scalar = UNKNOWN
+        self._key = key
+        self.__class__ = Node
+
+
+#: The table's size at which its dead entries are next swept (each time it has doubled).
+_SWEEP_AT = [100_000]
+
+
 def _lookup(key) -> Node | None:
-    """The live node with this key, if any (reads the weak table's dict directly, for speed)."""
-    ref = _INTERN.data.get(key)
+    """The live node with this key, if any."""
+    ref = _INTERN.get(key)
     return None if ref is None else ref()
 
 
-def _intern(op, args, attrs, attrs_key, axes, dtype, outputs) -> Node:
-    key = (op, args, attrs_key)
-    node = _lookup(key)
-    if node is not None:
-        return node
-    node = object.__new__(Node)
-    set_ = object.__setattr__
-    set_(node, "op", op)
-    set_(node, "args", args)
-    set_(node, "attrs", attrs)
-    set_(node, "axes", axes)
-    set_(node, "dtype", dtype)
-    set_(node, "outputs", outputs)
-    set_(node, "origin", None)
-    set_(node, "_scalar", UNKNOWN)
-    set_(node, "_key", key)
-    _INTERN[key] = node
+def register(node: Node) -> Node:
+    """Enter a new node from `rebuilt_on` in the table; its key must still be free (nothing
+    was built since): else use `intern_built`."""
+    table = _INTERN
+    table[node._key] = weakref.ref(node)
+    if len(table) > _SWEEP_AT[0]:
+        _sweep(table)
     if creation_log is not None:
         creation_log.append(node)
     return node
+
+
+def _sweep(table: dict) -> None:
+    for key in [k for k, r in table.items() if r() is None]:
+        del table[key]
+    _SWEEP_AT[0] = max(2 * len(table), 100_000)
+
+
+def rebuilt_on(node: Node, args: tuple[Node, ...]) -> tuple[Node, bool]:
+    """`node` on new arguments of the same types, and whether it is a new, unregistered node.
+
+    The live node with that key is returned if there is one (given `node`'s provenance if it
+    has none). Otherwise the node is built but not registered: the engine tries its rules on it
+    first and passes it to `intern_built` only if it stays, so a node that a rule replaces at
+    once is never interned.
+    """
+    key = (node.op, args, node._key[2])
+    ref = _INTERN.get(key)
+    if ref is not None:
+        found = ref()
+        if found is not None:
+            if found.origin is None and node.origin is not None:
+                found.origin = node.origin
+            return found, False
+    op, origin = node.op, node.origin
+    return _Building(op, args, node.attrs, node.axes, node.dtype, node.outputs, key, origin), True
+
+
+def intern_built(node: Node) -> Node:
+    """The canonical node for a new node from `rebuilt_on`: the live one with its key if there
+    is one by now, else the node itself, registered."""
+    found = _lookup(node._key)
+    return found if found is not None else register(node)
+
+
+def _intern(op, args, attrs, attrs_key, axes, dtype, outputs) -> Node:
+    node = _lookup(key := (op, args, attrs_key))
+    return node or register(_Building(op, args, attrs, axes, dtype, outputs, key))
 
 
 def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:

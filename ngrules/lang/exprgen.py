@@ -1,0 +1,170 @@
+"""A rule's lets, guards and replacement compiled to one straight-line Python function.
+
+`compile_clauses(clauses, replacement)` returns `run(b)`: given a match's bindings it evaluates
+the lets and guards in source order and returns the tuple of replacement values, or None as
+soon as a guard is false. Node attributes read slots directly, library functions are called
+directly, operators are Python's own. Nothing from rule text is pasted into the source: names,
+literals, functions and op names enter as entries of the function's constant table; only
+generated identifiers appear in the code.
+
+The generated function never reports errors itself: when anything in it raises (an unbound
+name, a failing function, a guard that is not a boolean), the caller runs the interpreter
+(`expr.evaluate`) on the same bindings, which raises the error located at the expression
+responsible. Expressions are pure, so both compute the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ngrules.ir.frontend import apply_op
+from ngrules.ir.graph import Node
+from ngrules.ir.ops import OPS
+from ngrules.lang.expr import get_attribute, index_value
+from ngrules.lang.functions import FUNCTIONS
+from ngrules.lang.syntax import (
+    EAttr,
+    EBinary,
+    EBool,
+    ECall,
+    EIndex,
+    ENum,
+    ESlice,
+    EStr,
+    ETuple,
+    EUnary,
+    EVar,
+    Let,
+)
+
+#: Node attributes read straight from the node (what `expr.NODE_ATTRIBUTES` computes).
+_SLOTS = {"axes": "{}.axes", "dtype": "{}.dtype", "op": "{}.op", "args": "{}.args",
+          "rank": "len({}.axes)", "shape": "{}.axes.lengths"}
+_OPERATORS = {"+", "-", "*", "/", "|", "&", "==", "!=", "<", "<=", ">", ">="}
+
+
+class NotBoolean(Exception):
+    """A guard's value was not True or False (the interpreter reports it, located)."""
+
+
+class _Generator:
+    def __init__(self):
+        self.consts: dict[str, object] = {
+            "_Node": Node,
+            "_attr": get_attribute,
+            "_index": index_value,
+            "_op": apply_op,
+            "_NotBoolean": NotBoolean,
+        }
+        self.lines: list[str] = []
+        self.locals: dict[str, str] = {}  # rule name -> local holding its value
+        self.count = 0
+
+    def fresh(self, stem: str) -> str:
+        self.count += 1
+        return f"{stem}{self.count}"
+
+    def const(self, value) -> str:
+        name = self.fresh("C")
+        self.consts[name] = value
+        return name
+
+    def var(self, name: str) -> str:
+        local = self.locals.get(name)
+        if local is None:  # a pattern binding: read from the match's bindings
+            local = self.locals[name] = self.fresh("v")
+            self.lines.insert(0, f"    {local} = b[{self.const(name)}]")
+        return local
+
+    def expr(self, e) -> str:
+        kind = type(e)
+        if kind in (ENum, EStr, EBool):
+            return self.const(e.value)
+        if kind is EVar:
+            return self.var(e.name)
+        if kind is EAttr:
+            return self._attr(e)
+        if kind is EIndex:
+            return f"_index({self.expr(e.obj)}, {self.expr(e.index)})"
+        if kind is ESlice:
+            start = "None" if e.start is None else self.expr(e.start)
+            stop = "None" if e.stop is None else self.expr(e.stop)
+            return f"{self.expr(e.obj)}[{start}:{stop}]"
+        if kind is ECall:
+            return self._call(e)
+        if kind is EBinary:
+            return self._binary(e)
+        if kind is EUnary:
+            operand = self.expr(e.operand)
+            return f"(not {operand})" if e.op == "not" else f"(-{operand})"
+        if kind is ETuple:
+            return "(" + "".join(f"{self.expr(i)}, " for i in e.items) + ")"
+        raise TypeError(f"cannot compile {kind.__name__}")
+
+    def _attr(self, e: EAttr) -> str:
+        obj = self.expr(e.obj)
+        template = _SLOTS.get(e.name)
+        if template is None:
+            return f"_attr({obj}, {self.const(e.name)})"
+        tmp = self.fresh("t")  # a node reads its slot; anything else goes through _attr
+        fast, slow = template.format(tmp), f"_attr({tmp}, {self.const(e.name)})"
+        return f"({fast} if ({tmp} := {obj}).__class__ is _Node else {slow})"
+
+    def _call(self, e: ECall) -> str:
+        args = "".join(f"{self.expr(a)}, " for a in e.args)
+        kwargs = ", ".join(f"{self.const(k)}: {self.expr(v)}" for k, v in e.kwargs)
+        if e.func in OPS:
+            return f"_op({self.const(e.func)}, [{args}], {{{kwargs}}})"
+        fdef = FUNCTIONS.get(e.func)
+        if fdef is None:
+            raise KeyError(e.func)  # unknown: the interpreter reports it
+        spread = f"**{{{kwargs}}}" if e.kwargs else ""
+        return f"{self.const(fdef.fn)}({args}{spread})"
+
+    def _binary(self, e: EBinary) -> str:
+        left, right = self.expr(e.left), self.expr(e.right)
+        if e.op in ("and", "or"):
+            return f"((not not {left}) {e.op} (not not {right}))"
+        if e.op == "in":
+            return f"({left} in {right})"
+        if e.op not in _OPERATORS:
+            raise KeyError(e.op)
+        return f"({left} {e.op} {right})"
+
+
+def generate(clauses: Sequence, replacement: Sequence) -> tuple[str, dict]:
+    """The source of `run(b)` and its constant table."""
+    gen = _Generator()
+    body: list[str] = []
+    for clause in clauses:
+        value = gen.expr(clause.expr)
+        if isinstance(clause, Let):
+            local = gen.fresh("l")
+            body.append(f"    {local} = {value}")
+            gen.locals[clause.name] = local
+        else:
+            body += [
+                f"    g = {value}",
+                "    if g is not True:",
+                "        if g is False:",
+                "            return None",
+                "        raise _NotBoolean()",
+            ]
+    values = "".join(f"{gen.expr(e)}, " for e in replacement)
+    body.append(f"    return ({values})")
+    return "\n".join(["def run(b):", *gen.lines, *body]) + "\n", gen.consts
+
+
+def compile_clauses(clauses: Sequence, replacement: Sequence) -> Callable[[dict], Any] | None:
+    """The generated `run(b)` (see the module docstring), or None if some expression cannot
+    be compiled ahead (an unknown function): the interpreter then does all the work."""
+    try:
+        source, consts = generate(clauses, replacement)
+    except (KeyError, TypeError):
+        return None
+    namespace = dict(consts)
+    exec(compile(source, "<ngrules clauses>", "exec"), namespace)  # noqa: S102 - generated
+    run = namespace["run"]
+    run.source = source
+    return run
