@@ -213,6 +213,7 @@ class CompiledRule:
     def _replacements(self, values: list, roots: tuple[Node, ...]) -> tuple[Node, ...]:
         """The replacement's values checked against the roots: one node of each root's type."""
         exprs = self.rule.replacement
+        values = list(values)  # compiled clauses give a tuple; numbers are replaced in place
         if len(values) == 1 and len(roots) > 1:
             values = _split_outputs(values[0], len(roots))
             exprs = exprs * len(roots)
