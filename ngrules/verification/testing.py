@@ -24,7 +24,8 @@ from ngrules.ir.graph import Node
 from ngrules.ir.ops import OPS
 from ngrules.lang.syntax import POp, PVar
 from ngrules.verification.instances import Builder, Instance, Reject, feeds_for, instances
-from ngrules.verification.verify import ATOL, RTOL, Counterexample, compare
+from ngrules.verification.compare import ATOL, RTOL, compare
+from ngrules.verification.verdicts import Counterexample
 
 __all__ = ["axes", "check_rewrite", "graphs", "instances", "tensors"]
 

@@ -35,6 +35,7 @@ class Instance:
     stop: str = "fixpoint"
     message: str = ""
     error: BaseException | None = None
+    step: list[Node] | None = None  # one rewrite step, when the rule alone does not terminate
 
     @property
     def dtype(self) -> np.dtype:
@@ -79,6 +80,8 @@ def rewrite_instance(rule: Rule, outputs: list[Node], feeds, fuel: int = 200) ->
         return inst
     inst.after, inst.fired = res.outputs, any(f.rule == rule.name for f in res.trace)
     inst.stop, inst.message = res.stop, res.message
+    if res.stop != "fixpoint":
+        inst.step = rewrite(outputs, rule, fuel=1).outputs
     return inst
 
 
@@ -109,7 +112,7 @@ def why_not(rule: Rule, roots: Sequence[Node]) -> str:
     from ngrules.engine.explain import explain
 
     misses = explain(rule, list(roots), limit=1).misses
-    return f"`{misses[0].text}` {misses[0].found}" if misses else "no candidate root"
+    return str(misses[0]) if misses else "no candidate root"
 
 
 @st.composite
