@@ -29,8 +29,13 @@ from ngrules.verification.instances import as_float64
 #: Default tolerance: float64 on both sides, so only reassociation error is allowed.
 RTOL, ATOL = 1e-6, 1e-9
 SEMANTICS = ("strict", "refine")
+#: Absolute error allowed per unit of the largest intermediate magnitude (float64 rounding
+#: of sums that cancel: `(x + 1e6) - 1e6` is not x to the last digit).
+CANCELLATION = 1e-11
 #: Ops with a pole at zero: an infinity they give from a zero operand is not an overflow.
 _POLES = frozenset({"Divide", "Reciprocal", "Log", "Power"})
+#: Elementwise ops that are never zero where their operands are nonzero (a zero is underflow).
+_NEVER_ZERO = frozenset({"Exp", "Multiply", "Divide", "Square", "Reciprocal", "Sigmoid"})
 
 
 @dataclass
@@ -63,13 +68,16 @@ def difference(
     atol: float = ATOL,
     semantics: str = "strict",
     overflow: bool = False,
+    floor: float = 0.0,
 ) -> str | None:
-    """How got differs from expected (None: it does not), in words."""
+    """How got differs from expected (None: it does not), in words. The absolute tolerance is
+    atol scaled by the largest result, and at least `floor`."""
     if expected.shape != got.shape:
         return f"shapes differ: {expected.shape} before, {got.shape} after"
     judged = _judged(expected, semantics, overflow)
     finite = np.isfinite(expected)
     scale = atol * max(1.0, float(np.max(np.abs(np.where(finite, expected, 0.0)), initial=0.0)))
+    scale = max(scale, floor)
     with np.errstate(all="ignore"):
         close = np.isclose(got, expected, rtol=rtol, atol=scale, equal_nan=True)
         close |= ~judged
@@ -84,16 +92,27 @@ def difference(
     )
 
 
-def overflowed(before: Sequence[Node], feeds: dict[Node, np.ndarray]) -> bool:
-    """Whether some op of the graph gave an infinity from finite operands away from a pole."""
-    from ngrules.ir.executor import execute
+def _underflowed(node: Node, value: np.ndarray, args: list) -> bool:
+    """An elementwise op that is never zero on nonzero operands gave a zero."""
+    if node.op not in _NEVER_ZERO or any(np.shape(a) != np.shape(value) for a in args):
+        return False
+    nonzero = np.logical_and.reduce([np.asarray(a) != 0 for a in args])
+    return bool(((value == 0) & nonzero).any())
 
+
+def overflowed(before: Sequence[Node], feeds: dict[Node, np.ndarray]) -> bool:
+    """Whether float64 ran out of range somewhere in the graph: an op gave an infinity from
+    finite operands away from a pole (overflow), or a zero no real number would (underflow,
+    as `Exp(-1e6)`)."""
     nodes = [n for n in toposort(before) if n.outputs is None]
-    with np.errstate(all="ignore"):
-        values = dict(zip(nodes, execute(nodes, feeds)))
+    values = dict(zip(nodes, _run(nodes, feeds)))
     for node in nodes:
         value, args = values[node], [values.get(a) for a in node.args]
-        if np.isfinite(value).all() or any(a is None or not np.isfinite(a).all() for a in args):
+        if any(a is None or not np.isfinite(a).all() for a in args):
+            continue
+        if _underflowed(node, value, args):
+            return True
+        if np.isfinite(value).all():
             continue
         if node.op in _POLES and any((a == 0).any() for a in args):
             continue
@@ -106,6 +125,17 @@ def _run(graphs: Sequence[Node], feeds: dict[Node, np.ndarray]) -> list[np.ndarr
 
     with np.errstate(all="ignore"):
         return execute(list(graphs), feeds)
+
+
+def _magnitude(graphs: Sequence[Node], feeds: dict[Node, np.ndarray]) -> float:
+    """The largest finite magnitude any node of the graphs takes: cancellation between
+    intermediates of that size leaves an error proportional to it."""
+    nodes = [n for n in toposort(graphs) if n.outputs is None and n.dtype.kind == "f"]
+    biggest = 0.0
+    for v in _run(nodes, feeds):
+        v = np.abs(np.asarray(v, np.float64))
+        biggest = max(biggest, float(np.max(np.where(np.isfinite(v), v, 0.0), initial=0.0)))
+    return biggest
 
 
 def compare(
@@ -126,8 +156,9 @@ def compare(
         return Comparison(expected, None, f"the rewritten graph fails to run: {e}")
     finite = all(np.isfinite(e).all() for e in expected)
     over = not finite and overflowed(graphs[: len(before)], feeds64)
+    floor = CANCELLATION * _magnitude(graphs, feeds64)
     for i, (e, g, node) in enumerate(zip(expected, got, before)):
-        problem = difference(e, g, node, rtol, atol, semantics, over)
+        problem = difference(e, g, node, rtol, atol, semantics, over, floor)
         if problem is not None:
             where = f" (output {i})" if len(before) > 1 else ""
             return Comparison(expected, got, f"results differ{where}: {problem}")

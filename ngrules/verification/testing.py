@@ -23,8 +23,8 @@ from ngrules.ir.axes import Axes
 from ngrules.ir.graph import Node
 from ngrules.ir.ops import OPS
 from ngrules.lang.syntax import POp, PVar
-from ngrules.verification.instances import Builder, Instance, Reject, feeds_for, instances
 from ngrules.verification.compare import ATOL, RTOL, compare
+from ngrules.verification.instances import Builder, Instance, Reject, feeds_for, instances
 from ngrules.verification.verdicts import Counterexample
 
 __all__ = ["axes", "check_rewrite", "graphs", "instances", "tensors"]

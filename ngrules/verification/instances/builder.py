@@ -15,16 +15,18 @@ from ngrules.ir.ops import OPS
 from ngrules.lang.syntax import PLit, PNamed, PVar
 from ngrules.verification.instances.choices import (
     AXIS_NAMES,
-    LENGTHS,
     MAX_RANK,
     NEGATE,
     VALUES,
     Reject,
+    lengths_for,
+    maybe_regroup,
     regroup,
     same_axes,
 )
 from ngrules.verification.instances.classes import constraints
 from ngrules.verification.instances.domains import Domain, argument_domain, domain_values, strictest
+from ngrules.verification.instances.generic import layout, open_scalar_attrs
 from ngrules.verification.instances.hints import Hints
 from ngrules.verification.instances.plans import op_at, plan_for
 
@@ -47,24 +49,30 @@ class Builder:
         self.domains: dict[Node, Domain] = {}
         self._axis_names = iter(AXIS_NAMES)
         self._leaf_names = itertools.count()
+        #: whether domains pass through sign-keeping ops (half the instances: the other half
+        #: sees each op's own domain only, so values outside a composite's domain are tried)
+        self.push = bool(draw(st.booleans()))
 
     # -- axes and leaves ------------------------------------------------------------------------
     def fresh(self, n: int) -> Axes:
-        """n new axes of random lengths (1-5)."""
+        """n new axes of random lengths (1-5; shorter for many axes)."""
         from ngrules.ir.axes import Axis
 
         names = [next(self._axis_names, None) for _ in range(n)]
         if None in names:
             raise Reject("the instance needs more axes than there are names")
-        return Axes(Axis(name, self.draw(LENGTHS)) for name in names)
+        lengths = lengths_for(n)
+        return Axes(Axis(name, self.draw(lengths)) for name in names)
 
     def free_axes(self, at=None, lo: int = 0) -> Axes:
-        """Axes for a node nothing above constrains: the rank its guards ask, else 0-3."""
+        """Axes for a node nothing above constrains: the rank its guards ask, else 0-5,
+        sometimes with flattened axes."""
         low, high = self.cons.ranks.get(self.cons.of(at), (0, MAX_RANK))
         low, high = max(low, lo), min(high, max(low, lo) + MAX_RANK)
         if low > high:
             raise Reject(f"the guards ask {getattr(at, 'name', '_')!r} for no possible rank")
-        return self.fresh(self.draw(st.integers(low, high)))
+        axes = self.fresh(self.draw(st.integers(low, high)))
+        return axes if self.cons.ranks.get(self.cons.of(at)) else maybe_regroup(self.draw, axes)
 
     def free_want(self, op: str, at=None) -> Axes:
         """Output axes for an unconstrained op node (Flatten's output is really flattened)."""
@@ -237,10 +245,11 @@ class Builder:
         want = want if want is not None else self.free_want(op, at)
         self.decide(at, want)
         arg_axes, attrs = plan(self, want, [self.known(a) for a in args])
+        attrs = open_scalar_attrs(self, op, attrs)
         for a, ax in zip(args, arg_axes):
             self.decide(a, ax)
         nodes = [
-            self.build(a, ax, argument_domain(op, i, domain))
+            self.build(a, ax, argument_domain(op, i, domain, self.push))
             for i, (a, ax) in enumerate(zip(args, arg_axes))
         ]
         if opdef.has("commutative") and len(nodes) == 2 and self.draw(st.booleans()):
@@ -268,15 +277,13 @@ class Builder:
         return self.make("Output", [node], {"index": self.draw(st.sampled_from(fits))}, want)
 
     def _generic(self, op: str, args, want: Axes | None, domain: Domain) -> Node:
-        """An op without a plan: its own generator picks the layout, the pattern the args."""
-        sample = OPS[op].gen(self.draw, lambda axes: self.placeholder(axes, "real"))
-        if sample.op != op:
-            raise Reject(f"the generator of {op} made a {sample.op}")
-        args = args if args is not None else (PVar("_"),) * len(sample.args)
-        if len(args) != len(sample.args):
-            raise Reject(f"{op} was generated with {len(sample.args)} arguments, not {len(args)}")
+        """An op without a plan: a renamed sample of its generator gives the layout and the
+        attributes, the pattern the arguments (see `generic`)."""
+        n_args = len(args) if args is not None else None
+        arg_axes, attrs = layout(self, op, want, n_args)
+        args = args if args is not None else (PVar("_"),) * len(arg_axes)
         nodes = [
-            self.build(p, a.axes if a.outputs is None else None, argument_domain(op, i, domain))
-            for i, (p, a) in enumerate(zip(args, sample.args))
+            self.build(p, ax, argument_domain(op, i, domain, self.push))
+            for i, (p, ax) in enumerate(zip(args, arg_axes))
         ]
-        return self.make(op, nodes, dict(sample.attrs), want)
+        return self.make(op, nodes, attrs, want)

@@ -126,7 +126,8 @@ def attempts(draw, rule: Rule, earlier: Sequence = ()) -> Instance | Rejected:
     winner = taken_by(earlier, roots[0])
     if winner is not None:
         return Rejected(f"rule {winner} comes first in pass {rule.pass_name} and takes it")
-    feeds = feeds_for(roots, draw(st.integers(0, 2**32 - 1)), domains)
+    special = draw(st.booleans())
+    feeds = feeds_for(roots, draw(st.integers(0, 2**32 - 1)), domains, special)
     inst = rewrite_instance(rule, roots, feeds)
     if not inst.fired:
         return Rejected(f"the rule did not fire: {why_not(rule, roots)}")
