@@ -116,9 +116,12 @@ def test_inputs_come_from_each_ops_domain():
     @given(instances(rule("rule r: Log(a + b) / Sqrt(c) => a")))
     def check(inst):
         values = {n.name: v for n, v in inst.feeds.items()}
-        assert (values["a"] > 0).all() and (values["b"] > 0).all() and (values["c"] > 0).all()
+        assert (values["c"] >= 0).all()  # Sqrt's own domain, its edge 0 included
+        signs.add(bool((values["a"] > 0).all() and (values["b"] > 0).all()))
 
+    signs: set[bool] = set()
     check()
+    assert signs == {True, False}  # Log's domain passed through Add only some of the time
 
 
 def test_domains_pass_down_through_sign_keeping_ops():
@@ -140,7 +143,7 @@ def test_fresh_axes_have_distinct_names_and_small_lengths():
     @QUIET
     @given(instances(rule("rule r: d @ Dot(x, y) => d * 1")))
     def check(inst):
-        axes = {a.name: a.length for n in ng.toposort(inst.outputs) for a in n.axes}
+        axes = {a.name: a.length for n in ng.toposort(inst.outputs) for a in n.axes.leaves()}
         assert all(1 <= k <= 5 for k in axes.values())
 
     check()

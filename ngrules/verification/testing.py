@@ -106,7 +106,7 @@ def check_rewrite(
     if feeds is None:
         feeds = feeds_for(before + after, seed)
     result = compare(before, after, dict(feeds), rtol, atol)
-    if not result.usable:
+    if not all(np.isfinite(e).all() for e in result.expected):
         raise AssertionError("the graph before the rewrite gives non-finite values on these inputs")
     if result.problem is not None:
         cx = Counterexample(None, before, dict(feeds), result.problem, after, result.expected)

@@ -129,7 +129,8 @@ class _Tally:
                          f"attempt{'s' * (self.tried != 1)}")
         if not parts:
             parts = ["no attempt could be made"]
-        return f"{self.fired} of {self.tried} attempts were usable: " + "; ".join(parts)
+        usable = f"{self.fired} of {self.tried} attempts were usable"
+        return f"could not build instances: {usable}: " + "; ".join(parts)
 
 
 def _normalised(reason: str) -> str:
