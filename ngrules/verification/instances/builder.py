@@ -28,7 +28,7 @@ from ngrules.verification.instances.classes import constraints
 from ngrules.verification.instances.domains import Domain, argument_domain, domain_values, strictest
 from ngrules.verification.instances.generic import layout, open_scalar_attrs
 from ngrules.verification.instances.hints import Hints
-from ngrules.verification.instances.plans import op_at, plan_for
+from ngrules.verification.instances.plans import NEEDS_AN_AXIS, op_at, plan_for
 
 
 # -- the builder --------------------------------------------------------------------------------
@@ -78,7 +78,7 @@ class Builder:
         """Output axes for an unconstrained op node (Flatten's output is really flattened)."""
         if op == "Flatten":
             return regroup(self.draw, self.free_axes(at, lo=1))
-        return self.free_axes(at)
+        return self.free_axes(at, lo=1 if op in NEEDS_AN_AXIS else 0)
 
     def placeholder(self, axes: Axes, domain: Domain, name: str = "_") -> Node:
         label = name if name != "_" else f"_{next(self._leaf_names)}"
@@ -241,7 +241,7 @@ class Builder:
         plan = plan_for(op)
         if plan is None:
             return self._generic(op, args, want, domain)
-        args = args if args is not None else (PVar("_"),) * opdef.arity
+        args = args if args is not None else (PVar("_"),) * (opdef.arity or 2)
         want = want if want is not None else self.free_want(op, at)
         self.decide(at, want)
         arg_axes, attrs = plan(self, want, [self.known(a) for a in args])

@@ -81,8 +81,22 @@ def rewrite_instance(rule: Rule, outputs: list[Node], feeds, fuel: int = 200) ->
     inst.after, inst.fired = res.outputs, any(f.rule == rule.name for f in res.trace)
     inst.stop, inst.message = res.stop, res.message
     if res.stop != "fixpoint":
-        inst.step = rewrite(outputs, rule, fuel=1).outputs
+        inst.step = one_step(rule, outputs)
     return inst
+
+
+def one_step(rule: Rule, outputs: list[Node]) -> list[Node]:
+    """The outputs after the rule fires once, at the root when it matches there (a rule that
+    loops is judged by this step: the driver gives back the graph it started from)."""
+    from ngrules.engine.compiled import CompiledRule
+    from ngrules.engine.driver import rewrite
+    from ngrules.ir.graph import substitute
+
+    found = CompiledRule(rule).apply(outputs[0]) if len(rule.roots) == 1 else None
+    if found is None:
+        return rewrite(outputs, rule, fuel=1).outputs
+    roots, replacements = found[0], found[1]
+    return substitute(outputs, dict(zip(roots, replacements)))
 
 
 def taken_by(earlier: Sequence, root: Node) -> str | None:
