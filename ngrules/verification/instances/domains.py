@@ -110,6 +110,8 @@ def feeds_for(
     feeds = {}
     for node, d in known.items():
         if special:
+            if rng.uniform() < 0.2:  # outside the domain: the left side is undefined there
+                d = "real"
             value = special_values(rng, node.axes.lengths, d, ties)
         else:
             value = np.round(domain_values(rng, node.axes.lengths, np.float64, d), 3)

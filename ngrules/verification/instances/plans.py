@@ -102,6 +102,8 @@ def _replaced(want: Axes, pos: int, axis) -> Axes:
 def _plan_slice(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
     pos = _plain_position(b, want)
     part = want[pos]
+    if b.draw(st.sampled_from((False, False, False, True))):  # the whole axis, kept
+        return [want], {"position": pos, "start": 0, "stop": part.length, "axis": part}
     full = b.fresh(1)[0]
     full = type(full)(full.name, part.length + b.draw(st.integers(0, 2)))
     start = b.draw(st.integers(0, full.length - part.length))
