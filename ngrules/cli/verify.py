@@ -18,9 +18,10 @@ def run(args) -> int:
     from ngrules.verification.profiles import register_profiles
     from ngrules.verification.verify import Interrupted, verify
 
-    if args.prove and not _have_z3():
-        print("ngrules: error: --prove needs z3: pip install 'ngrules[prove]'", file=sys.stderr)
-        return BAD_INPUT
+    if args.prove:
+        from ngrules.verification.prove import require_z3
+
+        require_z3()  # an NgrulesError saying how to install it: one line, exit 2
     register_profiles()
     settings.load_profile("ci")  # derandomized: the same verdicts on every run
     rules = rules_or_library(args.paths)
@@ -48,12 +49,6 @@ def run(args) -> int:
     _end_progress(progress)
     print(report)
     return 0 if report.ok else FINDINGS
-
-
-def _have_z3() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("z3") is not None
 
 
 def _progress(i: int, n: int, rule) -> None:

@@ -104,6 +104,7 @@ class Verdict:
     out_of_time: bool = False
     semantics: str = "strict"
     bound: int | None = None  # proved for lengths <= bound (None: for all)
+    note: str = ""  # e.g. why a rule tested was not proved
 
     @property
     def ok(self) -> bool:
@@ -117,10 +118,11 @@ class Verdict:
         refine = " (refinement)" if self.semantics == "refine" else ""
         if self.status == "verified":
             budget = " (time budget reached)" if self.out_of_time else ""
-            return f"{self.examples} examples fired{refine}{budget}"
+            note = f"; {self.note}" if self.note else ""
+            return f"{self.examples} examples fired{refine}{budget}{note}"
         if self.status == "proved":
             scope = f" for lengths <= {self.bound}" if self.bound is not None else ""
-            return f"proved{scope}{refine}" + (f"; {self.reason}" if self.reason else "")
+            return f"proved{scope}{refine} {self.reason}".rstrip()
         if self.status in FAILING and self.counterexample is not None:
             return self.counterexample.problem
         return self.reason

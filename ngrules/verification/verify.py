@@ -279,6 +279,10 @@ def verify(
     Ctrl-C raises `Interrupted`, whose `report` holds the verdicts computed so far.
     """
     start = time.perf_counter()
+    if prove:
+        from ngrules.verification.prove import require_z3
+
+        require_z3()
     chosen, ruleset = _rules_of(rules)
     skip = set(disable)
     chosen = [r for r in chosen if r.name not in skip]
@@ -305,4 +309,7 @@ def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound) -
         proof = prove_rule(rule, bound=bound, semantics=semantics)
         if proof.status in ("proved", "wrong"):
             return proof
+        tested = verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics)
+        tested.note = proof.reason
+        return tested
     return verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics)

@@ -86,9 +86,7 @@ def special_values(
     pick = rng.uniform(0.0, 1.0, shape)
     special = rng.choice(np.array(SPECIAL[domain]), shape)
     tied = rng.choice(ties, shape)
-    if domain == "real":
-        tied = tied * rng.choice([-1.0, 1.0], shape)
-    elif domain == "nonzero":
+    if domain == "real" or domain == "nonzero":
         tied = tied * rng.choice([-1.0, 1.0], shape)
     return np.where(pick < 0.3, special, np.where(pick < 0.6, tied, base))
 
