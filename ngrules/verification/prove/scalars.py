@@ -75,6 +75,9 @@ def axioms_for(term) -> list:
 AXIOMS = _axioms()
 
 
+ONE, ZERO = z3.RealVal(1), z3.RealVal(0)
+
+
 class Sym:
     """A real term and where it is defined; Python operators build terms (so numpy's object
     arrays can sum, multiply and matmul them)."""
@@ -171,7 +174,7 @@ ENCODINGS: dict[str, Callable] = {
     "Reciprocal": _one(lambda a: 1 / a, lambda a: a != 0),
     "Square": _one(lambda a: a * a),
     "Abs": _one(lambda a: z3.If(a >= 0, a, -a)),
-    "Sign": _one(lambda a: z3.If(a > 0, z3.RealVal(1), z3.If(a < 0, z3.RealVal(-1), z3.RealVal(0)))),
+    "Sign": _one(lambda a: z3.If(a > 0, ONE, z3.If(a < 0, -ONE, ZERO))),
     "Sqrt": _one(lambda a: SQRT(a), lambda a: a >= 0),
     "Exp": _one(lambda a: EXP(a)),
     "Log": _one(lambda a: LOG(a), lambda a: a > 0),
