@@ -134,6 +134,9 @@ _UNARY = {
     "Exp": np.exp,
     "Log": np.log,
     "Tanh": np.tanh,
+    "Sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "Absolute": lambda x: np.where(x < 0, -x, x),
+    "Sign": lambda x: (x > 0) * 1.0 - (x < 0) * 1.0,
 }
 _BINARY = {
     "Add": np.add,
@@ -142,10 +145,64 @@ _BINARY = {
     "Divide": np.divide,
     "Maximum": np.maximum,
     "Minimum": np.minimum,
-    "Greater": lambda a, b: (a > b) * 1.0,
-    "Less": lambda a, b: (a < b) * 1.0,
+    "Power": lambda a, b: np.exp(b * np.log(a)),
+    "Equal": lambda a, b: a == b,
+    "NotEqual": lambda a, b: a != b,
+    "Greater": lambda a, b: a > b,
+    "Less": lambda a, b: a < b,
+    "GreaterEqual": lambda a, b: ~(a < b),
+    "LessEqual": lambda a, b: ~(a > b),
 }
-_REDUCE = {"Sum": np.sum, "Max": np.max, "Min": np.min, "Prod": np.prod}
+_REDUCE = {
+    "Sum": np.sum,
+    "Max": np.max,
+    "Min": np.min,
+    "Prod": np.prod,
+    "Argmax": np.argmax,
+    "Argmin": np.argmin,
+}
+
+
+def softmax_reference(x, axes, norm):
+    """exp(x) / sum(exp(x)) over the named axes, by moving them last and merging them."""
+    keep = axes - norm
+    moved = permute(x, axes, keep + (axes & norm))
+    flat = moved.reshape(keep.lengths + (-1,))
+    e = np.exp(flat - flat.max(axis=-1, keepdims=True))
+    out = (e / e.sum(axis=-1, keepdims=True)).reshape(moved.shape)
+    return permute(out, keep + (axes & norm), axes)
+
+
+def _tensor_slice(x, spec):
+    """x sliced one axis at a time with np.take (an index row drops its axis)."""
+    axis = 0
+    for start, stop, step in spec.tolist():
+        if step == 0:
+            x = np.take(x, start, axis=axis)
+        else:
+            x = np.take(x, np.arange(start, min(stop, x.shape[axis]), step), axis=axis)
+            axis += 1
+    return x
+
+
+def _unslice(x, spec, shape):
+    """Zeros of `shape` with x scattered to the positions the spec selects."""
+    out = np.zeros(shape)
+    grids = [
+        [a] if c == 0 else list(range(a, min(b, n), c))
+        for (a, b, c), n in zip(spec.tolist(), shape)
+    ]
+    for idx in itertools.product(*grids):
+        sub = tuple(i for i, (_, _, c) in zip(idx, spec.tolist()) if c)
+        pos = tuple(g.index(i) for i, g, (_, _, c) in zip(idx, grids, spec.tolist()) if c)
+        out[idx] = x[pos] if sub or pos else x
+    return out
+
+
+def _pad(x, paddings):
+    out = np.zeros([n + lo + hi for n, (lo, hi) in zip(x.shape, paddings.tolist())])
+    out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, paddings.tolist()))] = x
+    return out
 
 
 def _reference(n, vals):
@@ -170,6 +227,17 @@ def _reference(n, vals):
         "Concat": lambda: np.concatenate(vals, axis=a["position"]),
         "Slice": lambda: _slice(n, vals[0]),
         "Output": lambda: vals[0][a["index"]],
+        "Select": lambda: np.choose(vals[0].astype(int), [vals[2], vals[1]]),
+        "Cast": lambda: vals[0].astype(a["dtype"]),
+        "TensorSlice": lambda: _tensor_slice(vals[0], a["slices"]),
+        "Unslice": lambda: _unslice(vals[0], a["slices"], n.axes.lengths),
+        "Pad": lambda: _pad(vals[0], a["paddings"]),
+        "ExpandDims": lambda: np.repeat(
+            np.expand_dims(vals[0], a["position"]), a["axis"].length, axis=a["position"]
+        ),
+        "AxesCast": lambda: vals[0],
+        "OneHot": lambda: np.moveaxis(np.eye(a["axis"].length)[vals[0].astype(int)], -1, 0),
+        "Softmax": lambda: softmax_reference(vals[0], n.axes, a["normalization_axes"]),
         "BatchnormFprop": lambda: bn_reference(*vals, a["eps"]),
         "BatchnormBprop": lambda: bn_bprop_reference(*vals, a["eps"]),
         "Relu": lambda: np.maximum(vals[0], 0) + a["slope"] * np.minimum(0, vals[0]),

@@ -133,7 +133,7 @@ def _reference_graph():
     c, n = ng.Axis("C", 4), ng.Axis("N", 8)
     x = ng.placeholder([c, n], name="x_ref")
     s = ng.sum(ng.dot(ng.constant(np.arange(4.0), [c]), x), out_axes=())
-    sliced = ng.tensor_slice(x, 1, 0, 2, ng.Axis("M", 2))
+    sliced = ng.make_node("Slice", (x,), position=1, start=0, stop=2, axis=ng.Axis("M", 2))
     return [s, ng.flatten(x), sliced, ng.variable([c], name="v_ref", initial=0.5)]
 
 

@@ -95,10 +95,11 @@ def unflatten(x: Node, axes: AxesLike | None = None) -> Node:
 
 # -- elementwise -------------------------------------------------------------------------------
 def _as_node(value: Operand, like: Node) -> Node:
+    """A number becomes a constant of the other operand's dtype (float32 beside a bool mask)."""
     if isinstance(value, Node):
         return value
     if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
-        return constant(value, dtype=like.dtype)
+        return constant(value, dtype=np.float32 if like.dtype == np.bool_ else like.dtype)
     raise OpError(f"cannot combine a node with {type(value).__name__} {value!r}")
 
 
@@ -151,14 +152,6 @@ def minimum(x: Operand, y: Operand) -> Node:
     return _binary("Minimum", x, y)
 
 
-def greater(x: Operand, y: Operand) -> Node:
-    return _binary("Greater", x, y)
-
-
-def less(x: Operand, y: Operand) -> Node:
-    return _binary("Less", x, y)
-
-
 def negative(x: Node) -> Node:
     return make_node("Negative", (x,))
 
@@ -188,7 +181,7 @@ def tanh(x: Node) -> Node:
 
 
 # -- reductions and products -------------------------------------------------------------------
-def _reduce(op: str, x: Node, reduction_axes, out_axes) -> Node:
+def _reduce(op: str, x: Node, reduction_axes, out_axes, **attrs) -> Node:
     """ngraph's reduction: give reduction_axes or out_axes (default: all but N and REC)."""
     if reduction_axes is not None and out_axes is not None:
         red, out = make_axes(reduction_axes), make_axes(out_axes)
@@ -203,9 +196,9 @@ def _reduce(op: str, x: Node, reduction_axes, out_axes) -> Node:
     else:
         red = Axes(a for a in x.axes if not (a.is_batch or a.is_recurrent))
         out = x.axes - red
-    if not len(red):
+    if not len(red) and not attrs:
         return axes_with_order(x, out)
-    node = make_node(op, (x,), reduction_axes=red)
+    node = make_node(op, (x,), reduction_axes=red, **attrs)
     return axes_with_order(node, out)
 
 
@@ -223,6 +216,16 @@ def min(x: Node, reduction_axes=None, out_axes=None) -> Node:  # noqa: A001
 
 def prod(x: Node, reduction_axes=None, out_axes=None) -> Node:
     return _reduce("Prod", x, reduction_axes, out_axes)
+
+
+def argmax(x: Node, dtype=np.int32, reduction_axes=None, out_axes=None) -> Node:
+    """Positions of the maximum over reduction_axes (flattened in x's order), as integers."""
+    return _reduce("Argmax", x, reduction_axes, out_axes, dtype=dtype)
+
+
+def argmin(x: Node, dtype=np.int32, reduction_axes=None, out_axes=None) -> Node:
+    """Positions of the minimum over reduction_axes (flattened in x's order), as integers."""
+    return _reduce("Argmin", x, reduction_axes, out_axes, dtype=dtype)
 
 
 def mean(x: Node, reduction_axes=None, out_axes=None) -> Node:
@@ -243,14 +246,6 @@ def dot(x: Node, y: Node) -> Node:
     return make_node("Dot", (x, y))
 
 
-def concat_along_axis(xs: Sequence[Node], position: int, axis) -> Node:
-    return make_node("Concat", tuple(xs), axis=axis, position=position)
-
-
-def tensor_slice(x: Node, position: int, start: int, stop: int, axis) -> Node:
-    return make_node("Slice", (x,), position=position, start=start, stop=stop, axis=axis)
-
-
 # -- fused ops ---------------------------------------------------------------------------------
 def outputs_of(node: Node) -> tuple[Node, ...]:
     """The `Output` nodes of a multi-output node, in order."""
@@ -268,3 +263,4 @@ def batchnorm_bprop(delta, x, gamma, mean_, var, eps: float = 1e-3):
 
 
 OPERATORS.update(add=add, subtract=subtract, multiply=multiply, divide=divide, negative=negative)
+

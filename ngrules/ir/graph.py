@@ -145,6 +145,10 @@ class Node:
     def __neg__(self):
         return OPERATORS["negative"](self)
 
+    def __getitem__(self, item):
+        """`x[1, 2:5]`: ngraph's tensor_slice (an int removes its axis)."""
+        return OPERATORS["getitem"](self, item)
+
 
 def _lookup(key) -> Node | None:
     """The live node with this key, if any (reads the weak table's dict directly, for speed)."""

@@ -62,6 +62,33 @@ def gen_elementwise(op: str):
     return gen
 
 
+def gen_select(draw, leaf):
+    """Select on a comparison of two more inputs (so the condition is a bool tensor)."""
+    axes = some_axes(draw, axis_pool(draw))
+    cond = make_node("Greater", (leaf(axes), leaf(axes)))
+    return make_node("Select", (cond, leaf(axes), leaf(axes)))
+
+
+def gen_cast(draw, leaf):
+    import numpy as np
+
+    x = leaf(some_axes(draw, axis_pool(draw)))
+    dtypes = (np.float64, np.float32, np.float16, np.int32, np.int64, np.bool_)
+    return make_node("Cast", (x,), dtype=draw(_st().sampled_from(dtypes)))
+
+
+def gen_one_hot(draw, leaf):
+    """OneHot of the argmax of an input (so indices are integers within the class axis)."""
+    import numpy as np
+
+    pool = axis_pool(draw)
+    axes = some_axes(draw, pool[1:], min_size=1)
+    x = leaf(axes)
+    indices = make_node("Argmax", (x,), reduction_axes=axes[:1], dtype=np.int32)
+    classes = Axis("K", axes[0].length + draw(_st().integers(0, 2)))
+    return make_node("OneHot", (indices,), axis=classes, dtype=x.dtype)
+
+
 def gen_sloped(op: str):
     """A fused relu op (forward or backward) on operands of one axes, with a random slope."""
     from ngrules.ir.ops import OPS
@@ -82,6 +109,13 @@ def gen_reduction(op: str):
         return make_node(op, (leaf(axes),), reduction_axes=red or axes[:1])
 
     return gen
+
+
+def gen_softmax(draw, leaf):
+    st = _st()
+    axes = some_axes(draw, axis_pool(draw), min_size=1)
+    norm = Axes(a for a in axes if draw(st.booleans()))
+    return make_node("Softmax", (leaf(axes),), normalization_axes=norm or axes[-1:])
 
 
 def gen_dot(draw, leaf):
@@ -154,6 +188,57 @@ def gen_slice(draw, leaf):
     return make_node(
         "Slice", (leaf(axes),), position=pos, start=start, stop=stop, axis=make_axis(stop - start)
     )
+
+
+def _slice_spec(draw, full: Axes):
+    """A random (start, stop, step) row per axis (step 0: an index), and the sliced axes."""
+    import numpy as np
+
+    st, rows, out = _st(), [], []
+    for ax in full:
+        start = draw(st.integers(0, ax.length - 1))
+        if draw(st.integers(0, 3)) == 0:
+            rows.append((start, start + 1, 0))
+            continue
+        stop, step = draw(st.integers(start + 1, ax.length)), draw(st.integers(1, 2))
+        rows.append((start, stop, step))
+        out.append(Axis(ax.name, len(range(start, stop, step))))
+    return np.array(rows, dtype=np.int64).reshape(len(full), 3), Axes(out)
+
+
+def gen_tensor_slice(draw, leaf):
+    full = some_axes(draw, axis_pool(draw), min_size=1)
+    spec, out = _slice_spec(draw, full)
+    return make_node("TensorSlice", (leaf(full),), slices=spec, axes=out)
+
+
+def gen_unslice(draw, leaf):
+    full = some_axes(draw, axis_pool(draw), min_size=1)
+    spec, part = _slice_spec(draw, full)
+    return make_node("Unslice", (leaf(part),), slices=spec, axes=full)
+
+
+def gen_pad(draw, leaf):
+    import numpy as np
+
+    st = _st()
+    axes = some_axes(draw, axis_pool(draw), min_size=1)
+    pads = [(draw(st.integers(0, 2)), draw(st.integers(0, 2))) for _ in axes]
+    out = Axes(Axis(a.name, a.length + lo + hi) for a, (lo, hi) in zip(axes, pads))
+    return make_node("Pad", (leaf(axes),), paddings=np.array(pads, np.int64), axes=out)
+
+
+def gen_expand_dims(draw, leaf):
+    pool = axis_pool(draw)
+    axes = some_axes(draw, pool[1:])
+    pos = draw(_st().integers(0, len(axes)))
+    return make_node("ExpandDims", (leaf(axes),), axis=pool[0], position=pos)
+
+
+def gen_axes_cast(draw, leaf):
+    axes = some_axes(draw, axis_pool(draw), min_size=1)
+    renamed = Axes(Axis(f"{a.name}2", a.length) for a in axes)
+    return make_node("AxesCast", (leaf(axes),), axes=renamed)
 
 
 def _bn_operands(draw, leaf):

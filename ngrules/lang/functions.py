@@ -1,7 +1,7 @@
 """The function library that guards, lets and replacements may call, as one table.
 
 Rules never run Python text: a call `f(x)` looks `f` up here. Pure functions compute values
-(`len`, `size`, `new_axis`...); builders make graph nodes through `ngrules.frontend` (imported
+(`len`, `size`, `new_axis`...); builders make graph nodes through `ngrules.ir.builders` (imported
 when first called, so the table loads without the graph code). Python code adds functions
 with `register_function`, the only escape hatch of the language.
 """
@@ -46,7 +46,8 @@ class _Builder:
         self.name = name
 
     def target(self) -> Callable[..., Any]:
-        from ngrules.ir import frontend
+        from ngrules.ir import builders as frontend
+
         return getattr(frontend, self.name)
 
     def __call__(self, *args, **kwargs):
@@ -55,6 +56,25 @@ class _Builder:
     @property
     def __signature__(self) -> inspect.Signature:
         return inspect.signature(self.target())
+
+
+class _NumberOrReduction:
+    """`max`/`min` in rules: of numbers, the largest/smallest; of a node (or with keywords),
+    ngraph's reduction `max(x, reduction_axes=...)` -- never silently the other."""
+
+    def __init__(self, name: str, pick: Callable[..., Any]):
+        self.name, self.pick = name, pick
+
+    def __call__(self, *args, **kwargs):
+        from ngrules.ir.graph import Node
+
+        if kwargs or any(isinstance(a, Node) for a in args):
+            return _Builder(self.name)(*args, **kwargs)
+        return self.pick(*args)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return _Builder(self.name).__signature__
 
 
 # -- pure functions ------------------------------------------------------------------------------
@@ -103,8 +123,20 @@ def _is_constant(node) -> bool:
 _PURE: list[tuple[str, Callable, int, int | None, str]] = [
     ("len", builtins.len, 1, 1, "number of items: axes in an Axes, items in a tuple"),
     ("size", _size, 1, 1, "number of elements of a node, an Axes, or an Axis's length"),
-    ("min", builtins.min, 1, None, "the smallest argument (or item of one tuple)"),
-    ("max", builtins.max, 1, None, "the largest argument (or item of one tuple)"),
+    (
+        "min",
+        _NumberOrReduction("min", builtins.min),
+        1,
+        None,
+        "the smallest number, or min(x, reduction_axes=...) of a node",
+    ),
+    (
+        "max",
+        _NumberOrReduction("max", builtins.max),
+        1,
+        None,
+        "the largest number, or max(x, reduction_axes=...) of a node",
+    ),
     ("abs", builtins.abs, 1, 1, "absolute value"),
     ("pow", builtins.pow, 2, 2, "a raised to the power b"),
     ("is_scalar", _is_scalar, 1, 1, "the node has no axes"),
@@ -127,6 +159,8 @@ _BUILDERS: list[tuple[str, int, int, str]] = [
     ("unflatten", 1, 2, "x with its flattened axes expanded by one level"),
     ("dot", 2, 2, "contract every axis x and y share"),
     ("sum", 1, 3, f"sum {_REDUCE}"),
+    ("argmax", 1, 4, f"integer positions of the maximum {_REDUCE}"),
+    ("argmin", 1, 4, f"integer positions of the minimum {_REDUCE}"),
     ("prod", 1, 3, f"product {_REDUCE}"),
     ("mean", 1, 3, f"mean {_REDUCE}: a Divide of a Sum, as in ngraph"),
     ("variance", 1, 3, f"biased variance {_REDUCE}"),
@@ -137,6 +171,28 @@ _BUILDERS: list[tuple[str, int, int, str]] = [
     ("exp", 1, 1, "e ** x"),
     ("log", 1, 1, "natural logarithm"),
     ("tanh", 1, 1, "hyperbolic tangent"),
+    ("sigmoid", 1, 1, "1 / (1 + exp(-x))"),
+    ("power", 2, 2, "x ** y with ngraph's broadcasting"),
+    ("absolute", 1, 1, "|x|"),
+    ("sign", 1, 1, "-1, 0 or 1 by the sign of x"),
+    ("equal", 2, 2, "x == y as a bool tensor, broadcasting"),
+    ("not_equal", 2, 2, "x != y as a bool tensor, broadcasting"),
+    ("greater", 2, 2, "x > y as a bool tensor, broadcasting"),
+    ("less", 2, 2, "x < y as a bool tensor, broadcasting"),
+    ("greater_equal", 2, 2, "x >= y as a bool tensor, broadcasting"),
+    ("less_equal", 2, 2, "x <= y as a bool tensor, broadcasting"),
+    ("where", 3, 3, "x where cond, else y (cond a bool tensor)"),
+    ("cast", 2, 2, "x converted to a dtype"),
+    ("safelog", 1, 2, "log(x + exp(-50)) clipped at -50, as ngraph"),
+    ("cross_entropy_multi", 2, 6, "-sum(safelog(y) * t), ngraph's softmax form when y is one"),
+    ("cross_entropy_binary", 2, 6, "binary cross-entropy, ngraph's sigmoid form when y is one"),
+    ("one_hot", 2, 3, "integer indices as one-hot vectors along a new leading axis"),
+    ("tensor_slice", 2, 3, "x sliced by one int or slice per axis"),
+    ("pad", 2, 3, "x with zeros around each axis"),
+    ("expand_dims", 3, 3, "x repeated along a new axis at a position"),
+    ("cast_axes", 2, 2, "x with new axes of the same lengths"),
+    ("concat_along_axis", 2, 2, "join tensors along the named axis"),
+    ("softmax", 1, 2, "softmax over `normalization_axes` (default: all but N and REC)"),
     ("add", 2, 2, "x + y with ngraph's broadcasting"),
     ("subtract", 2, 2, "x - y with ngraph's broadcasting"),
     ("multiply", 2, 2, "x * y with ngraph's broadcasting"),

@@ -8,6 +8,25 @@ from ngrules.errors import OpError
 from ngrules.ir.axes import Axes
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+#: Every dtype a tensor may have: numpy's bool, integers and floats (float16 too).
+DTYPES = tuple(
+    np.dtype(t)
+    for t in (
+        np.bool_, np.int8, np.int16, np.int32, np.int64,
+        np.uint8, np.uint16, np.uint32, np.uint64,
+        np.float16, np.float32, np.float64,
+    )
+)  # fmt: skip
+BOOL = np.dtype(np.bool_)
+
+
+def check_dtype(op: str, dtype) -> np.dtype:
+    """dtype as a numpy dtype, if it is one ngrules supports."""
+    dtype = np.dtype(dtype)
+    if dtype not in DTYPES:
+        names = ", ".join(d.name for d in DTYPES)
+        raise OpError(f"{op}: dtype {dtype} is not supported (use one of {names})")
+    return dtype
 
 
 # -- inference helpers -------------------------------------------------------------------------
@@ -17,6 +36,25 @@ def result_dtype(op: str, args) -> np.dtype:
     if len(dtypes) > 1:
         raise OpError(f"{op}: arguments mix dtypes {sorted(d.name for d in dtypes)}")
     return args[0].dtype
+
+
+def arith_dtype(op: str, args) -> np.dtype:
+    """The dtype of arithmetic on the arguments: bool operands (masks) take the dtype of the
+    others, which must agree; all-bool arithmetic is refused (numpy's is logic, not sums)."""
+    dtypes = {a.dtype for a in args} - {BOOL}
+    if not dtypes:
+        raise OpError(f"{op}: arithmetic on bool operands only; cast one first")
+    if len(dtypes) > 1:
+        raise OpError(f"{op}: arguments mix dtypes {sorted(d.name for d in dtypes)}")
+    return dtypes.pop()
+
+
+def float_dtype(op: str, args) -> np.dtype:
+    """The common dtype, which must be a float (for ops with no integer meaning)."""
+    dtype = result_dtype(op, args)
+    if dtype.kind != "f":
+        raise OpError(f"{op}: needs float operands, got {dtype}; cast first")
+    return dtype
 
 
 def same_axes(a: Axes, b: Axes) -> bool:
@@ -34,13 +72,16 @@ def check_subset(op: str, inner: Axes, outer: Axes, what: str) -> None:
             )
 
 
-def elementwise_infer(op: str):
+def elementwise_infer(op: str, dtype=None):
+    """Operands of one axes; the result has `dtype(op, args)` (default: arith_dtype)."""
+    dtype_of = dtype or arith_dtype
+
     def infer(args, attrs):
         first = args[0].axes
         for a in args[1:]:
             if not same_axes(a.axes, first):
                 raise OpError(f"{op}: operands have axes {first!r} and {a.axes!r}; broadcast first")
-        return first, result_dtype(op, args)
+        return first, dtype_of(op, args)
 
     return infer
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ngrules.ir import frontend as F
+from ngrules.ir import builders as F
 from ngrules.ir import opgen as G
 from ngrules.ir.builtin.common import elementwise_infer, no_grad
 from ngrules.ir.ops import register_op
@@ -13,14 +13,6 @@ from ngrules.ir.ops import register_op
 # -- elementwise -------------------------------------------------------------------------------
 def _ufunc(fn):
     return lambda node: fn
-
-
-def _compare(fn):
-    def kernel(node):
-        dtype = node.dtype
-        return lambda a, b: fn(a, b).astype(dtype)
-
-    return kernel
 
 
 def _unary(name, fn, grad, doc, domain="real"):
@@ -56,6 +48,12 @@ def _divide_grad(node, d):
     return d / y, -(d * node / y)
 
 
+def _power_grad(node, d):
+    """ngraph's adjoints: y * x**y / x for x, x**y * log(x) for y (x > 0)."""
+    x, y = node.args
+    return d * y * node / x, d * node * F.log(x)
+
+
 def _maximum_grad(node, d):
     x, y = node.args
     dx = d * F.greater(x, y)
@@ -80,8 +78,7 @@ _binary(
 _binary("Divide", _ufunc(np.divide), _divide_grad, "x / y", domain=("real", "nonzero"))
 _binary("Maximum", _ufunc(np.maximum), _maximum_grad, "max(x, y)", ("commutative", "associative"))
 _binary("Minimum", _ufunc(np.minimum), _minimum_grad, "min(x, y)", ("commutative", "associative"))
-_binary("Greater", _compare(np.greater), no_grad, "1 where x > y, else 0")
-_binary("Less", _compare(np.less), no_grad, "1 where x < y, else 0")
+_binary("Power", _ufunc(np.power), _power_grad, "x ** y", domain=("positive", "real"))
 
 _unary("Negative", np.negative, lambda n, d: (-d,), "-x")
 _unary("Reciprocal", np.reciprocal, lambda n, d: (-(d * n * n),), "1 / x", "nonzero")
@@ -90,3 +87,5 @@ _unary("Square", np.square, lambda n, d: (d * 2.0 * n.args[0],), "x * x")
 _unary("Exp", np.exp, lambda n, d: (d * n,), "e ** x")
 _unary("Log", np.log, lambda n, d: (d / n.args[0],), "natural logarithm", "positive")
 _unary("Tanh", np.tanh, lambda n, d: (d * (1.0 - n * n),), "hyperbolic tangent")
+_unary("Absolute", np.abs, lambda n, d: (d * F.sign(n.args[0]),), "|x|")
+_unary("Sign", np.sign, no_grad, "-1, 0 or 1 by the sign of x (zero gradient)")

@@ -6,25 +6,20 @@ import numpy as np
 
 from ngrules.errors import OpError
 from ngrules.ir import opgen as G
-from ngrules.ir.builtin.common import FLOATS, no_grad
+from ngrules.ir.builtin.common import check_dtype, no_grad
 from ngrules.ir.ops import AttrSpec, register_op
 
 
 # -- leaves ------------------------------------------------------------------------------------
 def _leaf_infer(args, attrs):
-    dtype = attrs["dtype"]
-    if dtype not in FLOATS:
-        raise OpError(f"dtype must be float32 or float64, got {dtype}")
-    return attrs["axes"], dtype
+    return attrs["axes"], check_dtype("a leaf", attrs["dtype"])
 
 
 def _constant_infer(args, attrs):
     value, axes = attrs["value"], attrs["axes"]
     if value.shape != axes.lengths:
         raise OpError(f"Constant: value of shape {value.shape} does not fit axes {axes!r}")
-    if value.dtype not in FLOATS:
-        raise OpError(f"Constant: dtype must be float32 or float64, got {value.dtype}")
-    return axes, value.dtype
+    return axes, check_dtype("Constant", value.dtype)
 
 
 def _needs_feed(node):

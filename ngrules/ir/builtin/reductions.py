@@ -1,13 +1,15 @@
-"""Reductions: remove `reduction_axes` (Sum, Max, Min, Prod)."""
+"""Reductions: remove `reduction_axes` (Sum, Max, Min, Prod; Argmax and Argmin give the
+position of the extremum, counted over the reduction axes flattened in x's order)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ngrules.ir import frontend as F
+from ngrules.errors import OpError
+from ngrules.ir import builders as F
 from ngrules.ir import opgen as G
-from ngrules.ir.builtin.common import check_subset
-from ngrules.ir.ops import AttrSpec, register_op
+from ngrules.ir.builtin.common import check_dtype, check_subset
+from ngrules.ir.ops import AttrSpec, NotDifferentiable, register_op
 
 
 # -- reductions --------------------------------------------------------------------------------
@@ -34,23 +36,29 @@ def _sum_grad(node, d):
 
 
 def _extremum_grad(node, d):
-    """Route the adjoint to the places that attain the extremum."""
+    """Route the adjoint to the places that attain the extremum (ngraph: equal(x, max) * d)."""
     x = node.args[0]
-    best = F.broadcast(node, x.axes)
-    miss = F.less(x, best) if node.op == "Max" else F.greater(x, best)
-    return (F.broadcast(d, x.axes) * (1.0 - miss),)
+    return (F.broadcast(d, x.axes) * F.equal(x, F.broadcast(node, x.axes)),)
 
 
 def _prod_grad(node, d):
-    x = node.args[0]
-    return (F.broadcast(d * node, x.axes) / x,)
+    """ngraph's adjoint, exact where x has zeros: with no zero in a product, prod / x; with one,
+    the product of the others at the zero (0 elsewhere); with two or more, 0 everywhere."""
+    x, red = node.args[0], node.attrs["reduction_axes"]
+    is_zero = F.equal(x, 0.0)
+    zeros = F.sum(F.cast(is_zero, x.dtype), reduction_axes=red)
+    no_zero = F.broadcast(F.equal(zeros, 0.0), x.axes)
+    one_zero = F.broadcast(F.equal(zeros, 1.0), x.axes)
+    ones = F.where(is_zero, 1.0, x)
+    others = F.broadcast(F.prod(ones, reduction_axes=red), x.axes) / ones
+    return (F.broadcast(d, x.axes) * (others * no_zero + others * one_zero * is_zero),)
 
 
 for _name, _fn, _grad, _domain in (
     ("Sum", np.sum, _sum_grad, "real"),
     ("Max", np.max, _extremum_grad, "real"),
     ("Min", np.min, _extremum_grad, "real"),
-    ("Prod", np.prod, _prod_grad, "nonzero"),
+    ("Prod", np.prod, _prod_grad, "real"),
 ):
     register_op(
         _name,
@@ -63,4 +71,46 @@ for _name, _fn, _grad, _domain in (
         traits={"reduction"},
         domain=(_domain,),
         doc=f"{_name.lower()} over reduction_axes",
+    )
+
+
+def _arg_infer(name):
+    def infer(args, attrs):
+        x, red = args[0], attrs["reduction_axes"]
+        check_subset(name, red, x.axes, "reduction")
+        dtype = check_dtype(name, attrs["dtype"])
+        if dtype.kind not in "iu":
+            raise OpError(f"{name}: dtype must be an integer type, got {dtype}")
+        return x.axes - red, dtype
+
+    return infer
+
+
+def _arg_kernel(fn):
+    """Move the reduction axes last, merge them, and take fn over the merged axis."""
+
+    def kernel(node):
+        x, red = node.args[0], node.attrs["reduction_axes"]
+        keep = [x.axes.index(a) for a in x.axes if a not in red]
+        moved = keep + [x.axes.index(a) for a in x.axes if a in red]
+        shape, dtype = node.axes.lengths + (-1,), node.dtype
+        return lambda a: fn(a.transpose(moved).reshape(shape), axis=-1).astype(dtype)
+
+    return kernel
+
+
+for _name, _fn in (("Argmax", np.argmax), ("Argmin", np.argmin)):
+    register_op(
+        _name,
+        arity=1,
+        attrs=(
+            AttrSpec("reduction_axes", "axes"),
+            AttrSpec("dtype", "dtype", np.int32, "the integer dtype of the positions"),
+        ),
+        infer=_arg_infer(_name),
+        kernel=_arg_kernel(_fn),
+        grad=NotDifferentiable("it gives integer positions"),
+        gen=G.gen_reduction(_name),
+        traits={"reduction"},
+        doc=f"position of the first {_name[3:]}imum over reduction_axes (flattened in x's order)",
     )

@@ -1,0 +1,37 @@
+"""Every front-end builder in one namespace: the core (`frontend`) and the family modules
+(`frontend_math`, `frontend_nn`, ...), which build on the core. Builders that ops' gradients,
+the rules language and the public facade call are looked up here."""
+
+from ngrules.ir.frontend import *  # noqa: F401, F403
+from ngrules.ir.frontend import Operand, apply_op, elementwise_axes  # noqa: F401
+from ngrules.ir.frontend_index import (  # noqa: F401
+    cast_axes,
+    concat_along_axis,
+    expand_dims,
+    getitem,
+    pad,
+    slice_along_axis,
+    tensor_slice,
+)
+from ngrules.ir.frontend_math import (  # noqa: F401
+    absolute,
+    cast,
+    equal,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    not_equal,
+    power,
+    sigmoid,
+    sign,
+    where,
+)
+from ngrules.ir.frontend_nn import (  # noqa: F401
+    cross_entropy_binary,
+    cross_entropy_binary_inner,
+    cross_entropy_multi,
+    one_hot,
+    safelog,
+    softmax,
+)

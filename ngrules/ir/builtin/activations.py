@@ -1,0 +1,65 @@
+"""Activations: Sigmoid and Softmax, the ops ngraph's front end builds as composites
+(`reciprocal(exp(-x) + 1)`, and `exp(x - max(x)) / sum(...)` over normalization axes)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ngrules.ir import builders as F
+from ngrules.ir import opgen as G
+from ngrules.ir.builtin.common import check_subset, elementwise_infer, float_dtype
+from ngrules.ir.ops import AttrSpec, register_op
+
+
+def _sigmoid(x):
+    """1 / (1 + exp(-x)) without overflow: 0.5 * (1 + tanh(x / 2)), in x's dtype."""
+    half = x.dtype.type(0.5)
+    return half + half * np.tanh(half * x)
+
+
+register_op(
+    "Sigmoid",
+    arity=1,
+    infer=elementwise_infer("Sigmoid", float_dtype),
+    kernel=lambda node: _sigmoid,
+    grad=lambda n, d: (d * n * (1.0 - n),),
+    gen=G.gen_elementwise("Sigmoid"),
+    traits={"elementwise"},
+    doc="1 / (1 + exp(-x))",
+)
+
+
+def _softmax_infer(args, attrs):
+    (x,), axes = args, attrs["normalization_axes"]
+    check_subset("Softmax", axes, x.axes, "normalization")
+    return x.axes, float_dtype("Softmax", args)
+
+
+def _softmax_kernel(node):
+    x = node.args[0]
+    where = tuple(x.axes.index(a) for a in node.attrs["normalization_axes"])
+
+    def run(a):
+        e = np.exp(a - np.max(a, axis=where, keepdims=True))
+        return e / np.sum(e, axis=where, keepdims=True)
+
+    return run
+
+
+def _softmax_grad(node, d):
+    """s * (d - sum(d * s)) over the normalization axes."""
+    red = node.attrs["normalization_axes"]
+    z = d * node
+    return (z - F.broadcast(F.sum(z, reduction_axes=red), node.axes) * node,)
+
+
+register_op(
+    "Softmax",
+    arity=1,
+    attrs=(AttrSpec("normalization_axes", "axes", doc="the axes each distribution spans"),),
+    infer=_softmax_infer,
+    kernel=_softmax_kernel,
+    grad=_softmax_grad,
+    gen=G.gen_softmax,
+    doc="exp(x - max(x)) / sum(exp(x - max(x))) over normalization_axes",
+)
