@@ -12,7 +12,7 @@ from ngrules.errors import NgrulesError
 from ngrules.ir.axes import Axes
 from ngrules.ir.graph import Node, make_node
 from ngrules.ir.ops import OPS
-from ngrules.lang.syntax import PLit, PNamed, PVar
+from ngrules.lang.syntax import PLit, PNamed, POp, PVar
 from ngrules.verification.instances.choices import (
     AXIS_NAMES,
     MAX_RANK,
@@ -26,7 +26,7 @@ from ngrules.verification.instances.choices import (
 )
 from ngrules.verification.instances.classes import constraints
 from ngrules.verification.instances.domains import Domain, argument_domain, domain_values, strictest
-from ngrules.verification.instances.generic import layout, open_scalar_attrs
+from ngrules.verification.instances.generic import arg_dtypes, layout, open_scalar_attrs
 from ngrules.verification.instances.hints import Hints
 from ngrules.verification.instances.plans import NEEDS_AN_AXIS, op_at, plan_for
 
@@ -49,6 +49,8 @@ class Builder:
         self.domains: dict[Node, Domain] = {}
         self._axis_names = iter(AXIS_NAMES)
         self._leaf_names = itertools.count()
+        self.arg_dtypes: dict[str, list] = {}  # op -> its arguments' dtypes (generic.arg_dtypes)
+        self._leaf_dtype = None  # the dtype the next placeholder must have (None: self.dtype)
         #: whether domains pass through sign-keeping ops (half the instances: the other half
         #: sees each op's own domain only, so values outside a composite's domain are tried)
         self.push = bool(draw(st.booleans()))
@@ -82,7 +84,8 @@ class Builder:
 
     def placeholder(self, axes: Axes, domain: Domain, name: str = "_") -> Node:
         label = name if name != "_" else f"_{next(self._leaf_names)}"
-        node = make_node("Placeholder", name=label, axes=axes, dtype=self.dtype)
+        dtype, self._leaf_dtype = self._leaf_dtype or self.dtype, None
+        node = make_node("Placeholder", name=label, axes=axes, dtype=dtype)
         self.domains[node] = strictest(self.domains.get(node, "real"), domain)
         return node
 
@@ -236,6 +239,7 @@ class Builder:
         opdef = OPS[op]
         if opdef.has("leaf"):
             return self._leaf(op, want, domain, at)
+        self._leaf_dtype = None  # an op's own leaves are of the instance's dtype
         if op == "Output":
             return self._output(args, want, domain)
         plan = plan_for(op)
@@ -248,8 +252,9 @@ class Builder:
         attrs = open_scalar_attrs(self, op, attrs)
         for a, ax in zip(args, arg_axes):
             self.decide(a, ax)
+        dtypes = arg_dtypes(self, op)
         nodes = [
-            self.build(a, ax, argument_domain(op, i, domain, self.push))
+            self.build_arg(a, ax, argument_domain(op, i, domain, self.push), dtypes, i)
             for i, (a, ax) in enumerate(zip(args, arg_axes))
         ]
         if opdef.has("commutative") and len(nodes) == 2 and self.draw(st.booleans()):
@@ -266,8 +271,23 @@ class Builder:
             return make_node("Variable", name=label, axes=axes, dtype=self.dtype, initial=initial)
         return self.placeholder(axes, domain, getattr(at, "name", "_"))
 
+    def build_arg(self, p, axes: Axes | None, domain: Domain, dtypes: list, i: int) -> Node:
+        """Argument i of an op: a placeholder there takes the dtype the op's generator gave
+        that argument (a bool condition, integer indices) when it is not a float."""
+        self._leaf_dtype = dtypes[i] if i < len(dtypes) else None
+        try:
+            return self.build(p, axes, domain)
+        finally:
+            self._leaf_dtype = None
+
     def _output(self, args, want: Axes | None, domain: Domain) -> Node:
         inner = args[0] if args else PVar("_", "multi_output")
+        op = self._multi_output_op(inner)
+        if want is not None and op is not None:
+            node, index = self._generic(op, getattr(inner, "args", None), want, domain, True)
+            if isinstance(inner, PVar) and inner.name != "_":
+                self.bound.setdefault(inner.name, node)
+            return self.make("Output", [node], {"index": index}, want)
         node = self.build(inner, None, domain)
         if node.outputs is None:
             raise Reject(f"Output needs a multi-output node, got {node.op}")
@@ -276,14 +296,28 @@ class Builder:
             raise Reject(f"no output of {node.op} has axes {want!r}")
         return self.make("Output", [node], {"index": self.draw(st.sampled_from(fits))}, want)
 
-    def _generic(self, op: str, args, want: Axes | None, domain: Domain) -> Node:
-        """An op without a plan: a renamed sample of its generator gives the layout and the
-        attributes, the pattern the arguments (see `generic`)."""
+    def _multi_output_op(self, p) -> str | None:
+        """The multi-output op an Output's argument pattern stands for (drawn for a trait)."""
+        if isinstance(p, POp) and not p.optional:
+            return p.op
+        if isinstance(p, PVar) and p.name not in self.bound and p.kind is not None:
+            if p.kind in OPS:
+                return p.kind
+            ops = sorted(o for o in OPS if p.kind in OPS[o].traits and OPS[o].has("multi_output"))
+            return self.draw(st.sampled_from(ops)) if ops else None
+        return None
+
+    def _generic(self, op: str, args, want: Axes | None, domain: Domain, multi: bool = False):
+        """An op without a plan: a renamed sample of its generator gives the layout, the
+        attributes and the arguments' dtypes, the pattern the arguments (see `generic`). With
+        `multi`, (the multi-output node, the index of its output with axes want)."""
         n_args = len(args) if args is not None else None
-        arg_axes, attrs = layout(self, op, want, n_args)
-        args = args if args is not None else (PVar("_"),) * len(arg_axes)
+        lay = layout(self, op, want, n_args)
+        args = args if args is not None else (PVar("_"),) * len(lay.arg_axes)
         nodes = [
-            self.build(p, ax, argument_domain(op, i, domain, self.push))
-            for i, (p, ax) in enumerate(zip(args, arg_axes))
+            self.build_arg(p, ax, argument_domain(op, i, domain, self.push), lay.dtypes, i)
+            for i, (p, ax) in enumerate(zip(args, lay.arg_axes))
         ]
-        return self.make(op, nodes, attrs, want)
+        if multi:
+            return self.make(op, nodes, lay.attrs, None), lay.index
+        return self.make(op, nodes, lay.attrs, want)

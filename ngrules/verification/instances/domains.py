@@ -122,9 +122,9 @@ def as_float64(outputs: Sequence[Node]) -> tuple[list[Node], dict[Node, Node]]:
     memo: dict[Node, Node] = {}
     for node in toposort(outputs):
         attrs = dict(node.attrs)
-        if node.op in ("Placeholder", "Variable"):
+        if node.op in ("Placeholder", "Variable") and node.dtype.kind == "f":
             attrs["dtype"] = np.float64
-        elif node.op == "Constant":
+        elif node.op == "Constant" and node.dtype.kind == "f":
             attrs["value"] = np.asarray(attrs["value"], np.float64)
         memo[node] = make_node(node.op, [memo[a] for a in node.args], **attrs)
     return [memo[o] for o in outputs], memo

@@ -12,6 +12,7 @@ slopes its generator draws, not only with its default.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ngrules.errors import NgrulesError
@@ -52,6 +53,11 @@ def open_scalar_attrs(b: Builder, op: str, fixed: dict) -> dict:
     return {**{k: drawn[k] for k in wanted if k in drawn}, **fixed}
 
 
+def _key(ax: Axis) -> tuple[str, int]:
+    """An axis by name and length: a padded axis keeps its name but not its length."""
+    return ax.name, ax.length
+
+
 class _Renaming:
     """Sample axes -> instance axes: the output's onto `want`, the rest onto fresh names."""
 
@@ -59,18 +65,19 @@ class _Renaming:
         self.b, self.map = b, {}
         if want is not None:
             for a, w in zip(out, want):
-                self.map[a] = w
+                self.map[_key(a)] = w
 
     def axis(self, ax: Axis) -> Axis:
-        if ax not in self.map:
+        key = _key(ax)
+        if key not in self.map:
             if isinstance(ax, FlattenedAxis):
-                self.map[ax] = FlattenedAxis(Axes(self.axis(c) for c in ax.components))
+                self.map[key] = FlattenedAxis(Axes(self.axis(c) for c in ax.components))
             else:
                 name = next(self.b._axis_names, None)
                 if name is None:
                     raise Reject("the instance needs more axes than there are names")
-                self.map[ax] = Axis(name, ax.length)
-        return self.map[ax]
+                self.map[key] = Axis(name, ax.length)
+        return self.map[key]
 
     def axes(self, axes: Axes) -> Axes:
         return Axes(self.axis(a) for a in axes)
@@ -83,36 +90,69 @@ class _Renaming:
         return value
 
 
-def _fits(node: Node, want: Axes | None) -> str | None:
-    """Why the sample cannot be renamed onto want (None: it can)."""
+def _outputs(node: Node) -> list[Axes]:
+    return [node.axes] if node.outputs is None else [ax for ax, _ in node.outputs]
+
+
+def _fits(node: Node, want: Axes | None) -> tuple[int | None, str]:
+    """The output of the sample that can be renamed onto want (its index), or None and why."""
     if want is None:
-        return None
-    if node.outputs is not None:
-        return f"{node.op} has several outputs"
-    out = node.axes
-    if len(out) != len(want):
-        return f"{node.op} came out with {len(out)} axes where {len(want)} are needed"
-    passed = {a for arg in node.args for a in arg.axes}
-    for a, w in zip(out, want):
-        if a.length != w.length and (a not in passed or a.is_flattened or w.is_flattened):
-            return f"{node.op} computes an axis of length {a.length} where {w.length} is needed"
-    return None
+        return 0, ""
+    passed = {_key(a) for arg in node.args for a in arg.axes}
+    why = f"{node.op} came out with no output of {len(want)} axes"
+    for i, out in enumerate(_outputs(node)):
+        if len(out) != len(want):
+            continue
+        bad = [
+            (a, w) for a, w in zip(out, want)
+            if a.length != w.length
+            and (_key(a) not in passed or a.is_flattened or w.is_flattened)
+        ]
+        if not bad:
+            return i, ""
+        (a, w), *_ = bad
+        why = f"{node.op} computes an axis of length {a.length} where {w.length} is needed"
+    return None, why
 
 
-def layout(b: Builder, op: str, want: Axes | None, n_args: int | None) -> tuple[list, dict]:
-    """Argument axes (None for a multi-output argument) and attributes for an op node with
-    output axes `want` (None: any), from a renamed generator sample."""
+@dataclass
+class Layout:
+    """What a renamed sample gives: argument axes and dtypes, attributes, and which output
+    has the axes asked for (0 for a single-output op)."""
+
+    arg_axes: list
+    attrs: dict
+    dtypes: list
+    index: int
+
+
+def layout(b: Builder, op: str, want: Axes | None, n_args: int | None) -> Layout:
+    """Argument axes, dtypes and attributes for an op node with an output of axes `want`
+    (None: any), from a renamed generator sample."""
     why = ""
     for _ in range(TRIES):
         node = sample(b, op)
-        why = _fits(node, want) or ""
+        index, why = _fits(node, want)
         if n_args is not None and len(node.args) != n_args:
-            why = f"{op} was generated with {len(node.args)} arguments, not {n_args}"
-        if not why:
+            index, why = None, f"{op} was generated with {len(node.args)} arguments, not {n_args}"
+        if index is not None:
             break
     else:
         raise Reject(why)
-    names = _Renaming(b, node.axes if node.outputs is None else Axes(), want)
+    names = _Renaming(b, _outputs(node)[index], want)
     arg_axes = [None if a.outputs is not None else names.axes(a.axes) for a in node.args]
     attrs = {k: names.attr(v) for k, v in node.attrs.items()}
-    return arg_axes, attrs
+    return Layout(arg_axes, attrs, _dtypes(b, node), index)
+
+
+def _dtypes(b: Builder, node: Node) -> list:
+    """Per argument, the dtype its leaves must have: None for the builder's float dtype, else
+    the bool or integer dtype the generator gave it (a Select's condition, OneHot's indices)."""
+    return [None if a.dtype.kind == "f" else a.dtype for a in node.args]
+
+
+def arg_dtypes(b: Builder, op: str) -> list:
+    """`_dtypes` of one generator sample of op, drawn once per instance and op."""
+    if op not in b.arg_dtypes:
+        b.arg_dtypes[op] = _dtypes(b, sample(b, op))
+    return b.arg_dtypes[op]
