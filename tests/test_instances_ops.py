@@ -35,7 +35,7 @@ def _built(pattern, parent: str | None) -> tuple[int, list[str]]:
     root = POp(parent, (pattern,)) if parent else pattern  # the position's axes come from above
     made, reasons = [], []
 
-    @settings(max_examples=80, database=None, deadline=None, derandomize=True,
+    @settings(max_examples=60, database=None, deadline=None, derandomize=True,
               phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
     @given(st.data())
     def attempt(data):
@@ -61,6 +61,7 @@ def test_every_op_is_buildable_as_the_root_and_below_an_elementwise_op(op):
     count, why = _built(pattern, None)
     assert count > 0, f"{op} as the root: never built; {why}"
     # below Negative, or as the condition of a Select when the op gives bool tensors
-    below = [_built(pattern, "Negative"), _built(POp("Select", (pattern, PVar("a"), PVar("b"))),
-                                                  None)]
-    assert any(count for count, _ in below), f"{op} below an elementwise op: {below}"
+    count, why = _built(pattern, "Negative")
+    if not count:
+        count, why = _built(POp("Select", (pattern, PVar("a"), PVar("b"))), None)
+    assert count > 0, f"{op} below an elementwise op: never built; {why}"
