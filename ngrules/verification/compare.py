@@ -76,6 +76,7 @@ def difference(
     atol scaled by the largest result, and at least `floor`."""
     if expected.shape != got.shape:
         return f"shapes differ: {expected.shape} before, {got.shape} after"
+    expected, got = np.asarray(expected, np.float64), np.asarray(got, np.float64)  # bool masks
     judged = _judged(expected, got, semantics, overflow)
     finite = np.isfinite(expected)
     scale = atol * max(1.0, float(np.max(np.abs(np.where(finite, expected, 0.0)), initial=0.0)))

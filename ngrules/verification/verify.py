@@ -46,6 +46,8 @@ __all__ = [
 
 #: Seconds per rule after which no new instances are built.
 BUDGET = 5.0
+#: Seconds spent shrinking a counterexample; then the smallest found so far is reported.
+SHRINK_BUDGET = 3.0
 _UNDEFINED = "the left side is not finite (undefined under refinement, or it overflowed)"
 
 
@@ -112,6 +114,8 @@ class _Tally:
     fired: int = 0
     tried: int = 0
     failing: bool = False
+    failed_at: float = 0.0
+    smallest: Falsified | None = None  # the last (smallest) failure while shrinking
     loops: str = ""
     reasons: Counter = field(default_factory=Counter)
 
@@ -177,8 +181,11 @@ def _property(rule: Rule, earlier: list, tally: _Tally, opts: Options, deadline)
 
     @given(attempts(rule, earlier))
     def prop(attempt: Instance | Rejected) -> None:
+        now = time.perf_counter()
+        if tally.failing and now > tally.failed_at + SHRINK_BUDGET:
+            raise _OutOfTime  # shrunk long enough: report the smallest failure so far
         tally.tried += 1
-        if deadline is not None and time.perf_counter() > deadline and not tally.failing:
+        if deadline is not None and now > deadline and not tally.failing:
             tally.tried -= 1  # not judged
             raise _OutOfTime
         if isinstance(attempt, Rejected):
@@ -188,8 +195,10 @@ def _property(rule: Rule, earlier: list, tally: _Tally, opts: Options, deadline)
         try:
             usable = check_instance(attempt, opts.rtol, opts.atol, opts.semantics,
                                     opts.derivatives)
-        except Falsified:
-            tally.failing = True  # finish shrinking whatever the time
+        except Falsified as f:
+            if not tally.failing:  # shrink for SHRINK_BUDGET seconds, whatever the budget
+                tally.failing, tally.failed_at = True, time.perf_counter()
+            tally.smallest = f
             raise
         if not usable:
             tally.reject(_UNDEFINED)
@@ -229,6 +238,9 @@ def verify_rule(
         pass
     except _OutOfTime:
         verdict.out_of_time = True
+        if tally.smallest is not None:
+            f = tally.smallest
+            verdict.status, verdict.counterexample = f.status, f.counterexample
     needed = max(1, (examples or _settings(None).max_examples) // 10)
     if verdict.status == "verified" and tally.loops:
         verdict.status = "loops"

@@ -106,9 +106,9 @@ def _is_rank_bound(e) -> bool:
 
 def _hint(e, hints: Hints) -> None:
     e = _normal(e)
-    if isinstance(e, EBinary) and e.op == "!=" and isinstance(e.right, ENum):
-        if e.right.value == 0 and _rank_of(e.left) is not None:  # a rank that is not 0
-            e = EBinary(">", e.left, e.right)
+    nonzero = isinstance(e, EBinary) and e.op == "!=" and isinstance(e.right, ENum)
+    if nonzero and e.right.value == 0 and _rank_of(e.left) is not None:  # a rank not 0
+        e = EBinary(">", e.left, e.right)
     if isinstance(e, EBinary) and e.op == "and":
         _hint(e.left, hints)
         _hint(e.right, hints)
