@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ngrules.verification.instances.builder import Builder
 
 #: How many generator samples are drawn for a position before giving up.
-TRIES = 6
+TRIES = 10
 _SCALAR_KINDS = frozenset({"float", "int", "str", "dtype"})
 
 

@@ -51,7 +51,8 @@ def _plan_unflatten(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], d
 def _plan_reduce(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
     arg = forced[0]
     if arg is None:
-        red = b.fresh(b.draw(st.integers(1, 4 - min(len(want), 2))))
+        count = b.draw(st.sampled_from((1, 1, 2, 2, 3, 4)))  # mostly 1-2, up to rank 4 and more
+        red = b.fresh(min(count, 4 - min(len(want), 2)))
         arg = interleave(b.draw, want, red, want + red)
     red = Axes(b.draw(st.permutations(list(arg - want))))
     return [arg], {"reduction_axes": red}
