@@ -56,16 +56,19 @@ class NgrulesError(Exception):
         return f"{text}\n{caret}" if caret else text
 
 
-class AxesError(NgrulesError):
-    """Axes that do not fit together (a repeated name, two lengths for one name, ...)."""
+class AxesError(NgrulesError, ValueError):
+    """Axes that do not fit together (a repeated name, two lengths for one name, ...).
+
+    Also a ValueError, as ngraph raised for these cases, so `except ValueError` keeps working.
+    """
 
 
-class OpError(NgrulesError):
+class OpError(NgrulesError, ValueError):
     """An op used wrongly: unknown name, wrong arity or attributes, bad operand axes."""
 
 
-class ExecutionError(NgrulesError):
-    """The executor could not run a graph (a missing feed, a wrong shape or dtype)."""
+class ExecutionError(NgrulesError, ValueError):
+    """The executor could not run a graph (a missing feed, a wrong shape or dtype, no memory)."""
 
 
 class GraphError(NgrulesError):
@@ -74,6 +77,11 @@ class GraphError(NgrulesError):
 
 class GraphFileError(NgrulesError):
     """A graph file that cannot be read: bad JSON, a missing arrays file, an invalid node."""
+
+
+class FileError(NgrulesError):
+    """A file that cannot be read or written as asked (not a regular file, too large, a folder
+    given as an output, an output that would overwrite an input)."""
 
 
 class RuleError(NgrulesError):

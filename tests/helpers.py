@@ -135,6 +135,7 @@ _UNARY = {
     "Log": np.log,
     "Tanh": np.tanh,
     "Sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "Erf": lambda x: erf_reference(x),
     "Absolute": lambda x: np.where(x < 0, -x, x),
     "Sign": lambda x: (x > 0) * 1.0 - (x < 0) * 1.0,
 }
@@ -161,6 +162,14 @@ _REDUCE = {
     "Argmax": np.argmax,
     "Argmin": np.argmin,
 }
+
+
+def erf_reference(x):
+    """2/sqrt(pi) times the integral of exp(-t^2) over [0, x], by 40-point Gauss-Legendre."""
+    nodes, weights = np.polynomial.legendre.leggauss(40)
+    x = np.asarray(x, np.float64)
+    t = x[..., None] * (nodes + 1) / 2  # the nodes mapped onto [0, x]
+    return (x / 2) * (np.exp(-(t**2)) @ weights) * 2 / np.sqrt(np.pi)
 
 
 def softmax_reference(x, axes, norm):
@@ -205,6 +214,127 @@ def _pad(x, paddings):
     return out
 
 
+def _geometry(a):
+    ones = np.ones(3, int)
+    return [np.asarray(a.get(k, ones)).tolist() for k in ("padding", "strides", "dilation")]
+
+
+def conv_reference(x, w, a):
+    """Direct cross-correlation, one output element at a time (ngraph's named layouts)."""
+    pad, stride, dil = _geometry(a)
+    xp = np.pad(x, [(0, 0)] + [(p, p) for p in pad] + [(0, 0)])
+    c, t, r, s, k = w.shape
+    size = [
+        (xp.shape[i + 1] - (dil[i] * (w.shape[i + 1] - 1) + 1)) // stride[i] + 1 for i in range(3)
+    ]
+    out = np.zeros((k, *size, x.shape[4]))
+    for m, p, q in itertools.product(*(range(n) for n in size)):
+        for dt, dr, ds in itertools.product(range(t), range(r), range(s)):
+            i = (
+                m * stride[0] + dt * dil[0],
+                p * stride[1] + dr * dil[1],
+                q * stride[2] + ds * dil[2],
+            )
+            out[:, m, p, q, :] += np.einsum(
+                "ck,cn->kn", w[:, dt, dr, ds, :], xp[:, i[0], i[1], i[2], :]
+            )
+    return out
+
+
+def conv_adjoints(n, vals):
+    """ConvBpropData and ConvUpdate as the exact gradients of <delta, conv(x, w)>, by linearity:
+    the gradient of a linear map is read off its action on unit vectors."""
+    d, other = vals
+    attrs = n.attrs
+    shape = n.axes.lengths
+    out = np.zeros(shape)
+    for idx in np.ndindex(*shape):
+        unit = np.zeros(shape)
+        unit[idx] = 1.0
+        y = (
+            conv_reference(unit, other, attrs)
+            if n.op == "ConvBpropData"
+            else conv_reference(other, unit, attrs)
+        )
+        out[idx] = np.sum(y * d)
+    return out
+
+
+def pool_reference(x, a):
+    pad, stride, _ = _geometry(a)
+    window = np.asarray(a["window"]).tolist()
+    fill = -np.inf if a["mode"] == "max" else 0.0
+    xp = np.pad(x, [(0, 0)] + [(p, p) for p in pad] + [(0, 0)], constant_values=fill)
+    size = [(xp.shape[i + 1] - window[i]) // stride[i] + 1 for i in range(3)]
+    out = np.zeros((x.shape[0], *size, x.shape[4]))
+    for m, p, q in itertools.product(*(range(n) for n in size)):
+        lo = (m * stride[0], p * stride[1], q * stride[2])
+        patch = xp[
+            :, lo[0] : lo[0] + window[0], lo[1] : lo[1] + window[1], lo[2] : lo[2] + window[2], :
+        ]
+        out[:, m, p, q, :] = (
+            patch.max(axis=(1, 2, 3)) if a["mode"] == "max" else patch.mean(axis=(1, 2, 3))
+        )
+    return out
+
+
+def bprop_pool_reference(d, x, a):
+    """Delta to the first maximum of each window (in t, r, s order), or evenly over it."""
+    pad, stride, _ = _geometry(a)
+    window = np.asarray(a["window"]).tolist()
+    fill = -np.inf if a["mode"] == "max" else 0.0
+    xp = np.pad(x, [(0, 0)] + [(p, p) for p in pad] + [(0, 0)], constant_values=fill)
+    grad = np.zeros(xp.shape)
+    for m, p, q in itertools.product(*(range(n) for n in d.shape[1:4])):
+        lo = (m * stride[0], p * stride[1], q * stride[2])
+        where = (slice(None),) + tuple(slice(o, o + k) for o, k in zip(lo, window)) + (slice(None),)
+        if a["mode"] == "avg":
+            grad[where] += d[:, m, p, q, None, None, None, :] / np.prod(window)
+            continue
+        patch = xp[where].reshape(x.shape[0], -1, x.shape[4])
+        first = patch.argmax(axis=1)
+        for c, n in np.ndindex(first.shape):
+            t, r, s = np.unravel_index(first[c, n], window)
+            grad[c, lo[0] + t, lo[1] + r, lo[2] + s, n] += d[c, m, p, q, n]
+    return grad[(slice(None),) + tuple(slice(p, grad.shape[i + 1] - p) for i, p in enumerate(pad))]
+
+
+_TABLE = {
+    "Constant": lambda n, vals, a: a["value"],
+    "Variable": lambda n, vals, a: np.full(n.axes.lengths, a["initial"]),
+    "Dot": lambda n, vals, a: einsum_dot(*vals, n.args[0].axes, n.args[1].axes),
+    "DotLowDimension": lambda n, vals, a: np.matmul(*vals),
+    "Broadcast": lambda n, vals, a: broadcast_named(vals[0], n.args[0].axes, n.axes),
+    "ReorderAxes": lambda n, vals, a: permute(vals[0], n.args[0].axes, n.axes),
+    "Transpose": lambda n, vals, a: vals[0].T,
+    "Flatten": lambda n, vals, a: np.reshape(vals[0], n.axes.lengths),
+    "Unflatten": lambda n, vals, a: np.reshape(vals[0], n.axes.lengths),
+    "Concat": lambda n, vals, a: np.concatenate(vals, axis=a["position"]),
+    "Slice": lambda n, vals, a: _slice(n, vals[0]),
+    "Output": lambda n, vals, a: vals[0][a["index"]],
+    "Select": lambda n, vals, a: np.choose(vals[0].astype(int), [vals[2], vals[1]]),
+    "Cast": lambda n, vals, a: vals[0].astype(a["dtype"]),
+    "TensorSlice": lambda n, vals, a: _tensor_slice(vals[0], a["slices"]),
+    "Unslice": lambda n, vals, a: _unslice(vals[0], a["slices"], n.axes.lengths),
+    "Pad": lambda n, vals, a: _pad(vals[0], a["paddings"]),
+    "ExpandDims": lambda n, vals, a: np.repeat(
+        np.expand_dims(vals[0], a["position"]), a["axis"].length, axis=a["position"]
+    ),
+    "AxesCast": lambda n, vals, a: vals[0],
+    "Convolution": lambda n, vals, a: conv_reference(*vals, a),
+    "ConvBpropData": lambda n, vals, a: conv_adjoints(n, vals),
+    "ConvUpdate": lambda n, vals, a: conv_adjoints(n, vals),
+    "Pooling": lambda n, vals, a: pool_reference(vals[0], a),
+    "BpropPool": lambda n, vals, a: bprop_pool_reference(*vals, a),
+    "OneHot": lambda n, vals, a: np.moveaxis(np.eye(a["axis"].length)[vals[0].astype(int)], -1, 0),
+    "Softmax": lambda n, vals, a: softmax_reference(vals[0], n.axes, a["normalization_axes"]),
+    "BatchnormFprop": lambda n, vals, a: bn_reference(*vals, a["eps"]),
+    "BatchnormBprop": lambda n, vals, a: bn_bprop_reference(*vals, a["eps"]),
+    "Relu": lambda n, vals, a: np.maximum(vals[0], 0) + a["slope"] * np.minimum(0, vals[0]),
+    "ReluBprop": lambda n, vals, a: vals[0] * ((vals[1] > 0) + a["slope"] * (vals[1] <= 0)),
+}
+
+
 def _reference(n, vals):
     """The value of node n from its arguments' values, without the executor's kernels."""
     op, a = n.op, n.attrs
@@ -214,36 +344,11 @@ def _reference(n, vals):
         return _BINARY[op](*vals)
     if op in _REDUCE:
         return reduce_named(_REDUCE[op], vals[0], n.args[0].axes, a["reduction_axes"])
-    table = {
-        "Constant": lambda: a["value"],
-        "Variable": lambda: np.full(n.axes.lengths, a["initial"]),
-        "Dot": lambda: einsum_dot(*vals, n.args[0].axes, n.args[1].axes),
-        "DotLowDimension": lambda: np.matmul(*vals),
-        "Broadcast": lambda: broadcast_named(vals[0], n.args[0].axes, n.axes),
-        "ReorderAxes": lambda: permute(vals[0], n.args[0].axes, n.axes),
-        "Transpose": lambda: vals[0].T,
-        "Flatten": lambda: np.reshape(vals[0], n.axes.lengths),
-        "Unflatten": lambda: np.reshape(vals[0], n.axes.lengths),
-        "Concat": lambda: np.concatenate(vals, axis=a["position"]),
-        "Slice": lambda: _slice(n, vals[0]),
-        "Output": lambda: vals[0][a["index"]],
-        "Select": lambda: np.choose(vals[0].astype(int), [vals[2], vals[1]]),
-        "Cast": lambda: vals[0].astype(a["dtype"]),
-        "TensorSlice": lambda: _tensor_slice(vals[0], a["slices"]),
-        "Unslice": lambda: _unslice(vals[0], a["slices"], n.axes.lengths),
-        "Pad": lambda: _pad(vals[0], a["paddings"]),
-        "ExpandDims": lambda: np.repeat(
-            np.expand_dims(vals[0], a["position"]), a["axis"].length, axis=a["position"]
-        ),
-        "AxesCast": lambda: vals[0],
-        "OneHot": lambda: np.moveaxis(np.eye(a["axis"].length)[vals[0].astype(int)], -1, 0),
-        "Softmax": lambda: softmax_reference(vals[0], n.axes, a["normalization_axes"]),
-        "BatchnormFprop": lambda: bn_reference(*vals, a["eps"]),
-        "BatchnormBprop": lambda: bn_bprop_reference(*vals, a["eps"]),
-        "Relu": lambda: np.maximum(vals[0], 0) + a["slope"] * np.minimum(0, vals[0]),
-        "ReluBprop": lambda: vals[0] * ((vals[1] > 0) + a["slope"] * (vals[1] <= 0)),
-    }
-    return table[op]()
+    return _TABLE[op](n, vals, a)
+
+
+#: Every op the independent numpy evaluator knows (Placeholder takes its feed).
+REFERENCE_OPS = frozenset({"Placeholder", *_UNARY, *_BINARY, *_REDUCE, *_TABLE})
 
 
 def numpy_eval(outputs, feeds) -> list:

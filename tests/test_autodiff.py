@@ -20,7 +20,8 @@ DIFFERENTIABLE = sorted(
 
 
 def test_only_output_bprops_and_positions_are_not_differentiable():
-    assert {"Output", "BatchnormBprop", "Argmax", "Argmin", "OneHot"} == NOT_DIFFERENTIABLE
+    bprops = {"Output", "BatchnormBprop", "BpropPool"}
+    assert bprops | {"Argmax", "Argmin", "OneHot"} == NOT_DIFFERENTIABLE
     leaves = {n for n, op in ng.OPS.items() if op.arity == 0}
     assert leaves == {"Placeholder", "Constant", "Variable"}
     assert set(DIFFERENTIABLE) | NOT_DIFFERENTIABLE | leaves == set(ng.OPS)
@@ -43,7 +44,7 @@ def weighted_cost(outputs, seed: int):
 def check_gradients(cost, feeds, seed: int, rtol=1e-5, atol=1e-6):
     """deriv(cost, p) for every fed p agrees with a central difference along a random direction."""
     program = ng.compile_graph([cost])
-    grads = ng.execute([ng.deriv(cost, p) for p in feeds], feeds)
+    grads = ng.execute([ng.deriv(cost, p) for p in feeds], feeds, ignore_unused=True)
     rng = np.random.default_rng(seed)
     for (p, value), grad in zip(feeds.items(), grads):
         assert grad.shape == p.axes.lengths and grad.dtype == p.dtype
@@ -76,13 +77,14 @@ def test_comparisons_have_zero_gradients(builder):
     cost = ng.sum(builder(x, y) * (x + y), out_axes=())
     rng = np.random.default_rng(0)
     feeds = {x: rng.normal(size=(3, 2)), y: rng.normal(size=(3, 2))}
-    gx, gy = ng.execute([ng.deriv(cost, x), ng.deriv(cost, y)], feeds)
+    gx, gy = ng.execute([ng.deriv(cost, x), ng.deriv(cost, y)], feeds, ignore_unused=True)
     want = (feeds[x] > feeds[y]) if builder is ng.greater else (feeds[x] < feeds[y])
     assert builder(x, y).dtype == np.bool_
     np.testing.assert_array_equal(gx, want.astype(float))
     np.testing.assert_array_equal(gy, want.astype(float))
-    zero = ng.deriv(ng.sum(builder(x, y), out_axes=()), x)
-    np.testing.assert_array_equal(ng.execute([zero], feeds)[0], np.zeros((3, 2)))
+    zero = ng.deriv(ng.sum(ng.cast(builder(x, y), np.float64), out_axes=()), x)
+    zero_value = ng.execute([zero], feeds, ignore_unused=True)[0]
+    np.testing.assert_array_equal(zero_value, np.zeros((3, 2)))
 
 
 def test_domains_are_respected_by_the_drawn_values():
@@ -100,7 +102,7 @@ def test_deriv_has_wrt_axes_and_zero_for_unrelated_inputs():
     cost = ng.sum(x * x, out_axes=())
     gu = ng.deriv(cost, u)
     assert gu.axes == u.axes and gu.dtype == np.float32
-    (value,) = ng.execute([gu], {x: np.ones((2, 3), np.float32)})
+    (value,) = ng.execute([gu], {x: np.ones((2, 3), np.float32)}, ignore_unused=True)
     np.testing.assert_array_equal(value, np.zeros(4, np.float32))
     with pytest.raises(ng.OpError, match="scalar cost"):
         ng.deriv(x, x)
@@ -168,7 +170,7 @@ def test_cast_gradient_is_the_adjoint_cast_back(dtype):
     w = np.random.default_rng(4).normal(size=(3, 2))
     cost = ng.sum(ng.cast(ng.cast(x, dtype), np.float64) * ng.constant(w, x.axes, np.float64))
     xv = np.random.default_rng(5).uniform(0.2, 0.8, size=(3, 2))
-    (grad,) = ng.execute([ng.deriv(cost, x)], {x: xv})
+    (grad,) = ng.execute([ng.deriv(cost, x)], {x: xv}, ignore_unused=True)
     if np.dtype(dtype).kind == "f":
         program = ng.compile_graph([cost])
         fd = central_difference(lambda v: program.run({x: v})[0].item(), xv, h=0.25)

@@ -40,3 +40,14 @@ def test_executor_bench_main_prints_a_table(executor_bench, capsys):
     )
     out = capsys.readouterr().out
     assert len(rows) == 2 and "ratio" in out and "elementwise chain 9 nodes" in out
+
+
+def test_graphfile_bench_loads_both_sizes(capsys):
+    row = _load("graphfile").main(["20"])
+    assert row["small"] > 0 and row["large"] > 0
+    assert "ratio" in capsys.readouterr().out
+
+
+def test_parser_setup_bench_measures_both_ways():
+    row = _load("parser_setup").main(runs=1)
+    assert row["built"] > 0 and row["cached"] > 0

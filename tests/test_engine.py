@@ -194,14 +194,25 @@ def test_a_replacement_with_other_axes_is_an_error_naming_the_rule():
     assert format_graph([out]) == text
 
 
-def test_a_replacement_that_raises_is_an_error_naming_the_rule():
+def test_an_expression_failing_at_one_match_rejects_that_match_and_the_rewrite_goes_on():
     ng.register_function("explode", lambda x: 1 / 0, arity=1)
     try:
-        rs = rules("rule boom: Exp(x) => Exp(x) * explode(x)")
-        with pytest.raises(ng.RuleError, match=r"rule boom \(t.rules:1\).*ZeroDivisionError"):
-            ng.rewrite([ng.exp(leaves("p")[0])], rs)
+        rs = rules(
+            "rule boom: Exp(x) => Exp(x) * explode(x)\n"
+            "rule guarded: Log(x) if explode(x) > 0 => x\n"
+            "rule neg_neg: -(-x) => x\n"
+        )
+        p, q = leaves("p", "q")
+        res = ng.rewrite([ng.exp(-(-p)), ng.log(q), ng.exp(q)], rs)
     finally:
         ng.functions.FUNCTIONS.pop("explode", None)
+    assert res.stop == "fixpoint" and res.fired() == {"neg_neg": 1}
+    assert res.outputs == [ng.exp(p), ng.log(q), ng.exp(q)]
+    assert (res.stats["boom"].failures, res.stats["guarded"].failures) == (2, 1)
+    boom, guarded = res.warnings
+    assert boom.startswith("t.rules:1:31: warning: rule boom (t.rules:1): explode(...) failed")
+    assert "ZeroDivisionError" in boom and "2 rejected in all" in boom
+    assert guarded.startswith("t.rules:2:")
 
 
 def test_checked_mode_validates_after_rewrites():

@@ -166,7 +166,7 @@ def test_feeds_by_node_and_by_name_agree(dtype):
         ),
         (
             {"x": np.ones((2, 3), np.float32), "w": np.ones(2, np.float32), "z": 1.0},
-            ["no placeholder named 'z'", "w, x"],
+            ["keyed by the name 'z', which is not an input of this graph", "w, x"],
         ),
     ],
     ids=["missing", "shape", "dtype", "unknown-name"],

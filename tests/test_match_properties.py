@@ -1,10 +1,13 @@
 """The compiled matcher and the reference matcher find the same matches, in the same order."""
 
+from unittest.mock import patch
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 import ngrules as ng
+from ngrules.engine import matchgen
 from ngrules.engine.match import all_matches, compile_pattern, match_ref
 from ngrules.ir.graph import toposort
 from ngrules.lang.syntax import PLit, PNamed, POp, PVar
@@ -59,3 +62,12 @@ def test_a_repeated_variable_never_binds_two_different_nodes(graph):
     for node in toposort([graph]):
         for b in all_matches(compile_pattern(pattern), node):
             assert node.args[0] is node.args[1] is b["x"]
+
+
+@given(graphs(), patterns())
+def test_matchers_cut_into_several_functions_agree_with_the_reference(graph, pattern):
+    with patch.object(matchgen, "MAX_INDENT", 3), patch.object(matchgen, "MAX_LOOPS", 1):
+        compiled = compile_pattern(pattern, frozenset({"x"}))
+    for node in toposort([graph]):
+        b = {"x": LEAVES[0]}
+        assert all_matches(compiled, node, b) == list(match_ref(pattern, node, b))

@@ -1,11 +1,15 @@
 """The op table: completeness, kernels against inference and numpy, and register_op."""
 
+import inspect
 import itertools
+import os
+import tempfile
 
 import numpy as np
 import pytest
 from helpers import (
     FLOAT_DTYPES,
+    REFERENCE_OPS,
     bn_bprop_reference,
     bn_reference,
     central_difference,
@@ -14,7 +18,7 @@ from helpers import (
     numpy_eval,
     tolerance,
 )
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ngrules as ng
@@ -40,6 +44,7 @@ DESIGN_OPS = {
     "Select",
     "Cast",
     "Sigmoid",
+    "Erf",
     "Softmax",
     "Power",
     "Absolute",
@@ -52,6 +57,11 @@ DESIGN_OPS = {
     "Pad",
     "ExpandDims",
     "AxesCast",
+    "Convolution",
+    "ConvBpropData",
+    "ConvUpdate",
+    "Pooling",
+    "BpropPool",
     "Negative",
     "Reciprocal",
     "Sqrt",
@@ -92,6 +102,20 @@ def test_op_has_every_entry(name):
     assert op.arity is None or op.arity >= 0
     assert (op.outputs > 1) == op.has("multi_output")
     assert op.has("leaf") == (op.arity == 0)
+    assert op.doc.strip(), f"{name} has no doc"
+    assert all(a.kind for a in op.attrs)
+
+
+@pytest.mark.parametrize("name", BUILTIN_OPS)
+def test_op_is_covered_by_every_test_family(name):
+    """A new op must come with an independent numpy formula (kernel test) and either a gradient
+    the finite-difference test checks or an explicit NotDifferentiable."""
+    op = ng.OPS[name]
+    assert name in REFERENCE_OPS, f"{name}: add its numpy formula to tests/helpers.py"
+    if op.arity != 0:
+        assert callable(op.grad)
+        if not isinstance(op.grad, ng.NotDifferentiable):
+            assert len(inspect.signature(op.grad).parameters) == 2, f"{name}: grad(node, delta)"
 
 
 def as_float(array):
@@ -292,3 +316,16 @@ def test_unknown_op_suggests_a_close_name():
     x = ng.placeholder({"A": 2}, name="x")
     with pytest.raises(ng.OpError, match="did you mean 'Tanh'"):
         ng.make_node("Tahn", (x,))
+
+
+@pytest.mark.parametrize("name", BUILTIN_OPS)
+@settings(max_examples=5, deadline=None)
+@given(data=st.data())
+def test_every_op_round_trips_through_a_graph_file(name, data):
+    """Attributes of every kind (slice specs, paddings, window geometry, dtypes) survive saving."""
+    node, outputs, _ = draw_op_instance(data, name, np.float64)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "g.json")
+        ng.save_graph(path, outputs)
+        loaded = ng.load_graph(path)
+    assert list(getattr(loaded, "outputs", loaded)) == outputs

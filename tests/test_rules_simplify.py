@@ -196,3 +196,19 @@ def test_constants_fold_to_their_values(rules):
     got = ng.execute(res.outputs, {})
     for array, want in zip(got, (4.5, 1.5**6, -2.5)):
         assert array.dtype == np.float32 and np.all(array == np.float32(want))
+
+
+@pytest.mark.parametrize(
+    ("count", "value", "dtype", "expected"),
+    [(2000, 2.0, np.float32, np.inf), (2001, -2.0, np.float64, -np.inf), (300, 2.0, np.float32,
+     np.inf), (300, 2.0, np.float64, 2.0**300), (5, 0.5, np.float32, 0.5**5)],
+)
+def test_prod_const_is_c_to_the_n_in_the_dtype_and_inf_when_that_overflows(
+    rules, count, value, dtype, expected
+):
+    n = ng.make_axis(count, "N")
+    node = ng.prod(ng.constant(value, [n], dtype), out_axes=())
+    res = ng.rewrite([node], rules, passes=["simplify"])
+    assert res.fired() == {"prod_const": 1} and not res.warnings
+    (out,) = ng.execute(res.outputs, {})
+    assert out.dtype == dtype and out == np.asarray(expected, dtype)

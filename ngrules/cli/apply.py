@@ -1,25 +1,59 @@
-"""`ngrules apply GRAPH -o OUT`: rewrite a graph file, with trace, statistics and a picture."""
+"""`ngrules apply GRAPH -o OUT`: rewrite a graph file, with trace, statistics and a picture.
+
+Every output (the graph's two files, the picture's DOT and SVG) is checked before anything is
+read or rewritten: none may be a folder, be in a missing folder, be another output, or be an
+input (the graph's files or a rules file). All are then written in one transaction.
+"""
 
 from __future__ import annotations
 
+import argparse
+import math
+import sys
 from pathlib import Path
 
 from ngrules.cli.common import FINDINGS, add_command, add_rules_option, rules_or_library
 
 
-def run(args) -> int:
-    from ngrules.engine.driver import rewrite
-    from ngrules.ir.graphfile import load_graph, save_graph
+def _check_paths(args) -> None:
+    from ngrules.cli.picture import svg_path
+    from ngrules.ir.fileio import check_output, check_outputs
+    from ngrules.ir.graphfile import arrays_path
+    from ngrules.lang.loader import expand_paths
 
+    check_output(args.output)  # first: "" or "/" have no arrays file to name
+    outputs = [args.output, arrays_path(args.output)]
+    if args.picture is not None:
+        outputs += [args.picture, svg_path(args.picture)]
+    inputs = [args.graph, arrays_path(args.graph), *expand_paths(args.rules or [])]
+    check_outputs(outputs, inputs)
+
+
+def run(args) -> int:
+    from ngrules.cli.picture import draw, stage_picture
+    from ngrules.engine.driver import rewrite
+    from ngrules.ir.fileio import staged_files
+    from ngrules.ir.graphfile import load_graph, stage_graph
+
+    _check_paths(args)
     outputs = load_graph(args.graph)
-    rules = rules_or_library(args.rules)
+    rules = rules_or_library(args.rules, args.import_path)
     pipeline = args.pipeline if args.pipeline or not args.passes else None
     if pipeline is None and not args.passes and "cpu" in rules.pipelines:
         pipeline = "cpu"
     result = rewrite(outputs, rules, pipeline=pipeline, passes=args.passes or None)
-    save_graph(args.output, result.outputs)
-    if args.picture:
-        _picture(result.outputs, args.picture)
+    for warning in result.warnings:  # matches rejected because an expression failed there
+        print(warning, file=sys.stderr)
+    picture = None
+    if args.picture is not None:
+        title = Path(args.picture).stem
+        picture = draw(result.outputs, title, timeout=args.picture_timeout)
+    with staged_files() as stage:
+        stage_graph(stage, args.output, result.outputs)
+        if picture is not None:
+            stage_picture(stage, picture, args.picture)
+    if picture is not None:
+        _print_picture(picture, args.picture)
     _print_firings(result, args.trace)
     if args.stats:
         _print_stats(result)
@@ -27,11 +61,13 @@ def run(args) -> int:
     return 0 if result.stop == "fixpoint" else FINDINGS
 
 
-def _picture(outputs, path: str) -> None:
-    from ngrules.cli.picture import write_picture
+def _print_picture(picture, path: str) -> None:
+    from ngrules.cli.picture import svg_path
 
-    svg = write_picture(outputs, path, title=Path(path).stem)
-    print(f"picture: {svg or path}" + ("" if svg else " (install Graphviz to render SVG)"))
+    if picture.svg is not None:
+        print(f"picture: {svg_path(path)}")
+    else:
+        print(f"picture: {path} ({picture.note})")
 
 
 def _print_firings(result, trace: bool) -> None:
@@ -72,3 +108,16 @@ def register(sub) -> None:
     p.add_argument("--picture", metavar="DOT",
                    help="write the result as Graphviz DOT (and SVG when Graphviz is installed), "
                         "rewritten nodes coloured by rule")
+    p.add_argument("--picture-timeout", type=_seconds, default=60.0, metavar="SECONDS",
+                   help="how long Graphviz may draw before only the DOT file is kept "
+                        "(default 60)")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value

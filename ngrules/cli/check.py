@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ngrules.cli.common import FINDINGS, add_command
+from ngrules.cli.common import FINDINGS, add_command, add_import_path_option
 from ngrules.errors import RuleErrors
 
 
@@ -12,7 +12,7 @@ def run(args) -> int:
     from ngrules.lang.loader import load_rules
 
     try:
-        rules = load_rules(*args.paths)
+        rules = load_rules(*args.paths, search_path=args.import_path)
     except RuleErrors as e:
         print(str(e), file=sys.stderr)
         print(f"{len(e.errors)} error(s)", file=sys.stderr)
@@ -26,3 +26,4 @@ def register(sub) -> None:
         sub, "check", run, "load and check rules files or folders", "ngrules check rules/"
     )
     p.add_argument("paths", nargs="+", metavar="PATH")
+    add_import_path_option(p)

@@ -10,7 +10,7 @@ def run(args) -> int:
     from ngrules.ir.graphfile import load_graph
 
     outputs = load_graph(args.graph)
-    rule = rules_or_library(args.rules).rule(args.rule)
+    rule = rules_or_library(args.rules, args.import_path).rule(args.rule)
     print(explain(rule, outputs, limit=args.limit))
     return 0
 

@@ -1,4 +1,8 @@
-"""`ngrules fmt PATH... [--check]`: canonical formatting of rules files, written atomically."""
+"""`ngrules fmt PATH... [--check]`: canonical formatting of rules files, written atomically.
+
+A file that is a symbolic link stays one: its target is formatted. A replaced file keeps its
+permission bits.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,14 @@ from ngrules.cli.common import FINDINGS, add_command
 
 
 def run(args) -> int:
-    from ngrules.ir.graphfile import staged_files
+    from ngrules.ir.fileio import staged_files
     from ngrules.lang.layout import format_rules
-    from ngrules.lang.loader import expand_paths
+    from ngrules.lang.loader import decode_source, expand_paths
     from ngrules.lang.parser import parse
 
     changed = []
     for path in expand_paths(args.paths):
-        text = Path(path).read_text(encoding="utf-8")
+        text = decode_source(Path(path).read_bytes(), path)
         formatted = format_rules(parse(text, path))
         if formatted != text:
             changed.append((path, formatted))

@@ -2,7 +2,8 @@
 
 Exit codes: 0 success, 1 findings (rule errors found by `check`, a failed verification,
 `fmt --check` differences), 2 usage or input errors (one located line on stderr, no traceback,
-no output file).
+no output file), 130 interrupted by Ctrl-C (one line on stderr; outputs are written in
+transactions, so no file is left half-written).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import sys
 
 from ngrules.cli import apply, check, demo, explain, fmt, verify
-from ngrules.cli.common import BAD_INPUT
+from ngrules.cli.common import BAD_INPUT, INTERRUPTED
 from ngrules.errors import NgrulesError
 from ngrules.version import __version__
 
@@ -46,6 +47,14 @@ def _one_line(e: NgrulesError) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("ngrules: interrupted", file=sys.stderr)
+        return INTERRUPTED
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
@@ -60,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
         print(_one_line(e), file=sys.stderr)
         return BAD_INPUT
     except OSError as e:
-        print(f"ngrules: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"ngrules: error: {where}{e.strerror or e}", file=sys.stderr)
+        return BAD_INPUT
+    except MemoryError:
+        print("ngrules: error: out of memory", file=sys.stderr)
         return BAD_INPUT
 
 

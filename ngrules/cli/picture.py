@@ -2,7 +2,8 @@
 
 Nodes a rewrite created (their `.origin` is set) are filled with a colour chosen from the rule's
 name, so the same rule has the same colour in every picture, and carry the rule's name; a legend
-lists the rules with their `file:line`. Graphviz is optional: `render` says whether it drew.
+lists the rules with their `file:line`. Graphviz is optional: `draw_svg` says why it did not
+draw (not installed, failed, timed out), and the DOT text is written in any case.
 """
 
 from __future__ import annotations
@@ -12,15 +13,16 @@ import hashlib
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ngrules.ir.axes import Axes, Axis
+from ngrules.ir.fileio import staged_files
 from ngrules.ir.graph import Node, toposort
-from ngrules.ir.graphfile import staged_files
 from ngrules.ir.ops import get_op
 from ngrules.lang.library import short_location
 
@@ -30,18 +32,25 @@ PALETTE = (
     "#fccde5", "#bc80bd", "#ccebc5", "#ffed6f", "#decbe4", "#fed9a6", "#e5d8bd",
 )  # fmt: skip
 
+#: Seconds Graphviz may take to draw a picture before only the DOT text is kept.
+DOT_TIMEOUT = 60.0
+
 _HIDDEN_ATTRS = ("name", "axes", "dtype")  # the title line and the type line show these
 _MAX_VALUE = 48
 
 
 def rule_colour(name: str) -> str:
     """The fill for nodes made by rule `name`; a digest, not hash(), so it is stable across runs."""
-    digest = hashlib.sha256(name.encode("utf-8")).digest()
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).digest()
     return PALETTE[int.from_bytes(digest[:4], "big") % len(PALETTE)]
 
 
 def escape(text: str) -> str:
-    """Text as the inside of a DOT double-quoted string; newlines become centred line breaks."""
+    """Text as the inside of a DOT double-quoted string; newlines become centred line breaks.
+
+    Characters UTF-8 cannot encode (lone surrogates) become `\\udXXX` escapes.
+    """
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     text = text.replace("\\", "\\\\").replace('"', '\\"')
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n")
 
@@ -155,34 +164,74 @@ def to_dot(outputs: Sequence[Node], title: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(dot_text: str, path_svg: str | os.PathLike, timeout: float = 60.0) -> bool:
+def draw_svg(dot_text: str, timeout: float = DOT_TIMEOUT) -> tuple[bytes | None, str]:
+    """Graphviz's SVG for DOT text, or None and why not (never an exception)."""
+    exe = shutil.which("dot")
+    if exe is None:
+        return None, "install Graphviz to render SVG"
+    try:
+        done = subprocess.run(
+            [exe, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"Graphviz timed out after {timeout:g} s; the DOT file is kept"
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, f"Graphviz could not run: {e}"
+    if done.returncode != 0 or not done.stdout:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return None, "Graphviz failed" + (f": {said[0]}" if said else "")
+    return done.stdout, ""
+
+
+def render(dot_text: str, path_svg: str | os.PathLike, timeout: float = DOT_TIMEOUT) -> bool:
     """Draw DOT text as SVG with Graphviz; False (never an exception) when it could not.
 
     False means Graphviz's `dot` is not installed, failed or timed out; nothing is written
     then, so callers can note that only the DOT text is available.
     """
-    exe = shutil.which("dot")
-    if exe is None:
+    svg, _ = draw_svg(dot_text, timeout)
+    if svg is None:
         return False
     try:
-        done = subprocess.run(
-            [exe, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True, timeout=timeout
-        )
-        if done.returncode != 0 or not done.stdout:
-            return False
         with staged_files() as stage:
-            stage(path_svg, lambda f: f.write(done.stdout))
-    except (OSError, subprocess.SubprocessError):
+            stage(path_svg, lambda f: f.write(svg))
+    except OSError:
         return False
     return True
+
+
+@dataclass(frozen=True)
+class Picture:
+    """A graph drawn: its DOT text, its SVG (None without Graphviz), and why there is none."""
+
+    dot: str
+    svg: bytes | None
+    note: str
+
+
+def draw(outputs: Sequence[Node], title: str | None = None, timeout: float = DOT_TIMEOUT):
+    """The picture of a graph, in memory, so it can be written together with other files."""
+    text = to_dot(outputs, title)
+    return Picture(text, *draw_svg(text, timeout))
+
+
+def svg_path(path_dot: str | os.PathLike) -> Path:
+    """Where the SVG of a picture goes: beside the DOT file."""
+    return Path(path_dot).with_suffix(".svg")
+
+
+def stage_picture(stage: Callable[..., str], picture: Picture, path_dot: str | os.PathLike):
+    """Stage the DOT file and the SVG (if drawn) with `stage` from `staged_files`."""
+    stage(path_dot, lambda f: f.write(picture.dot), text=True)
+    if picture.svg is not None:
+        stage(svg_path(path_dot), lambda f: f.write(picture.svg))
 
 
 def write_picture(
     outputs: Sequence[Node], path_dot: str | os.PathLike, title: str | None = None
 ) -> Path | None:
     """Write the DOT file, and the SVG beside it when Graphviz can draw it (its path, or None)."""
-    text = to_dot(outputs, title)
+    picture = draw(outputs, title)
     with staged_files() as stage:
-        stage(path_dot, lambda f: f.write(text), text=True)
-    svg = Path(path_dot).with_suffix(".svg")
-    return svg if render(text, svg) else None
+        stage_picture(stage, picture, path_dot)
+    return svg_path(path_dot) if picture.svg is not None else None

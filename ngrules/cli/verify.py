@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ngrules.cli.common import BAD_INPUT, FINDINGS, add_command, rules_or_library
+from ngrules.cli.common import (
+    BAD_INPUT,
+    FINDINGS,
+    add_command,
+    add_import_path_option,
+    rules_or_library,
+)
 
 #: The exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells use.
 INTERRUPTED = 130
@@ -24,7 +30,7 @@ def run(args) -> int:
         require_z3()  # an NgrulesError saying how to install it: one line, exit 2
     register_profiles()
     settings.load_profile("ci")  # derandomized: the same verdicts on every run
-    rules = rules_or_library(args.paths)
+    rules = rules_or_library(args.paths, args.import_path)
     unknown = sorted(set(args.disable) - {r.name for r in rules})
     if unknown:
         print(f"ngrules: error: --disable: no rule named {', '.join(unknown)}", file=sys.stderr)
@@ -83,6 +89,7 @@ def register(sub) -> None:
         "ngrules verify rules/ --examples 50",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="default: the shipped library")
+    add_import_path_option(p)
     p.add_argument("--examples", type=positive_int, default=None,
                    help="instances each rule must fire on (default: 40, hypothesis's ci profile)")
     p.add_argument("--refine", action="store_true",

@@ -22,11 +22,13 @@ from ngrules.lang.syntax import EVar, Guard, Let, PNamed, POp, PVar
 
 @dataclass
 class RuleStats:
-    """How often a rule was tried at a node, matched, and the time spent in it."""
+    """How often a rule was tried at a node, matched, failed to evaluate, and the time spent."""
 
     attempts: int = 0
     matches: int = 0
     seconds: float = 0.0
+    failures: int = 0  # matches rejected because a guard, let or replacement failed to evaluate
+    first_failure: RuleError | None = None
 
 
 def root_ops(pattern) -> frozenset[str] | None:
@@ -137,21 +139,39 @@ class CompiledRule:
         return next_root
 
     def _finish(self, b: dict, roots: tuple[Node, ...]):
-        """Clauses in order, then the replacement; None when a guard is false."""
+        """Clauses in order, then the replacement; None when a guard is false or when an
+        expression fails to evaluate at this match (counted in the stats: one node where, say,
+        `pow` overflows must not abort the whole rewrite). A replacement of the wrong kind
+        (not a node, other axes or dtype) is a wrong rule, and raises."""
         env = dict(b) if self.rule.clauses else b
         log = graph.creation_log = []
+        try:
+            values = self._evaluate(env)
+            if values is None:
+                return None
+            replacements = self._replacements(values, roots)
+        except NgrulesError as e:
+            raise self._error(e) from e
+        finally:
+            graph.creation_log = None
+        return roots, replacements, tuple(log)
+
+    def _evaluate(self, env) -> list | None:
+        """The replacement's values, or None (a false guard, or a failure: rejected)."""
         try:
             for clause in self.rule.clauses:
                 if isinstance(clause, Let):
                     env[clause.name] = self._eval(clause.expr, env)
                 elif not self._holds(clause, env):
                     return None
-            replacements = self._replacements(env, roots)
+            return [self._eval(e, env) for e in self.rule.replacement]
+        except _NotABool:
+            raise
         except NgrulesError as e:
-            raise self._error(e) from e
-        finally:
-            graph.creation_log = None
-        return roots, replacements, tuple(log)
+            self.stats.failures += 1
+            if self.stats.first_failure is None:
+                self.stats.first_failure = self._error(e)
+            return None
 
     def _eval(self, expr, env):
         compiled = self._exprs.get(id(expr))
@@ -167,11 +187,10 @@ class CompiledRule:
     def _holds(self, guard: Guard, env) -> bool:
         value = self._eval(guard.expr, env)
         if not isinstance(value, bool):
-            raise RuleError(f"a guard must be true or false, got {value!r}", guard.span)
+            raise _NotABool(f"a guard must be true or false, got {value!r}", guard.span)
         return value
 
-    def _replacements(self, env, roots: tuple[Node, ...]) -> tuple[Node, ...]:
-        values = [self._eval(e, env) for e in self.rule.replacement]
+    def _replacements(self, values: list, roots: tuple[Node, ...]) -> tuple[Node, ...]:
         if len(values) == 1 and len(roots) > 1:
             values = _split_outputs(values[0], len(roots))
         for root, value in zip(roots, values):
@@ -185,6 +204,10 @@ class CompiledRule:
         where = f"rule {self.name} ({self.location})"
         err = RuleError(f"{where}: {e.message}", e.span or self.rule.span)
         return err
+
+
+class _NotABool(RuleError):
+    """A guard that evaluated to something other than true or false: a wrong rule."""
 
 
 def same_type(a: Node, b: Node) -> bool:

@@ -70,6 +70,20 @@ class RewriteResult:
             self._trace = [Firing(*f) for f in self._firings]
         return self._trace
 
+    @property
+    def warnings(self) -> list[str]:
+        """One line per rule whose guards, lets or replacement failed to evaluate at some
+        match (those matches were rejected, the rewrite went on): where, why, how often."""
+        out = []
+        for s in self.stats.values():
+            if s.first_failure is not None:
+                where = f"{s.first_failure.span}: " if s.first_failure.span else ""
+                out.append(
+                    f"{where}warning: {s.first_failure.message} "
+                    f"(match rejected; {s.failures} rejected in all)"
+                )
+        return out
+
     def fired(self) -> dict[str, int]:
         """How many times each rule fired, in order of first firing."""
         counts: dict[str, int] = {}

@@ -7,22 +7,21 @@ absent), so backtracking is just the next loop iteration; bound variables live i
 reach `k` as a dict only when the whole pattern matched.
 
 The pattern is walked in its own order whatever the alternatives do, so the first use of each
-name is known when generating. Nothing from rule text is pasted into the source: op names,
+name is known when generating. The chain is generated from a work list, not by recursion, and
+a chain nested deeper than Python allows (100 levels, 20 loops) continues in a further
+function that the first calls with the locals it needs, so every pattern the checker accepts
+compiles. Nothing from rule text is pasted into the source: op names,
 variable names, literals and kind tests enter as entries of the function's constant table;
 only generated identifiers appear in the code. `source_of(matcher)` returns the code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from ngrules.engine.semantics import is_commutative, kind_predicate, literal_is, rounded
 from ngrules.ir.ops import OPS
 from ngrules.lang.syntax import PLit, PNamed, POp, PVar
-
-Emit = Callable[[int], None]
 
 
 def _optional(node, op):
@@ -32,14 +31,37 @@ def _optional(node, op):
     return (node,)
 
 
+#: A generated function nests at most this deep (Python allows 100 levels of indentation and
+#: 20 nested loops); the rest of the pattern continues in a further function it calls.
+MAX_INDENT, MAX_LOOPS = 40, 10
+
+
+class _Function:
+    """One generated function: its lines so far, and how deeply the next line nests."""
+
+    def __init__(self, header: str):
+        self.lines = [header]
+        self.indent, self.loops = 1, 0
+
+    def line(self, text: str, opens: bool = False, loop: bool = False) -> None:
+        self.lines.append("    " * self.indent + text)
+        self.indent += opens or loop
+        self.loops += loop
+
+
 class _Generator:
-    """Emits the body of one matcher; `consts` becomes the generated function's globals."""
+    """Emits a pattern's matcher as one chain of nested tests and loops, element by element in
+    the pattern's own order (an explicit work list: no recursion on the pattern's size). The
+    chain is cut into several functions when it nests too deep. `consts` becomes the
+    functions' globals."""
 
     def __init__(self, prebound: dict[str, str]):
-        self.lines: list[str] = []
         self.consts: dict[str, object] = {"_optional": _optional, "_lit": literal_is}
-        self.bound = dict(prebound)  # pattern name -> local holding its node, on this path
+        self.bound = dict(prebound)  # pattern name -> local holding its node
         self.count = 0
+        self.done: list[_Function] = []
+        self.fn = _Function("def match(node, b, k):")
+        self.work: list[tuple] = []  # ("match", pattern, local) / ("bind", name, local), top last
 
     def fresh(self, stem: str) -> str:
         self.count += 1
@@ -50,81 +72,88 @@ class _Generator:
         self.consts[name] = value
         return name
 
-    def line(self, indent: int, text: str) -> None:
-        self.lines.append("    " * indent + text)
+    def run(self, pattern, node: str) -> str:
+        self.work.append(("match", pattern, node))
+        while self.work:
+            if self.fn.indent >= MAX_INDENT or self.fn.loops >= MAX_LOOPS:
+                self._split()
+            item = self.work.pop()
+            if item[0] == "bind":
+                self._bind(item[1], item[2])
+            else:
+                self._emit(item[1], item[2])
+        self._finish()
+        return "\n".join(line for f in [*self.done, self.fn] for line in f.lines) + "\n"
 
-    # -- one element: test `node` against `p`, then emit `rest` inside -----------------------
-    def emit(self, p, node: str, indent: int, rest: Emit) -> None:
+    def _close(self) -> None:
+        self.fn.lines.append("    return None")
+        self.done.append(self.fn)
+
+    def _split(self) -> None:
+        """The rest of the chain becomes a new function, called with the locals it reads."""
+        live = sorted({item[2] for item in self.work} | set(self.bound.values()))
+        name = self.fresh("_part")
+        params = ", ".join([*live, "b", "k"])
+        self.fn.line(f"r = {name}({params})")
+        self.fn.line("if r is not None:", opens=True)
+        self.fn.line("return r")
+        self._close()
+        self.fn = _Function(f"def {name}({params}):")
+
+    # -- one element: a test, a loop over alternatives, or a binding --------------------------
+    def _emit(self, p, node: str) -> None:
         if isinstance(p, PVar):
-            self._var(p, node, indent, rest)
+            if p.kind is not None:
+                self.fn.line(f"if {self.const(kind_predicate(p.kind))}({node}):", opens=True)
+            if p.name != "_":
+                self._bind(p.name, node)
         elif isinstance(p, PLit):
             f32, f64 = self.const(rounded(p.value, np.float32)), self.const(float(p.value))
-            self.line(indent, f"if _lit({node}, {f32}, {f64}):")
-            rest(indent + 1)
+            self.fn.line(f"if _lit({node}, {f32}, {f64}):", opens=True)
         elif isinstance(p, PNamed):
             if p.name in self.bound:
-                self._bind(p.name, node, indent, rest)
+                self._bind(p.name, node)
             else:
-                self.emit(p.pattern, node, indent, lambda i: self._bind(p.name, node, i, rest))
+                self.work += [("bind", p.name, node), ("match", p.pattern, node)]
         elif p.optional:
             inner = self.fresh("o")
-            self.line(indent, f"for {inner} in _optional({node}, {self.const(p.op)}):")
-            self.emit(p.args[0], inner, indent + 1, rest)
+            self.fn.line(f"for {inner} in _optional({node}, {self.const(p.op)}):", loop=True)
+            self.work.append(("match", p.args[0], inner))
         else:
-            self._op(p, node, indent, rest)
+            self._op(p, node)
 
-    def _bind(self, name: str, node: str, indent: int, rest: Emit) -> None:
+    def _bind(self, name: str, node: str) -> None:
         """A later use must be the same node; the first use binds it for what follows."""
         local = self.bound.get(name)
         if local is not None:
-            self.line(indent, f"if {node} is {local}:")
-            rest(indent + 1)
-            return
-        self.bound[name] = node
-        rest(indent)
-        del self.bound[name]
-
-    def _var(self, p: PVar, node: str, indent: int, rest: Emit) -> None:
-        if p.kind is not None:
-            self.line(indent, f"if {self.const(kind_predicate(p.kind))}({node}):")
-            indent += 1
-        if p.name == "_":
-            rest(indent)
+            self.fn.line(f"if {node} is {local}:", opens=True)
         else:
-            self._bind(p.name, node, indent, rest)
+            self.bound[name] = node
 
-    def _op(self, p: POp, node: str, indent: int, rest: Emit) -> None:
+    def _op(self, p: POp, node: str) -> None:
         arity, op = len(p.args), self.const(p.op)
         fixed = OPS[p.op].arity is not None if p.op in OPS else False
         check = "" if fixed else f" and len({node}.args) == {arity}"
-        self.line(indent, f"if {node}.op == {op}{check}:")
-        indent += 1
+        self.fn.line(f"if {node}.op == {op}{check}:", opens=True)
         args = [self.fresh("a") for _ in p.args]
         if arity == 2 and is_commutative(p.op):
             x, y = args
-            self.line(
-                indent,
+            self.fn.line(
                 f"for {x}, {y} in (({node}.args[0], {node}.args[1]), "
                 f"({node}.args[1], {node}.args[0])):",
+                loop=True,
             )
-            indent += 1
         elif arity:
-            self.line(indent, f"{', '.join(args)}, = {node}.args")
-        self._sequence(list(zip(p.args, args)), indent, rest)
+            self.fn.line(f"{', '.join(args)}, = {node}.args")
+        self.work += [("match", a, local) for a, local in reversed(list(zip(p.args, args)))]
 
-    def _sequence(self, pairs, indent: int, rest: Emit) -> None:
-        if not pairs:
-            rest(indent)
-            return
-        (p, node), tail = pairs[0], pairs[1:]
-        self.emit(p, node, indent, lambda i: self._sequence(tail, i, rest))
-
-    def finish(self, indent: int) -> None:
+    def _finish(self) -> None:
         """Innermost point: every element matched; hand the bindings to the continuation."""
         items = ", ".join(f"{self.const(name)}: {local}" for name, local in self.bound.items())
-        self.line(indent, f"r = k({{**b, {items}}})" if items else "r = k(b)")
-        self.line(indent, "if r is not None:")
-        self.line(indent + 1, "return r")
+        self.fn.line(f"r = k({{**b, {items}}})" if items else "r = k(b)")
+        self.fn.line("if r is not None:", opens=True)
+        self.fn.line("return r")
+        self._close()
 
 
 def generate(pattern, prebound: frozenset[str] = frozenset()) -> tuple[str, dict]:
@@ -135,10 +164,9 @@ def generate(pattern, prebound: frozenset[str] = frozenset()) -> tuple[str, dict
     """
     names = {n: f"pre{i}" for i, n in enumerate(sorted(prebound & names_in(pattern)))}
     gen = _Generator(names)
-    head = ["def match(node, b, k):"]
-    head += [f"    {local} = b[{gen.const(name)}]" for name, local in names.items()]
-    gen.emit(pattern, "node", 1, gen.finish)
-    return "\n".join(head + gen.lines + ["    return None"]) + "\n", gen.consts
+    for name, local in names.items():
+        gen.fn.line(f"{local} = b[{gen.const(name)}]")
+    return gen.run(pattern, "node"), gen.consts
 
 
 def names_in(pattern) -> set[str]:

@@ -4,6 +4,7 @@ the rules language and the public facade call are looked up here."""
 
 from ngrules.ir.frontend import *  # noqa: F401, F403
 from ngrules.ir.frontend import Operand, apply_op, elementwise_axes  # noqa: F401
+from ngrules.ir.frontend_conv import convolution, pooling  # noqa: F401
 from ngrules.ir.frontend_index import (  # noqa: F401
     cast_axes,
     concat_along_axis,
@@ -17,6 +18,7 @@ from ngrules.ir.frontend_math import (  # noqa: F401
     absolute,
     cast,
     equal,
+    erf,
     greater,
     greater_equal,
     less,

@@ -32,6 +32,7 @@ class Program:
             self.size = len(order)
             self.placeholders: dict[Node, int] = {}
             self.by_name: dict[str, Node] = {}
+            self.ambiguous: dict[str, str] = {}
             self.template: list[Any] = [None] * self.size
             self.steps: list[tuple] = []
             for node in order:
@@ -41,15 +42,26 @@ class Program:
 
     def _add(self, node: Node, slot: dict[Node, int]) -> None:
         if node.op in ("Placeholder", "Variable"):
-            self.placeholders[node] = slot[node]
-            self.by_name[node.attrs["name"]] = node
+            self._add_input(node, slot[node])
         if node.op == "Placeholder":
             return
-        kernel = get_op(node.op).kernel(node)
         if not node.args:
-            self.template[slot[node]] = kernel()
+            self.template[slot[node]] = _leaf_value(node)
             return
+        kernel = get_op(node.op).kernel(node)
         self.steps.append((kernel, tuple(slot[a] for a in node.args), slot[node], ()))
+
+    def _add_input(self, node: Node, index: int) -> None:
+        """A placeholder or variable, which feeds may name. Two placeholders may not share a
+        name; a name shared with a variable cannot be fed by name (only by node)."""
+        name = node.attrs["name"]
+        other = self.by_name.setdefault(name, node)
+        if other is not node:
+            message = f"two inputs are named {name!r}: {other!r} and {node!r}"
+            if other.op == node.op == "Placeholder":
+                raise ExecutionError(f"{message} (give them different names)")
+            self.ambiguous[name] = message
+        self.placeholders[node] = index
 
     def _plan_frees(self, slot: dict[Node, int]) -> None:
         """After each step, drop the values no later step (and no output) reads."""
@@ -64,9 +76,13 @@ class Program:
                 frees[step].append(value)
         self.steps = [(k, a, o, tuple(f)) for (k, a, o, _), f in zip(self.steps, frees)]
 
-    def run(self, feeds: Mapping[Node | str, Any] | None = None) -> list[np.ndarray]:
+    def run(
+        self, feeds: Mapping[Node | str, Any] | None = None, *, ignore_unused: bool = False
+    ) -> list[np.ndarray]:
+        """One array per output. A feed keyed by anything but an input of this graph (its node
+        or its name) is an error, unless `ignore_unused` and the key is some graph's input."""
         env = list(self.template)
-        for node, value in self._resolve(feeds or {}).items():
+        for node, value in self._resolve(feeds or {}, ignore_unused).items():
             env[self.placeholders[node]] = value
         for kernel, args, out, frees in self.steps:
             if len(args) == 1:  # most steps: skip building an argument list
@@ -77,16 +93,23 @@ class Program:
                 env[f] = None
         return [np.asarray(env[s]) for s in self.result_slots]
 
-    def _resolve(self, feeds: Mapping[Node | str, Any]) -> dict[Node, np.ndarray]:
+    def _resolve(self, feeds: Mapping[Node | str, Any], ignore_unused: bool) -> dict:
         """Check every feed against its placeholder's axes and dtype."""
         values: dict[Node, np.ndarray] = {}
         for key, value in feeds.items():
+            if isinstance(key, str) and key in self.ambiguous:
+                raise ExecutionError(f"{self.ambiguous[key]}: feed them by node, not by name")
             node = self.by_name.get(key) if isinstance(key, str) else key
-            if node is None:
+            if not isinstance(node, Node) or node not in self.placeholders:
+                if ignore_unused and (isinstance(key, str) or _is_input(key)):
+                    continue
                 known = ", ".join(sorted(self.by_name)) or "none"
-                raise ExecutionError(f"no placeholder named {key!r} (placeholders: {known})")
-            if node in self.placeholders:
-                values[node] = _checked_feed(node, value)
+                what = f"the name {key!r}" if isinstance(key, str) else f"{key!r}"
+                raise ExecutionError(
+                    f"a feed is keyed by {what}, which is not an input of this graph "
+                    f"(key feeds by placeholder node or name; inputs: {known})"
+                )
+            values[node] = _checked_feed(node, value)
         for node in self.placeholders:
             if node.op == "Placeholder" and node not in values:
                 raise ExecutionError(
@@ -94,6 +117,21 @@ class Program:
                     f"(axes {node.axes!r}, {node.dtype.name})"
                 )
         return values
+
+
+def _is_input(key: Any) -> bool:
+    return isinstance(key, Node) and key.op in ("Placeholder", "Variable")
+
+
+def _leaf_value(node: Node) -> Any:
+    """A constant's or variable's value, made once at compile time; too big is an error."""
+    try:
+        return get_op(node.op).kernel(node)()
+    except (MemoryError, ValueError) as e:
+        wanted = node.axes.size * node.dtype.itemsize
+        raise ExecutionError(
+            f"{node!r}: cannot allocate its value ({wanted} bytes): {type(e).__name__}"
+        ) from None
 
 
 def _checked_feed(node: Node, value: Any) -> np.ndarray:
@@ -129,6 +167,16 @@ def compile_graph(outputs: Sequence[Node]) -> Program:
     return program
 
 
-def execute(outputs: Sequence[Node], feeds: Mapping[Node | str, Any] | None = None):
-    """Run the graph; one numpy array per output, each in its node's axes order."""
-    return compile_graph(outputs).run(feeds)
+def execute(
+    outputs: Sequence[Node],
+    feeds: Mapping[Node | str, Any] | None = None,
+    *,
+    ignore_unused: bool = False,
+):
+    """Run the graph; one numpy array per output, each in its node's axes order.
+
+    feeds: a value per placeholder, keyed by its node or its name. A key that is not an input
+    of this graph is an error (a typo, a node of another graph), unless `ignore_unused` is
+    set and the key names some input (to feed one set of values to several graphs).
+    """
+    return compile_graph(outputs).run(feeds, ignore_unused=ignore_unused)

@@ -39,7 +39,8 @@ def variable(axes: AxesLike, dtype=np.float32, name: str | None = None, initial:
 def constant(value, axes: AxesLike = (), dtype=None) -> Node:
     """A known tensor; a scalar given non-empty axes becomes a broadcast scalar constant."""
     axes = make_axes(axes)
-    array = np.asarray(value, dtype=dtype if dtype is not None else np.float32)
+    with np.errstate(over="ignore"):  # a value beyond the dtype's range is inf, as in IEEE
+        array = np.asarray(value, dtype=dtype if dtype is not None else np.float32)
     if array.ndim == 0 and len(axes):
         return broadcast(make_node("Constant", value=array, axes=()), axes)
     return make_node("Constant", value=array, axes=axes)

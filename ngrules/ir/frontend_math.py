@@ -14,6 +14,11 @@ def sigmoid(x: Node) -> Node:
     return make_node("Sigmoid", (x,))
 
 
+def erf(x: Node) -> Node:
+    """The error function (GELU's exact form is 0.5 * x * (1 + erf(x / sqrt(2))))."""
+    return make_node("Erf", (x,))
+
+
 def power(x: F.Operand, y: F.Operand) -> Node:
     """x ** y elementwise, with ngraph's broadcasting."""
     return F.apply_op("Power", (x, y))

@@ -280,8 +280,17 @@ def node_type(node: Node) -> tuple:
 
 
 def validate(outputs: Iterable[Node]) -> None:
-    """Re-infer every node's axes and dtype from the op table; raise on any disagreement."""
+    """Re-infer every node's axes and dtype from the op table; raise on any disagreement.
+
+    Also: no two placeholders share a name, so feeds by name are clear.
+    """
+    names: dict[str, Node] = {}
     for node in toposort(outputs):
+        if node.op == "Placeholder":
+            name = node.attrs["name"]
+            other = names.setdefault(name, node)
+            if other is not node:
+                raise GraphError(f"two placeholders are named {name!r}: {other!r} and {node!r}")
         opdef = get_op(node.op)
         if opdef.arity is not None and len(node.args) != opdef.arity:
             raise GraphError(

@@ -2,29 +2,28 @@
 
 The format is described in docs/graph-format.md. Loading trusts nothing in the files: every
 field is checked, nodes are rebuilt through `make_node` (so axes and dtypes are re-inferred),
-arrays are read without pickle, and each problem is reported as a `GraphFileError` naming the
-file and the node. Saving is atomic: both files are written to temporary files in the target
-folder and moved into place only when both are complete.
+arrays are read without pickle (`arraysfile`), and each problem is reported as a
+`GraphFileError` naming the file and the node. Saving is atomic and safe against concurrent
+writers (`fileio.staged_files`): both files are written to temporary files in the target folder
+and moved into place together, under a lock on the folder, only when both are complete.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
 import json
 import math
 import os
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
-from ngrules.errors import GraphFileError, NgrulesError, Span
+from ngrules.errors import FileError, GraphFileError, NgrulesError, Span
+from ngrules.ir.arraysfile import DTYPE_NAMES, ArraysFile, sha256_of
 from ngrules.ir.axes import Axes, Axis, FlattenedAxis
+from ngrules.ir.fileio import check_output, folder_lock, open_regular, read_regular, staged_files
 from ngrules.ir.graph import Node, make_node, toposort
 from ngrules.ir.ops import OPS, OpDef, did_you_mean, get_op
 
@@ -34,6 +33,13 @@ VERSION = 1
 _HEADER_KEYS = ("format", "version", "arrays", "outputs", "nodes")
 _NODE_KEYS = ("id", "op", "args", "attrs", "origin")
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+_MAX_INT_DIGITS = 40
+
+#: Size limits of the files `load_graph` reads (a JSON document is parsed in memory).
+MAX_GRAPH_BYTES = 1 << 30
+MAX_ARRAYS_FILE_BYTES = 1 << 36
+
+__all__ = ["RuleOrigin", "arrays_path", "load_graph", "save_graph", "stage_graph", "staged_files"]
 
 
 @dataclass(frozen=True)
@@ -53,8 +59,17 @@ def arrays_path(path: str | os.PathLike) -> Path:
 
 
 # -- saving --------------------------------------------------------------------------------------
+def _unicode(text: str) -> str:
+    """Text a reader will accept: no lone surrogates, which UTF-8 cannot encode."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise GraphFileError(f"cannot save {text!r}: a lone surrogate at {e.start}") from None
+    return text
+
+
 def _encode_axis(axis: Axis) -> dict:
-    out: dict[str, Any] = {"name": axis.name, "length": axis.length}
+    out: dict[str, Any] = {"name": _unicode(axis.name), "length": axis.length}
     if axis.is_flattened:
         out["components"] = [_encode_axis(c) for c in axis.components]
     return out
@@ -71,6 +86,8 @@ def _encode_attr(kind: str, value: Any, key: str, arrays: dict[str, np.ndarray])
     if kind == "array":
         arrays[key] = value
         return {"array": key, "dtype": value.dtype.name, "shape": list(value.shape)}
+    if kind == "str":
+        return _unicode(value)
     if kind == "float" and not math.isfinite(value):
         return repr(value)  # 'nan', 'inf' or '-inf': JSON has no such numbers
     return value
@@ -80,8 +97,8 @@ def _encode_origin(origin: Any) -> dict:
     name = getattr(origin, "name", None)
     location = getattr(origin, "location", None)
     return {
-        "rule": name if isinstance(name, str) else str(origin),
-        "location": location if isinstance(location, str) else "<unknown>",
+        "rule": _unicode(name if isinstance(name, str) else str(origin)),
+        "location": _unicode(location if isinstance(location, str) else "<unknown>"),
     }
 
 
@@ -117,77 +134,30 @@ def _write_json(f: IO[str], header: dict, records: list[dict]) -> None:
     f.write("\n  ]\n}\n")
 
 
-def _file_mode() -> int:
-    """The mode a newly created file gets under the current umask (mkstemp's is 0o600)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def _write_temp(path: Path, write: Callable[[IO], None], text: bool) -> str:
-    """Write a complete temporary file beside `path` and return its name (removed on failure)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        opened = os.fdopen(fd, "w", encoding="utf-8", newline="\n") if text else os.fdopen(fd, "wb")
-        with opened as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _file_mode())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return tmp
-
-
-@contextlib.contextmanager
-def staged_files() -> Iterator[Callable[..., str]]:
-    """Yield `stage(path, write, text=False) -> temporary name`; on a clean exit move every
-    staged file into place, on an error remove them all.
-
-    Nothing is replaced until every file is complete, so a failure leaves the old files as
-    they were and no temporary file behind.
-    """
-    temps: list[tuple[str, Path]] = []
-
-    def stage(path: str | os.PathLike, write: Callable[[IO], None], text: bool = False) -> str:
-        path = Path(path)
-        temps.append((_write_temp(path, write, text), path))
-        return temps[-1][0]
-
-    try:
-        yield stage
-        for tmp, path in temps:
-            os.replace(tmp, path)
-    except BaseException:
-        for tmp, _ in temps:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        raise
-
-
 def _sha256(name: str) -> str:
-    digest = hashlib.sha256()
     with open(name, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return sha256_of(f)
+
+
+def stage_graph(stage: Callable[..., str], path: str | os.PathLike, outputs: Sequence[Node]):
+    """Stage the graph's two files with `stage` from `staged_files` (to write them with others)."""
+    check_output(path)
+    path = Path(path)
+    records, output_ids, arrays = _encode_nodes(list(outputs))
+    npz = stage(arrays_path(path), lambda f: np.savez(f, allow_pickle=False, **arrays))
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        "arrays": {"sha256": _sha256(npz)},
+        "outputs": output_ids,
+    }
+    stage(path, lambda f: _write_json(f, header, records), text=True)
 
 
 def save_graph(path: str | os.PathLike, outputs: Sequence[Node]) -> None:
     """Write the graph under `outputs` to `path` (JSON) and its arrays to `arrays_path(path)`."""
-    path = Path(path)
-    records, output_ids, arrays = _encode_nodes(list(outputs))
     with staged_files() as stage:
-        npz = stage(arrays_path(path), lambda f: np.savez(f, allow_pickle=False, **arrays))
-        header = {
-            "format": FORMAT,
-            "version": VERSION,
-            "arrays": {"sha256": _sha256(npz)},
-            "outputs": output_ids,
-        }
-        stage(path, lambda f: _write_json(f, header, records), text=True)
+        stage_graph(stage, path, outputs)
 
 
 # -- loading -------------------------------------------------------------------------------------
@@ -220,7 +190,7 @@ def _decode_axis(raw: Any, lengths: dict[str, int]) -> Axis:
     """An axis from {name, length[, components]}; `lengths` catches a name with two lengths."""
     _check_keys(raw, ("name", "length", "components"), "an axis")
     name, length = raw.get("name"), raw.get("length")
-    _expect(isinstance(name, str) and name != "", "an axis name (a non-empty string)", name)
+    _expect(_decode_text(name, "an axis name") != "", "an axis name (a non-empty string)", name)
     _expect(_is_int(length) and length >= 1, f"a positive integer length for axis {name!r}", length)
     if "components" in raw:
         comps = raw["components"]
@@ -237,50 +207,49 @@ def _decode_axis(raw: Any, lengths: dict[str, int]) -> Axis:
 
 
 class _Arrays:
-    """The `.npz` beside a graph file, opened without pickle and checked against its digest."""
+    """The `.npz` beside a graph file, checked against its digest, its arrays read on demand."""
 
-    def __init__(self, path: Path, digest: str):
+    def __init__(self, path: Path, opened: IO[bytes] | Exception, digest: str):
         npz = arrays_path(path)
         try:
-            data = npz.read_bytes()
-        except OSError as e:
-            message = f"{path}: cannot read its arrays file {npz}: {e.strerror}"
-            raise GraphFileError(message) from None
-        if hashlib.sha256(data).hexdigest() != digest:
+            if isinstance(opened, Exception):
+                raise opened
+            same = sha256_of(opened) == digest
+        except (OSError, FileError) as e:
+            reason = e.message if isinstance(e, FileError) else e.strerror
+            raise GraphFileError(f"{path}: cannot read its arrays file {npz}: {reason}") from None
+        if not same:
             raise GraphFileError(
                 f"{path}: its arrays file {npz} was not saved with it (the sha256 differs)"
             )
         try:
-            self.npz = np.load(io.BytesIO(data), allow_pickle=False)
-        except (ValueError, OSError, EOFError) as e:
-            raise GraphFileError(f"{npz}: not a readable .npz file: {e}") from None
-        if not isinstance(self.npz, np.lib.npyio.NpzFile):
-            raise GraphFileError(f"{npz}: not a readable .npz file: it holds a single array")
+            self.npz = ArraysFile(opened, npz)
+        except FileError as e:
+            raise GraphFileError(f"{npz}: {e.message}") from None
 
     def get(self, ref: Any) -> np.ndarray:
         _check_keys(ref, ("array", "dtype", "shape"), "an array reference")
-        key = ref.get("array")
-        _expect(isinstance(key, str) and key in self.npz.files, "an array in the .npz", key)
-        try:
-            value = self.npz[key]
-        except (ValueError, OSError) as e:
-            raise _Bad(f"array {key!r} cannot be read: {e}") from None
-        if ref.get("dtype") != value.dtype.name or ref.get("shape") != list(value.shape):
-            raise _Bad(
-                f"array {key!r} is {value.dtype.name} of shape {list(value.shape)} in the .npz, "
-                f"but the graph says {_show(ref.get('dtype'))} of shape {_show(ref.get('shape'))}"
-            )
-        return value
+        key, shape = ref.get("array"), ref.get("shape")
+        _expect(isinstance(key, str) and key in self.npz.members, "an array in the .npz", key)
+        dtype = _decode_dtype(ref.get("dtype"))
+        ok = isinstance(shape, list) and all(_is_int(n) and n >= 0 for n in shape)
+        _expect(ok, "a shape (a list of lengths)", shape)
+        return self.npz.read(key, dtype, shape)
 
 
 def _decode_dtype(raw: Any) -> np.dtype:
-    _expect(isinstance(raw, str), "a dtype name", raw)
+    _expect(isinstance(raw, str) and raw in DTYPE_NAMES, "a dtype", raw)
+    return np.dtype(raw)
+
+
+def _decode_text(raw: Any, what: str) -> str:
+    """A string that is valid Unicode (JSON escapes can make lone surrogates, which are not)."""
+    _expect(isinstance(raw, str), what, raw)
     try:
-        dtype = np.dtype(raw)
-    except TypeError:
-        dtype = None
-    _expect(dtype is not None and dtype.name == raw and dtype.kind in "biufc", "a dtype", raw)
-    return dtype
+        raw.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _Bad(f"expected {what}, got a string with a lone surrogate at {e.start}") from None
+    return raw
 
 
 def _decode_float(raw: Any) -> float:
@@ -302,8 +271,7 @@ def _decode_attr(kind: str, raw: Any, lengths: dict[str, int], arrays: _Arrays) 
     if kind == "float":
         return _decode_float(raw)
     if kind == "str":
-        _expect(isinstance(raw, str), "a string", raw)
-        return raw
+        return _decode_text(raw, "a string")
     if kind == "dtype":
         return _decode_dtype(raw)
     return arrays.get(raw)
@@ -338,7 +306,7 @@ def _decode_origin(raw: Any) -> RuleOrigin:
     _check_keys(raw, ("rule", "location"), "the origin")
     name, location = raw.get("rule"), raw.get("location")
     _expect(isinstance(name, str) and isinstance(location, str), "an origin {rule, location}", raw)
-    return RuleOrigin(name, location)
+    return RuleOrigin(_decode_text(name, "a rule name"), _decode_text(location, "a location"))
 
 
 def _decode_node(raw: dict, built: dict[int, Node], arrays: _Arrays) -> Node:
@@ -368,17 +336,43 @@ def _where(raw: Any, index: int) -> str:
     return f"{where} ({op})" if isinstance(op, str) and op in OPS else where
 
 
-def _read_document(path: Path) -> Any:
+def _read_pair(path: Path) -> tuple[bytes, IO[bytes] | Exception]:
+    """The graph file's bytes and its arrays file opened, both under the folder's shared lock,
+    so that a concurrent save cannot give us one save's JSON with another's arrays."""
+    with folder_lock(path.parent, exclusive=False):
+        try:
+            data = read_regular(path, MAX_GRAPH_BYTES)
+        except OSError as e:
+            raise GraphFileError(f"{path}: cannot read: {e.strerror}") from None
+        except FileError as e:
+            raise GraphFileError(f"{path}: cannot read: {e.message}") from None
+        try:
+            return data, open_regular(arrays_path(path), MAX_ARRAYS_FILE_BYTES)
+        except (OSError, FileError) as e:
+            return data, e
+
+
+def _parse_int(text: str) -> int:
+    if len(text) > _MAX_INT_DIGITS:
+        raise _Bad(f"an integer of {len(text)} digits is too large")
+    return int(text)
+
+
+def _parse_constant(text: str) -> float:
+    raise _Bad(f"{text} is not JSON (a float attribute may be the string {text.lower()!r})")
+
+
+def _read_document(path: Path, data: bytes) -> Any:
     try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as e:
-        raise GraphFileError(f"{path}: cannot read: {e.strerror}") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise GraphFileError(f"{path}: not UTF-8 text (byte {e.start})") from None
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
     except json.JSONDecodeError as e:
         raise GraphFileError(e.msg, Span(str(path), e.lineno, e.colno)) from None
+    except _Bad as e:
+        raise GraphFileError(f"{path}: {e.message}") from None
     except RecursionError:
         raise GraphFileError(f"{path}: JSON nested too deeply") from None
 
@@ -389,7 +383,7 @@ def _check_header(path: Path, doc: Any) -> None:
         _expect(isinstance(doc, dict), "a JSON object", doc)
         _expect(doc.get("format") == FORMAT, f"format {FORMAT!r}", doc.get("format"))
         version = doc.get("version")
-        if version != VERSION:
+        if not _is_int(version) or version != VERSION:
             raise _Bad(f"format version {_show(version)} is not supported (this reads {VERSION})")
         _check_keys(doc, _HEADER_KEYS, "the graph file")
         for key in _HEADER_KEYS:
@@ -413,9 +407,21 @@ def _outputs(path: Path, refs: list, built: dict[int, Node]) -> list[Node]:
 def load_graph(path: str | os.PathLike) -> list[Node]:
     """The outputs of the graph saved at `path`, rebuilt and checked node by node."""
     path = Path(path)
-    doc = _read_document(path)
-    _check_header(path, doc)
-    arrays = _Arrays(path, doc["arrays"]["sha256"])
+    data, opened = _read_pair(path)
+    try:
+        doc = _read_document(path, data)
+        del data
+        _check_header(path, doc)
+        arrays = _Arrays(path, opened, doc["arrays"]["sha256"])
+        return _build(path, doc, arrays)
+    except MemoryError:
+        raise GraphFileError(f"{path}: not enough memory to load it") from None
+    finally:
+        if not isinstance(opened, Exception):
+            opened.close()
+
+
+def _build(path: Path, doc: dict, arrays: _Arrays) -> list[Node]:
     built: dict[int, Node] = {}
     for index, raw in enumerate(doc["nodes"]):
         try:

@@ -241,6 +241,69 @@ def gen_axes_cast(draw, leaf):
     return make_node("AxesCast", (leaf(axes),), axes=renamed)
 
 
+def window_geometry(draw, dilate: bool = True):
+    """Small random (input, window, output) lengths and attrs of a convolution or pooling."""
+    import numpy as np
+
+    st = _st()
+    spatial = [draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(1, 4))]
+    pad, stride, dil, window, out = [], [], [], [], []
+    for n in spatial:
+        p, s = draw(st.integers(0, 1)), draw(st.integers(1, 2))
+        k, d = draw(st.integers(1, 3)), draw(st.integers(1, 2)) if dilate else 1
+        if d * (k - 1) + 1 > n + 2 * p:
+            k, d = min(k, n + 2 * p), 1
+        p = p if dilate else min(p, k - 1)  # pooling: no window entirely in padding
+        pad, stride, dil, window = pad + [p], stride + [s], dil + [d], window + [k]
+        out.append((n + 2 * p - (d * (k - 1) + 1)) // s + 1)
+    attrs = {"padding": np.array(pad), "strides": np.array(stride)}
+    if dilate:
+        attrs["dilation"] = np.array(dil)
+    return spatial, window, out, attrs
+
+
+def _named(names, lengths) -> Axes:
+    return Axes(Axis(n, k) for n, k in zip(names, lengths))
+
+
+def gen_convolution(op: str):
+    """Convolution, or one of its two gradients, on ngraph's named layouts."""
+
+    def gen(draw, leaf):
+        st = _st()
+        c, n, k = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
+        spatial, window, out, attrs = window_geometry(draw)
+        x = _named("CDHWN", [c, *spatial, n])
+        w = _named("CTRSK", [c, *window, k])
+        y = _named(("K", "M", "P", "Q", "N"), [k, *out, n])
+        args, axes = {
+            "Convolution": ((x, w), y),
+            "ConvBpropData": ((y, w), x),
+            "ConvUpdate": ((y, x), w),
+        }[op]
+        return make_node(op, tuple(leaf(a) for a in args), axes=axes, **attrs)
+
+    return gen
+
+
+def gen_pooling(op: str):
+    """Pooling (max or avg), or its gradient, on ngraph's named layout."""
+    import numpy as np
+
+    def gen(draw, leaf):
+        st = _st()
+        c, n = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+        spatial, window, out, attrs = window_geometry(draw, dilate=False)
+        x = _named("CDHWN", [c, *spatial, n])
+        y = _named(("C", "M", "P", "Q", "N"), [c, *out, n])
+        attrs.update(mode=draw(st.sampled_from(["max", "avg"])), window=np.array(window))
+        if op == "Pooling":
+            return make_node(op, (leaf(x),), axes=y, **attrs)
+        return make_node(op, (leaf(y), leaf(x)), axes=x, **attrs)
+
+    return gen
+
+
 def _bn_operands(draw, leaf):
     pool = axis_pool(draw)
     rest = some_axes(draw, pool[1:], min_size=1)

@@ -17,6 +17,7 @@ from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.frontend import apply_op
 from ngrules.ir.graph import Node, make_node
 from ngrules.ir.ops import OPS, did_you_mean
+from ngrules.lang.bounds import bounded, checked, multiply
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.syntax import (
     EAttr,
@@ -56,13 +57,13 @@ AXES_ATTRIBUTES: dict[str, Callable[[Axes], Any]] = {
     "size": lambda a: a.size,
 }
 
-_BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add,
-    "-": operator.sub,
-    "*": operator.mul,
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {  # arithmetic within the language's bounds
+    "+": checked(operator.add),
+    "-": checked(operator.sub),
+    "*": multiply,
     "/": operator.truediv,
-    "|": operator.or_,
-    "&": operator.and_,
+    "|": checked(operator.or_),
+    "&": checked(operator.and_),
     "==": operator.eq,
     "!=": operator.ne,
     "<": operator.lt,
@@ -166,7 +167,7 @@ def call(e: ECall, args: list, kwargs: dict) -> Any:
     if fdef is None:
         raise NgrulesError(f"unknown function {e.func!r}{did_you_mean(e.func, FUNCTIONS)}")
     try:
-        return fdef.fn(*args, **kwargs)
+        return bounded(fdef.fn(*args, **kwargs))
     except NgrulesError:
         raise
     except Exception as err:  # a registered Python function failed: say which

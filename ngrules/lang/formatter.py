@@ -7,6 +7,7 @@ formatter is also a normaliser: two files that format alike mean the same.
 from __future__ import annotations
 
 from ngrules.errors import NgrulesError
+from ngrules.lang.lexical import ESCAPES
 from ngrules.lang.syntax import (
     EAttr,
     EBinary,
@@ -82,7 +83,7 @@ def format_pattern(p: Pattern) -> str:
 # -- expressions: or < and < not < comparisons < | < & < + - < * / < unary < postfix < atoms -----
 _LEVELS = {"or": 0, "and": 1, "|": 4, "&": 5, "+": 6, "-": 6, "*": 7, "/": 7}
 _COMPARE = {"==", "!=", "<", "<=", ">", ">=", "in"}
-_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"}
+_ESCAPES = {char: "\\" + letter for letter, char in ESCAPES.items()}
 
 
 def _quote(text: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from ngrules.errors import NgrulesError
 from ngrules.ir.axes import Axis, make_axes, make_axis
 from ngrules.ir.values import scalar_value
+from ngrules.lang.bounds import power
 from ngrules.lang.kinds import is_constant, is_scalar
 
 
@@ -138,7 +139,7 @@ _PURE: list[tuple[str, Callable, int, int | None, str]] = [
         "the largest number, or max(x, reduction_axes=...) of a node",
     ),
     ("abs", builtins.abs, 1, 1, "absolute value"),
-    ("pow", builtins.pow, 2, 2, "a raised to the power b"),
+    ("pow", power, 2, 2, "a to the power b: exact for integers, IEEE for floats (inf on overflow)"),
     ("is_scalar", _is_scalar, 1, 1, "the node has no axes"),
     ("is_constant", _is_constant, 1, 1, "the node's values are known (through views)"),
     ("value", _value, 1, 1, "the one value a known constant holds everywhere"),
@@ -172,6 +173,7 @@ _BUILDERS: list[tuple[str, int, int, str]] = [
     ("log", 1, 1, "natural logarithm"),
     ("tanh", 1, 1, "hyperbolic tangent"),
     ("sigmoid", 1, 1, "1 / (1 + exp(-x))"),
+    ("erf", 1, 1, "the error function"),
     ("power", 2, 2, "x ** y with ngraph's broadcasting"),
     ("absolute", 1, 1, "|x|"),
     ("sign", 1, 1, "-1, 0 or 1 by the sign of x"),

@@ -13,9 +13,13 @@ from importlib import resources
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
+from lark import __version__ as lark_version
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from ngrules.errors import RuleSyntaxError, Span
+from ngrules.lang.bounds import MAX_INT_BITS
+from ngrules.lang.lexical import prescan, quotable, redacted, unquote
+from ngrules.lang.parser_cache import cache_file, seal
 from ngrules.lang.syntax import (
     EAttr,
     EBinary,
@@ -122,20 +126,6 @@ def _infix_pattern(op: str):
     return build
 
 
-def _unquote(token: Token) -> str:
-    """The text of a string literal: `\\"` and `\\\\` and `\\n` and `\\t` are its escapes."""
-    body, out, i = token.value[1:-1], [], 0
-    escapes = {"n": "\n", "t": "\t"}
-    while i < len(body):
-        c = body[i]
-        if c == "\\":
-            i += 1
-            c = escapes.get(body[i], body[i])
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
 @v_args(inline=True)
 class ToAst(Transformer):
     """One method per grammar alias, each building one AST node with its span."""
@@ -153,6 +143,9 @@ class ToAst(Transformer):
             self._error(f"the number {text[:20]}... is too long", token)
         if value in (float("inf"), float("-inf")):
             self._error(f"the number {text} is too large", token)
+        if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+            self._error(f"the number {text[:20]}... is too large (integers have at most "
+                        f"{MAX_INT_BITS} bits)", token)
         return value
 
     # -- file structure ------------------------------------------------------------------------
@@ -160,7 +153,7 @@ class ToAst(Transformer):
         return decls
 
     def import_decl(self, keyword, path):
-        return Import(_unquote(path), span=self.src.between(keyword, path))
+        return Import(unquote(path, self.src.span), span=self.src.between(keyword, path))
 
     def pass_decl(self, keyword, name):
         return PassDecl(name.value, span=self.src.between(keyword, name))
@@ -298,7 +291,7 @@ class ToAst(Transformer):
         return ESlice(obj, start, stop, span=self.src.between(obj, parts[-1]))
 
     def string(self, token):
-        return EStr(_unquote(token), span=self.src.between(token))
+        return EStr(unquote(token, self.src.span), span=self.src.between(token))
 
     def true(self, token):
         return EBool(True, span=self.src.between(token))
@@ -338,14 +331,29 @@ _LOCK = threading.Lock()
 def _parser() -> tuple[Lark, ToAst]:
     """The LALR parser, built once; its callbacks build the AST while parsing."""
     to_ast = ToAst()
-    lark = Lark(grammar_text(), parser="lalr", lexer="basic", transformer=to_ast, cache=True)
+    grammar = grammar_text()
+    # never lark's `cache=True`: a pickle in the shared temp folder, under a predictable name
+    cache = cache_file(grammar, lark_version)
+    lark = Lark(grammar, parser="lalr", lexer="basic", transformer=to_ast, cache=cache or False)
+    seal(cache)
     return lark, to_ast
 
 
 def parse(text: str, path: str = "<string>") -> RulesFile:
-    """Parse the text of one rules file; raise `RuleSyntaxError` if it is not well formed."""
+    """Parse the text of one rules file; raise `RuleSyntaxError` if it is not well formed
+    (quoting none of the text if `path` names a file that is not a `.rules` file)."""
+    try:
+        return _parse(text, path)
+    except RuleSyntaxError as e:
+        if quotable(path):
+            raise
+        raise redacted(e) from None
+
+
+def _parse(text: str, path: str) -> RulesFile:
     lark, to_ast = _parser()
     src = _Source(path, text)
+    prescan(text, path, src.lines, MAX_DEPTH)  # refuse what is too large before building it
     with _LOCK:
         to_ast.src = src
         try:

@@ -127,7 +127,7 @@ def _run(graphs: Sequence[Node], feeds: dict[Node, np.ndarray]) -> list[np.ndarr
     from ngrules.ir.executor import execute
 
     with np.errstate(all="ignore"):
-        return execute(list(graphs), feeds)
+        return execute(list(graphs), feeds, ignore_unused=True)
 
 
 def _magnitude(graphs: Sequence[Node], feeds: dict[Node, np.ndarray]) -> float:

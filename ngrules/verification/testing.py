@@ -19,8 +19,9 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from ngrules.errors import ExecutionError
 from ngrules.ir.axes import Axes
-from ngrules.ir.graph import Node
+from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import OPS
 from ngrules.lang.syntax import POp, PVar
 from ngrules.verification.compare import ATOL, RTOL, compare
@@ -91,7 +92,7 @@ def graphs(
 def check_rewrite(
     before: Sequence[Node],
     after: Sequence[Node],
-    feeds: Mapping[Node, np.ndarray] | None = None,
+    feeds: Mapping[Node | str, np.ndarray] | None = None,
     *,
     rtol: float = RTOL,
     atol: float = ATOL,
@@ -99,12 +100,14 @@ def check_rewrite(
 ) -> None:
     """Assert that `after` computes what `before` does (both run in float64).
 
-    feeds: a value per placeholder; by default random values from each input's domain.
+    feeds: a value per placeholder, keyed by its node or its name; by default random values
+    from each input's domain.
     Raises AssertionError with both graphs, the inputs and both results when they differ.
     """
     before, after = list(before), list(after)
     if feeds is None:
         feeds = feeds_for(before + after, seed)
+    feeds = _by_node(before + after, feeds)
     result = compare(before, after, dict(feeds), rtol, atol)
     if not all(np.isfinite(e).all() for e in result.expected):
         raise AssertionError("the graph before the rewrite gives non-finite values on these inputs")
@@ -112,3 +115,20 @@ def check_rewrite(
         cx = Counterexample(None, before, dict(feeds), result.problem, after, result.expected)
         cx.got = result.got
         raise AssertionError(str(cx))
+
+
+def _by_node(graphs: list[Node], feeds: Mapping[Node | str, np.ndarray]) -> dict:
+    """Feeds keyed by name given to every input of that name in either graph."""
+    named: dict[str, list[Node]] = {}
+    for node in toposort(graphs):
+        if node.op in ("Placeholder", "Variable"):
+            named.setdefault(node.attrs["name"], []).append(node)
+    out: dict[Node, np.ndarray] = {}
+    for key, value in feeds.items():
+        if not isinstance(key, str):
+            out[key] = value
+        elif key in named:
+            out.update((node, value) for node in named[key])
+        else:
+            raise ExecutionError(f"a feed names {key!r}, which is not an input of either graph")
+    return out

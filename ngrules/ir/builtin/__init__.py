@@ -9,10 +9,12 @@ graph is compiled and returns the function applied to arrays.
 from ngrules.ir.builtin import (
     activations,  # noqa: F401
     compare,  # noqa: F401
+    convolution,  # noqa: F401
     elementwise,  # noqa: F401
     fused,  # noqa: F401
     indexing,  # noqa: F401
     leaves,  # noqa: F401
+    pooling,  # noqa: F401
     products,  # noqa: F401
     reductions,  # noqa: F401
     slicing,  # noqa: F401

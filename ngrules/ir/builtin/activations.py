@@ -1,7 +1,10 @@
 """Activations: Sigmoid and Softmax, the ops ngraph's front end builds as composites
-(`reciprocal(exp(-x) + 1)`, and `exp(x - max(x)) / sum(...)` over normalization axes)."""
+(`reciprocal(exp(-x) + 1)`, and `exp(x - max(x)) / sum(...)` over normalization axes), and Erf
+(for the exact form of GELU, as ONNX exports write it)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -62,4 +65,25 @@ register_op(
     grad=_softmax_grad,
     gen=G.gen_softmax,
     doc="exp(x - max(x)) / sum(exp(x - max(x))) over normalization_axes",
+)
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _erf_kernel(node):
+    dtype = node.dtype
+    return lambda a: np.asarray(_ERF(a), dtype=dtype)
+
+
+register_op(
+    "Erf",
+    arity=1,
+    infer=elementwise_infer("Erf", float_dtype),
+    kernel=_erf_kernel,
+    grad=lambda n, d: (d * _TWO_OVER_SQRT_PI * F.exp(-F.square(n.args[0])),),
+    gen=G.gen_elementwise("Erf"),
+    traits={"elementwise"},
+    doc="the error function 2/sqrt(pi) * integral of exp(-t^2) from 0 to x",
 )

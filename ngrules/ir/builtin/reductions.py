@@ -17,6 +17,8 @@ def _reduction_infer(name):
     def infer(args, attrs):
         (x,), red = args, attrs["reduction_axes"]
         check_subset(name, red, x.axes, "reduction")
+        if x.dtype.kind == "b" and name in ("Sum", "Prod"):
+            raise OpError(f"{name}: cannot {name.lower()} a bool tensor; cast it first")
         return x.axes - red, x.dtype
 
     return infer
@@ -26,6 +28,9 @@ def _reduction_kernel(fn):
     def kernel(node):
         x = node.args[0]
         where = tuple(x.axes.index(a) for a in node.attrs["reduction_axes"])
+        if fn in (np.sum, np.prod):  # numpy widens small integers; keep x's dtype
+            dtype = node.dtype
+            return lambda a: fn(a, axis=where, dtype=dtype)
         return lambda a: fn(a, axis=where)
 
     return kernel

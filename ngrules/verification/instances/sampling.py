@@ -79,6 +79,9 @@ def rewrite_instance(rule: Rule, outputs: list[Node], feeds, fuel: int = 200) ->
         inst.error, inst.fired = e, True
         return inst
     inst.after, inst.fired = res.outputs, any(f.rule == rule.name for f in res.trace)
+    stats = res.stats.get(rule.name)
+    if not inst.fired and stats is not None and stats.first_failure is not None:
+        inst.error, inst.fired = stats.first_failure, True  # rejected by the engine: ill-formed
     inst.stop, inst.message = res.stop, res.message
     if res.stop != "fixpoint":
         inst.step = one_step(rule, outputs)

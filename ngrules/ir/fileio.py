@@ -1,0 +1,277 @@
+"""Reading input files and replacing output files safely.
+
+Reading: only regular files (a FIFO or a device such as /dev/zero is refused, not read
+forever), and only up to a size limit.
+
+Writing (`staged_files`): every output is written completely to a hidden temporary file beside
+it and moved into place only when all of them are complete, so a failure or Ctrl-C leaves the
+old files and no temporary. Outputs are checked before anything is written; a replaced file
+keeps its permission bits; a symbolic link keeps pointing at its target, which is replaced.
+
+Concurrency: writers take an exclusive lock (flock) on the output's folder while they create
+their temporary files and while they move them into place, and readers of a file pair take a
+shared lock on its folder while they open both files. So two writers of one graph file pair
+never leave one's JSON beside the other's arrays, and a reader never opens a mixed pair.
+Temporaries left by a killed writer (their creator holds a lock on each while it lives) are
+removed by the next write of the same output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import stat
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, BinaryIO
+
+from ngrules.errors import FileError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory locks, writes stay atomic
+    fcntl = None  # type: ignore[assignment]
+
+_TEMP_SUFFIX = ".tmp"
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def open_regular(path: str | os.PathLike, limit: int) -> BinaryIO:
+    """`path` opened for binary reading, if it is a regular file of at most `limit` bytes.
+
+    Raises FileError (the message does not repeat the path) or OSError. A FIFO is opened
+    without blocking, so it is refused rather than waited on.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileError("not a regular file")
+        if info.st_size > limit:
+            raise FileError(f"{info.st_size} bytes, more than the limit of {limit}")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike, limit: int) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (see `open_regular`)."""
+    with open_regular(path, limit) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:  # it grew while we read it
+        raise FileError(f"more than the limit of {limit} bytes")
+    return data
+
+
+# -- locks -----------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def folder_lock(folder: str | os.PathLike, exclusive: bool) -> Iterator[None]:
+    """An advisory lock on a folder (none where locks are unavailable or it cannot be opened)."""
+    fd = -1
+    if fcntl is not None:
+        with contextlib.suppress(OSError):
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        if fd >= 0:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)  # closing releases the lock
+
+
+@contextlib.contextmanager
+def _no_interrupts() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back while files are moved, so a Ctrl-C cannot split a pair."""
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None:  # pragma: no cover
+        yield
+        return
+    old = mask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        mask(signal.SIG_SETMASK, old)
+
+
+# -- output paths ----------------------------------------------------------------------------------
+def real_target(path: str | os.PathLike) -> Path:
+    """The file a write to `path` replaces: symbolic links followed, so they stay links."""
+    return Path(os.path.realpath(path))
+
+
+def check_output(path: str | os.PathLike) -> None:
+    """Raise FileError unless `path` can be written as a file: not empty, not a folder, in an
+    existing folder."""
+    if os.fspath(path) == "":
+        raise FileError("an output path is empty")
+    target = real_target(path)
+    if target.is_dir():
+        raise FileError(f"{path}: is a folder, not a file")
+    if target.exists() and not target.is_file():
+        raise FileError(f"{path}: is not a regular file")
+    if not target.parent.is_dir():
+        raise FileError(f"{path}: folder {target.parent} does not exist")
+
+
+def _identity(path: str | os.PathLike) -> tuple:
+    """What makes two paths one file: the device and inode when it exists, else its real path."""
+    target = real_target(path)
+    with contextlib.suppress(OSError):
+        info = target.stat()
+        return (info.st_dev, info.st_ino)
+    return (str(target),)
+
+
+def check_outputs(outputs: Sequence[str | os.PathLike], inputs: Sequence[str | os.PathLike]):
+    """Check every output (`check_output`), that no two are one file, and that none is an input."""
+    seen: dict[tuple, str | os.PathLike] = {}
+    for path in outputs:
+        check_output(path)
+        key = _identity(path)
+        if key in seen:
+            twice = os.fspath(path) == os.fspath(seen[key])
+            same = f"{path} is" if twice else f"{seen[key]} and {path} are"
+            raise FileError(f"{same} given for two outputs; give different paths")
+        seen[key] = path
+    for path in inputs:
+        key = _identity(path)
+        if key in seen:
+            raise FileError(f"writing {seen[key]} would overwrite the input {path}")
+
+
+# -- temporaries -----------------------------------------------------------------------------------
+def _file_mode(target: Path) -> int:
+    """The mode the new file gets: the replaced file's, else the umask's default."""
+    with contextlib.suppress(OSError):
+        return stat.S_IMODE(target.stat().st_mode)
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _try_remove_stale(entry: os.DirEntry) -> None:
+    """Remove a temporary whose writer is gone: ours, and nobody holds its lock."""
+    try:
+        fd = os.open(entry.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            return
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.unlink(entry.path)
+    except OSError:
+        return  # a live writer holds it, or it is gone already
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Temporaries of this output left by a killed writer (call with the folder locked)."""
+    if fcntl is None or not hasattr(os, "getuid"):  # pragma: no cover
+        return
+    prefix = f".{target.name}."
+    with contextlib.suppress(OSError), os.scandir(target.parent) as entries:
+        for entry in entries:
+            name = entry.name
+            if name.startswith(prefix) and name.endswith(_TEMP_SUFFIX):
+                _try_remove_stale(entry)
+
+
+def _as_output_error(e: OSError, path: str | os.PathLike) -> OSError:
+    """The error naming the user's path, not the hidden temporary."""
+    if e.errno is None:
+        return e
+    return OSError(e.errno, e.strerror, os.fspath(path))
+
+
+class _Temp:
+    """One staged output: its temporary file, held locked while this process lives."""
+
+    def __init__(self, path: str | os.PathLike, register: Callable[[_Temp], None]):
+        """Create the temporary and `register` it, with no Ctrl-C in between (so whoever
+        registered it removes it on an error)."""
+        self.path, self.target = path, real_target(path)
+        with folder_lock(self.target.parent, exclusive=True), _no_interrupts():
+            _remove_stale_temporaries(self.target)
+            self.fd, self.name = tempfile.mkstemp(
+                dir=self.target.parent, prefix=f".{self.target.name}.", suffix=_TEMP_SUFFIX
+            )
+            self.lock = os.dup(self.fd)
+            register(self)
+            if fcntl is not None:
+                fcntl.flock(self.lock, fcntl.LOCK_EX)
+
+    def write(self, write: Callable[[IO], None], text: bool) -> None:
+        if text:
+            f = os.fdopen(self.fd, "w", encoding="utf-8", newline="\n")
+        else:
+            f = os.fdopen(self.fd, "wb")
+        with f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(self.name, _file_mode(self.target))
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.name)
+        self.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.lock)
+
+
+def _commit(temps: list[_Temp]) -> None:
+    """Move every temporary into place, folder by folder under the folder's lock."""
+    for temp in temps:
+        check_output(temp.path)  # nothing was replaced yet: a folder in the way stops it all
+    folders: dict[Path, list[_Temp]] = {}
+    for temp in temps:
+        folders.setdefault(temp.target.parent, []).append(temp)
+    with _no_interrupts():
+        for folder, group in folders.items():
+            with folder_lock(folder, exclusive=True):
+                for temp in group:
+                    try:
+                        os.replace(temp.name, temp.target)
+                    except OSError as e:
+                        raise _as_output_error(e, temp.path) from None
+                    temp.close()
+
+
+@contextlib.contextmanager
+def staged_files() -> Iterator[Callable[..., str]]:
+    """Yield `stage(path, write, text=False) -> temporary name`; on a clean exit move every
+    staged file into place, on an error (or Ctrl-C) remove them all.
+
+    Nothing is replaced until every file is complete, so a failure leaves the old files as
+    they were and no temporary file behind.
+    """
+    temps: list[_Temp] = []
+
+    def stage(path: str | os.PathLike, write: Callable[[IO], None], text: bool = False) -> str:
+        check_output(path)
+        try:
+            temp = _Temp(path, temps.append)
+        except OSError as e:
+            raise _as_output_error(e, path) from None
+        try:
+            temp.write(write, text)
+        except OSError as e:
+            raise _as_output_error(e, path) from None
+        return temp.name
+
+    try:
+        yield stage
+        _commit(temps)
+    except BaseException:
+        for temp in temps:
+            temp.discard()
+        raise

@@ -1,0 +1,94 @@
+"""Checks on the characters of a rules text: string escapes, and, before a text is parsed,
+no declaration too long and no brackets nested too deep.
+
+The parser builds tokens and AST nodes for a whole text before the depth of what it built can
+be measured: an 8 MB one-expression file once took a minute and 2 GB to be refused. These
+checks scan the text with a few regular expressions (strings and comments blanked out first)
+and refuse it, located, before anything is built.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+
+from ngrules.errors import RuleSyntaxError, Span
+
+#: One declaration (`rule`, `pass`, `pipeline`, `import`) may be this many characters long.
+MAX_DECL_CHARS = 100_000
+
+_SKIP = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*')  # strings and comments
+_DECL = re.compile(r"(?<![A-Za-z0-9_])(?:rule|pass|pipeline|import)(?![A-Za-z0-9_])")
+_NOT_BRACKET = re.compile(r"[^()\[\]]+")
+_BRACKET = re.compile(r"[()\[\]]")
+_STEP = {"(": 1, "[": 1, ")": -1, "]": -1}
+
+
+def _span(text: str, lines: list[str], path: str, pos: int) -> Span:
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    source = lines[line - 1] if line <= len(lines) else ""
+    return Span(path, line, col, line, col + 1, source)
+
+
+def prescan(text: str, path: str, lines: list[str], max_depth: int) -> None:
+    """Raise a located `RuleSyntaxError` if a declaration is longer than `MAX_DECL_CHARS` or
+    brackets nest deeper than `max_depth`."""
+    blank = _SKIP.sub(lambda m: " " * len(m.group()), text)
+    starts = [m.start() for m in _DECL.finditer(blank)] + [len(blank)]
+    for start, end in zip([0, *starts], starts):
+        if end - start > MAX_DECL_CHARS:
+            raise RuleSyntaxError(
+                f"this declaration is too long ({end - start} characters; at most "
+                f"{MAX_DECL_CHARS} are allowed)",
+                _span(text, lines, path, start),
+            )
+    only = _NOT_BRACKET.sub("", blank)
+    depths = itertools.accumulate(_STEP[c] for c in only)
+    deep = next((i for i, d in enumerate(depths) if d > max_depth), None)
+    if deep is not None:
+        pos = next(itertools.islice(_BRACKET.finditer(blank), deep, None)).start()
+        while pos and (blank[pos - 1].isalnum() or blank[pos - 1] in "_?"):
+            pos -= 1  # at the op or function the bracket opens, if any
+        raise RuleSyntaxError(
+            f"nesting too deep (more than {max_depth} levels)", _span(text, lines, path, pos)
+        )
+
+
+#: The escapes of string literals: the character after the backslash -> the one it stands for.
+ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
+
+
+def unquote(token, span: Callable[..., Span]) -> str:
+    """The text of a string literal; its only escapes are `\\"` `\\\\` `\\n` `\\t`."""
+    body, out, i = token.value[1:-1], [], 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\":
+            i += 1
+            if body[i] not in ESCAPES:
+                col = token.column + i  # the backslash: the quote is at token.column
+                raise RuleSyntaxError(
+                    f"unknown escape '\\{body[i]}' in a string; the escapes are "
+                    '\\" \\\\ \\n \\t',
+                    span(token.line, col, token.line, col + 2),
+                )
+            c = ESCAPES[body[i]]
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def quotable(path: str) -> bool:
+    """May a syntax error quote this source? Not a file that is not named `.rules`: a mistaken
+    `ngrules check ~/.ssh/id_rsa` must not print the key."""
+    return path.startswith("<") or path.endswith(".rules")
+
+
+def redacted(e: RuleSyntaxError) -> RuleSyntaxError:
+    """The error's location without any of the text (message, source line) it quoted."""
+    span = e.span and Span(e.span.file, e.span.line, e.span.col)
+    return RuleSyntaxError(
+        "not valid rules text (this is not a .rules file, so its text is not shown)", span
+    )

@@ -1,0 +1,198 @@
+"""The command line's files: outputs checked before anything is written, inputs never
+overwritten, modes kept, symlinks followed, Graphviz's failures said, Ctrl-C clean."""
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+from test_cli import RULES, assert_bad_input, run
+
+import ngrules as ng
+
+
+@pytest.fixture
+def files(tmp_path):
+    x = ng.placeholder({"A": 3}, name="x")
+    ng.save_graph(tmp_path / "g.json", [ng.tanh(x * 1.0 + 0.0)])
+    (tmp_path / "s.rules").write_text(RULES)
+    return tmp_path
+
+
+def _listing(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+def _apply(files, *extra):
+    return run("apply", "g.json", "--rules", "s.rules", *extra, cwd=files)
+
+
+# -- items 5, 6, 17, 18, 19: outputs checked before anything is written -------------------------
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (("-o", "d.json"), "d.json: is a folder, not a file"),  # item 5
+        (("-o", ""), "an output path is empty"),  # item 17
+        (("-o", "/"), "/: is a folder, not a file"),  # item 17
+        (("-o", "g.npz"), "writing g.npz would overwrite the input g.npz"),  # item 6
+        (("-o", "g.json"), "writing g.json would overwrite the input g.json"),  # item 6
+        (("-o", "s.rules"), "writing s.rules would overwrite the input s.rules"),
+        (("-o", "o.json", "--picture", "o.json"), "o.json is given for two outputs"),  # item 18
+        (("-o", "o.json", "--picture", "o.npz"), "o.npz is given for two outputs"),
+        (("-o", "o.json", "--picture", "g.npz"), "would overwrite the input g.npz"),
+        (("-o", "o.json", "--picture", "nope/o.dot"), "nope/o.dot: folder "),  # item 19
+    ],
+)
+def test_bad_outputs_exit_2_and_write_nothing(files, args, fragment):
+    (files / "d.json").mkdir()
+    (files / "d.npz").write_bytes(b"the old arrays of d")
+    before = _listing(files)
+    proc = _apply(files, *args)
+    assert_bad_input(proc, fragment)
+    assert _listing(files) == before
+    assert ng.load_graph(files / "g.json")  # the input still loads
+
+
+def test_a_graph_with_a_lone_surrogate_writes_nothing(files):
+    text = (files / "g.json").read_text().replace('"name": "A"', '"name": "A\\udc80"', 1)
+    (files / "g.json").write_text(text)
+    proc = _apply(files, "-o", "o.json", "--picture", "o.dot")
+    assert_bad_input(proc, "lone surrogate")
+    assert not (files / "o.json").exists() and not (files / "o.dot").exists()
+
+
+# -- item 20: modes kept ---------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", [0o600, 0o755])
+def test_apply_over_an_existing_output_keeps_its_mode(files, mode):
+    for name in ("o.json", "o.npz"):
+        (files / name).write_text("old")
+        (files / name).chmod(mode)
+    assert _apply(files, "-o", "o.json").returncode == 0
+    assert {stat.S_IMODE((files / n).stat().st_mode) for n in ("o.json", "o.npz")} == {mode}
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o755])
+def test_fmt_keeps_the_mode_of_the_file_it_replaces(files, mode):
+    path = files / "u.rules"
+    path.write_text("rule   a :  x*1=>x\n")
+    path.chmod(mode)
+    assert run("fmt", "u.rules", cwd=files).returncode == 0
+    assert path.read_text() != "rule   a :  x*1=>x\n"
+    assert stat.S_IMODE(path.stat().st_mode) == mode
+
+
+# -- items 33, 34: fmt on odd files ----------------------------------------------------------------
+def test_fmt_on_a_file_that_is_not_utf8_is_a_located_error(files):
+    (files / "bad.rules").write_bytes(b"rule a: x * 1 => x  # caf\xe9\n")
+    proc = run("fmt", "bad.rules", cwd=files)
+    assert_bad_input(proc, "bad.rules:1:", "not UTF-8")
+
+
+def test_fmt_on_a_symlink_formats_its_target_and_keeps_the_link(files):
+    real = files / "real.rules"
+    real.write_text("rule   a :  x*1=>x\n")
+    (files / "link.rules").symlink_to("real.rules")
+    assert run("fmt", "link.rules", cwd=files).returncode == 0
+    assert (files / "link.rules").is_symlink()
+    assert run("fmt", "real.rules", "--check", cwd=files).returncode == 0
+
+
+# -- item 35: Graphviz that fails or times out -----------------------------------------------------
+def _fake_dot(folder, body):
+    bindir = folder / "bin"
+    bindir.mkdir()
+    script = bindir / "dot"
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(0o755)
+    return {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def _apply_env(files, env, *extra):
+    exe = os.path.join(os.path.dirname(sys.executable), "ngrules")
+    args = [exe, "apply", "g.json", "--rules", "s.rules", "-o", "o.json", "--picture", "o.dot"]
+    return subprocess.run(
+        [*args, *extra], cwd=files, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_graphviz_timing_out_is_said_and_the_dot_file_kept(files):
+    env = _fake_dot(files, "exec sleep 30")
+    proc = _apply_env(files, env, "--picture-timeout", "0.5")
+    assert proc.returncode == 0, proc.stderr
+    assert "picture: o.dot (Graphviz timed out after 0.5 s; the DOT file is kept)" in proc.stdout
+    assert "install" not in proc.stdout
+    assert (files / "o.dot").read_text().startswith("digraph ngrules {")
+    assert not (files / "o.svg").exists()
+
+
+def test_graphviz_failing_is_said(files):
+    env = _fake_dot(files, "echo 'Error: syntax error in line 1' >&2; exit 1")
+    proc = _apply_env(files, env)
+    assert "picture: o.dot (Graphviz failed: Error: syntax error in line 1)" in proc.stdout
+    assert (files / "o.dot").exists() and not (files / "o.svg").exists()
+
+
+def test_a_bad_picture_timeout_is_a_usage_error(files):
+    assert_bad_input(_apply(files, "-o", "o.json", "--picture-timeout", "-1"), "seconds")
+
+
+# -- item 21: Ctrl-C -------------------------------------------------------------------------------
+_SLOW = 30_000  # nodes: loading, rewriting and saving take a few seconds
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("big")
+    x = ng.placeholder({"A": 2}, name="x")
+    y = x
+    for _ in range(_SLOW):
+        y = ng.tanh(y)
+    ng.save_graph(folder / "g.json", [y])
+    (folder / "s.rules").write_text(RULES)
+    return folder
+
+
+def _interrupt(folder, when) -> subprocess.CompletedProcess:
+    """Run `apply` on the big graph, wait until `when(folder)` holds, then send SIGINT."""
+    for leftover in folder.glob("*o.*"):
+        leftover.unlink()
+    code = "import sys; from ngrules.cli.main import main; print('ready', flush=True); "
+    code += "sys.exit(main(sys.argv[1:]))"
+    args = ["apply", "g.json", "--rules", "s.rules", "-o", "o.json"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *args], cwd=folder, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout.readline() == "ready\n"
+    deadline = time.monotonic() + 60
+    while not when(folder) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _writing(folder) -> bool:
+    return any(p.name.startswith(".o.") for p in folder.iterdir())
+
+
+def test_ctrl_c_while_working_exits_130_with_one_line_and_no_files(big):
+    proc = _interrupt(big, lambda folder: time.sleep(0.3) or True)
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert proc.stderr == "ngrules: interrupted\n"
+    assert sorted(p.name for p in big.iterdir()) == ["g.json", "g.npz", "s.rules"]
+
+
+def test_ctrl_c_while_writing_leaves_no_partial_file(big):
+    proc = _interrupt(big, _writing)
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert proc.stderr == "ngrules: interrupted\n"
+    names = sorted(p.name for p in big.iterdir())
+    # interrupted before its moves: nothing; during them (signals held): the complete pair
+    inputs = ["g.json", "g.npz", "s.rules"]
+    assert names in (inputs, sorted([*inputs, "o.json", "o.npz"]))
+    if "o.json" in names:
+        ng.load_graph(big / "o.json")
