@@ -77,6 +77,8 @@ def prove_instance(inst: Instance, semantics: str = "strict") -> Outcome:
         right = evaluate(after, inputs)
     except NoEncoding as e:
         return Outcome("unknown", str(e))
+    except (TypeError, ValueError) as e:  # a kernel that cannot run on terms
+        return Outcome("unknown", f"could not unroll the instance into terms: {e}")
     solver = z3.Solver()
     solver.set("timeout", TIMEOUT_MS)
     claim = _claim(left, right, semantics)

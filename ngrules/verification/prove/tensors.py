@@ -19,9 +19,14 @@ from ngrules.ir.ops import OPS
 from ngrules.verification.prove.scalars import ENCODINGS, Sym
 
 #: Ops whose numpy kernel works on object arrays unchanged (it adds, multiplies or moves).
-OBJECT_KERNELS = frozenset({"Sum", "Prod", "Dot", "DotLowDimension", "Slice", "Concat"})
-_EXTREMA = {"Max": lambda a, b: _pick(a, b, True),
-            "Min": lambda a, b: _pick(a, b, False)}
+OBJECT_KERNELS = frozenset({"Dot", "DotLowDimension", "Slice", "Concat"})
+#: Reductions, unrolled here (their kernels may ask numpy for a float accumulator).
+_EXTREMA = {
+    "Sum": lambda a, b: a + b,
+    "Prod": lambda a, b: a * b,
+    "Max": lambda a, b: _pick(a, b, True),
+    "Min": lambda a, b: _pick(a, b, False),
+}
 
 
 class NoEncoding(Exception):
