@@ -246,6 +246,10 @@ class Builder:
         if plan is None:
             return self._generic(op, args, want, domain)
         args = args if args is not None else (PVar("_"),) * (opdef.arity or 2)
+        first: dict[int, Node] = {}
+        if want is None and opdef.has("elementwise"):
+            first = self._generic_operand_first(op, args, domain)
+            want = next((n.axes for n in first.values()), None)
         want = want if want is not None else self.free_want(op, at)
         self.decide(at, want)
         arg_axes, attrs = plan(self, want, [self.known(a) for a in args])
@@ -254,12 +258,29 @@ class Builder:
             self.decide(a, ax)
         dtypes = arg_dtypes(self, op)
         nodes = [
+            first[i] if i in first else
             self.build_arg(a, ax, argument_domain(op, i, domain, self.push), dtypes, i)
             for i, (a, ax) in enumerate(zip(args, arg_axes))
         ]
         if opdef.has("commutative") and len(nodes) == 2 and self.draw(st.booleans()):
             nodes.reverse()
         return self.make(op, nodes, attrs, want)
+
+    def _generic_operand_first(self, op: str, args, domain: Domain) -> dict[int, Node]:
+        """Under an elementwise op whose axes nothing fixes, an operand built from its op's
+        generator (a convolution, a pooling: ops whose output lengths they compute) is built
+        first, and its axes become the elementwise op's."""
+        for i, a in enumerate(args):
+            inner = a.pattern if isinstance(a, PNamed) else a
+            if (
+                isinstance(inner, POp) and not inner.optional and plan_for(inner.op) is None
+                and not OPS[inner.op].has("leaf") and inner.op != "Output"
+                and self.cons.of(a) not in self.cons.ranks
+            ):
+                dtypes = arg_dtypes(self, op)
+                node = self.build_arg(a, None, argument_domain(op, i, domain, self.push), dtypes, i)
+                return {i: node} if node.outputs is None else {}
+        return {}
 
     def _leaf(self, op: str, want: Axes | None, domain: Domain, at) -> Node:
         axes = want if want is not None else self.free_axes(at)
