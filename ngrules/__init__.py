@@ -100,9 +100,9 @@ _LAZY = {
     "testing": ("ngrules.testing", None),
     "check_rewrite": ("ngrules.verification.testing", "check_rewrite"),
     "verify": ("ngrules.verification.verify", "verify"),
-    "VerificationReport": ("ngrules.verification.verify", "VerificationReport"),
-    "Verdict": ("ngrules.verification.verify", "Verdict"),
-    "Counterexample": ("ngrules.verification.verify", "Counterexample"),
+    "VerificationReport": ("ngrules.verification.verdicts", "VerificationReport"),
+    "Verdict": ("ngrules.verification.verdicts", "Verdict"),
+    "Counterexample": ("ngrules.verification.verdicts", "Counterexample"),
     "from_onnx": ("ngrules.interop.onnx_import", "from_onnx"),
     "to_onnx": ("ngrules.interop.onnx_export", "to_onnx"),
 }

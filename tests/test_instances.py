@@ -116,9 +116,14 @@ def test_inputs_come_from_each_ops_domain():
     @given(instances(rule("rule r: Log(a + b) / Sqrt(c) => Log(b + a) / Sqrt(c)")))
     def check(inst):
         values = {n.name: v for n, v in inst.feeds.items()}
-        assert (values["a"] > 0).all() and (values["b"] > 0).all() and (values["c"] > 0).all()
+        inside.append(bool((values["c"] >= 0).all()))  # Sqrt's own domain, its edge 0 included
+        signs.add(bool((values["a"] > 0).all() and (values["b"] > 0).all()))
 
+    signs: set[bool] = set()
+    inside: list[bool] = []
     check()
+    assert signs == {True, False}  # Log's domain passed through Add only some of the time
+    assert sum(inside) > 0.7 * len(inside)  # outside Sqrt's domain only now and then
 
 
 def test_domains_pass_down_through_sign_keeping_ops():
@@ -140,7 +145,7 @@ def test_fresh_axes_have_distinct_names_and_small_lengths():
     @QUIET
     @given(instances(rule("rule r: d @ Dot(x, y) => d * 1")))
     def check(inst):
-        axes = {a.name: a.length for n in ng.toposort(inst.outputs) for a in n.axes}
+        axes = {a.name: a.length for n in ng.toposort(inst.outputs) for a in n.axes.leaves()}
         assert all(1 <= k <= 5 for k in axes.values())
 
     check()
@@ -187,7 +192,8 @@ def built_and_tried(text: str, examples: int = 50) -> tuple[list[Instance], list
 def test_a_named_node_gets_the_axes_all_its_uses_need():
     built, tried = built_and_tried(SHARED)
     # the rest are drawn with h's axes in another order than Sum(y) keeps them
-    assert len(built) >= 0.6 * len(tried), [getattr(a, "reason", "") for a in tried][:3]
+    # (ranks up to 5 leave more orders to draw)
+    assert len(built) >= 0.5 * len(tried), [getattr(a, "reason", "") for a in tried][:3]
     for inst in built:
         (h,) = [n for n in ng.toposort(inst.outputs) if n.op == "Exp"]
         assert inst.outputs[1].args[0].axes == h.axes  # z, by the guard

@@ -1,37 +1,83 @@
-"""`ngrules verify [PATH...]`: every rule checked numerically on instances of its pattern."""
+"""`ngrules verify [PATH...]`: every rule checked numerically on instances of its pattern, or
+proved with `--prove` (z3, the `prove` extra)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from ngrules.cli.common import (
+    BAD_INPUT,
     FINDINGS,
     add_command,
     add_import_path_option,
     rules_or_library,
 )
 
+#: The exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells use.
+INTERRUPTED = 130
+
 
 def run(args) -> int:
     from hypothesis import settings
 
     from ngrules.verification.profiles import register_profiles
-    from ngrules.verification.verify import verify
+    from ngrules.verification.verify import Interrupted, verify
 
+    if args.prove:
+        from ngrules.verification.prove import require_z3
+
+        require_z3()  # an NgrulesError saying how to install it: one line, exit 2
     register_profiles()
     settings.load_profile("ci")  # derandomized: the same verdicts on every run
     rules = rules_or_library(args.paths, args.import_path)
-    report = verify(rules, examples=args.examples, on_rule=_progress)
-    print(file=sys.stderr)
+    unknown = sorted(set(args.disable) - {r.name for r in rules})
+    if unknown:
+        print(f"ngrules: error: --disable: no rule named {', '.join(unknown)}", file=sys.stderr)
+        return BAD_INPUT
+    progress = _progress if sys.stderr.isatty() else None
+    try:
+        report = verify(
+            rules,
+            examples=args.examples,
+            semantics="refine" if args.refine else "strict",
+            prove=args.prove,
+            bound=args.bound,
+            disable=args.disable,
+            on_rule=progress,
+        )
+    except Interrupted as stop:
+        _end_progress(progress)
+        print(stop.report)
+        print("ngrules: interrupted; the verdicts above are those computed so far",
+              file=sys.stderr)
+        return INTERRUPTED
+    _end_progress(progress)
     print(report)
     return 0 if report.ok else FINDINGS
 
 
 def _progress(i: int, n: int, rule) -> None:
-    """A one-line progress bar on stderr, redrawn in place."""
+    """A one-line progress bar on stderr (a terminal), redrawn in place."""
     done = 30 * (i - 1) // n
     bar = "#" * done + "-" * (30 - done)
     print(f"\r[{bar}] {i}/{n} {rule.name:32.32s}", end="", file=sys.stderr, flush=True)
+
+
+def _end_progress(progress) -> None:
+    if progress is not None:
+        print(file=sys.stderr)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def register(sub) -> None:
@@ -39,10 +85,19 @@ def register(sub) -> None:
         sub,
         "verify",
         run,
-        "verify every rule numerically on its own instances",
+        "verify every rule numerically on its own instances, or prove it",
         "ngrules verify rules/ --examples 50",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="default: the shipped library")
     add_import_path_option(p)
-    p.add_argument("--examples", type=int, default=None,
+    p.add_argument("--examples", type=positive_int, default=None,
                    help="instances each rule must fire on (default: 40, hypothesis's ci profile)")
+    p.add_argument("--refine", action="store_true",
+                   help="refinement semantics: a rule may make an undefined (NaN, inf) result "
+                   "defined (default: strict, NaN stays NaN and inf the same inf)")
+    p.add_argument("--prove", action="store_true",
+                   help="prove rules with the z3 SMT solver first (pip install 'ngrules[prove]')")
+    p.add_argument("--bound", type=positive_int, default=3,
+                   help="with --prove: axis lengths up to this are unrolled (default: 3)")
+    p.add_argument("--disable", action="append", default=[], metavar="RULE",
+                   help="leave this rule out (repeatable)")

@@ -137,6 +137,23 @@ class RuleVerificationFailed(Exception):
     """A rule did not verify; the message is its verdict with the counterexample."""
 
 
+class RuleLoops(UserWarning):
+    """The rule alone does not terminate: a warning, not a failure (it may be sound)."""
+
+
+def outcome(verdict) -> None:
+    """A verdict as a pytest outcome: wrong and ill-formed fail, loops warns, unverified is
+    skipped with its reason, verified and proved pass."""
+    import warnings
+
+    if verdict.failed:
+        raise RuleVerificationFailed(str(verdict))
+    if verdict.status == "loops":
+        warnings.warn(RuleLoops(verdict.headline), stacklevel=2)
+    elif verdict.status == "unverified":
+        pytest.skip(f"unverified: {verdict.reason}")
+
+
 class RulesFile(pytest.File):
     """A `.rules` file: one item per rule written in it (imported rules belong to their file)."""
 
@@ -167,8 +184,7 @@ class RuleItem(pytest.Item):
 
         examples = self.config.getoption("ngrules_examples")
         verdict = verify_rule(self.rule, examples, ruleset=self.ruleset)
-        if not verdict.ok:
-            raise RuleVerificationFailed(str(verdict))
+        outcome(verdict)
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, RuleVerificationFailed):

@@ -1,10 +1,11 @@
 """Numerical verification of rules: each rule checked on random instances of its own pattern.
 
-For every rule, hypothesis builds graphs that match the rule's pattern (`ngrules.instances`),
-the rule alone rewrites them, and the numpy executor runs both graphs in float64 on the same
-inputs. A difference beyond the tolerance is a counterexample, shrunk by hypothesis to a small
-graph and printed with its axes, inputs and both results. Instances the rule does not fire on
-are not evidence and are not counted. This finds wrong rules; it does not prove right ones.
+For every rule, hypothesis builds graphs that match the rule's pattern (`instances`), the rule
+alone rewrites them, and the numpy executor runs both graphs in float64 on the same inputs; their
+values (under strict or refinement semantics, see `compare`) and their derivatives with respect
+to every input must agree. A difference is a counterexample, shrunk by hypothesis to a small graph
+and printed with its axes, inputs and both results. Instances the rule does not fire on are not
+evidence and are not counted. This finds wrong rules; `ngrules.verification.prove` proves them.
 """
 
 from __future__ import annotations
@@ -13,229 +14,98 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from ngrules.ir.graph import Node, format_graph, toposort
 from ngrules.lang.rules import Rule, RuleSet
-from ngrules.verification.instances import Instance, Rejected, as_float64, attempts, earlier_rules
+from ngrules.verification.compare import (
+    ATOL,
+    RTOL,
+    SEMANTICS,
+    Comparison,
+    compare,
+    compare_derivatives,
+)
+from ngrules.verification.instances import Instance, Rejected, attempts, earlier_rules
+from ngrules.verification.verdicts import Counterexample, Verdict, VerificationReport
 
-#: Default tolerance: float64 on both sides, so only reassociation error is allowed.
-RTOL, ATOL = 1e-6, 1e-9
+__all__ = [
+    "ATOL",
+    "RTOL",
+    "Comparison",
+    "Counterexample",
+    "Falsified",
+    "Interrupted",
+    "Verdict",
+    "VerificationReport",
+    "check_instance",
+    "compare",
+    "verify",
+    "verify_rule",
+]
+
 #: Seconds per rule after which no new instances are built.
 BUDGET = 5.0
-_UNUSABLE = "the values overflow or leave an op's domain (not finite before the rewrite)"
-
-
-# -- comparing two graphs -------------------------------------------------------------------------
-@dataclass
-class Comparison:
-    """Both graphs' results in float64; `problem` says how they differ (None: they agree)."""
-
-    expected: list[np.ndarray]
-    got: list[np.ndarray] | None
-    problem: str | None = None
-    usable: bool = True
-
-
-def _difference(expected: np.ndarray, got: np.ndarray, node: Node, rtol, atol) -> str | None:
-    if expected.shape != got.shape:
-        return f"shapes differ: {expected.shape} before, {got.shape} after"
-    scale = atol * max(1.0, float(np.max(np.abs(expected), initial=0.0)))
-    close = np.isclose(got, expected, rtol=rtol, atol=scale)
-    if close.all():
-        return None
-    diff = np.where(close, 0.0, np.abs(got - expected))
-    diff = np.where(np.isnan(diff), np.inf, diff)
-    where = np.unravel_index(int(np.argmax(diff)), expected.shape)
-    at = ", ".join(f"{a.name}={i}" for a, i in zip(node.axes, where)) or "the scalar"
-    return (
-        f"max |after - before| = {diff[where]:.6g} at {at} "
-        f"(before {expected[where]:.6g}, after {got[where]:.6g})"
-    )
-
-
-def compare(
-    before: Sequence[Node],
-    after: Sequence[Node],
-    feeds: dict[Node, np.ndarray],
-    rtol: float = RTOL,
-    atol: float = ATOL,
-) -> Comparison:
-    """Run both graphs in float64 on the same feeds and compare output by output."""
-    from ngrules.ir.executor import execute
-
-    graphs, memo = as_float64(list(before) + list(after))
-    feeds64 = {memo[k]: np.asarray(v, np.float64) for k, v in feeds.items() if k in memo}
-    with np.errstate(all="ignore"):
-        expected = execute(graphs[: len(before)], feeds64, ignore_unused=True)
-        if not all(np.isfinite(e).all() for e in expected):
-            return Comparison(expected, None, usable=False)
-        try:
-            got = execute(graphs[len(before) :], feeds64, ignore_unused=True)
-        except Exception as e:  # the rewritten graph cannot run: that is the finding
-            return Comparison(expected, None, f"the rewritten graph fails to run: {e}")
-    for i, (e, g, node) in enumerate(zip(expected, got, before)):
-        problem = _difference(e, g, node, rtol, atol)
-        if problem is not None:
-            where = f" (output {i})" if len(before) > 1 else ""
-            return Comparison(expected, got, f"results differ{where}: {problem}")
-    return Comparison(expected, got)
-
-
-# -- counterexamples ----------------------------------------------------------------------------
-def _indent(text: str, pad: str = "    ") -> str:
-    return "\n".join(pad + line for line in text.splitlines())
-
-
-def _array(value: np.ndarray) -> str:
-    return np.array2string(np.asarray(value), precision=4, separator=", ", threshold=64)
-
-
-def _axes_line(nodes: Sequence[Node]) -> str:
-    seen: dict[str, int] = {}
-    for node in toposort(nodes):
-        for ax in node.axes.leaves() if node.outputs is None else ():
-            seen.setdefault(ax.name, ax.length)
-    return ", ".join(f"{n}={k}" for n, k in seen.items()) or "none (every tensor is a scalar)"
-
-
-@dataclass
-class Counterexample:
-    """A (shrunk) instance on which a rule is wrong, with everything needed to replay it."""
-
-    rule: Rule | None
-    before: list[Node]
-    feeds: dict[Node, np.ndarray]
-    problem: str
-    after: list[Node] | None = None
-    expected: list[np.ndarray] | None = None
-    got: list[np.ndarray] | None = None
-
-    def _inputs(self) -> list[str]:
-        return [
-            f"{node.name} {node.axes!r} = {_array(value)}"
-            for node, value in sorted(self.feeds.items(), key=lambda kv: kv[0].name)
-        ]
-
-    def __str__(self) -> str:
-        if self.rule is None:
-            lines = ["the rewrite changes results:"]
-        else:
-            lines = [f"counterexample for rule {self.rule.name} ({self.rule.location}):"]
-            lines += [_indent(self.rule.source)] if self.rule.source else []
-        lines += ["  instance:", _indent(format_graph(self.before))]
-        if self.after is not None:
-            lines += ["  rewritten to:", _indent(format_graph(self.after))]
-        lines += [f"  axes: {_axes_line(self.before)}", "  inputs:"]
-        lines += [_indent(s) for s in self._inputs()] or ["    none"]
-        if self.expected is not None:
-            lines += [f"  before: {_array(v)}" for v in self.expected]
-        if self.got is not None:
-            lines += [f"  after:  {_array(v)}" for v in self.got]
-        lines.append(f"  {self.problem}")
-        return "\n".join(lines)
+#: Seconds spent shrinking a counterexample; then the smallest found so far is reported.
+SHRINK_BUDGET = 3.0
+_UNDEFINED = "the left side is not finite (undefined under refinement, or it overflowed)"
 
 
 class Falsified(Exception):
     """Raised inside the hypothesis test so that the failing instance is shrunk."""
 
-    def __init__(self, counterexample: Counterexample):
+    def __init__(self, counterexample: Counterexample, status: str = "wrong"):
         super().__init__(counterexample.problem)
-        self.counterexample = counterexample
+        self.counterexample, self.status = counterexample, status
 
 
-def check_instance(inst: Instance, rtol: float = RTOL, atol: float = ATOL) -> bool:
-    """Raise Falsified if the rewrite of this instance is wrong; False if the values are
-    unusable (not finite before the rewrite), True if the rewrite preserved them."""
-    cx = Counterexample(inst.rule, inst.outputs, inst.feeds, "", after=inst.after)
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during `verify`: `report` holds the verdicts computed so far."""
+
+    def __init__(self, report: VerificationReport):
+        super().__init__("verification interrupted")
+        self.report = report
+
+
+def _ill_formed(inst: Instance) -> str | None:
+    """Why the rewrite is ill-formed: it raised, or changed an output's axes or dtype."""
     if inst.error is not None:
-        cx.problem = f"the rewrite raised an error: {inst.error}"
-        raise Falsified(cx)
-    result = compare(inst.outputs, inst.after, inst.feeds, rtol, atol)
-    if not result.usable:
-        return False
+        return f"the replacement cannot be built: {inst.error}"
+    for i, (a, b) in enumerate(zip(inst.outputs, inst.after)):
+        if a.outputs is None and (a.axes != b.axes or a.axes.lengths != b.axes.lengths):
+            return f"the replacement changes output {i}'s axes from {a.axes!r} to {b.axes!r}"
+        if a.dtype != b.dtype:
+            return f"the replacement changes output {i}'s dtype from {a.dtype} to {b.dtype}"
+    return None
+
+
+def check_instance(
+    inst: Instance,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    semantics: str = "strict",
+    derivatives: bool = True,
+) -> bool:
+    """Raise Falsified if the rewrite of this instance is wrong or ill-formed; False if its
+    values cannot be judged (undefined or overflowing), True if the rewrite preserved them.
+    A rewrite that does not terminate is judged by its first step (`inst.step`)."""
+    cx = Counterexample(inst.rule, inst.outputs, inst.feeds, "", after=inst.after)
+    bad = _ill_formed(inst)
+    if bad is not None:
+        cx.problem = bad
+        raise Falsified(cx, "ill-formed")
+    after = inst.after if inst.stop == "fixpoint" else inst.step
+    cx.after = after
+    result = compare(inst.outputs, after, inst.feeds, rtol, atol, semantics)
     cx.expected, cx.got = result.expected, result.got
-    if result.problem is None and inst.stop != "fixpoint":
-        result.problem = f"the rule alone does not terminate: {inst.message}"
+    if result.problem is None and result.usable and derivatives:
+        result.problem = compare_derivatives(inst.outputs, after, inst.feeds)
     if result.problem is not None:
         cx.problem = result.problem
-        raise Falsified(cx)
-    return True
-
-
-# -- verdicts and reports ------------------------------------------------------------------------
-@dataclass
-class Verdict:
-    """The outcome for one rule: verified, counterexample, or could not build instances."""
-
-    rule: Rule
-    status: str  # "verified", "counterexample" or "unbuildable"
-    examples: int = 0
-    attempts: int = 0
-    reason: str = ""
-    counterexample: Counterexample | None = None
-    seconds: float = 0.0
-    out_of_time: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "verified"
-
-    @property
-    def headline(self) -> str:
-        where = f"{self.rule.name} ({self.rule.location})"
-        if self.status == "verified":
-            budget = " (time budget reached)" if self.out_of_time else ""
-            return f"verified      {where}: {self.examples} examples fired{budget}"
-        if self.status == "counterexample":
-            return f"FAILED        {where}: {self.counterexample.problem}"
-        return f"UNVERIFIED    {where}: could not build instances: {self.reason}"
-
-    def __str__(self) -> str:
-        if self.counterexample is None:
-            return self.headline
-        return f"{self.headline}\n{_indent(str(self.counterexample), '  ')}"
-
-
-@dataclass
-class VerificationReport:
-    """Per-rule verdicts; `ok` when every rule verified."""
-
-    verdicts: list[Verdict] = field(default_factory=list)
-    seconds: float = 0.0
-    kernels: list = field(default_factory=list)  # KernelVerdicts of declared ops' fast kernels
-
-    @property
-    def ok(self) -> bool:
-        return all(v.ok for v in self.verdicts) and all(k.ok for k in self.kernels)
-
-    @property
-    def failures(self) -> list[Verdict]:
-        return [v for v in self.verdicts if not v.ok]
-
-    def __getitem__(self, name: str) -> Verdict:
-        for v in self.verdicts:
-            if v.rule.name == name:
-                return v
-        raise KeyError(name)
-
-    def __iter__(self):
-        return iter(self.verdicts)
-
-    def __len__(self) -> int:
-        return len(self.verdicts)
-
-    def __str__(self) -> str:
-        counts = Counter(v.status for v in self.verdicts)
-        summary = (
-            f"{counts['verified']} verified, {counts['counterexample']} with counterexamples, "
-            f"{counts['unbuildable']} unverified of {len(self.verdicts)} rules "
-            f"in {self.seconds:.1f} s"
-        )
-        return "\n".join([*(str(v) for v in self.verdicts), *map(str, self.kernels), summary])
+        if inst.stop != "fixpoint":
+            cx.note = f"(one rewrite step; the rule alone does not terminate: {inst.message})"
+        raise Falsified(cx, "ill-formed" if "fails to run" in result.problem else "wrong")
+    return result.usable
 
 
 # -- running hypothesis ---------------------------------------------------------------------------
@@ -244,18 +114,36 @@ class _Tally:
     fired: int = 0
     tried: int = 0
     failing: bool = False
+    failed_at: float = 0.0
+    smallest: Falsified | None = None  # the last (smallest) failure while shrinking
+    loops: str = ""
     reasons: Counter = field(default_factory=Counter)
 
     def reject(self, reason: str) -> None:
         from hypothesis import reject
 
-        self.reasons[re.sub(r"\[[^\]]*\]|\([^()]*\)", "(...)", reason)] += 1
+        self.reasons[_normalised(reason)] += 1
         reject()
 
-    def why(self) -> str:
-        top = self.reasons.most_common(3)
-        parts = [f"{reason} ({n} times)" for reason, n in top]
-        return f"{self.fired} of {self.tried} attempts were usable; " + "; ".join(parts)
+    def why(self, out_of_time: bool, budget: float | None) -> str:
+        parts = [f"{reason} in {n} of {self.tried} attempts" for reason, n in
+                 self.reasons.most_common(3)]
+        if out_of_time:
+            parts.insert(0, f"the time budget of {budget:g} s ran out after {self.tried} "
+                         f"attempt{'s' * (self.tried != 1)}")
+        if not parts:
+            parts = ["no attempt could be made"]
+        usable = f"{self.fired} of {self.tried} attempts were usable"
+        return f"could not build instances: {usable}: " + "; ".join(parts)
+
+
+def _normalised(reason: str) -> str:
+    """The reason with axes and values elided (so that like reasons count together), quoted
+    rule text (between backquotes) kept as written."""
+    parts = reason.split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = re.sub(r"\[[^\]]*\]|\([^()]*\)", "(...)", parts[i])
+    return "`".join(parts)
 
 
 def _settings(examples: int | None):
@@ -278,23 +166,42 @@ class _OutOfTime(BaseException):
     """Ends a rule's run when its time budget is spent (hypothesis lets it through)."""
 
 
-def _property(rule: Rule, earlier: list, tally: _Tally, rtol: float, atol: float, deadline):
+@dataclass
+class Options:
+    """How instances are judged: tolerances, semantics, whether derivatives are compared."""
+
+    rtol: float = RTOL
+    atol: float = ATOL
+    semantics: str = "strict"
+    derivatives: bool = True
+
+
+def _property(rule: Rule, earlier: list, tally: _Tally, opts: Options, deadline):
     from hypothesis import given
 
     @given(attempts(rule, earlier))
     def prop(attempt: Instance | Rejected) -> None:
-        if deadline is not None and time.perf_counter() > deadline and not tally.failing:
-            raise _OutOfTime
+        now = time.perf_counter()
+        if tally.failing and now > tally.failed_at + SHRINK_BUDGET:
+            raise _OutOfTime  # shrunk long enough: report the smallest failure so far
         tally.tried += 1
+        if deadline is not None and now > deadline and not tally.failing:
+            tally.tried -= 1  # not judged
+            raise _OutOfTime
         if isinstance(attempt, Rejected):
             tally.reject(attempt.reason)
+        if attempt.stop != "fixpoint" and not tally.loops:
+            tally.loops = attempt.message
         try:
-            usable = check_instance(attempt, rtol, atol)
-        except Falsified:
-            tally.failing = True  # finish shrinking whatever the time
+            usable = check_instance(attempt, opts.rtol, opts.atol, opts.semantics,
+                                    opts.derivatives)
+        except Falsified as f:
+            if not tally.failing:  # shrink for SHRINK_BUDGET seconds, whatever the budget
+                tally.failing, tally.failed_at = True, time.perf_counter()
+            tally.smallest = f
             raise
         if not usable:
-            tally.reject(_UNUSABLE)
+            tally.reject(_UNDEFINED)
         tally.fired += 1
 
     return prop
@@ -307,28 +214,39 @@ def verify_rule(
     atol: float = ATOL,
     ruleset: RuleSet | None = None,
     budget: float | None = BUDGET,
+    semantics: str = "strict",
+    derivatives: bool = True,
 ) -> Verdict:
     """Verify one rule on `examples` instances it fires on (default: the hypothesis profile).
     With its RuleSet, nodes that an earlier rule of the same pass takes are not counted.
     After `budget` seconds no new instances are built (None: no limit)."""
     from hypothesis.errors import Unsatisfiable
 
+    if semantics not in SEMANTICS:
+        raise ValueError(f"semantics must be one of {SEMANTICS}, not {semantics!r}")
     start, tally = time.perf_counter(), _Tally()
     earlier = earlier_rules(rule, ruleset)
     deadline = None if budget is None else start + budget
-    run = _settings(examples)(_property(rule, earlier, tally, rtol, atol, deadline))
-    verdict = Verdict(rule, "verified")
+    opts = Options(rtol, atol, semantics, derivatives)
+    run = _settings(examples)(_property(rule, earlier, tally, opts, deadline))
+    verdict = Verdict(rule, "verified", semantics=semantics)
     try:
         run()
     except Falsified as f:
-        verdict.status, verdict.counterexample = "counterexample", f.counterexample
+        verdict.status, verdict.counterexample = f.status, f.counterexample
     except Unsatisfiable:
         pass
     except _OutOfTime:
         verdict.out_of_time = True
+        if tally.smallest is not None:
+            f = tally.smallest
+            verdict.status, verdict.counterexample = f.status, f.counterexample
     needed = max(1, (examples or _settings(None).max_examples) // 10)
-    if verdict.status == "verified" and tally.fired < needed:
-        verdict.status, verdict.reason = "unbuildable", tally.why()
+    if verdict.status == "verified" and tally.loops:
+        verdict.status = "loops"
+        verdict.reason = f"{tally.loops} (each step preserves values on {tally.fired} examples)"
+    elif verdict.status == "verified" and tally.fired < needed:
+        verdict.status, verdict.reason = "unverified", tally.why(verdict.out_of_time, budget)
     verdict.examples, verdict.attempts = tally.fired, tally.tried
     verdict.seconds = time.perf_counter() - start
     return verdict
@@ -353,28 +271,61 @@ def verify(
     rtol: float = RTOL,
     atol: float = ATOL,
     budget: float | None = BUDGET,
+    semantics: str = "strict",
+    prove: bool = False,
+    bound: int = 3,
+    disable: Iterable[str] = (),
     on_rule: Callable[[int, int, Rule], None] | None = None,
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
     rules: a RuleSet, one Rule, rules, or a path to load. examples: instances the rule must
     fire on per rule (default: max_examples of the current hypothesis profile); budget:
-    seconds per rule after which no new instances are built (None: no limit). Within a
-    RuleSet, a rule is checked on the nodes it would get in its pass: those no earlier rule
-    of the pass matches (first match wins); a lone rule or a list is checked on its own.
-    on_rule(i, n, rule) is called before the i-th of n rules (a progress display).
+    seconds per rule after which no new instances are built (None: no limit). semantics:
+    "strict" (NaN stays NaN, an infinity the same infinity) or "refine" (an undefined result
+    may become defined). prove: first try an SMT proof (needs z3), for all axis lengths up to
+    `bound` where the rule has tensor ops; a rule proved is not tested. disable: rule names
+    left out. Within a RuleSet, a rule is checked on the nodes it would get in its pass: those
+    no earlier rule of the pass matches (first match wins); a lone rule or a list is checked on
+    its own. on_rule(i, n, rule) is called before the i-th of n rules (a progress display).
+    Ctrl-C raises `Interrupted`, whose `report` holds the verdicts computed so far.
     """
     start = time.perf_counter()
+    if prove:
+        from ngrules.verification.prove import require_z3
+
+        require_z3()
     chosen, ruleset = _rules_of(rules)
-    verdicts = []
-    for i, rule in enumerate(chosen, start=1):
-        if on_rule is not None:
-            on_rule(i, len(chosen), rule)
-        verdicts.append(verify_rule(rule, examples, rtol, atol, ruleset, budget))
-    report = VerificationReport(verdicts)
+    skip = set(disable)
+    chosen = [r for r in chosen if r.name not in skip]
+    report = VerificationReport()
+    try:
+        for i, rule in enumerate(chosen, start=1):
+            if on_rule is not None:
+                on_rule(i, len(chosen), rule)
+            report.verdicts.append(
+                _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound)
+            )
+    except KeyboardInterrupt:
+        report.interrupted = True
+        report.seconds = time.perf_counter() - start
+        raise Interrupted(report) from None
     if ruleset is not None:
         from ngrules.verification.kernels import verify_kernels
 
         report.kernels = verify_kernels(ruleset.ops)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound) -> Verdict:
+    if prove:
+        from ngrules.verification.prove import prove_rule
+
+        proof = prove_rule(rule, bound=bound, semantics=semantics)
+        if proof.status in ("proved", "wrong"):
+            return proof
+        tested = verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics)
+        tested.note = proof.reason
+        return tested
+    return verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics)

@@ -12,21 +12,23 @@ from ngrules.errors import NgrulesError
 from ngrules.ir.axes import Axes
 from ngrules.ir.graph import Node, make_node
 from ngrules.ir.ops import OPS
-from ngrules.lang.syntax import PLit, PNamed, PVar
+from ngrules.lang.syntax import PLit, PNamed, POp, PVar
 from ngrules.verification.instances.choices import (
     AXIS_NAMES,
-    LENGTHS,
     MAX_RANK,
     NEGATE,
     VALUES,
     Reject,
+    lengths_for,
+    maybe_regroup,
     regroup,
     same_axes,
 )
 from ngrules.verification.instances.classes import constraints
 from ngrules.verification.instances.domains import Domain, argument_domain, domain_values, strictest
+from ngrules.verification.instances.generic import arg_dtypes, layout, open_scalar_attrs
 from ngrules.verification.instances.hints import Hints
-from ngrules.verification.instances.plans import op_at, plan_for
+from ngrules.verification.instances.plans import NEEDS_AN_AXIS, op_at, plan_for
 
 
 # -- the builder --------------------------------------------------------------------------------
@@ -47,34 +49,43 @@ class Builder:
         self.domains: dict[Node, Domain] = {}
         self._axis_names = iter(AXIS_NAMES)
         self._leaf_names = itertools.count()
+        self.arg_dtypes: dict[str, list] = {}  # op -> its arguments' dtypes (generic.arg_dtypes)
+        self._leaf_dtype = None  # the dtype the next placeholder must have (None: self.dtype)
+        #: whether domains pass through sign-keeping ops (half the instances: the other half
+        #: sees each op's own domain only, so values outside a composite's domain are tried)
+        self.push = bool(draw(st.booleans()))
 
     # -- axes and leaves ------------------------------------------------------------------------
     def fresh(self, n: int) -> Axes:
-        """n new axes of random lengths (1-5)."""
+        """n new axes of random lengths (1-5; shorter for many axes)."""
         from ngrules.ir.axes import Axis
 
         names = [next(self._axis_names, None) for _ in range(n)]
         if None in names:
             raise Reject("the instance needs more axes than there are names")
-        return Axes(Axis(name, self.draw(LENGTHS)) for name in names)
+        lengths = lengths_for(n)
+        return Axes(Axis(name, self.draw(lengths)) for name in names)
 
     def free_axes(self, at=None, lo: int = 0) -> Axes:
-        """Axes for a node nothing above constrains: the rank its guards ask, else 0-3."""
+        """Axes for a node nothing above constrains: the rank its guards ask, else 0-5,
+        sometimes with flattened axes."""
         low, high = self.cons.ranks.get(self.cons.of(at), (0, MAX_RANK))
         low, high = max(low, lo), min(high, max(low, lo) + MAX_RANK)
         if low > high:
             raise Reject(f"the guards ask {getattr(at, 'name', '_')!r} for no possible rank")
-        return self.fresh(self.draw(st.integers(low, high)))
+        axes = self.fresh(self.draw(st.integers(low, high)))
+        return axes if self.cons.ranks.get(self.cons.of(at)) else maybe_regroup(self.draw, axes)
 
     def free_want(self, op: str, at=None) -> Axes:
         """Output axes for an unconstrained op node (Flatten's output is really flattened)."""
         if op == "Flatten":
             return regroup(self.draw, self.free_axes(at, lo=1))
-        return self.free_axes(at)
+        return self.free_axes(at, lo=1 if op in NEEDS_AN_AXIS else 0)
 
     def placeholder(self, axes: Axes, domain: Domain, name: str = "_") -> Node:
         label = name if name != "_" else f"_{next(self._leaf_names)}"
-        node = make_node("Placeholder", name=label, axes=axes, dtype=self.dtype)
+        dtype, self._leaf_dtype = self._leaf_dtype or self.dtype, None
+        node = make_node("Placeholder", name=label, axes=axes, dtype=dtype)
         self.domains[node] = strictest(self.domains.get(node, "real"), domain)
         return node
 
@@ -228,24 +239,48 @@ class Builder:
         opdef = OPS[op]
         if opdef.has("leaf"):
             return self._leaf(op, want, domain, at)
+        self._leaf_dtype = None  # an op's own leaves are of the instance's dtype
         if op == "Output":
             return self._output(args, want, domain)
         plan = plan_for(op)
         if plan is None:
             return self._generic(op, args, want, domain)
-        args = args if args is not None else (PVar("_"),) * opdef.arity
+        args = args if args is not None else (PVar("_"),) * (opdef.arity or 2)
+        first: dict[int, Node] = {}
+        if want is None and opdef.has("elementwise"):
+            first = self._generic_operand_first(op, args, domain)
+            want = next((n.axes for n in first.values()), None)
         want = want if want is not None else self.free_want(op, at)
         self.decide(at, want)
         arg_axes, attrs = plan(self, want, [self.known(a) for a in args])
+        attrs = open_scalar_attrs(self, op, attrs)
         for a, ax in zip(args, arg_axes):
             self.decide(a, ax)
+        dtypes = arg_dtypes(self, op)
         nodes = [
-            self.build(a, ax, argument_domain(op, i, domain))
+            first[i] if i in first else
+            self.build_arg(a, ax, argument_domain(op, i, domain, self.push), dtypes, i)
             for i, (a, ax) in enumerate(zip(args, arg_axes))
         ]
         if opdef.has("commutative") and len(nodes) == 2 and self.draw(st.booleans()):
             nodes.reverse()
         return self.make(op, nodes, attrs, want)
+
+    def _generic_operand_first(self, op: str, args, domain: Domain) -> dict[int, Node]:
+        """Under an elementwise op whose axes nothing fixes, an operand built from its op's
+        generator (a convolution, a pooling: ops whose output lengths they compute) is built
+        first, and its axes become the elementwise op's."""
+        for i, a in enumerate(args):
+            inner = a.pattern if isinstance(a, PNamed) else a
+            if (
+                isinstance(inner, POp) and not inner.optional and plan_for(inner.op) is None
+                and not OPS[inner.op].has("leaf") and inner.op != "Output"
+                and self.cons.of(a) not in self.cons.ranks
+            ):
+                dtypes = arg_dtypes(self, op)
+                node = self.build_arg(a, None, argument_domain(op, i, domain, self.push), dtypes, i)
+                return {i: node} if node.outputs is None else {}
+        return {}
 
     def _leaf(self, op: str, want: Axes | None, domain: Domain, at) -> Node:
         axes = want if want is not None else self.free_axes(at)
@@ -257,8 +292,23 @@ class Builder:
             return make_node("Variable", name=label, axes=axes, dtype=self.dtype, initial=initial)
         return self.placeholder(axes, domain, getattr(at, "name", "_"))
 
+    def build_arg(self, p, axes: Axes | None, domain: Domain, dtypes: list, i: int) -> Node:
+        """Argument i of an op: a placeholder there takes the dtype the op's generator gave
+        that argument (a bool condition, integer indices) when it is not a float."""
+        self._leaf_dtype = dtypes[i] if i < len(dtypes) else None
+        try:
+            return self.build(p, axes, domain)
+        finally:
+            self._leaf_dtype = None
+
     def _output(self, args, want: Axes | None, domain: Domain) -> Node:
         inner = args[0] if args else PVar("_", "multi_output")
+        op = self._multi_output_op(inner)
+        if want is not None and op is not None:
+            node, index = self._generic(op, getattr(inner, "args", None), want, domain, True)
+            if isinstance(inner, PVar) and inner.name != "_":
+                self.bound.setdefault(inner.name, node)
+            return self.make("Output", [node], {"index": index}, want)
         node = self.build(inner, None, domain)
         if node.outputs is None:
             raise Reject(f"Output needs a multi-output node, got {node.op}")
@@ -267,16 +317,28 @@ class Builder:
             raise Reject(f"no output of {node.op} has axes {want!r}")
         return self.make("Output", [node], {"index": self.draw(st.sampled_from(fits))}, want)
 
-    def _generic(self, op: str, args, want: Axes | None, domain: Domain) -> Node:
-        """An op without a plan: its own generator picks the layout, the pattern the args."""
-        sample = OPS[op].gen(self.draw, lambda axes: self.placeholder(axes, "real"))
-        if sample.op != op:
-            raise Reject(f"the generator of {op} made a {sample.op}")
-        args = args if args is not None else (PVar("_"),) * len(sample.args)
-        if len(args) != len(sample.args):
-            raise Reject(f"{op} was generated with {len(sample.args)} arguments, not {len(args)}")
+    def _multi_output_op(self, p) -> str | None:
+        """The multi-output op an Output's argument pattern stands for (drawn for a trait)."""
+        if isinstance(p, POp) and not p.optional:
+            return p.op
+        if isinstance(p, PVar) and p.name not in self.bound and p.kind is not None:
+            if p.kind in OPS:
+                return p.kind
+            ops = sorted(o for o in OPS if p.kind in OPS[o].traits and OPS[o].has("multi_output"))
+            return self.draw(st.sampled_from(ops)) if ops else None
+        return None
+
+    def _generic(self, op: str, args, want: Axes | None, domain: Domain, multi: bool = False):
+        """An op without a plan: a renamed sample of its generator gives the layout, the
+        attributes and the arguments' dtypes, the pattern the arguments (see `generic`). With
+        `multi`, (the multi-output node, the index of its output with axes want)."""
+        n_args = len(args) if args is not None else None
+        lay = layout(self, op, want, n_args)
+        args = args if args is not None else (PVar("_"),) * len(lay.arg_axes)
         nodes = [
-            self.build(p, a.axes if a.outputs is None else None, argument_domain(op, i, domain))
-            for i, (p, a) in enumerate(zip(args, sample.args))
+            self.build_arg(p, ax, argument_domain(op, i, domain, self.push), lay.dtypes, i)
+            for i, (p, ax) in enumerate(zip(args, lay.arg_axes))
         ]
-        return self.make(op, nodes, dict(sample.attrs), want)
+        if multi:
+            return self.make(op, nodes, lay.attrs, None), lay.index
+        return self.make(op, nodes, lay.attrs, want)

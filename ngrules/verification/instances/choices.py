@@ -7,10 +7,17 @@ from hypothesis import strategies as st
 from ngrules.ir.axes import Axes, flatten_groups
 
 AXIS_NAMES = "abcdefghijklmopqrstuvwxyz"  # lowercase: never clashes with opgen's pool (A-F)
-MAX_RANK = 3
-#: Axis lengths 1-5, with 1 drawn more often (guards about unit axes are common).
+MAX_RANK = 5
+#: Axis lengths 1-5, with 1 drawn more often (guards about unit axes are common); tensors of
+#: rank 3 and more get shorter axes, so that a rank-5 tensor stays small.
 LENGTHS = st.sampled_from((1, 1, 2, 3, 4, 5))
-VALUES = st.sampled_from((1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 0.25, 1.5, 0.1))
+SHORT_LENGTHS = st.sampled_from((1, 2, 2, 3))
+#: Constants: readable values first (they shrink to 1.0), then many magnitudes, from a tiny eps
+#: to a huge scale, and zero.
+VALUES = st.sampled_from(
+    (1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 0.25, 1.5, 0.1)
+    + (1e-3, 1e-5, 1e-8, 1e-12, 10.0, 100.0, 1e4, 1e8, 0.0)
+)
 NEGATE = st.sampled_from((False, False, True))
 
 
@@ -40,6 +47,19 @@ def _groups(draw, n: int) -> list[int]:
         sizes.append(draw(st.integers(1, left)))
         left -= sizes[-1]
     return sizes
+
+
+def lengths_for(rank: int):
+    """The strategy for the lengths of a tensor of this rank."""
+    return LENGTHS if rank <= 2 else SHORT_LENGTHS
+
+
+def maybe_regroup(draw, axes: Axes) -> Axes:
+    """axes as they are, or (a quarter of the time) with some runs flattened: inputs with
+    flattened axes, as ngraph's lowering makes them."""
+    if len(axes) < 2 or draw(st.sampled_from((True, True, True, False))):
+        return axes
+    return regroup(draw, axes)
 
 
 def regroup(draw, axes: Axes) -> Axes:

@@ -31,11 +31,13 @@ _KEEPS_NONZERO = frozenset(
 )
 
 
-def argument_domain(op: str, index: int, need: Domain) -> Domain:
-    """The values argument `index` of op should take: the op's own domain, and enough that the
-    output lands in `need` when the op keeps signs (positive under Add, nonzero under Multiply)."""
+def argument_domain(op: str, index: int, need: Domain, push: bool = True) -> Domain:
+    """The values argument `index` of op should take: the op's own domain, and (with `push`)
+    enough that the output lands in `need` when the op keeps signs (positive under Add, nonzero
+    under Multiply). Without push, only the op's own domain: an argument of `Sqrt(x * x)` may
+    be negative."""
     own = OPS[op].arg_domain(index)
-    if need == "real" or op == "Exp":
+    if need == "real" or op == "Exp" or not push:
         return own
     if need == "nonzero" and op in _KEEPS_NONZERO or op == "Square":
         return strictest(own, "nonzero")
@@ -66,19 +68,55 @@ def domain_values(rng: np.random.Generator, shape, dtype, domain: Domain) -> np.
     return magnitude.astype(dtype)
 
 
+#: Special values per domain: zeros of both signs, ones, tiny and huge magnitudes, the domain's
+#: edges (zero itself, where an op is undefined: strict semantics asks the rewrite to keep the
+#: NaN or infinity it gives there; the smallest positive, the nonzero closest to zero).
+SPECIAL = {
+    "real": (0.0, -0.0, 1.0, -1.0, 1e-7, -1e-7, 1e6, -1e6),
+    "positive": (0.0, 1e-7, 1.0, 1e6, 2.0),
+    "nonzero": (0.0, 1e-7, -1e-7, 1.0, -1.0, 1e6, -1e6),
+}
+
+
+def special_values(
+    rng: np.random.Generator, shape, domain: Domain, ties: np.ndarray
+) -> np.ndarray:
+    """Values in a domain with special values weighted in: about a third from SPECIAL, a third
+    from `ties` (magnitudes shared by every input of the instance, so that maxima tie and
+    differences vanish), the rest continuous."""
+    base = np.round(domain_values(rng, shape, np.float64, domain), 3)
+    pick = rng.uniform(0.0, 1.0, shape)
+    special = rng.choice(np.array(SPECIAL[domain]), shape)
+    tied = rng.choice(ties, shape)
+    if domain == "real" or domain == "nonzero":
+        tied = tied * rng.choice([-1.0, 1.0], shape)
+    return np.where(pick < 0.3, special, np.where(pick < 0.6, tied, base))
+
+
 def feeds_for(
-    outputs: Sequence[Node], seed: int, domains: dict[Node, Domain] | None = None
+    outputs: Sequence[Node],
+    seed: int,
+    domains: dict[Node, Domain] | None = None,
+    special: bool = False,
 ) -> dict[Node, np.ndarray]:
-    """A value for every placeholder under outputs, from its domain, rounded for readability."""
+    """A value for every placeholder under outputs, from its domain, rounded for readability;
+    with `special`, special values and ties weighted in (`special_values`)."""
     rng = np.random.default_rng(seed)
     known = placeholder_domains(outputs)
     for node, domain in (domains or {}).items():
         if node in known:
             known[node] = strictest(known[node], domain)
-    return {
-        node: np.round(domain_values(rng, node.axes.lengths, np.float64, d), 3).astype(node.dtype)
-        for node, d in known.items()
-    }
+    ties = np.round(rng.uniform(0.5, 2.0, 2), 3)
+    feeds = {}
+    for node, d in known.items():
+        if special:
+            if rng.uniform() < 0.2:  # outside the domain: the left side is undefined there
+                d = "real"
+            value = special_values(rng, node.axes.lengths, d, ties)
+        else:
+            value = np.round(domain_values(rng, node.axes.lengths, np.float64, d), 3)
+        feeds[node] = value.astype(node.dtype)
+    return feeds
 
 
 def as_float64(outputs: Sequence[Node]) -> tuple[list[Node], dict[Node, Node]]:
@@ -86,9 +124,9 @@ def as_float64(outputs: Sequence[Node]) -> tuple[list[Node], dict[Node, Node]]:
     memo: dict[Node, Node] = {}
     for node in toposort(outputs):
         attrs = dict(node.attrs)
-        if node.op in ("Placeholder", "Variable"):
+        if node.op in ("Placeholder", "Variable") and node.dtype.kind == "f":
             attrs["dtype"] = np.float64
-        elif node.op == "Constant":
+        elif node.op == "Constant" and node.dtype.kind == "f":
             attrs["value"] = np.asarray(attrs["value"], np.float64)
         memo[node] = make_node(node.op, [memo[a] for a in node.args], **attrs)
     return [memo[o] for o in outputs], memo

@@ -89,6 +89,15 @@ def _hint_equal(left, right, hints: Hints) -> None:
             hints.values.setdefault(found[0], []).append(found[1])
 
 
+_FLIPPED = {"==": "==", ">=": "<=", ">": "<", "<=": ">=", "<": ">", "!=": "!="}
+
+
+def _normal(e):
+    """A comparison with its constant on the right (`2 == len(x.axes)` as `len(x.axes) == 2`)."""
+    flip = isinstance(e, EBinary) and e.op in _FLIPPED and isinstance(e.left, ENum)
+    return EBinary(_FLIPPED[e.op], e.right, e.left) if flip else e
+
+
 def _is_rank_bound(e) -> bool:
     """e is `len(v.axes) op n` or `v.rank op n` for a comparison op."""
     ok = isinstance(e, EBinary) and e.op in _RANGES and isinstance(e.right, ENum)
@@ -96,6 +105,10 @@ def _is_rank_bound(e) -> bool:
 
 
 def _hint(e, hints: Hints) -> None:
+    e = _normal(e)
+    nonzero = isinstance(e, EBinary) and e.op == "!=" and isinstance(e.right, ENum)
+    if nonzero and e.right.value == 0 and _rank_of(e.left) is not None:  # a rank not 0
+        e = EBinary(">", e.left, e.right)
     if isinstance(e, EBinary) and e.op == "and":
         _hint(e.left, hints)
         _hint(e.right, hints)

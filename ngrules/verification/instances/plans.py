@@ -51,7 +51,8 @@ def _plan_unflatten(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], d
 def _plan_reduce(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
     arg = forced[0]
     if arg is None:
-        red = b.fresh(b.draw(st.integers(1, 2)))
+        count = b.draw(st.sampled_from((1, 1, 2, 2, 3, 4)))  # mostly 1-2, up to rank 4 and more
+        red = b.fresh(min(count, 4 - min(len(want), 2)))
         arg = interleave(b.draw, want, red, want + red)
     red = Axes(b.draw(st.permutations(list(arg - want))))
     return [arg], {"reduction_axes": red}
@@ -111,7 +112,45 @@ def _plan_dot_low(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dic
     return [want + k, k], {"axes": want}
 
 
+def _plain_position(b: Builder, want: Axes, shortest: int = 1) -> int:
+    """A position of want holding a plain (not flattened) axis of at least `shortest`."""
+    fits = [i for i, a in enumerate(want) if not a.is_flattened and a.length >= shortest]
+    if not fits:
+        raise Reject(f"no plain axis of length >= {shortest} in {want!r} to slice or join at")
+    return b.draw(st.sampled_from(fits))
+
+
+def _replaced(want: Axes, pos: int, axis) -> Axes:
+    return Axes(want[:pos]) + Axes((axis,)) + Axes(want[pos + 1 :])
+
+
+def _plan_slice(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    pos = _plain_position(b, want)
+    part = want[pos]
+    if b.draw(st.sampled_from((False, False, False, True))):  # the whole axis, kept
+        return [want], {"position": pos, "start": 0, "stop": part.length, "axis": part}
+    full = b.fresh(1)[0]
+    full = type(full)(full.name, part.length + b.draw(st.integers(0, 2)))
+    start = b.draw(st.integers(0, full.length - part.length))
+    attrs = {"position": pos, "start": start, "stop": start + part.length, "axis": part}
+    return [_replaced(want, pos, full)], attrs
+
+
+def _plan_concat(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    n = len(forced)
+    pos = _plain_position(b, want, n)
+    total, cuts = want[pos].length, []
+    for i in range(n - 1):
+        left = total - sum(cuts) - (n - 1 - i)
+        cuts.append(b.draw(st.integers(1, max(1, left))))
+    cuts.append(total - sum(cuts))
+    parts = [type(a)(a.name, k) for a, k in zip(b.fresh(n), cuts)]
+    return [_replaced(want, pos, p) for p in parts], {"axis": want[pos], "position": pos}
+
+
 PLANS: dict[str, Plan] = {
+    "Slice": _plan_slice,
+    "Concat": _plan_concat,
     "Transpose": _plan_transpose,
     "ReorderAxes": _plan_reorder,
     "Broadcast": _plan_broadcast,
@@ -126,6 +165,10 @@ PLANS: dict[str, Plan] = {
     "Dot": _plan_dot,
     "DotLowDimension": _plan_dot_low,
 }
+
+
+#: Ops whose output has at least one axis (the one sliced, joined or flattened).
+NEEDS_AN_AXIS = frozenset({"Slice", "Concat", "Flatten"})
 
 
 def op_at(p) -> str:

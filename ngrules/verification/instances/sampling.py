@@ -35,6 +35,7 @@ class Instance:
     stop: str = "fixpoint"
     message: str = ""
     error: BaseException | None = None
+    step: list[Node] | None = None  # one rewrite step, when the rule alone does not terminate
 
     @property
     def dtype(self) -> np.dtype:
@@ -82,7 +83,23 @@ def rewrite_instance(rule: Rule, outputs: list[Node], feeds, fuel: int = 200) ->
     if not inst.fired and stats is not None and stats.first_failure is not None:
         inst.error, inst.fired = stats.first_failure, True  # rejected by the engine: ill-formed
     inst.stop, inst.message = res.stop, res.message
+    if res.stop != "fixpoint":
+        inst.step = one_step(rule, outputs)
     return inst
+
+
+def one_step(rule: Rule, outputs: list[Node]) -> list[Node]:
+    """The outputs after the rule fires once, at the root when it matches there (a rule that
+    loops is judged by this step: the driver gives back the graph it started from)."""
+    from ngrules.engine.compiled import CompiledRule
+    from ngrules.engine.driver import rewrite
+    from ngrules.ir.graph import substitute
+
+    found = CompiledRule(rule).apply(outputs[0]) if len(rule.roots) == 1 else None
+    if found is None:
+        return rewrite(outputs, rule, fuel=1).outputs
+    roots, replacements = found[0], found[1]
+    return substitute(outputs, dict(zip(roots, replacements)))
 
 
 def taken_by(earlier: Sequence, root: Node) -> str | None:
@@ -112,7 +129,7 @@ def why_not(rule: Rule, roots: Sequence[Node]) -> str:
     from ngrules.engine.explain import explain
 
     misses = explain(rule, list(roots), limit=1).misses
-    return f"`{misses[0].text}` {misses[0].found}" if misses else "no candidate root"
+    return str(misses[0]) if misses else "no candidate root"
 
 
 @st.composite
@@ -126,7 +143,8 @@ def attempts(draw, rule: Rule, earlier: Sequence = ()) -> Instance | Rejected:
     winner = taken_by(earlier, roots[0])
     if winner is not None:
         return Rejected(f"rule {winner} comes first in pass {rule.pass_name} and takes it")
-    feeds = feeds_for(roots, draw(st.integers(0, 2**32 - 1)), domains)
+    special = draw(st.booleans())
+    feeds = feeds_for(roots, draw(st.integers(0, 2**32 - 1)), domains, special)
     inst = rewrite_instance(rule, roots, feeds)
     if not inst.fired:
         return Rejected(f"the rule did not fire: {why_not(rule, roots)}")

@@ -1,0 +1,243 @@
+"""Comparing the graph before a rewrite with the graph after it: values, then derivatives.
+
+Values are compared in float64 within a tolerance. Non-finite results follow one of two
+documented semantics:
+
+- **strict** (the default): where the left side is NaN (undefined) the right side must not be
+  finite (NaN, or an infinity reached another way: `log(e^a / -0.0)` against `a - log(-0.0)`),
+  where it is +inf or -inf the right side must be the same infinity; except where either side only
+  overflowed (an op's finite, nonzero operands gave an infinity: float64 ran out of range, which
+  the real numbers the rule speaks of do not), those positions are not judged;
+- **refine**: where the left side is not finite (undefined), the right side may be anything, as in
+  Alive's refinement: a rewrite may make an undefined result defined, never change a defined one.
+
+Derivatives: both graphs are differentiated (reverse mode, the op table's gradients) with respect
+to every input, at inputs of generic values (no ties, no zeros), and must agree too: a term that
+hides under the tolerance of a value (`Exp(Exp(x)) + y` with a tiny y) shows in its derivative.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ngrules.errors import NgrulesError
+from ngrules.ir.graph import Node, toposort
+from ngrules.verification.instances import as_float64
+
+#: Default tolerance: float64 on both sides, so only reassociation error is allowed.
+RTOL, ATOL = 1e-6, 1e-9
+SEMANTICS = ("strict", "refine")
+#: Absolute error allowed per unit of the largest intermediate magnitude (float64 rounding
+#: of sums that cancel: `(x + 1e6) - 1e6` is not x to the last digit).
+CANCELLATION = 1e-11
+#: Ops with a pole at zero: an infinity they give from a zero operand is not an overflow.
+_POLES = frozenset({"Divide", "Reciprocal", "Log", "Power"})
+#: Elementwise ops that are never zero where their operands are nonzero (a zero is underflow).
+_NEVER_ZERO = frozenset({"Exp", "Multiply", "Divide", "Square", "Reciprocal", "Sigmoid"})
+
+
+@dataclass
+class Comparison:
+    """Both graphs' results in float64; `problem` says how they differ (None: they agree)."""
+
+    expected: list[np.ndarray]
+    got: list[np.ndarray] | None
+    problem: str | None = None
+    usable: bool = True
+
+
+def _where(node: Node, expected: np.ndarray, index) -> str:
+    return ", ".join(f"{a.name}={i}" for a, i in zip(node.axes, index)) or "the scalar"
+
+
+def _judged(expected: np.ndarray, got: np.ndarray, semantics: str, overflow: bool):
+    """The positions whose result the rewrite must keep: all, but under refinement not where
+    the left side is undefined, and not where float64 ran out of range on either side."""
+    finite = np.isfinite(expected)
+    if semantics == "refine":
+        return finite & (np.isfinite(got) | ~np.asarray(overflow))
+    return ~np.asarray(overflow) | (finite & np.isfinite(got))
+
+
+def difference(
+    expected: np.ndarray,
+    got: np.ndarray,
+    node: Node,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    semantics: str = "strict",
+    overflow: bool = False,
+    floor: float = 0.0,
+) -> str | None:
+    """How got differs from expected (None: it does not), in words. The absolute tolerance is
+    atol scaled by the largest result, and at least `floor`."""
+    if expected.shape != got.shape:
+        return f"shapes differ: {expected.shape} before, {got.shape} after"
+    expected, got = np.asarray(expected, np.float64), np.asarray(got, np.float64)  # bool masks
+    judged = _judged(expected, got, semantics, overflow)
+    finite = np.isfinite(expected)
+    scale = atol * max(1.0, float(np.max(np.abs(np.where(finite, expected, 0.0)), initial=0.0)))
+    scale = max(scale, floor)
+    with np.errstate(all="ignore"):
+        close = np.isclose(got, expected, rtol=rtol, atol=scale, equal_nan=True)
+        close |= ~judged | (np.isnan(expected) & ~np.isfinite(got))
+        if close.all():
+            return None
+        diff = np.where(close, 0.0, np.abs(got - expected))
+    diff = np.where(np.isnan(diff) | np.isinf(diff), np.inf, diff)
+    where = np.unravel_index(int(np.argmax(diff)), expected.shape)
+    return (
+        f"max |after - before| = {diff[where]:.6g} at {_where(node, expected, where)} "
+        f"(before {expected[where]:.6g}, after {got[where]:.6g})"
+    )
+
+
+def _underflowed(node: Node, value: np.ndarray, args: list) -> bool:
+    """An elementwise op that is never zero on nonzero operands gave a zero."""
+    if node.op not in _NEVER_ZERO or any(np.shape(a) != np.shape(value) for a in args):
+        return False
+    nonzero = np.logical_and.reduce([np.asarray(a) != 0 for a in args])
+    return bool(((value == 0) & nonzero).any())
+
+
+def overflowed(before: Sequence[Node], feeds: dict[Node, np.ndarray]) -> bool:
+    """Whether float64 ran out of range somewhere in the graph: an op gave an infinity from
+    finite operands away from a pole (overflow), or a zero no real number would (underflow,
+    as `Exp(-1e6)`)."""
+    nodes = [n for n in toposort(before) if n.outputs is None]
+    values = dict(zip(nodes, _run(nodes, feeds)))
+    for node in nodes:
+        value, args = values[node], [values.get(a) for a in node.args]
+        if any(a is None or not np.isfinite(a).all() for a in args):
+            continue
+        if _underflowed(node, value, args):
+            return True
+        if not np.isinf(value).any():  # a NaN is a domain error, not a range one
+            continue
+        if node.op in _POLES and any((a == 0).any() for a in args):
+            continue
+        return True
+    return False
+
+
+def _run(graphs: Sequence[Node], feeds: dict[Node, np.ndarray]) -> list[np.ndarray]:
+    from ngrules.ir.executor import execute
+
+    with np.errstate(all="ignore"):
+        return execute(list(graphs), feeds, ignore_unused=True)
+
+
+def _magnitude(graphs: Sequence[Node], feeds: dict[Node, np.ndarray]) -> float:
+    """The largest finite magnitude any node of the graphs takes: cancellation between
+    intermediates of that size leaves an error proportional to it."""
+    nodes = [n for n in toposort(graphs) if n.outputs is None and n.dtype.kind == "f"]
+    biggest = 0.0
+    for v in _run(nodes, feeds):
+        v = np.abs(np.asarray(v, np.float64))
+        biggest = max(biggest, float(np.max(np.where(np.isfinite(v), v, 0.0), initial=0.0)))
+    return biggest
+
+
+def compare(
+    before: Sequence[Node],
+    after: Sequence[Node],
+    feeds: dict[Node, np.ndarray],
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    semantics: str = "strict",
+) -> Comparison:
+    """Run both graphs in float64 on the same feeds and compare output by output."""
+    graphs, memo = as_float64(list(before) + list(after))
+    feeds64 = {memo[k]: np.asarray(v, np.float64) for k, v in feeds.items() if k in memo}
+    expected = _run(graphs[: len(before)], feeds64)
+    try:
+        got = _run(graphs[len(before) :], feeds64)
+    except Exception as e:  # the rewritten graph cannot run: that is the finding
+        return Comparison(expected, None, f"the rewritten graph fails to run: {e}")
+    finite = all(np.isfinite(e).all() for e in expected)
+    over = not finite and overflowed(graphs[: len(before)], feeds64)
+    if not over and not all(np.isfinite(g).all() for g in got):  # float range, not the rule
+        over = overflowed(graphs[len(before) :], feeds64)
+    floor = CANCELLATION * _magnitude(graphs, feeds64)
+    for i, (e, g, node) in enumerate(zip(expected, got, before)):
+        problem = difference(e, g, node, rtol, atol, semantics, over, floor)
+        if problem is not None:
+            where = f" (output {i})" if len(before) > 1 else ""
+            return Comparison(expected, got, f"results differ{where}: {problem}")
+    return Comparison(expected, got, usable=finite or semantics == "strict" and not over)
+
+
+# -- derivatives ---------------------------------------------------------------------------------
+def _cost(outputs: Sequence[Node], weights: Sequence[np.ndarray]) -> Node:
+    """sum_i Σ(out_i · w_i): a scalar whose gradient mixes every output's adjoint."""
+    from ngrules.ir import frontend as F
+
+    total = None
+    for out, w in zip(outputs, weights):
+        term = F.sum(out * F.constant(w, out.axes, dtype=np.float64), out_axes=())
+        total = term if total is None else total + term
+    return total
+
+
+def _gradients(outputs: Sequence[Node], weights, wrt: Sequence[Node]) -> list[Node] | None:
+    from ngrules.ir.autodiff import deriv
+
+    try:
+        cost = _cost(outputs, weights)
+        return [deriv(cost, x) for x in wrt]
+    except NgrulesError:  # an op without a gradient: derivatives cannot be compared
+        return None
+
+
+def generic_feeds(feeds: dict[Node, np.ndarray], seed: int) -> dict[Node, np.ndarray]:
+    """Values of the same signs as feeds' (so domains hold), continuous and tie-free."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for node, value in feeds.items():
+        v = np.asarray(value, np.float64)
+        sign = np.where(np.signbit(v), -1.0, 1.0)
+        out[node] = (sign * rng.uniform(0.3, 1.7, v.shape)).astype(node.dtype)
+    return out
+
+
+def compare_derivatives(
+    before: Sequence[Node],
+    after: Sequence[Node],
+    feeds: dict[Node, np.ndarray],
+    seed: int = 0,
+    rtol: float = 1e-5,
+    atol: float = 1e-11,
+) -> str | None:
+    """How d(before)/d(input) and d(after)/d(input) differ for some input (None: they agree or
+    cannot be compared: an op without a gradient, or values not finite at generic inputs)."""
+    graphs, memo = as_float64(list(before) + list(after))
+    inputs = sorted((k for k in feeds if k in memo and k.op == "Placeholder"), key=lambda n: n.name)
+    if not inputs:
+        return None
+    values = generic_feeds({memo[k]: feeds[k] for k in inputs}, seed)
+    left, right = graphs[: len(before)], graphs[len(before) :]
+    expected = _run(left, values)
+    if not all(np.isfinite(e).all() for e in expected):
+        return None
+    rng = np.random.default_rng(seed + 1)
+    weights = [rng.uniform(0.5, 1.5, e.shape) for e in expected]
+    wrt = [memo[k] for k in inputs]
+    dl, dr = _gradients(left, weights, wrt), _gradients(right, weights, wrt)
+    if dl is None or dr is None:
+        return None
+    gl, gr = _run(dl, values), _run(dr, values)
+    for x, a, b in zip(inputs, gl, gr):
+        if not np.isfinite(a).all():
+            continue
+        problem = difference(a, b, x, rtol, atol)
+        if problem is not None:
+            gone = "" if _depends(right, memo[x]) else f" (the replacement no longer uses {x.name})"
+            return f"derivatives with respect to {x.name} differ{gone}: {problem}"
+    return None
+
+
+def _depends(outputs: Sequence[Node], leaf: Node) -> bool:
+    return leaf in set(toposort(outputs))

@@ -1,0 +1,36 @@
+"""Proof of rules with the z3 SMT solver (the optional `prove` extra: pip install 'ngrules[prove]').
+
+`prove_rule(rule, bound=3)` proves a rule for all real input values on instances of its pattern
+with axis lengths up to `bound`, unrolling tensor ops into scalar terms; see `prover`. `missing()`
+lists the ops of the table without an encoding, and why.
+"""
+
+from __future__ import annotations
+
+
+def require_z3() -> None:
+    """Raise a ProveUnavailable (an NgrulesError) saying how to install z3 when it is missing."""
+    import importlib.util
+
+    from ngrules.errors import NgrulesError
+
+    if importlib.util.find_spec("z3") is None:
+        raise NgrulesError("proving needs the z3 SMT solver: pip install 'ngrules[prove]'")
+
+
+def prove_rule(rule, bound: int = 3, semantics: str = "strict"):
+    require_z3()
+    from ngrules.verification.prove.prover import prove_rule as _prove
+
+    return _prove(rule, bound, semantics)
+
+
+def missing() -> dict[str, str]:
+    """Ops of the table that instances cannot be unrolled through: op -> reason."""
+    from ngrules.ir.ops import OPS
+    from ngrules.verification.prove.tensors import encodable, missing_reason
+
+    return {op: missing_reason(op) for op in sorted(OPS) if not encodable(op)}
+
+
+__all__ = ["missing", "prove_rule", "require_z3"]

@@ -1,0 +1,172 @@
+"""Proof of a rule with z3: on each instance of its pattern, for all real input values.
+
+Instances come from the same builder as testing (lengths up to `bound`), each rewritten by the
+rule; both graphs are unrolled into scalar z3 terms (`tensors`) and z3 is asked for inputs on
+which they differ:
+
+- strict semantics: the two sides are defined at the same inputs, and equal where defined;
+- refinement: where the left side is defined, the right side is defined and equal.
+
+`unsat` on every instance is a proof for all input values on those instances; a rule made of
+elementwise ops, with no typed constants, proved at rank 0 is proved for every shape (it acts
+pointwise). A `sat` model is a counterexample, replayed with the numpy executor before it is
+reported; `unknown` (nonlinear arithmetic, quantified axioms) leaves the rule unproved.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import z3
+
+from ngrules.ir.graph import Node, toposort
+from ngrules.ir.ops import OPS
+from ngrules.lang.rules import Rule
+from ngrules.lang.syntax import PVar, children
+from ngrules.verification.compare import compare
+from ngrules.verification.instances import Instance
+from ngrules.verification.prove.scalars import axioms_for
+from ngrules.verification.prove.tensors import NoEncoding, evaluate
+from ngrules.verification.verdicts import Counterexample, Verdict
+
+#: Milliseconds z3 may spend on one instance.
+TIMEOUT_MS = 4000
+#: Instances proved per rule (distinct layouts).
+LAYOUTS = 12
+
+
+@dataclass
+class Outcome:
+    """One instance's result: 'proved', 'wrong' (with a replayed counterexample), 'unknown'."""
+
+    status: str
+    detail: str = ""
+    counterexample: Counterexample | None = None
+
+
+def _claim(before: list[np.ndarray], after: list[np.ndarray], semantics: str):
+    """What must hold for all inputs: per element, definedness and equality."""
+    parts = []
+    for b_arr, a_arr in zip(before, after):
+        for idx in np.ndindex(b_arr.shape):
+            b, a = b_arr[idx], a_arr[idx]
+            same = z3.Implies(b.ok, z3.And(a.ok, b.v == a.v))
+            parts.append(same if semantics == "refine" else z3.And(same, a.ok == b.ok))
+    return z3.And(*parts) if parts else z3.BoolVal(True)
+
+
+def _feeds(model, inputs: dict[Node, np.ndarray]) -> dict[Node, np.ndarray]:
+    feeds = {}
+    for node, arr in inputs.items():
+        value = np.zeros(arr.shape)
+        for idx in np.ndindex(arr.shape):
+            got = model.eval(arr[idx].v, model_completion=True)
+            value[idx] = float(got.as_fraction()) if z3.is_rational_value(got) else 0.0
+        feeds[node] = value.astype(node.dtype)
+    return feeds
+
+
+def prove_instance(inst: Instance, semantics: str = "strict") -> Outcome:
+    """Prove before == after on this instance for all inputs, or find where they differ."""
+    after = inst.after if inst.stop == "fixpoint" else inst.step
+    inputs: dict[Node, np.ndarray] = {}
+    try:
+        left = evaluate(inst.outputs, inputs)
+        right = evaluate(after, inputs)
+    except NoEncoding as e:
+        return Outcome("unknown", str(e))
+    except (TypeError, ValueError) as e:  # a kernel that cannot run on terms
+        return Outcome("unknown", f"could not unroll the instance into terms: {e}")
+    solver = z3.Solver()
+    solver.set("timeout", TIMEOUT_MS)
+    claim = _claim(left, right, semantics)
+    solver.add(*axioms_for(claim))
+    solver.add(z3.Not(claim))
+    answer = solver.check()
+    if answer == z3.unsat:
+        return Outcome("proved")
+    if answer == z3.unknown:
+        return Outcome("unknown", f"z3 could not decide ({solver.reason_unknown()})")
+    return _replay(inst, after, _feeds(solver.model(), inputs), semantics)
+
+
+def _replay(inst: Instance, after, feeds, semantics: str) -> Outcome:
+    """A z3 model as a counterexample, kept only if the executor reproduces it."""
+    feeds = {**inst.feeds, **feeds}
+    result = compare(inst.outputs, after, feeds, semantics=semantics)
+    cx = Counterexample(inst.rule, inst.outputs, feeds, "", after, result.expected, result.got)
+    if result.problem is None:
+        return Outcome("unknown", "z3 found a counterexample that does not reproduce "
+                       "numerically (float rounding, or an axiom too weak)")
+    cx.problem = f"{result.problem} (found by z3, replayed with the executor)"
+    return Outcome("wrong", cx.problem, cx)
+
+
+def _pointwise(rule: Rule) -> bool:
+    """Only elementwise ops and untyped variables: proved at rank 0, proved for all shapes."""
+    stack = list(rule.roots)
+    while stack:
+        p = stack.pop()
+        op = getattr(p, "op", None)
+        if op is not None and not OPS[op].has("elementwise"):
+            return False
+        if isinstance(p, PVar) and p.kind is not None:
+            return False
+        stack.extend(children(p))
+    return not any(True for _ in rule.clauses)
+
+
+def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
+    """Up to count instances of distinct layouts, every axis of length <= bound."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    from ngrules.ir.graph import format_graph
+    from ngrules.verification.instances import attempts
+
+    found: dict[str, Instance] = {}
+
+    @settings(max_examples=150, database=None, derandomize=True, deadline=None,
+              phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
+    @given(attempts(rule))
+    def collect(attempt):
+        if not isinstance(attempt, Instance) or attempt.error is not None or len(found) >= count:
+            return
+        lengths = [a.length for n in toposort(attempt.outputs) if n.outputs is None
+                   for a in n.axes.leaves()]
+        if all(k <= bound for k in lengths):
+            found.setdefault(format_graph(attempt.outputs), attempt)
+
+    collect()
+    return sorted(found.values(), key=lambda i: len(toposort(i.outputs)))
+
+
+def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict") -> Verdict:
+    """A `proved` verdict (for lengths <= bound, or for all shapes when the rule is pointwise),
+    `wrong` with a replayed counterexample, or `unverified` saying why there is no proof."""
+    start = time.perf_counter()
+    verdict = Verdict(rule, "unverified", semantics=semantics, bound=bound)
+    instances = _instances(rule, bound, LAYOUTS)
+    if not instances:
+        verdict.reason = f"no proof: no instance with lengths <= {bound} could be built"
+        return verdict
+    for inst in instances:
+        outcome = prove_instance(inst, semantics)
+        if outcome.status == "wrong":
+            verdict.status, verdict.counterexample = "wrong", outcome.counterexample
+            break
+        if outcome.status == "unknown":
+            verdict.reason = f"no proof: {outcome.detail}"
+            break
+    else:
+        verdict.status = "proved"
+        verdict.examples = len(instances)
+        scalar = any(not n.axes for n in instances[0].outputs)
+        if _pointwise(rule) and scalar:
+            verdict.bound = None
+            verdict.reason = "(elementwise: every shape)"
+        else:
+            verdict.reason = f"(all input values, {len(instances)} instance layouts)"
+    verdict.seconds = time.perf_counter() - start
+    return verdict

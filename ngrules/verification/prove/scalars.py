@@ -1,0 +1,187 @@
+"""Elementwise ops as z3 real terms, each with the condition under which it is defined.
+
+A `Sym` is one scalar of a tensor: a z3 real term and a z3 boolean saying where the real
+function is defined (`x / y` needs y != 0, `Log(x)` x > 0, `Sqrt(x)` x >= 0). Arithmetic,
+comparisons, max/min, select, abs and sign are exact real arithmetic; exp, log, sqrt, tanh and
+sigmoid are uninterpreted functions constrained by the axioms in `AXIOMS` (listed in
+docs/verification.md). Ops are looked up by name in `ENCODINGS`, so an op of the table without
+an entry there has no encoding (`missing`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import z3
+
+R = z3.RealSort()
+EXP, LOG, SQRT = z3.Function("exp", R, R), z3.Function("log", R, R), z3.Function("sqrt", R, R)
+TANH, SIGMOID = z3.Function("tanh", R, R), z3.Function("sigmoid", R, R)
+
+
+def _axioms() -> list[tuple[frozenset, object]]:
+    """(the functions an axiom speaks of, the axiom)."""
+    a, b = z3.Reals("a b")
+    fa = z3.ForAll
+    axioms = [
+        fa([a], EXP(a) > 0, patterns=[EXP(a)]),
+        fa([a, b], EXP(a + b) == EXP(a) * EXP(b), patterns=[EXP(a + b)]),
+        fa([a, b], EXP(a - b) == EXP(a) / EXP(b), patterns=[EXP(a - b)]),
+        fa([a], EXP(-a) * EXP(a) == 1, patterns=[EXP(-a)]),
+        EXP(0) == 1,
+        fa([a], LOG(EXP(a)) == a, patterns=[LOG(EXP(a))]),
+        fa([a], z3.Implies(a > 0, EXP(LOG(a)) == a), patterns=[EXP(LOG(a))]),
+        fa([a, b], z3.Implies(z3.And(a > 0, b > 0), LOG(a * b) == LOG(a) + LOG(b)),
+           patterns=[LOG(a * b)]),
+        fa([a, b], z3.Implies(z3.And(a > 0, b > 0), LOG(a / b) == LOG(a) - LOG(b)),
+           patterns=[LOG(a / b)]),
+        LOG(1) == 0,
+        fa([a], z3.Implies(a >= 0, z3.And(SQRT(a) >= 0, SQRT(a) * SQRT(a) == a)),
+           patterns=[SQRT(a)]),
+        fa([a], z3.And(TANH(-a) == -TANH(a), TANH(a) > -1, TANH(a) < 1), patterns=[TANH(a)]),
+        fa([a], SIGMOID(a) == 1 / (1 + EXP(-a)), patterns=[SIGMOID(a)]),
+    ]
+    return [(frozenset(_functions(ax)), ax) for ax in axioms]
+
+
+def _functions(term) -> set[str]:
+    """The uninterpreted functions a term applies."""
+    seen, found, stack = set(), set(), [term]
+    while stack:
+        t = stack.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_quantifier(t):
+            stack.append(t.body())
+            continue
+        if z3.is_app(t):
+            if t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.num_args():
+                found.add(t.decl().name())
+            stack.extend(t.children())
+    return found
+
+
+def axioms_for(term) -> list:
+    """The axioms about the functions the term uses (fewer quantifiers: faster answers)."""
+    used = _functions(term)
+    if "sigmoid" in used:
+        used.add("exp")
+    return [ax for names, ax in AXIOMS if names <= used]
+
+
+#: The axioms the uninterpreted functions obey (all true of the real functions), each with the
+#: functions it speaks of.
+AXIOMS = _axioms()
+
+
+ONE, ZERO = z3.RealVal(1), z3.RealVal(0)
+
+
+class Sym:
+    """A real term and where it is defined; Python operators build terms (so numpy's object
+    arrays can sum, multiply and matmul them)."""
+
+    __slots__ = ("ok", "v")
+
+    def __init__(self, v, ok=True):
+        self.v, self.ok = v, ok
+
+    @staticmethod
+    def of(x) -> Sym:
+        return x if isinstance(x, Sym) else Sym(z3.RealVal(_exact(x)))
+
+    def __add__(self, o):
+        o = Sym.of(o)
+        return Sym(self.v + o.v, z3.And(self.ok, o.ok))
+
+    __radd__ = __add__
+
+    def __mul__(self, o):
+        o = Sym.of(o)
+        return Sym(self.v * o.v, z3.And(self.ok, o.ok))
+
+    __rmul__ = __mul__
+
+    def __sub__(self, o):
+        o = Sym.of(o)
+        return Sym(self.v - o.v, z3.And(self.ok, o.ok))
+
+    def __neg__(self):
+        return Sym(-self.v, self.ok)
+
+
+def _exact(x):
+    """A float as the exact rational it is (0.1 as the binary fraction nearest 1/10)."""
+    from fractions import Fraction
+
+    f = Fraction(float(x))
+    return f"{f.numerator}/{f.denominator}"
+
+
+def _both(f) -> Callable:
+    def enc(a: Sym, b: Sym, attrs) -> Sym:
+        return Sym(f(a.v, b.v), z3.And(a.ok, b.ok))
+
+    return enc
+
+
+def _one(f, domain=None) -> Callable:
+    def enc(a: Sym, attrs) -> Sym:
+        ok = a.ok if domain is None else z3.And(a.ok, domain(a.v))
+        return Sym(f(a.v), ok)
+
+    return enc
+
+
+def _divide(a: Sym, b: Sym, attrs) -> Sym:
+    return Sym(a.v / b.v, z3.And(a.ok, b.ok, b.v != 0))
+
+
+def _relu(x: Sym, attrs) -> Sym:
+    s = z3.RealVal(_exact(attrs["slope"]))
+    return Sym(z3.If(x.v > 0, x.v, x.v * s), x.ok)
+
+
+def _relu_bprop(d: Sym, x: Sym, attrs) -> Sym:
+    s = z3.RealVal(_exact(attrs["slope"]))
+    return Sym(z3.If(x.v > 0, d.v, d.v * s), z3.And(d.ok, x.ok))
+
+
+def _where(c: Sym, a: Sym, b: Sym, attrs) -> Sym:
+    return Sym(z3.If(c.v != 0, a.v, b.v), z3.And(c.ok, a.ok, b.ok))
+
+
+def _flag(cond) -> Callable:
+    return _both(lambda a, b: z3.If(cond(a, b), z3.RealVal(1), z3.RealVal(0)))
+
+
+#: op name -> encoding of its scalars (arguments, then the node's attributes).
+ENCODINGS: dict[str, Callable] = {
+    "Add": _both(lambda a, b: a + b),
+    "Subtract": _both(lambda a, b: a - b),
+    "Multiply": _both(lambda a, b: a * b),
+    "Divide": _divide,
+    "Maximum": _both(lambda a, b: z3.If(a >= b, a, b)),
+    "Minimum": _both(lambda a, b: z3.If(a <= b, a, b)),
+    "Greater": _flag(lambda a, b: a > b),
+    "Less": _flag(lambda a, b: a < b),
+    "GreaterEqual": _flag(lambda a, b: a >= b),
+    "LessEqual": _flag(lambda a, b: a <= b),
+    "Equal": _flag(lambda a, b: a == b),
+    "NotEqual": _flag(lambda a, b: a != b),
+    "Negative": _one(lambda a: -a),
+    "Reciprocal": _one(lambda a: 1 / a, lambda a: a != 0),
+    "Square": _one(lambda a: a * a),
+    "Abs": _one(lambda a: z3.If(a >= 0, a, -a)),
+    "Sign": _one(lambda a: z3.If(a > 0, ONE, z3.If(a < 0, -ONE, ZERO))),
+    "Sqrt": _one(lambda a: SQRT(a), lambda a: a >= 0),
+    "Exp": _one(lambda a: EXP(a)),
+    "Log": _one(lambda a: LOG(a), lambda a: a > 0),
+    "Tanh": _one(lambda a: TANH(a)),
+    "Sigmoid": _one(lambda a: SIGMOID(a)),
+    "Relu": _relu,
+    "ReluBprop": _relu_bprop,
+    "Where": _where,
+    "Select": _where,
+}

@@ -1,0 +1,178 @@
+"""Verdicts: what verifying (or proving) a rule found, in words, with a counterexample.
+
+| status       | meaning                                                    | fails a run |
+|--------------|------------------------------------------------------------|-------------|
+| `wrong`      | values or derivatives differ on a counterexample           | yes         |
+| `ill-formed` | the replacement cannot be built, or changes axes or dtype  | yes         |
+| `loops`      | the rule alone does not terminate (a warning, with cycle)  | no          |
+| `unverified` | too few instances could be built; the reason says why      | no          |
+| `verified`   | right on every instance tried                              | no          |
+| `proved`     | an SMT proof, for all inputs (perhaps for lengths <= k)    | no          |
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ngrules.ir.graph import Node, format_graph, toposort
+from ngrules.lang.rules import Rule
+
+STATUSES = ("wrong", "ill-formed", "loops", "unverified", "verified", "proved")
+FAILING = frozenset({"wrong", "ill-formed"})
+
+
+def indent(text: str, pad: str = "    ") -> str:
+    return "\n".join(pad + line for line in text.splitlines())
+
+
+def _array(value: np.ndarray) -> str:
+    return np.array2string(np.asarray(value), precision=4, separator=", ", threshold=64)
+
+
+def _axes_line(nodes: Sequence[Node]) -> str:
+    seen: dict[str, int] = {}
+    for node in toposort(nodes):
+        for ax in node.axes.leaves() if node.outputs is None else ():
+            seen.setdefault(ax.name, ax.length)
+    return ", ".join(f"{n}={k}" for n, k in seen.items()) or "none (every tensor is a scalar)"
+
+
+@dataclass
+class Counterexample:
+    """A (shrunk) instance on which a rule is wrong, with everything needed to replay it."""
+
+    rule: Rule | None
+    before: list[Node]
+    feeds: dict[Node, np.ndarray]
+    problem: str
+    after: list[Node] | None = None
+    expected: list[np.ndarray] | None = None
+    got: list[np.ndarray] | None = None
+    note: str = ""
+
+    def _inputs(self) -> list[str]:
+        return [
+            f"{node.name} {node.axes!r} = {_array(value)}"
+            for node, value in sorted(self.feeds.items(), key=lambda kv: kv[0].name)
+        ]
+
+    def __str__(self) -> str:
+        if self.rule is None:
+            lines = ["the rewrite changes results:"]
+        else:
+            lines = [f"counterexample for rule {self.rule.name} ({self.rule.location}):"]
+            lines += [indent(self.rule.source)] if self.rule.source else []
+        lines += ["  instance:", indent(format_graph(self.before))]
+        if self.after is not None:
+            lines += ["  rewritten to:", indent(format_graph(self.after))]
+        lines += [f"  axes: {_axes_line(self.before)}", "  inputs:"]
+        lines += [indent(s) for s in self._inputs()] or ["    none"]
+        if self.expected is not None:
+            lines += [f"  before: {_array(v)}" for v in self.expected]
+        if self.got is not None:
+            lines += [f"  after:  {_array(v)}" for v in self.got]
+        lines.append(f"  {self.problem}")
+        lines += [f"  {self.note}"] if self.note else []
+        return "\n".join(lines)
+
+
+_LABELS = {
+    "wrong": "WRONG",
+    "ill-formed": "ILL-FORMED",
+    "loops": "LOOPS",
+    "unverified": "UNVERIFIED",
+    "verified": "verified",
+    "proved": "proved",
+}
+
+
+@dataclass
+class Verdict:
+    """The outcome for one rule; `status` is one of STATUSES, `ok` unless wrong or ill-formed."""
+
+    rule: Rule
+    status: str
+    examples: int = 0
+    attempts: int = 0
+    reason: str = ""
+    counterexample: Counterexample | None = None
+    seconds: float = 0.0
+    out_of_time: bool = False
+    semantics: str = "strict"
+    bound: int | None = None  # proved for lengths <= bound (None: for all)
+    note: str = ""  # e.g. why a rule tested was not proved
+
+    @property
+    def ok(self) -> bool:
+        return self.status not in FAILING
+
+    @property
+    def failed(self) -> bool:
+        return not self.ok
+
+    def _detail(self) -> str:
+        refine = " (refinement)" if self.semantics == "refine" else ""
+        if self.status == "verified":
+            budget = " (time budget reached)" if self.out_of_time else ""
+            note = f"; {self.note}" if self.note else ""
+            return f"{self.examples} examples fired{refine}{budget}{note}"
+        if self.status == "proved":
+            scope = f" for lengths <= {self.bound}" if self.bound is not None else ""
+            return f"proved{scope}{refine} {self.reason}".rstrip()
+        if self.status in FAILING and self.counterexample is not None:
+            return self.counterexample.problem
+        return self.reason
+
+    @property
+    def headline(self) -> str:
+        where = f"{self.rule.name} ({self.rule.location})"
+        return f"{_LABELS[self.status]:13s} {where}: {self._detail()}"
+
+    def __str__(self) -> str:
+        if self.counterexample is None:
+            return self.headline
+        return f"{self.headline}\n{indent(str(self.counterexample), '  ')}"
+
+
+@dataclass
+class VerificationReport:
+    """Per-rule verdicts; `ok` when no rule is wrong or ill-formed."""
+
+    verdicts: list[Verdict] = field(default_factory=list)
+    seconds: float = 0.0
+    interrupted: bool = False
+    kernels: list = field(default_factory=list)  # KernelVerdicts of declared ops' fast kernels
+
+    @property
+    def ok(self) -> bool:
+        return all(v.ok for v in self.verdicts) and all(k.ok for k in self.kernels)
+
+    @property
+    def failures(self) -> list[Verdict]:
+        return [v for v in self.verdicts if not v.ok]
+
+    def __getitem__(self, name: str) -> Verdict:
+        for v in self.verdicts:
+            if v.rule.name == name:
+                return v
+        raise KeyError(name)
+
+    def __iter__(self):
+        return iter(self.verdicts)
+
+    def __len__(self) -> int:
+        return len(self.verdicts)
+
+    def summary(self) -> str:
+        counts = Counter(v.status for v in self.verdicts)
+        parts = [f"{counts[s]} {s}" for s in STATUSES if counts[s]] or ["nothing"]
+        stopped = " (interrupted)" if self.interrupted else ""
+        return f"{', '.join(parts)} of {len(self.verdicts)} rules in {self.seconds:.1f} s{stopped}"
+
+    def __str__(self) -> str:
+        lines = [*(str(v) for v in self.verdicts), *map(str, self.kernels)]
+        return "\n".join([*lines, self.summary()])

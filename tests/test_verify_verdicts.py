@@ -1,0 +1,162 @@
+"""Verdicts and the verify command: what each verdict means, exit codes, the pytest mapping,
+Ctrl-C, argument checks, --disable, and the classes of misses verification once had."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import ngrules as ng
+from ngrules.cli.main import main
+from ngrules.verification.pytest_plugin import RuleLoops, RuleVerificationFailed, outcome
+from ngrules.verification.verify import Interrupted, verify, verify_rule
+
+EXAMPLES = 15
+
+
+def one(text: str, **kw):
+    rules = ng.parse_rules(text, "t.rules")
+    return verify_rule(rules.rules[0], EXAMPLES, **kw)
+
+
+def test_a_term_hidden_under_the_tolerance_shows_in_the_derivative():  # issue 11, item 30
+    v = one("rule r: Exp(Exp(Exp(Exp(Exp(x))))) + y => Exp(Exp(Exp(Exp(Exp(x)))))")
+    assert v.status == "wrong"
+    assert "derivatives with respect to y differ" in v.counterexample.problem
+    assert "no longer uses y" in v.counterexample.problem
+
+
+def test_commutativity_loops_but_is_not_wrong():
+    v = one("rule r: x + y => y + x")
+    assert v.status == "loops" and v.ok and "cycle" in v.reason
+
+
+def test_a_looping_rule_whose_step_changes_values_is_wrong():
+    v = one("rule r: x - y => y - x")
+    assert v.status == "wrong" and "does not terminate" in v.counterexample.note
+    cx = v.counterexample
+    assert cx.expected[0].tolist() != cx.got[0].tolist()  # the two results really differ
+
+
+def test_a_replacement_that_changes_axes_is_ill_formed():
+    v = one("rule r: s @ Sum(x) => x")
+    assert v.status == "ill-formed" and v.failed
+
+
+def test_strict_semantics_keeps_nan_and_refinement_may_define_it():
+    text = "rule r: x * (y / x) => y"
+    assert one(text).status == "wrong"
+    refined = one(text, semantics="refine")
+    assert refined.status == "verified" and "(refinement)" in str(refined)
+
+
+def test_negative_values_reach_a_composite_domain():
+    assert one("rule r: Sqrt(x * x) => x").status == "wrong"
+
+
+def test_leaky_slopes_are_drawn():
+    assert one("rule r: Relu(x) => Maximum(x, 0)").status == "wrong"
+
+
+def test_slices_below_the_root_are_built():
+    v = one("rule r: -(s @ Slice(x)) => s")
+    assert v.status == "wrong"
+
+
+def test_rank_four_and_flattened_inputs_are_built():
+    assert one("rule r: Exp(x) if len(x.axes) >= 4 => x + 1").status == "wrong"
+    rule = ng.parse_rules("rule r: Unflatten(Flatten(x)) => x").rules[0]  # no guard
+    assert verify_rule(rule, 40).status == "ill-formed"  # on an x with flattened axes
+
+
+def test_a_guard_on_a_tiny_constant_is_built():
+    v = one("rule r: x + Broadcast?(c: Constant) if c.rank == 0 and value(c) < 0.001 => x")
+    assert v.status == "wrong"
+
+
+def test_an_unverified_reason_names_the_guard_and_its_place():
+    v = one("rule r: Exp(x) if size(x) > 100000 => Exp(x)")
+    assert v.status == "unverified" and v.ok
+    assert "`size(x) > 100000` at t.rules:1:" in v.reason and "attempts" in v.reason
+
+
+def test_a_guard_that_outlasts_the_budget_says_so():  # issue 11, item 29
+    def slow(x):
+        time.sleep(0.3)
+        return True
+
+    ng.register_function("slow_guard_for_test", slow)
+    v = one("rule r: Exp(x) if slow_guard_for_test(x) => Exp(x) * 1", budget=0.1)
+    assert v.status == "unverified"
+    assert "the time budget of 0.1 s ran out after" in v.reason
+
+
+def test_the_pytest_plugin_maps_verdicts_to_outcomes():
+    with pytest.raises(RuleVerificationFailed):
+        outcome(one("rule r: x * 2 => x"))
+    with pytest.warns(RuleLoops):
+        outcome(one("rule r: x + y => y + x"))
+    with pytest.raises(pytest.skip.Exception, match="unverified"):
+        outcome(one("rule r: Exp(x) if size(x) > 100000 => Exp(x)"))
+    outcome(one("rule r: x * 1 => x"))  # passes
+
+
+def test_ctrl_c_keeps_the_verdicts_computed_so_far():
+    rules = ng.parse_rules("rule a: x * 1 => x\nrule b: x + 0 => x", "t.rules")
+
+    def stop_at_second(i, n, rule):
+        if i == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(Interrupted) as stopped:
+        verify(rules, EXAMPLES, on_rule=stop_at_second)
+    assert [v.rule.name for v in stopped.value.report] == ["a"]
+    assert "(interrupted)" in str(stopped.value.report)
+
+
+def test_ctrl_c_on_the_command_prints_verdicts_and_exits_130(tmp_path):  # issue 11, item 31
+    rules = tmp_path / "r.rules"
+    rules.write_text("".join(f"rule r{i}: x * 1 + {i} => x + {i}\n" for i in range(400)))
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "ngrules"), "verify", str(rules)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    time.sleep(7)  # some verdicts in, far from all 400
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "verified      r0 " in out and "(interrupted)" in out
+    assert "Traceback" not in err and "interrupted" in err
+
+
+@pytest.mark.parametrize("bad", ["-3", "0", "many"])
+def test_examples_must_be_a_positive_number(bad, capsys):  # issue 11, item 32
+    with pytest.raises(SystemExit) as exit_:
+        main(["verify", "--examples", bad])
+    assert exit_.value.code == 2
+    assert "--examples" in capsys.readouterr().err
+
+
+def test_disable_leaves_rules_out_and_names_unknown_ones(tmp_path, capsys):
+    path = tmp_path / "r.rules"
+    path.write_text("rule good: x * 1 => x\nrule bad: x * 2 => x\n")
+    assert main(["verify", str(path), "--examples", "5"]) == 1
+    capsys.readouterr()
+    assert main(["verify", str(path), "--examples", "5", "--disable", "bad"]) == 0
+    out = capsys.readouterr().out
+    assert "good" in out and "bad (" not in out
+    assert main(["verify", str(path), "--disable", "nosuch"]) == 2
+    assert "no rule named nosuch" in capsys.readouterr().err
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, capsys):
+    path = tmp_path / "r.rules"
+    path.write_text("rule good: x * 1 => x\n")
+    assert main(["verify", str(path), "--examples", "5"]) == 0
+    assert "[" not in capsys.readouterr().err
