@@ -29,12 +29,10 @@ from ngrules.lang.syntax import (
     ESlice,
     EStr,
     ETuple,
-    EUnary,
     EVar,
     Expr,
     Guard,
     Let,
-    PLit,
     PNamed,
     POp,
     PVar,
@@ -277,70 +275,29 @@ def _ops_of(roots) -> dict[str, str]:
 
 
 # -- axes of the replacement against the root -----------------------------------------------------
-def _pattern_atoms(p, named: dict) -> frozenset[str] | None:
-    """The variables whose axes, together, are the pattern's axes; None when not that simple.
-
-    Only elementwise ops over variables qualify: their axes are the union of their operands'.
-    A literal may be broadcast to any axes, a reduction or view changes them: unknown.
-    """
-    if isinstance(p, PVar):
-        if p.kind == "scalar":
-            return frozenset()
-        return frozenset({p.name}) if p.kind is None else None
-    if isinstance(p, PNamed):
-        atoms = _pattern_atoms(p.pattern, named)
-        named[p.name] = atoms
-        return atoms
-    if isinstance(p, PLit) or not isinstance(p, POp) or p.optional:
-        return None
-    op = OPS.get(p.op)
-    if op is None or not op.has("elementwise") or not p.args:
-        return None
-    parts = [_pattern_atoms(a, named) for a in p.args]
-    return None if None in parts else frozenset().union(*parts)
-
-
-def _expr_atoms(e: Expr, atoms: dict) -> frozenset[str] | None:
-    if isinstance(e, EVar):
-        return atoms.get(e.name)
-    if isinstance(e, ENum):
-        return frozenset()
-    if isinstance(e, EUnary) and e.op == "-":
-        return _expr_atoms(e.operand, atoms)
-    parts: list = []
-    if isinstance(e, EBinary) and e.op in _ARITHMETIC:
-        parts = [e.left, e.right]
-    elif isinstance(e, ECall) and e.func in OPS and OPS[e.func].has("elementwise") and e.args:
-        parts = list(e.args)
-    if not parts:
-        return None
-    found = [_expr_atoms(x, atoms) for x in parts]
-    return None if None in found else frozenset().union(*found)
-
-
 def check_replacement_axes(decl: RuleDecl, roots, report: Report) -> None:
-    """A guard-free one-root rule whose root and replacement are elementwise over variables
-    must use the same variables on both sides; else the pattern admits instances (each
-    variable with axes of its own) where the replacement has other axes than the root."""
+    """A guard-free rule that replaces a reduction by the very variable it reduces: the
+    operand keeps the reduced axes, so the replacement has other axes whenever the reduction
+    removes any. (Elementwise patterns cannot differ: an elementwise op's operands carry
+    exactly its axes in the IR, so every variable below one has the root's axes.)"""
     if len(roots) != 1 or len(decl.replacement) != 1 or decl.clauses:
         return
-    if isinstance(decl.replacement[0], ENum):  # broadcast to the matched node by the engine
+    root, built = roots[0], decl.replacement[0]
+    while isinstance(root, PNamed):
+        root = root.pattern
+    if not (isinstance(root, POp) and not root.optional and root.args):
         return
-    named: dict = {}
-    root = _pattern_atoms(roots[0], named)
-    if root is None:
+    op = OPS.get(root.op)
+    operand = root.args[0]
+    if op is None or not op.has("reduction") or not isinstance(operand, PVar):
         return
-    atoms = {**{v: frozenset({v}) for v in root}, **named}
-    built = _expr_atoms(decl.replacement[0], atoms)
-    if built is None or built == root:
-        return
-    lacking = sorted(root - built) or sorted(built - root)
-    side = "the replacement lacks" if root - built else "the matched node lacks"
-    report(
-        f"the replacement's axes can differ from the matched node's: {side} the axes of "
-        f"{', '.join(lacking)} (each variable may have axes of its own)",
-        decl.replacement[0].span,
-    )
+    if isinstance(built, EVar) and built.name == operand.name:
+        report(
+            f"the replacement's axes differ from the matched node's whenever the {root.op} "
+            f"reduces any axis: {operand.name} keeps the reduced axes (add a guard such as "
+            f"`if {operand.name}.axes == ...`)",
+            built.span,
+        )
 
 
 def check_rule_statics(decl: RuleDecl, roots, report: Report) -> None:
