@@ -25,6 +25,11 @@ def rule(text: str):
         "rule r: Log(Exp(a)) => a",
         "rule r: Maximum(x, y) + Minimum(x, y) => x + y",
         "rule r: Greater(x, y) => Less(y, x)",
+        # rational identities over exp: decided with the axioms instantiated on their terms
+        "rule r: -(-(d / (1 + Exp(-x)) / (1 + Exp(-x))) * Exp(-x))"
+        " => d * (Sigmoid(x) * (1 - Sigmoid(x)))",
+        "rule r: Log(Exp(a) / d) => a - Log(d)",
+        "rule r: d * Greater(x, 0) => ReluBprop(d, x)",
     ],
 )
 def test_elementwise_identities_are_proved_for_every_shape(text):
@@ -80,3 +85,24 @@ def test_verify_with_prove_proves_or_falls_back_to_testing():
     report = ng.verify(rules, 10, prove=True)
     assert report["a"].status == "proved"
     assert report["b"].status in ("proved", "verified")
+
+
+def test_the_axioms_are_instantiated_on_the_claims_own_terms():
+    from ngrules.verification.prove.ground import ground_axioms
+    from ngrules.verification.prove.scalars import EXP, SIGMOID
+
+    x = z3.Real("x")
+    facts = ground_axioms(SIGMOID(x) > 0)
+    solver = z3.Solver()
+    solver.add(*facts)
+    assert not z3.is_quantifier(facts[0]) and facts
+    solver.add(z3.Not(SIGMOID(x) == 1 / (1 + EXP(-x))))  # the sigmoid axiom, on x
+    assert solver.check() == z3.unsat
+    solver = z3.Solver()
+    solver.add(*facts, EXP(-x) <= 0)  # and exp's positivity, on the term it brought
+    assert solver.check() == z3.unsat
+
+
+def test_a_rule_with_a_guard_is_proved_element_by_element_on_big_instances():
+    v = prove_rule(rule("rule r: d - d * Less(0, x) + d * Greater(x, 0) if x.rank > 2 => d"))
+    assert v.status == "proved" and v.bound == 3, str(v)

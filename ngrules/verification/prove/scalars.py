@@ -19,29 +19,39 @@ EXP, LOG, SQRT = z3.Function("exp", R, R), z3.Function("log", R, R), z3.Function
 TANH, SIGMOID = z3.Function("tanh", R, R), z3.Function("sigmoid", R, R)
 
 
-def _axioms() -> list[tuple[frozenset, object]]:
-    """(the functions an axiom speaks of, the axiom)."""
-    a, b = z3.Reals("a b")
-    fa = z3.ForAll
-    axioms = [
-        fa([a], EXP(a) > 0, patterns=[EXP(a)]),
-        fa([a, b], EXP(a + b) == EXP(a) * EXP(b), patterns=[EXP(a + b)]),
-        fa([a, b], EXP(a - b) == EXP(a) / EXP(b), patterns=[EXP(a - b)]),
-        fa([a], EXP(-a) * EXP(a) == 1, patterns=[EXP(-a)]),
-        EXP(0) == 1,
-        fa([a], LOG(EXP(a)) == a, patterns=[LOG(EXP(a))]),
-        fa([a], z3.Implies(a > 0, EXP(LOG(a)) == a), patterns=[EXP(LOG(a))]),
-        fa([a, b], z3.Implies(z3.And(a > 0, b > 0), LOG(a * b) == LOG(a) + LOG(b)),
-           patterns=[LOG(a * b)]),
-        fa([a, b], z3.Implies(z3.And(a > 0, b > 0), LOG(a / b) == LOG(a) - LOG(b)),
-           patterns=[LOG(a / b)]),
-        LOG(1) == 0,
-        fa([a], z3.Implies(a >= 0, z3.And(SQRT(a) >= 0, SQRT(a) * SQRT(a) == a)),
-           patterns=[SQRT(a)]),
-        fa([a], z3.And(TANH(-a) == -TANH(a), TANH(a) > -1, TANH(a) < 1), patterns=[TANH(a)]),
-        fa([a], SIGMOID(a) == 1 / (1 + EXP(-a)), patterns=[SIGMOID(a)]),
+#: The variables of the axioms' patterns and bodies.
+PATTERN_VARIABLES = _A, _B = z3.Reals("a b")
+
+
+def _axiom_table() -> list[tuple[object, object]]:
+    """(trigger pattern, body) for each axiom over _A, _B: true of the real functions."""
+    a, b = _A, _B
+    return [
+        (EXP(a), EXP(a) > 0),
+        (EXP(a + b), EXP(a + b) == EXP(a) * EXP(b)),
+        (EXP(a - b), EXP(a - b) == EXP(a) / EXP(b)),
+        (EXP(-a), EXP(-a) * EXP(a) == 1),
+        (LOG(EXP(a)), LOG(EXP(a)) == a),
+        (EXP(LOG(a)), z3.Implies(a > 0, EXP(LOG(a)) == a)),
+        (LOG(a * b), z3.Implies(z3.And(a > 0, b > 0), LOG(a * b) == LOG(a) + LOG(b))),
+        (LOG(a / b), z3.Implies(z3.And(a > 0, b > 0), LOG(a / b) == LOG(a) - LOG(b))),
+        (SQRT(a), z3.Implies(a >= 0, z3.And(SQRT(a) >= 0, SQRT(a) * SQRT(a) == a))),
+        (TANH(a), z3.And(TANH(-a) == -TANH(a), TANH(a) > -1, TANH(a) < 1)),
+        (SIGMOID(a), SIGMOID(a) == 1 / (1 + EXP(-a))),
     ]
+
+
+def _axioms() -> list[tuple[frozenset, object]]:
+    """(the functions an axiom speaks of, the axiom), quantified over its pattern."""
+    axioms = [EXP(0) == 1, LOG(1) == 0]
+    for pattern, body in _axiom_table():
+        bound = [v for v in (_A, _B) if _occurs(v, pattern)]
+        axioms.append(z3.ForAll(bound, body, patterns=[pattern]))
     return [(frozenset(_functions(ax)), ax) for ax in axioms]
+
+
+def _occurs(var, term) -> bool:
+    return var.eq(term) or any(_occurs(var, c) for c in term.children())
 
 
 def _functions(term) -> set[str]:
@@ -73,6 +83,7 @@ def axioms_for(term) -> list:
 #: The axioms the uninterpreted functions obey (all true of the real functions), each with the
 #: functions it speaks of.
 AXIOMS = _axioms()
+TRIGGERS = _axiom_table()
 
 
 ONE, ZERO = z3.RealVal(1), z3.RealVal(0)
