@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import ngrules as ng
@@ -160,3 +161,21 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, capsys):
     path.write_text("rule good: x * 1 => x\n")
     assert main(["verify", str(path), "--examples", "5"]) == 0
     assert "[" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("big, out_of_range", [(1e6, True), (3.0, False)])
+def test_a_softmax_that_underflows_to_zero_is_out_of_range(big, out_of_range):
+    from ngrules.verification.compare import overflowed
+
+    a, b = ng.make_axis(3, "a"), ng.make_axis(2, "b")
+    x = ng.placeholder([a, b], name="x", dtype="float64")
+    out = ng.log(ng.softmax(x, normalization_axes=[a]))
+    values = np.array([[0.5, -1.0], [big, 0.25], [-2.0, 1.0]])
+    assert overflowed([out], {x: values}) is out_of_range
+
+
+def test_a_stable_log_softmax_is_not_judged_where_the_softmax_underflowed():
+    rule = """rule r: Log(s @ Softmax(x))
+        let shifted = x - broadcast(Max(x, reduction_axes=s.normalization_axes), x.axes)
+        => shifted - broadcast(log(Sum(exp(shifted), reduction_axes=s.normalization_axes)), x.axes)"""
+    assert one(rule).status == "verified"

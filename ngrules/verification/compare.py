@@ -37,6 +37,8 @@ CANCELLATION = 1e-11
 _POLES = frozenset({"Divide", "Reciprocal", "Log", "Power"})
 #: Elementwise ops that are never zero where their operands are nonzero (a zero is underflow).
 _NEVER_ZERO = frozenset({"Exp", "Multiply", "Divide", "Square", "Reciprocal", "Sigmoid"})
+#: Ops positive on every finite operand: a zero is underflow (`Softmax` of `[0, 1e6]`).
+_POSITIVE = frozenset({"Exp", "Sigmoid", "Softmax"})
 
 
 @dataclass
@@ -96,7 +98,9 @@ def difference(
 
 
 def _underflowed(node: Node, value: np.ndarray, args: list) -> bool:
-    """An elementwise op that is never zero on nonzero operands gave a zero."""
+    """An op that is never zero on nonzero (or, if positive, any finite) operands gave a zero."""
+    if node.op in _POSITIVE and np.shape(value) == np.shape(args[0]):
+        return bool((value == 0).any())
     if node.op not in _NEVER_ZERO or any(np.shape(a) != np.shape(value) for a in args):
         return False
     nonzero = np.logical_and.reduce([np.asarray(a) != 0 for a in args])
