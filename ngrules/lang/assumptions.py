@@ -44,10 +44,15 @@ class Assumption:
         """No value satisfies it (the author contradicted themselves)."""
         return self.low > self.high or self.low == self.high and (self.low_open or self.high_open)
 
-    def closed(self) -> tuple[float, float]:
-        """The smallest and largest float64 values in the range (open ends one step inside)."""
-        low = np.nextafter(self.low, math.inf) if self.low_open else self.low
-        high = np.nextafter(self.high, -math.inf) if self.high_open else self.high
+    def closed(self, dtype=np.float64) -> tuple[float, float]:
+        """The smallest and largest values of a float dtype in the range (open ends and bounds
+        the dtype cannot hold rounded inwards), so values clipped to them stay in the range."""
+        kind = np.dtype(dtype).type if np.dtype(dtype).kind == "f" else np.float64
+        low, high = kind(self.low), kind(self.high)
+        if low < self.low or self.low_open and low == self.low:
+            low = np.nextafter(low, kind(math.inf))
+        if high > self.high or self.high_open and high == self.high:
+            high = np.nextafter(high, kind(-math.inf))
         return float(low), float(high)
 
     def admits(self, values) -> bool:

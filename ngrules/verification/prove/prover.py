@@ -27,6 +27,7 @@ from ngrules.lang.rules import Rule
 from ngrules.lang.syntax import PVar, children
 from ngrules.verification.compare import compare
 from ngrules.verification.instances import Instance
+from ngrules.verification.instances.assumed import broken
 from ngrules.verification.prove.scalars import axioms_for
 from ngrules.verification.prove.tensors import NoEncoding, evaluate
 from ngrules.verification.verdicts import Counterexample, Verdict
@@ -75,6 +76,7 @@ def prove_instance(inst: Instance, semantics: str = "strict") -> Outcome:
     try:
         left = evaluate(inst.outputs, inputs)
         right = evaluate(after, inputs)
+        assumed = _preconditions(inst, inputs)
     except NoEncoding as e:
         return Outcome("unknown", str(e))
     except (TypeError, ValueError) as e:  # a kernel that cannot run on terms
@@ -82,8 +84,8 @@ def prove_instance(inst: Instance, semantics: str = "strict") -> Outcome:
     solver = z3.Solver()
     solver.set("timeout", TIMEOUT_MS)
     claim = _claim(left, right, semantics)
-    solver.add(*axioms_for(claim))
-    solver.add(z3.Not(claim))
+    solver.add(*axioms_for(z3.And(claim, assumed)))
+    solver.add(assumed, z3.Not(claim))
     answer = solver.check()
     if answer == z3.unsat:
         return Outcome("proved")
@@ -92,9 +94,29 @@ def prove_instance(inst: Instance, semantics: str = "strict") -> Outcome:
     return _replay(inst, after, _feeds(solver.model(), inputs), semantics)
 
 
+def _preconditions(inst: Instance, inputs: dict[Node, np.ndarray]):
+    """The rule's `assume` ranges on every element of the nodes they name (defined there)."""
+    parts = []
+    for a, node in inst.assumed:
+        if node.outputs is not None:
+            raise NoEncoding(f"the assumption `{a}` names a multi-output node")
+        for sym in evaluate([node], inputs)[0].flat:
+            if a.low > -np.inf:
+                parts.append(sym.v > a.low if a.low_open else sym.v >= a.low)
+            if a.high < np.inf:
+                parts.append(sym.v < a.high if a.high_open else sym.v <= a.high)
+            parts.append(sym.ok)
+    return z3.And(*parts) if parts else z3.BoolVal(True)
+
+
 def _replay(inst: Instance, after, feeds, semantics: str) -> Outcome:
-    """A z3 model as a counterexample, kept only if the executor reproduces it."""
+    """A z3 model as a counterexample, kept only if the executor reproduces it (within the
+    rule's assumptions)."""
     feeds = {**inst.feeds, **feeds}
+    missed = broken(inst.assumed, feeds)
+    if missed is not None:
+        return Outcome("unknown", f"z3's counterexample breaks the assumption `{missed}` once "
+                       "rounded to floats")
     result = compare(inst.outputs, after, feeds, semantics=semantics)
     cx = Counterexample(inst.rule, inst.outputs, feeds, "", after, result.expected, result.got)
     if result.problem is None:
