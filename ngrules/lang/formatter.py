@@ -35,7 +35,6 @@ from ngrules.lang.syntax import (
     PNamed,
     PVar,
     RuleDecl,
-    Where,
     too_deep,
 )
 

@@ -382,7 +382,8 @@ _OPERATORS = {"PLUS", "MINUS", "STAR", "SLASH", "BAR", "AMP", "COMPARE", "IN", "
 _OPERATORS |= {"AT", "DOT", "LSQB"}
 _DECLS = {"RULE", "PASS", "PIPELINE", "IMPORT"}
 _WORDS = {"NAME": "a name", "NUMBER": "a number", "STRING": "a string in quotes"}
-_ORDER = ["ARROW", "IF", "LET", "WHERE", "ASSUME", "COLON", "COMMA", "EQUAL", "RPAR", "RSQB", "LPAR"]
+_ORDER = ["ARROW", "IF", "LET", "WHERE", "ASSUME", "COLON", "COMMA", "EQUAL", "RPAR", "RSQB",
+          "LPAR"]
 
 
 def _describe_expected(expected: set[str], lark: Lark) -> str:

@@ -62,19 +62,25 @@ def confine(
     dtype=np.float64,
     edges: bool = True,
 ) -> np.ndarray:
-    """values with every element outside the assumption's range replaced: with `edges`, half
-    by the nearest end of the range (the edge of the promise is where a rule is most likely
-    wrong) and half by a value drawn inside it, rounded for readability; without, all drawn
-    (continuous, for derivatives). The result is in the range once cast to dtype."""
+    """values with every element outside the assumption's range replaced: with `edges` (special
+    values), half by the nearest end of the range and half by a value drawn inside it, rounded
+    for readability, and a tenth of all by an end (the edge of the promise is where a rule is
+    most likely wrong); without, all drawn inside (continuous, as derivatives need). The result
+    is in the range once cast to dtype."""
     low, high = assumption.closed(dtype)
     v = np.asarray(values, np.float64)
+    ends = [e for e in (low, high) if math.isfinite(e)]
+    if edges and ends:
+        v = np.where(rng.uniform(size=v.shape) < 0.1, rng.choice(ends, v.shape), v)
     outside = ~((v >= low) & (v <= high))
     if not outside.any():
         return v
     a, b = _inside(domain, low, high)
     drawn = rng.uniform(a, b, v.shape)
     if edges:
-        drawn = np.where(rng.uniform(size=v.shape) < 0.5, np.clip(v, low, high), np.round(drawn, 3))
+        rounded = np.round(drawn, 3)
+        drawn = np.where((rounded >= a) & (rounded <= b), rounded, drawn)
+        drawn = np.where(rng.uniform(size=v.shape) < 0.5, np.clip(v, low, high), drawn)
     return np.where(outside, np.clip(drawn, low, high), v)
 
 

@@ -120,7 +120,7 @@ def feeds_for(
         else:
             value = np.round(domain_values(rng, node.axes.lengths, np.float64, d), 3)
         if ranges and node in ranges:
-            value = confine(value, rng, ranges[node], d, node.dtype)
+            value = confine(value, rng, ranges[node], d, node.dtype, edges=special)
         feeds[node] = value.astype(node.dtype)
     return feeds
 
