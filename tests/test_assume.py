@@ -205,3 +205,17 @@ def test_the_prover_honours_an_assumption_on_a_computed_node():
     assert prove_rule(rule_of(text)).status == "wrong"
     proved = prove_rule(rule_of(text.replace("    =>", "    assume y <= 0\n    =>")))
     assert proved.status == "proved", str(proved)
+
+
+# -- the language server ------------------------------------------------------------------------
+def test_the_language_server_explains_assume_and_locates_its_errors():
+    from ngrules.lsp.analysis import Document
+
+    text = "rule r:\n    Maximum(x, 0)\n    assume x >= 0 and w <= 1\n    => x\n"
+    doc = Document(text, "t.rules")
+    [problem] = doc.diagnostics()
+    assert "'w' is never bound" in problem.message
+    assert (problem.place.line, problem.place.col) == (2, 22)
+    assert "not checked when rules rewrite" in doc.hover(2, 6).lower()
+    assert "pattern variable" in doc.hover(2, 11)  # x, bound by the pattern
+    assert ("assume", "keyword", "") in doc.completions(2, 7)
