@@ -48,10 +48,11 @@ class Assumption:
         """The smallest and largest values of a float dtype in the range (open ends and bounds
         the dtype cannot hold rounded inwards), so values clipped to them stay in the range."""
         kind = np.dtype(dtype).type if np.dtype(dtype).kind == "f" else np.float64
-        low, high = kind(self.low), kind(self.high)
-        if low < self.low or self.low_open and low == self.low:
+        with np.errstate(over="ignore"):  # a bound beyond the dtype's range: its largest
+            low, high = kind(self.low), kind(self.high)
+        if float(low) < self.low or self.low_open and float(low) == self.low:
             low = np.nextafter(low, kind(math.inf))
-        if high > self.high or self.high_open and high == self.high:
+        if float(high) > self.high or self.high_open and float(high) == self.high:
             high = np.nextafter(high, kind(-math.inf))
         return float(low), float(high)
 
