@@ -187,12 +187,15 @@ def test_ctrl_c_while_working_exits_130_with_one_line_and_no_files(big):
 
 
 def test_ctrl_c_while_writing_leaves_no_partial_file(big):
-    proc = _interrupt(big, _writing)
+    inputs = ["g.json", "g.npz", "s.rules"]
+    for _ in range(5):  # on a loaded machine the write may finish before the signal lands
+        proc = _interrupt(big, _writing)
+        names = sorted(p.name for p in big.iterdir())
+        # interrupted before its moves: nothing; during them (signals held) or after: the pair
+        assert names in (inputs, sorted([*inputs, "o.json", "o.npz"])), names
+        if "o.json" in names:
+            ng.load_graph(big / "o.json")
+        if proc.returncode != 0:
+            break
     assert proc.returncode == 130, proc.stderr[-2000:]
     assert proc.stderr == "ngrules: interrupted\n"
-    names = sorted(p.name for p in big.iterdir())
-    # interrupted before its moves: nothing; during them (signals held): the complete pair
-    inputs = ["g.json", "g.npz", "s.rules"]
-    assert names in (inputs, sorted([*inputs, "o.json", "o.npz"]))
-    if "o.json" in names:
-        ng.load_graph(big / "o.json")

@@ -20,9 +20,9 @@ from ngrules.verification.verify import Interrupted, verify, verify_rule
 EXAMPLES = 15
 
 
-def one(text: str, **kw):
+def one(text: str, examples: int = EXAMPLES, **kw):
     rules = ng.parse_rules(text, "t.rules")
-    return verify_rule(rules.rules[0], EXAMPLES, **kw)
+    return verify_rule(rules.rules[0], examples, **kw)
 
 
 def test_a_term_hidden_under_the_tolerance_shows_in_the_derivative():  # issue 11, item 30
@@ -51,7 +51,7 @@ def test_a_replacement_that_changes_axes_is_ill_formed():
 
 def test_strict_semantics_keeps_nan_and_refinement_may_define_it():
     text = "rule r: x * (y / x) => y"
-    assert one(text).status == "wrong"
+    assert one(text, examples=60).status == "wrong"  # x = 0 comes among the special values
     refined = one(text, semantics="refine")
     assert refined.status == "verified" and "(refinement)" in str(refined)
 
@@ -176,6 +176,7 @@ def test_a_softmax_that_underflows_to_zero_is_out_of_range(big, out_of_range):
 
 def test_a_stable_log_softmax_is_not_judged_where_the_softmax_underflowed():
     rule = """rule r: Log(s @ Softmax(x))
-        let shifted = x - broadcast(Max(x, reduction_axes=s.normalization_axes), x.axes)
-        => shifted - broadcast(log(Sum(exp(shifted), reduction_axes=s.normalization_axes)), x.axes)"""
+        let r = s.normalization_axes
+        let shifted = x - broadcast(Max(x, reduction_axes=r), x.axes)
+        => shifted - broadcast(log(Sum(exp(shifted), reduction_axes=r)), x.axes)"""
     assert one(rule).status == "verified"

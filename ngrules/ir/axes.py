@@ -115,14 +115,25 @@ class FlattenedAxis(Axis):
 AxesLike = Union["Axes", Axis, Iterable[Axis], dict]
 
 
-def _check_lengths(first: Iterable[Axis], second: Iterable[Axis]) -> None:
+def _check_lengths(first: Axes, second: Axes) -> None:
     """Raise if an axis name appears in both with different lengths."""
-    lengths = {a.name: a.length for a in first}
-    for b in second:
-        if lengths.get(b.name, b.length) != b.length:
+    names, lengths = first._names, first._lengths
+    for b in second._axes:
+        if b.name in names and lengths[names.index(b.name)] != b.length:
             raise AxesError(
-                f"axis {b.name!r} is used with two lengths: {lengths[b.name]} and {b.length}"
+                f"axis {b.name!r} is used with two lengths: "
+                f"{lengths[names.index(b.name)]} and {b.length}"
             )
+
+
+def _subset(items: tuple[Axis, ...]) -> Axes:
+    """Axes of some of a valid Axes' own axes, in order: nothing to check again (the algebra
+    and slicing build many of these while rules are matched)."""
+    axes = object.__new__(Axes)
+    object.__setattr__(axes, "_axes", items)
+    object.__setattr__(axes, "_names", tuple([a.name for a in items]))
+    object.__setattr__(axes, "_lengths", tuple([a.length for a in items]))
+    return axes
 
 
 class Axes:
@@ -159,7 +170,7 @@ class Axes:
 
     def __getitem__(self, index):
         if isinstance(index, slice):
-            return Axes(self._axes[index])
+            return _subset(self._axes[index])
         return self._axes[index]
 
     def __contains__(self, axis: object) -> bool:
@@ -194,9 +205,10 @@ class Axes:
 
     def __sub__(self, other: AxesLike) -> Axes:
         """Ordered difference: the axes of self not in other, in self's order."""
-        other = make_axes(other)
+        other = other if other.__class__ is Axes else make_axes(other)
         _check_lengths(self, other)
-        return Axes(a for a in self._axes if a.name not in other._names)
+        names = other._names
+        return _subset(tuple([a for a in self._axes if a.name not in names]))
 
     def __or__(self, other: AxesLike) -> Axes:
         """Ordered union: self, then the axes of other not already in self."""
@@ -206,9 +218,10 @@ class Axes:
 
     def __and__(self, other: AxesLike) -> Axes:
         """Ordered intersection, in self's order."""
-        other = make_axes(other)
+        other = other if other.__class__ is Axes else make_axes(other)
         _check_lengths(self, other)
-        return Axes(a for a in self._axes if a.name in other._names)
+        names = other._names
+        return _subset(tuple([a for a in self._axes if a.name in names]))
 
     # -- queries ----------------------------------------------------------------------------
     @property
@@ -221,7 +234,7 @@ class Axes:
 
     @property
     def size(self) -> int:
-        return math.prod(a.length for a in self._axes)
+        return math.prod(self._lengths)
 
     def index(self, axis: Axis | str) -> int:
         name = axis if isinstance(axis, str) else axis.name

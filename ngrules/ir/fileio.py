@@ -23,6 +23,7 @@ import os
 import signal
 import stat
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, BinaryIO
@@ -85,16 +86,44 @@ def folder_lock(folder: str | os.PathLike, exclusive: bool) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _no_interrupts() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back while files are moved, so a Ctrl-C cannot split a pair."""
-    mask = getattr(signal, "pthread_sigmask", None)
-    if mask is None:  # pragma: no cover
-        yield
+    """Hold SIGINT and SIGTERM back while files are moved, so a Ctrl-C cannot split a pair.
+
+    In the main thread a holding handler records the signal and the old handler gets it on
+    exit: masking alone is not enough, as the kernel may hand a process-wide signal to another
+    thread (numpy's BLAS threads), whose Python handler then interrupts the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield from _masked()
         return
-    old = mask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    held: list[int] = []
+    old = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in _HELD}
     try:
         yield
     finally:
-        mask(signal.SIG_SETMASK, old)
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+        if held:
+            _deliver(held[0], old[held[0]])
+
+
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+def _masked() -> Iterator[None]:
+    mask = getattr(signal, "pthread_sigmask", None)
+    old = mask(signal.SIG_BLOCK, set(_HELD)) if mask else None
+    try:
+        yield
+    finally:
+        if mask:
+            mask(signal.SIG_SETMASK, old)
+
+
+def _deliver(signum: int, handler) -> None:
+    """Act on a held signal as its own handler would have."""
+    if callable(handler):
+        handler(signum, None)
+    elif handler == signal.SIG_DFL:
+        os.kill(os.getpid(), signum)
 
 
 # -- output paths ----------------------------------------------------------------------------------

@@ -36,6 +36,8 @@ creation_log: list | None = None
 
 def _freeze(value: Any) -> Any:
     """A hashable stand-in for an attribute value that keeps every length and array byte."""
+    if value.__class__ is float:
+        return ("float", value)
     if isinstance(value, Axes):
         return tuple(_freeze(a) for a in value)
     if isinstance(value, Axis):
@@ -243,7 +245,7 @@ def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
         if a.outputs is not None and op != "Output":
             raise OpError(f"{op}: {a.op} has several outputs; pick one with Output(..., index=i)")
     norm = normalize_attrs(opdef, attrs) if (attrs or opdef.attrs) else {}
-    attrs_key = tuple((k, _freeze(v)) for k, v in norm.items())
+    attrs_key = tuple([(k, _freeze(v)) for k, v in norm.items()])
     existing = _lookup((op, args, attrs_key))
     if existing is not None:
         return existing
@@ -276,24 +278,22 @@ def paused_gc():
 
 # -- whole-graph operations ------------------------------------------------------------------
 def toposort(outputs: Iterable[Node]) -> list[Node]:
-    """Every node reachable from `outputs`, arguments before users (iterative, no recursion)."""
+    """Every node reachable from `outputs`, arguments before users (a depth-first post-order,
+    iterative; a tuple on the stack marks a node whose arguments are done)."""
     order: list[Node] = []
     seen: set[Node] = set()
-    for root in outputs:
-        stack = [root]
-        while stack:
-            node = stack[-1]
-            if node in seen:
-                stack.pop()
-                continue
-            for arg in node.args:
+    stack: list = list(outputs)[::-1]
+    mark, emit, push = seen.add, order.append, stack.append
+    while stack:
+        node = stack.pop()
+        if node.__class__ is tuple:
+            emit(node[0])
+        elif node not in seen:
+            mark(node)
+            push((node,))
+            for arg in reversed(node.args):
                 if arg not in seen:
-                    stack.append(arg)
-                    break
-            else:
-                stack.pop()
-                seen.add(node)
-                order.append(node)
+                    push(arg)
     return order
 
 

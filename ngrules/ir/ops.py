@@ -187,15 +187,16 @@ def normalize_attrs(op: OpDef, attrs: Mapping[str, Any]) -> dict[str, Any]:
     """Check attributes against the op's schema, fill defaults, convert to canonical types."""
     from ngrules.ir.axes import Axis, make_axes
 
-    known = {a.name for a in op.attrs}
-    for key in attrs:
-        if key not in known:
-            hint = did_you_mean(key, known) if known else " (it takes no attributes)"
-            raise OpError(f"op {op.name} has no attribute {key!r}{hint}")
+    given = 0
     out: dict[str, Any] = {}
     for spec in op.attrs:
-        value = attrs.get(spec.name, spec.default)
+        value = attrs.get(spec.name, REQUIRED)
         if value is REQUIRED:
+            value = spec.default
+        else:
+            given += 1
+        if value is REQUIRED:
+            _check_known(op, attrs)
             raise OpError(f"op {op.name} needs the attribute {spec.name!r}")
         kind = spec.kind
         try:
@@ -219,8 +220,20 @@ def normalize_attrs(op: OpDef, attrs: Mapping[str, Any]) -> dict[str, Any]:
                 value = np.array(value, copy=True)
                 value.setflags(write=False)
         except (TypeError, ValueError):
+            _check_known(op, attrs)
             raise OpError(
                 f"op {op.name}: attribute {spec.name!r} must be of kind {kind}, got {value!r}"
             ) from None
         out[spec.name] = value
+    if given != len(attrs):
+        _check_known(op, attrs)
     return out
+
+
+def _check_known(op: OpDef, attrs: Mapping[str, Any]) -> None:
+    """Raise for the first attribute the op does not take."""
+    known = {a.name for a in op.attrs}
+    for key in attrs:
+        if key not in known:
+            hint = did_you_mean(key, known) if known else " (it takes no attributes)"
+            raise OpError(f"op {op.name} has no attribute {key!r}{hint}")

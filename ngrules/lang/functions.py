@@ -16,7 +16,8 @@ from typing import Any
 
 from ngrules.errors import NgrulesError
 from ngrules.ir.axes import Axis, make_axes, make_axis
-from ngrules.ir.values import scalar_value
+from ngrules.ir.graph import Node
+from ngrules.ir.values import known_scalar, scalar_value
 from ngrules.lang.bounds import power
 from ngrules.lang.kinds import is_constant, is_scalar
 
@@ -82,6 +83,8 @@ class _NumberOrReduction:
 def _size(x) -> int:
     """Number of elements: of a node's axes, of an Axes, or the length of an Axis."""
 
+    if x.__class__ is Node:
+        return x.axes.size
     if isinstance(x, Axis):
         return x.length
     axes = getattr(x, "axes", None) if not isinstance(x, (tuple, list)) else None
@@ -90,7 +93,7 @@ def _size(x) -> int:
 
 def _value(node) -> float:
 
-    value = scalar_value(node)
+    value = known_scalar(node) if node.__class__ is Node else scalar_value(node)
     if value is None:
         raise NgrulesError(f"{node.op} is not a constant with one value everywhere")
     return value
