@@ -11,6 +11,7 @@ from ngrules.lang.layout import format_rules
 from ngrules.lang.loader import load_rules, parse_rules
 from ngrules.lang.parser import KEYWORDS, parse
 from ngrules.lang.syntax import (
+    Assume,
     EAttr,
     EBinary,
     EBool,
@@ -92,7 +93,10 @@ def _expr_nodes(children):
 
 exprs = st.recursive(expr_leaves, _expr_nodes, max_leaves=8)
 clauses = st.one_of(
-    st.builds(Guard, exprs), st.builds(Let, names, exprs), st.builds(Where, names, patterns)
+    st.builds(Guard, exprs),
+    st.builds(Let, names, exprs),
+    st.builds(Where, names, patterns),
+    st.builds(Assume, exprs),
 )
 rules = st.builds(
     RuleDecl,

@@ -18,7 +18,8 @@ LIBRARY = {p.name: p.read_text() for p in sorted(library_path().glob("*.rules"))
 TOKEN = re.compile(r'"[^"\n]*"|#[^\n]*|\w+|=>|[^\s\w]|\s+')
 VOCABULARY = [
     "(", ")", ",", "=>", "@", "?", ":", "[", "]", ".", "*", "+", "-", "/", "==", "\n", "#",
-    "if", "let", "where", "rule", "pass", "pipeline", "import", "priority", "not", "and", "in",
+    "if", "let", "where", "assume", "rule", "pass", "pipeline", "import", "priority", "not", "and",
+    "in",
     "Exp", "Add", "Broadcast?(", "Dot", "Prod", "Sum", "Constant", "scalar", "x", "_", "c",
     "0", "-1", "1e999", "9" * 400, "0.5", '"x.rules"', '"../../etc/passwd"', '"\\q"', '"\\',
     "pow(10, 100000000)", "(1,) * 100000000", "value(c)", "size(", "axes", "reduction_axes",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ngrules.errors import RuleError, RuleErrors, Span
 from ngrules.ir.ops import OPS, did_you_mean
+from ngrules.lang.assumptions import read_assumptions
 from ngrules.lang.expr import NODE_ATTRIBUTES, all_attributes
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.kinds import KINDS
@@ -21,6 +22,7 @@ from ngrules.lang.patterns import expand_named, pattern_key
 from ngrules.lang.replacements import check_rule_statics
 from ngrules.lang.rules import Rule, RuleSet
 from ngrules.lang.syntax import (
+    Assume,
     EAttr,
     ECall,
     EVar,
@@ -130,7 +132,9 @@ class RuleChecker:
         bound = {p.name for p in _walk_patterns(roots) if isinstance(p, (PVar, PNamed))}
         bound.discard("_")
         clauses = self._check_clauses(bound)
-        self._check_replacement(roots, bound | {c.name for c in clauses if isinstance(c, Let)})
+        lets = {c.name for c in clauses if isinstance(c, Let)}
+        assumed = read_assumptions(self.decl.clauses, bound, lets, self.problems.add)
+        self._check_replacement(roots, bound | lets)
         if len(self.problems.errors) == before:  # kinds and axes, once names are known good
             check_rule_statics(self.decl, roots, self.problems.add)
         if len(self.problems.errors) > before:
@@ -147,6 +151,7 @@ class RuleChecker:
             d.span,
             source,
             d,
+            assumed,
         )
 
     # -- patterns ----------------------------------------------------------------------------
@@ -186,8 +191,8 @@ class RuleChecker:
         lets = {c.name: c for c in self.decl.clauses if isinstance(c, Let)}
         env, out = set(bound), []
         for c in self.decl.clauses:
-            if isinstance(c, Where):
-                continue
+            if isinstance(c, (Where, Assume)):
+                continue  # sub-patterns are expanded, assumptions read by `read_assumptions`
             self._check_expr(c.expr, env, lets)
             if isinstance(c, Let):
                 if c.name in env:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from ngrules.errors import NgrulesError
 from ngrules.lang.lexical import ESCAPES
 from ngrules.lang.syntax import (
+    Assume,
+    Clause,
     EAttr,
     EBinary,
     EBool,
@@ -33,7 +35,6 @@ from ngrules.lang.syntax import (
     PNamed,
     PVar,
     RuleDecl,
-    Where,
     too_deep,
 )
 
@@ -151,9 +152,11 @@ def format_expr(e: Expr) -> str:
 
 
 # -- declarations ----------------------------------------------------------------------------
-def _clause(c: Guard | Let | Where) -> str:
+def _clause(c: Clause) -> str:
     if isinstance(c, Guard):
         return f"if {format_expr(c.expr)}"
+    if isinstance(c, Assume):
+        return f"assume {format_expr(c.expr)}"
     if isinstance(c, Let):
         return f"let {c.name} = {format_expr(c.expr)}"
     return f"where {c.name} = {format_pattern(c.pattern)}"

@@ -22,6 +22,7 @@ from ngrules.lang.lexical import prescan, quotable, redacted, unquote
 from ngrules.lang.opsyntax import OpDeclarations
 from ngrules.lang.parser_cache import cache_file, seal
 from ngrules.lang.syntax import (
+    Assume,
     EAttr,
     EBinary,
     EBool,
@@ -61,6 +62,7 @@ KEYWORDS = frozenset(
         "if",
         "let",
         "where",
+        "assume",
         "and",
         "or",
         "not",
@@ -200,6 +202,9 @@ class ToAst(OpDeclarations, Transformer):
 
     def where(self, keyword, name, pattern):
         return Where(name.value, pattern, span=self.src.between(keyword, pattern))
+
+    def assume(self, keyword, expr):
+        return Assume(expr, span=self.src.between(keyword, expr))
 
     # -- patterns ------------------------------------------------------------------------------
     def named_pattern(self, name, pattern):
@@ -377,7 +382,8 @@ _OPERATORS = {"PLUS", "MINUS", "STAR", "SLASH", "BAR", "AMP", "COMPARE", "IN", "
 _OPERATORS |= {"AT", "DOT", "LSQB"}
 _DECLS = {"RULE", "PASS", "PIPELINE", "IMPORT"}
 _WORDS = {"NAME": "a name", "NUMBER": "a number", "STRING": "a string in quotes"}
-_ORDER = ["ARROW", "IF", "LET", "WHERE", "COLON", "COMMA", "EQUAL", "RPAR", "RSQB", "LPAR"]
+_ORDER = ["ARROW", "IF", "LET", "WHERE", "ASSUME", "COLON", "COMMA", "EQUAL", "RPAR", "RSQB",
+          "LPAR"]
 
 
 def _describe_expected(expected: set[str], lark: Lark) -> str:

@@ -20,6 +20,7 @@ from ngrules.errors import Span
 from ngrules.ir.ops import OPS
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.syntax import (
+    Assume,
     EAttr,
     EBinary,
     EBool,
@@ -280,7 +281,9 @@ def check_replacement_axes(decl: RuleDecl, roots, report: Report) -> None:
     operand keeps the reduced axes, so the replacement has other axes whenever the reduction
     removes any. (Elementwise patterns cannot differ: an elementwise op's operands carry
     exactly its axes in the IR, so every variable below one has the root's axes.)"""
-    if len(roots) != 1 or len(decl.replacement) != 1 or decl.clauses:
+    if len(roots) != 1 or len(decl.replacement) != 1:
+        return
+    if any(not isinstance(c, Assume) for c in decl.clauses):
         return
     root, built = roots[0], decl.replacement[0]
     while isinstance(root, PNamed):

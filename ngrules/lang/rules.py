@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ngrules.errors import NgrulesError, Span
+from ngrules.lang.assumptions import Assumption
 from ngrules.lang.shipped import short_location
 from ngrules.lang.syntax import Expr, Guard, Let, Pattern, RuleDecl
 
@@ -18,6 +19,8 @@ class Rule:
     bare uses of x) written out as `PNamed` at each use, so a matcher may meet them in any
     order. `clauses` are the guards and lets in source order. `replacement` has one expression
     per root, or a single expression whose multi-output node supplies every root.
+    `assumptions` are the value ranges its `assume` clauses promise, one per variable: never
+    checked by the engine, honoured by verification.
     """
 
     name: str
@@ -30,6 +33,7 @@ class Rule:
     span: Span | None = field(default=None, compare=False)
     source: str = field(default="", compare=False, repr=False)
     decl: RuleDecl | None = field(default=None, compare=False, repr=False)
+    assumptions: tuple[Assumption, ...] = ()
 
     @property
     def location(self) -> str:

@@ -171,7 +171,16 @@ class Where:
     span: Span | None = _span()
 
 
-Clause = Guard | Let | Where
+@dataclass(frozen=True)
+class Assume:
+    """`assume x <= 30`: the author promises every element of x lies in the range; the engine
+    never checks it (it cannot see values), verification checks the rule under it."""
+
+    expr: Expr
+    span: Span | None = _span()
+
+
+Clause = Guard | Let | Where | Assume
 
 
 # -- declarations -----------------------------------------------------------------------------
@@ -269,6 +278,7 @@ _CHILDREN = {
     Guard: lambda n: (n.expr,),
     Let: lambda n: (n.expr,),
     Where: lambda n: (n.pattern,),
+    Assume: lambda n: (n.expr,),
     RuleDecl: lambda n: n.roots + n.clauses + n.replacement,
     OpDecl: lambda n: tuple(p.default for p in n.params if p.default is not None) + n.body,
 }

@@ -160,7 +160,7 @@ class Document:
             return _code(function_summary(FUNCTIONS[word]))
         if word in KINDS:
             return f"kind `{word}`: {KINDS[word].__doc__ or ''}".strip()
-        return None
+        return _KEYWORD_HELP.get(word)
 
     def _binding(self, rule: RuleDecl, name: str) -> tuple[Span | None, str] | None:
         """Where `name` is bound in `rule` and what it is, or None if it is not bound there."""
@@ -248,6 +248,14 @@ class Document:
 
 
 _SYMBOL_KINDS = {PassDecl: "pass", RuleDecl: "rule", PipelineDecl: "pipeline"}
+
+
+#: Keywords whose meaning is easy to get wrong, explained on hover.
+_KEYWORD_HELP = {
+    "assume": "`assume x <= 30`: the author promises every element of x lies in the range. "
+    "Not checked when rules rewrite (the engine cannot see values); verification draws x "
+    "within it and says `assuming ...` in its verdict.",
+}
 
 
 def _walk(patterns):

@@ -26,6 +26,7 @@ import numpy as np
 from ngrules.errors import NgrulesError
 from ngrules.ir.graph import Node, toposort
 from ngrules.verification.instances import as_float64
+from ngrules.verification.instances.assumed import Assumed, generic_within
 
 #: Default tolerance: float64 on both sides, so only reassociation error is allowed.
 RTOL, ATOL = 1e-6, 1e-9
@@ -214,14 +215,19 @@ def compare_derivatives(
     seed: int = 0,
     rtol: float = 1e-5,
     atol: float = 1e-11,
+    assumed: Assumed = (),
 ) -> str | None:
     """How d(before)/d(input) and d(after)/d(input) differ for some input (None: they agree or
-    cannot be compared: an op without a gradient, or values not finite at generic inputs)."""
+    cannot be compared: an op without a gradient, or values not finite at generic inputs).
+    The generic inputs keep within the rule's `assumed` ranges (see `instances.assumed`)."""
     graphs, memo = as_float64(list(before) + list(after))
     inputs = sorted((k for k in feeds if k in memo and k.op == "Placeholder"), key=lambda n: n.name)
     if not inputs:
         return None
-    values = generic_feeds({memo[k]: feeds[k] for k in inputs}, seed)
+    values = generic_within(generic_feeds({memo[k]: feeds[k] for k in inputs}, seed), assumed,
+                            memo, seed)
+    if values is None:
+        return None
     left, right = graphs[: len(before)], graphs[len(before) :]
     expected = _run(left, values)
     if not all(np.isfinite(e).all() for e in expected):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ngrules.ir.graph import Node, format_graph, toposort
+from ngrules.lang.assumptions import describe
 from ngrules.lang.rules import Rule
 
 STATUSES = ("wrong", "ill-formed", "loops", "unverified", "verified", "proved")
@@ -116,13 +117,15 @@ class Verdict:
 
     def _detail(self) -> str:
         refine = " (refinement)" if self.semantics == "refine" else ""
+        assumed = self.rule.assumptions
+        assuming = f", assuming {describe(assumed)}" if assumed else ""
         if self.status == "verified":
             budget = " (time budget reached)" if self.out_of_time else ""
             note = f"; {self.note}" if self.note else ""
-            return f"{self.examples} examples fired{refine}{budget}{note}"
+            return f"{self.examples} examples fired{refine}{budget}{assuming}{note}"
         if self.status == "proved":
             scope = f" for lengths <= {self.bound}" if self.bound is not None else ""
-            return f"proved{scope}{refine} {self.reason}".rstrip()
+            return f"proved{scope}{refine} {self.reason}".rstrip() + assuming
         if self.status in FAILING and self.counterexample is not None:
             return self.counterexample.problem
         return self.reason

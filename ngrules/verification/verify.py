@@ -99,7 +99,8 @@ def check_instance(
     result = compare(inst.outputs, after, inst.feeds, rtol, atol, semantics)
     cx.expected, cx.got = result.expected, result.got
     if result.problem is None and result.usable and derivatives:
-        result.problem = compare_derivatives(inst.outputs, after, inst.feeds)
+        result.problem = compare_derivatives(inst.outputs, after, inst.feeds,
+                                             assumed=inst.assumed)
     if result.problem is not None:
         cx.problem = result.problem
         if inst.stop != "fixpoint":

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from ngrules.ir.graph import Node, make_node, toposort
 from ngrules.ir.ops import OPS
+from ngrules.lang.assumptions import Assumption
+from ngrules.verification.instances.assumed import confine
 
 Domain = str  # "real", "positive" or "nonzero", as in the op table
 _STRICTNESS = {"real": 0, "nonzero": 1, "positive": 2, "bool": 3}  # bool: a mask
@@ -98,9 +100,11 @@ def feeds_for(
     seed: int,
     domains: dict[Node, Domain] | None = None,
     special: bool = False,
+    ranges: Mapping[Node, Assumption] | None = None,
 ) -> dict[Node, np.ndarray]:
     """A value for every placeholder under outputs, from its domain, rounded for readability;
-    with `special`, special values and ties weighted in (`special_values`)."""
+    with `special`, special values and ties weighted in (`special_values`); a placeholder in
+    `ranges` (an `assume`d variable) keeps within its range (`assumed.confine`)."""
     rng = np.random.default_rng(seed)
     known = placeholder_domains(outputs)
     for node, domain in (domains or {}).items():
@@ -115,6 +119,8 @@ def feeds_for(
             value = special_values(rng, node.axes.lengths, d, ties)
         else:
             value = np.round(domain_values(rng, node.axes.lengths, np.float64, d), 3)
+        if ranges and node in ranges:
+            value = confine(value, rng, ranges[node], d, node.dtype, edges=special)
         feeds[node] = value.astype(node.dtype)
     return feeds
 

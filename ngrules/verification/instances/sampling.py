@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from ngrules.errors import NgrulesError
 from ngrules.ir.graph import Node, toposort
 from ngrules.lang.rules import Rule
+from ngrules.verification.instances.assumed import Assumed, assumed_nodes, broken
 from ngrules.verification.instances.builder import Builder
 from ngrules.verification.instances.choices import Reject
 from ngrules.verification.instances.domains import Domain, feeds_for
@@ -36,6 +37,7 @@ class Instance:
     message: str = ""
     error: BaseException | None = None
     step: list[Node] | None = None  # one rewrite step, when the rule alone does not terminate
+    assumed: Assumed = ()  # the rule's assumptions, each with the node its variable is
 
     @property
     def dtype(self) -> np.dtype:
@@ -57,7 +59,7 @@ class Rejected:
     reason: str
 
 
-def _build_roots(draw, rule: Rule) -> tuple[list[Node], dict[Node, Domain]]:
+def _build_roots(draw, rule: Rule) -> tuple[list[Node], dict[Node, Domain], dict[str, Node]]:
     hints = guard_hints(rule)
     dtype = hints.dtype if hints.dtype is not None else np.dtype(np.float64)
     builder = Builder(draw, dtype, hints, rule.roots)
@@ -65,7 +67,7 @@ def _build_roots(draw, rule: Rule) -> tuple[list[Node], dict[Node, Domain]]:
     for r in roots:
         if r.outputs is not None:
             raise Reject(f"the root {r.op} has several outputs")
-    return roots, builder.domains
+    return roots, builder.domains, builder.bound
 
 
 def rewrite_instance(rule: Rule, outputs: list[Node], feeds, fuel: int = 200) -> Instance:
@@ -137,15 +139,21 @@ def attempts(draw, rule: Rule, earlier: Sequence = ()) -> Instance | Rejected:
     """One try at an instance of the rule: an Instance (rewritten), or Rejected with a reason.
     `earlier` are compiled rules that come first in the rule's pass (see `earlier_rules`)."""
     try:
-        roots, domains = _build_roots(draw, rule)
+        roots, domains, bound = _build_roots(draw, rule)
     except Reject as r:
         return Rejected(str(r))
     winner = taken_by(earlier, roots[0])
     if winner is not None:
         return Rejected(f"rule {winner} comes first in pass {rule.pass_name} and takes it")
     special = draw(st.booleans())
-    feeds = feeds_for(roots, draw(st.integers(0, 2**32 - 1)), domains, special)
+    assumed = assumed_nodes(rule.assumptions, bound)
+    ranges = {node: a for a, node in assumed if node.op == "Placeholder"}
+    feeds = feeds_for(roots, draw(st.integers(0, 2**32 - 1)), domains, special, ranges)
+    missed = broken(assumed, feeds) if assumed else None
+    if missed is not None:
+        return Rejected(f"the values drawn break the assumption `{missed}`")
     inst = rewrite_instance(rule, roots, feeds)
+    inst.assumed = assumed
     if not inst.fired:
         return Rejected(f"the rule did not fire: {why_not(rule, roots)}")
     return inst

@@ -27,6 +27,7 @@ from ngrules.lang.rules import Rule
 from ngrules.lang.syntax import PVar, children
 from ngrules.verification.compare import compare
 from ngrules.verification.instances import Instance
+from ngrules.verification.instances.assumed import broken
 from ngrules.verification.prove.ground import ground_axioms
 from ngrules.verification.prove.scalars import axioms_for
 from ngrules.verification.prove.tensors import NoEncoding, evaluate
@@ -79,45 +80,81 @@ def prove_instance(inst: Instance, semantics: str = "strict") -> Outcome:
     try:
         left = evaluate(inst.outputs, inputs)
         right = evaluate(after, inputs)
+        assumed = _preconditions(inst, inputs)
     except NoEncoding as e:
         return Outcome("unknown", str(e))
     except (TypeError, ValueError) as e:  # a kernel that cannot run on terms
         return Outcome("unknown", f"could not unroll the instance into terms: {e}")
     for claim in _claims(left, right, semantics):
-        outcome = _ground(claim, inst, after, inputs, semantics)
+        task = _Task(claim, assumed, inst, after, inputs, semantics)
+        outcome = _ground(task)
         if outcome is None:
-            outcome = _decide(claim, axioms_for(claim), inst, after, inputs, semantics)
+            outcome = _decide(task, axioms_for(z3.And(claim, assumed)))
         if outcome.status != "proved":
             return outcome
     return Outcome("proved")
 
 
-def _ground(claim, inst: Instance, after, inputs, semantics: str) -> Outcome | None:
+@dataclass
+class _Task:
+    """One element's claim to decide, under the rule's assumptions, and what replays a model."""
+
+    claim: object
+    assumed: object
+    inst: Instance
+    after: list
+    inputs: dict
+    semantics: str
+
+
+def _ground(task: _Task) -> Outcome | None:
     """The claim decided with the axioms instantiated on its terms: a proof, a counterexample
     that reproduces, or None (undecided, or a model that breaks some axiom)."""
-    outcome = _decide(claim, ground_axioms(claim), inst, after, inputs, semantics, GROUND_MS)
+    facts = ground_axioms(z3.And(task.claim, task.assumed))
+    outcome = _decide(task, facts, GROUND_MS)
     return None if outcome.status == "unknown" else outcome
 
 
-def _decide(claim, facts, inst, after, inputs, semantics: str, ms: int = TIMEOUT_MS) -> Outcome:
+def _decide(task: _Task, facts, ms: int = TIMEOUT_MS) -> Outcome:
     solver = z3.Solver()
     solver.set("timeout", ms)
     solver.add(*facts)
-    solver.add(z3.Not(claim))
+    solver.add(task.assumed, z3.Not(task.claim))
     answer = solver.check()
     if answer == z3.unsat:
         return Outcome("proved")
     if answer == z3.sat:
-        return _replay(inst, after, _feeds(solver.model(), inputs), semantics)
+        feeds = _feeds(solver.model(), task.inputs)
+        return _replay(task.inst, task.after, feeds, task.semantics)
     reason = solver.reason_unknown()
     if reason in ("canceled", "timeout"):
         reason = f"timeout: {ms / 1000:g} s on one result element"
     return Outcome("unknown", f"z3 could not decide ({reason})")
 
 
+def _preconditions(inst: Instance, inputs: dict[Node, np.ndarray]):
+    """The rule's `assume` ranges on every element of the nodes they name (defined there)."""
+    parts = []
+    for a, node in inst.assumed:
+        if node.outputs is not None:
+            raise NoEncoding(f"the assumption `{a}` names a multi-output node")
+        for sym in evaluate([node], inputs)[0].flat:
+            if a.low > -np.inf:
+                parts.append(sym.v > a.low if a.low_open else sym.v >= a.low)
+            if a.high < np.inf:
+                parts.append(sym.v < a.high if a.high_open else sym.v <= a.high)
+            parts.append(sym.ok)
+    return z3.And(*parts) if parts else z3.BoolVal(True)
+
+
 def _replay(inst: Instance, after, feeds, semantics: str) -> Outcome:
-    """A z3 model as a counterexample, kept only if the executor reproduces it."""
+    """A z3 model as a counterexample, kept only if the executor reproduces it (within the
+    rule's assumptions)."""
     feeds = {**inst.feeds, **feeds}
+    missed = broken(inst.assumed, feeds)
+    if missed is not None:
+        return Outcome("unknown", f"z3's counterexample breaks the assumption `{missed}` once "
+                       "rounded to floats")
     result = compare(inst.outputs, after, feeds, semantics=semantics)
     cx = Counterexample(inst.rule, inst.outputs, feeds, "", after, result.expected, result.got)
     if result.problem is None:
