@@ -20,11 +20,13 @@ DIFFERENTIABLE = sorted(
 
 
 def test_only_output_bprops_and_positions_are_not_differentiable():
-    bprops = {"Output", "BatchnormBprop", "BpropPool"}
-    assert bprops | {"Argmax", "Argmin", "OneHot"} == NOT_DIFFERENTIABLE
-    leaves = {n for n, op in ng.OPS.items() if op.arity == 0}
+    # read the table now: ops declared in rules files loaded by earlier tests count too
+    table = dict(ng.OPS)
+    without = {n for n, op in table.items() if isinstance(op.grad, ng.NotDifferentiable)}
+    assert {"Output", "BatchnormBprop", "BpropPool", "Argmax", "Argmin", "OneHot"} == without
+    leaves = {n for n, op in table.items() if op.arity == 0}
     assert leaves == {"Placeholder", "Constant", "Variable"}
-    assert set(DIFFERENTIABLE) | NOT_DIFFERENTIABLE | leaves == set(ng.OPS)
+    assert all(callable(op.grad) for n, op in table.items() if n not in without | leaves)
 
 
 def weighted_cost(outputs, seed: int):
