@@ -106,3 +106,9 @@ def test_the_axioms_are_instantiated_on_the_claims_own_terms():
 def test_a_rule_with_a_guard_is_proved_element_by_element_on_big_instances():
     v = prove_rule(rule("rule r: d - d * Less(0, x) + d * Greater(x, 0) if x.rank > 2 => d"))
     assert v.status == "proved" and v.bound == 3, str(v)
+
+
+@pytest.mark.parametrize("name", ["sum_const", "prod_const"])
+def test_constants_a_rule_folds_are_drawn_exact_in_floats(name):
+    v = prove_rule(next(r for r in ng.load_library().rules if r.name == name))
+    assert v.status == "proved", str(v)  # c * 0.1 folded in floats is not the real c / 10

@@ -185,21 +185,31 @@ def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
     from ngrules.ir.graph import format_graph
     from ngrules.verification.instances import attempts
 
-    found: dict[str, Instance] = {}
+    exact: dict[str, Instance] = {}
+    other: dict[str, Instance] = {}
 
     @settings(max_examples=150, database=None, derandomize=True, deadline=None,
               phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
     @given(attempts(rule))
     def collect(attempt):
-        if not isinstance(attempt, Instance) or attempt.error is not None or len(found) >= count:
+        if not isinstance(attempt, Instance) or attempt.error is not None or len(exact) >= count:
             return
-        lengths = [a.length for n in toposort(attempt.outputs) if n.outputs is None
-                   for a in n.axes.leaves()]
-        if all(k <= bound for k in lengths):
-            found.setdefault(format_graph(attempt.outputs), attempt)
+        nodes = [n for n in toposort(attempt.outputs) if n.outputs is None]
+        if all(a.length <= bound for n in nodes for a in n.axes.leaves()):
+            kept = exact if all(_dyadic(n) for n in nodes) else other
+            kept.setdefault(format_graph(attempt.outputs), attempt)
 
     collect()
-    return sorted(found.values(), key=lambda i: len(toposort(i.outputs)))
+    return sorted(exact.values() or other.values(), key=lambda i: len(toposort(i.outputs)))
+
+
+def _dyadic(node: Node) -> bool:
+    """Not a constant, or one of small dyadic values (k/16, |k| <= 1024): sums, products and
+    powers that a rule folds into a new constant are then exact in float64, as in the reals."""
+    if node.op != "Constant":
+        return True
+    value = np.asarray(node.attrs["value"], np.float64) * 16
+    return bool(np.all((value == np.round(value)) & (np.abs(value) <= 1024)))
 
 
 def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict") -> Verdict:
