@@ -125,6 +125,19 @@ def test_comments_and_blank_lines_survive_formatting():
     assert canonical(out) == out
 
 
+def test_a_comment_line_inside_a_rule_stays_before_its_clause():
+    text = (
+        "rule s:\n    Exp(x)\n    # why the rank\n    if x.rank == 1\n\n"
+        "    if x.rank > 0  # second\n    # then\n    => x  # last\n"
+    )
+    out = canonical(text)
+    assert out == (
+        "rule s:\n    Exp(x)\n    # why the rank\n    if x.rank == 1\n"
+        "    if x.rank > 0  # second\n    # then\n    => x  # last\n"
+    )
+    assert canonical(out) == out
+
+
 def test_a_hash_inside_a_string_is_not_a_comment():
     out = canonical('import "a#b.rules"  # real\n')
     assert out == 'import "a#b.rules"  # real\n'

@@ -41,7 +41,8 @@ class _Block:
 
     decl: object
     leading: list[str] = field(default_factory=list)
-    trailing: dict[int, str] = field(default_factory=dict)  # line offset -> comment
+    trailing: dict[int, str] = field(default_factory=dict)  # code line offset -> comment
+    inner: list[tuple[int, str]] = field(default_factory=list)  # (before code line, comment)
     blank_before: bool = False
     blank_after_leading: bool = False
 
@@ -63,8 +64,12 @@ def _blocks(f: RulesFile) -> tuple[list[_Block], list[str]]:
             if line < start:
                 own.append(line)
                 block.leading.append(text)
-            else:
-                block.trailing[line - start] = text
+            else:  # placed by code lines: comment-only and blank lines are not in the output
+                offset = sum(1 for k in range(start, line) if _is_code(lines[k - 1]))
+                if _is_code(lines[line - 1]):
+                    block.trailing[offset] = text
+                else:
+                    block.inner.append((offset, text))
             comment = next(pending, None)
         first = min(own, default=start)
         block.blank_before = _blank_between(lines, previous_end, first)
@@ -74,6 +79,12 @@ def _blocks(f: RulesFile) -> tuple[list[_Block], list[str]]:
         trailer.append(comment[1])
         comment = next(pending, None)
     return blocks, trailer
+
+
+def _is_code(line: str) -> bool:
+    """Whether a source line holds rule text (not only a comment or nothing)."""
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith("#")
 
 
 def _blank_between(lines: list[str], after: int, before: int) -> bool:
@@ -103,11 +114,18 @@ def _aligned(rows: list[tuple[str, str, str]]) -> list[str]:
     return [f"{h:<{head}} {p:<{pattern}} {b}".rstrip() for h, p, b in rows]
 
 
-def _with_comments(text_lines: list[str], trailing: dict[int, str], width: int) -> list[str]:
+def _with_comments(text_lines: list[str], block: _Block, width: int) -> list[str]:
+    """The declaration's lines with its end-of-line comments, and its comment-only lines
+    before the line of code they stood before (indented like it)."""
     out = list(text_lines)
-    for offset, comment in trailing.items():
-        at = offset if offset < len(out) else len(out) - 1
+    for offset, comment in block.trailing.items():
+        at = min(offset, len(out) - 1)
         out[at] = f"{out[at]:<{width}}{COMMENT_GAP}{comment}"
+    for offset, comment in reversed(block.inner):
+        at = min(offset, len(out))
+        near = out[min(at, len(out) - 1)]
+        indent = near[: len(near) - len(near.lstrip())] or "    "
+        out.insert(at, f"{indent}{comment}")
     return out
 
 
@@ -127,7 +145,7 @@ def format_rules(f: RulesFile) -> str:
             if out and (block.blank_before or _needs_space(block, lines, out)):
                 out.append("")
             out.extend(block.leading + [""] * block.blank_after_leading)
-            out.extend(_with_comments(lines, block.trailing, width or len(lines[0])))
+            out.extend(_with_comments(lines, block, width or len(lines[0])))
         i += len(group)
     if trailer:
         out.extend([""] * bool(out) + trailer)
@@ -147,7 +165,9 @@ def _table_run(blocks: list[_Block], start: int) -> list[_Block]:
     run = []
     for k in range(start, len(blocks)):
         block = blocks[k]
-        if _table_row(block) is None or (run and (block.blank_before or block.leading)):
+        if _table_row(block) is None or block.inner or (
+            run and (block.blank_before or block.leading)
+        ):
             break
         run.append(block)
     return run
