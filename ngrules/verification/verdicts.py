@@ -127,8 +127,8 @@ class Verdict:
             scope = f" for lengths <= {self.bound}" if self.bound is not None else ""
             return f"proved{scope}{refine} {self.reason}".rstrip() + assuming
         if self.status in FAILING and self.counterexample is not None:
-            return self.counterexample.problem
-        return self.reason
+            return self.counterexample.problem + assuming
+        return self.reason + assuming
 
     @property
     def headline(self) -> str:
