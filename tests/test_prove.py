@@ -112,3 +112,12 @@ def test_a_rule_with_a_guard_is_proved_element_by_element_on_big_instances():
 def test_constants_a_rule_folds_are_drawn_exact_in_floats(name):
     v = prove_rule(next(r for r in ng.load_library().rules if r.name == name))
     assert v.status == "proved", str(v)  # c * 0.1 folded in floats is not the real c / 10
+
+
+@pytest.mark.parametrize("name", ["simplify", "relu", "dot", "shaping"])
+def test_every_rule_of_the_encodable_library_files_is_proved(name):
+    from ngrules.lang.shipped import library_path
+
+    for rule in ng.load_rules(library_path() / f"{name}.rules").rules:
+        v = prove_rule(rule)
+        assert v.status == "proved", str(v)

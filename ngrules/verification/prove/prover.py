@@ -188,9 +188,6 @@ def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
     exact: dict[str, Instance] = {}
     other: dict[str, Instance] = {}
 
-    @settings(max_examples=150, database=None, derandomize=True, deadline=None,
-              phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
-    @given(attempts(rule))
     def collect(attempt):
         if not isinstance(attempt, Instance) or attempt.error is not None or len(exact) >= count:
             return
@@ -199,7 +196,12 @@ def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
             kept = exact if all(_dyadic(n) for n in nodes) else other
             kept.setdefault(format_graph(attempt.outputs), attempt)
 
-    collect()
+    for tries in (150, 1000):  # more only for a rule whose instances within the bound are rare
+        run = settings(max_examples=tries, database=None, derandomize=True, deadline=None,
+                       phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
+        run(given(attempts(rule))(collect))()
+        if exact or other:
+            break
     return sorted(exact.values() or other.values(), key=lambda i: len(toposort(i.outputs)))
 
 
