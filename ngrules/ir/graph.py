@@ -116,10 +116,8 @@ class Node:
         The rebuilt node keeps the rule that made this one, if any (provenance survives)."""
         if args == self.args:
             return self
-        node = _intern(self.op, args, self.attrs, self._key[2], self.axes, self.dtype, self.outputs)
-        if node.origin is None and self.origin is not None:
-            object.__setattr__(node, "origin", self.origin)
-        return node
+        node, fresh = rebuilt_on(self, args)
+        return register(node) if fresh else node
 
     # -- Python operators: the front end's builders, with ngraph's elementwise broadcasting ------
     def __add__(self, other):
@@ -184,8 +182,8 @@ def _lookup(key) -> Node | None:
 
 
 def register(node: Node) -> Node:
-    """Enter a new node from `rebuilt_on` in the table; its key must still be free (nothing
-    was built since): else use `intern_built`."""
+    """Enter a new node (from `make_node` or `rebuilt_on`) in the table; its key must still be
+    free (nothing was built since): else use `intern_built`."""
     table = _INTERN
     table[node._key] = weakref.ref(node)
     if len(table) > _SWEEP_AT[0]:
@@ -228,11 +226,6 @@ def intern_built(node: Node) -> Node:
     return found if found is not None else register(node)
 
 
-def _intern(op, args, attrs, attrs_key, axes, dtype, outputs) -> Node:
-    node = _lookup(key := (op, args, attrs_key))
-    return node or register(_Building(op, args, attrs, axes, dtype, outputs, key))
-
-
 def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
     """Build (or find) the node `op(args, attrs)`, inferring its axes and dtype."""
     opdef = get_op(op)
@@ -246,7 +239,7 @@ def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
             raise OpError(f"{op}: {a.op} has several outputs; pick one with Output(..., index=i)")
     norm = normalize_attrs(opdef, attrs) if (attrs or opdef.attrs) else {}
     attrs_key = tuple([(k, _freeze(v)) for k, v in norm.items()])
-    existing = _lookup((op, args, attrs_key))
+    existing = _lookup(key := (op, args, attrs_key))
     if existing is not None:
         return existing
     inferred = opdef.infer(args, norm)
@@ -257,7 +250,7 @@ def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
         (axes, dtype), outputs = inferred, None
         dtype = np.dtype(dtype)
     frozen = MappingProxyType(norm) if norm else _NO_ATTRS
-    return _intern(op, args, frozen, attrs_key, axes, dtype, outputs)
+    return register(_Building(op, args, frozen, axes, dtype, outputs, key))
 
 
 @contextmanager
