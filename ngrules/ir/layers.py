@@ -11,13 +11,19 @@ from ngrules.ir.builders import erf
 from ngrules.ir.graph import Node
 
 
+def _normalized(x: Node, gamma: Node, beta: Node, mean: Node, var: Node, eps: float) -> Node:
+    """gamma * ((x - mean) * reciprocal(sqrt(var + eps))) + beta: the form the normalisation
+    rules match (batchnorm, its inference form and layer norm all build it)."""
+    return gamma * ((x - mean) * F.reciprocal(F.sqrt(var + eps))) + beta
+
+
 def batchnorm(x: Node, gamma: Node, beta: Node, eps: float = 1e-3) -> Node:
     """Batch normalisation over every axis of x but the first (the channel), biased variance:
     gamma * ((x - mean) * reciprocal(sqrt(var + eps))) + beta."""
     channel = x.axes[:1]
     mean = F.mean(x, out_axes=channel)
     var = F.variance(x, out_axes=channel)
-    return gamma * ((x - mean) * F.reciprocal(F.sqrt(var + eps))) + beta
+    return _normalized(x, gamma, beta, mean, var, eps)
 
 
 def leaky_relu(x: Node, slope: float = 0.01) -> Node:
@@ -42,7 +48,7 @@ def layer_norm(x: Node, gamma: Node, beta: Node, axes, eps: float = 1e-5) -> Nod
     gamma * ((x - mean) * reciprocal(sqrt(var + eps))) + beta."""
     mean = F.mean(x, reduction_axes=axes)
     var = F.variance(x, reduction_axes=axes)
-    return gamma * ((x - mean) * F.reciprocal(F.sqrt(var + eps))) + beta
+    return _normalized(x, gamma, beta, mean, var, eps)
 
 
 #: sqrt(2 / pi), the tanh form of GELU's constant.
@@ -65,4 +71,4 @@ def batchnorm_inference(
 ) -> Node:
     """Batch normalisation with stored statistics (inference form), per channel:
     gamma * ((y - mean) * reciprocal(sqrt(var + eps))) + beta."""
-    return gamma * ((y - mean) * F.reciprocal(F.sqrt(var + eps))) + beta
+    return _normalized(y, gamma, beta, mean, var, eps)
