@@ -77,9 +77,9 @@ def _bprop_data_kernel(node):
     delta, w = node.args
     window, in_shape = w.axes.lengths[1:4], node.axes.lengths
     pad = node.attrs["padding"]
+    shape = (in_shape[0],) + tuple(n + 2 * p for n, p in zip(in_shape[1:4], pad)) + in_shape[4:]
 
     def run(d, f):
-        shape = (in_shape[0],) + tuple(n + 2 * p for n, p in zip(in_shape[1:4], pad)) + in_shape[4:]
         out = np.zeros(shape, np.result_type(d, f))
         for (t, r, s), where in taps(window, node.attrs, d.shape[1:4]):
             out[where] += np.tensordot(f[:, t, r, s, :], d, axes=([1], [0]))

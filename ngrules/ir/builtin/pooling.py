@@ -99,8 +99,9 @@ def _bprop_kernel(node):
                 grad[where] += d * hit
                 taken |= hit
         else:
+            share = d / size  # each window's every element gets an equal share
             for _, where in windows:
-                grad[where] += d / size
+                grad[where] += share
         return cropped(grad, node.attrs)
 
     return run
