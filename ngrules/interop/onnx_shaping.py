@@ -44,10 +44,7 @@ def temp_axis(length: int) -> Axis:
 
 def cast_axes(node: Node, mapping: dict[str, Axis]) -> Node:
     """The node with the axes named in `mapping` renamed (same lengths): one AxesCast."""
-    axes = Axes(mapping.get(a.name, a) for a in node.axes)
-    if all(x.name == y.name and x.length == y.length for x, y in zip(axes, node.axes)):
-        return node
-    return make_node("AxesCast", (node,), axes=axes)
+    return F.cast_axes(node, Axes(mapping.get(a.name, a) for a in node.axes))
 
 
 def rename(node: Node, old: Axis, new: Axis) -> Node:
