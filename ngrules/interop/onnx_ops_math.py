@@ -7,6 +7,7 @@ import numpy as np
 from ngrules.interop.onnx_context import Context, converter, elementwise
 from ngrules.interop.onnx_shaping import Tensor, broadcast_to, conform, fit, squeeze, temp_axis
 from ngrules.ir import builders as F
+from ngrules.ir import layers
 from ngrules.ir.graph import make_node
 
 _BINARY = {"Add": "Add", "Sub": "Subtract", "Mul": "Multiply", "Div": "Divide"}
@@ -110,11 +111,6 @@ def _not(ctx: Context):
                                                            x.axes))))
 
 
-def _gelu_tanh(x):
-    inner = 0.7978845608028654 * (x + 0.044715 * (x * x * x))
-    return 0.5 * x * (1.0 + F.tanh(inner))
-
-
 @converter("Erf")
 def _erf(ctx: Context):
     return _same(ctx, F.erf(ctx.x(0).node))
@@ -124,8 +120,8 @@ def _erf(ctx: Context):
 def _gelu(ctx: Context):
     x = ctx.x(0).node
     if ctx.attr("approximate", "none") == "tanh":
-        return _same(ctx, _gelu_tanh(x))
-    return _same(ctx, 0.5 * x * (1.0 + F.erf(x * 0.7071067811865476)))
+        return _same(ctx, layers.gelu(x))
+    return _same(ctx, layers.gelu_erf(x))
 
 
 @converter("HardSigmoid")
