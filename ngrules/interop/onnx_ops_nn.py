@@ -66,11 +66,11 @@ def _softmax_axes(ctx: Context, x: Tensor) -> list:
     return list(x.axes[axis:]) if ctx.importer.opset < 13 else [x.axes[axis]]
 
 
-def softmax(x, red, log: bool = False):
-    """exp(x - max) / sum(exp(x - max)) over `red` (or its log), written from primitives."""
+def _log_softmax(x, red):
+    """(x - max) - log(sum(exp(x - max))) over `red`, written from primitives (Softmax itself
+    is one op)."""
     shifted = x - F.broadcast(F.max(x, reduction_axes=red), x.axes)
-    total = F.broadcast(F.sum(F.exp(shifted), reduction_axes=red), x.axes)
-    return shifted - F.log(total) if log else F.exp(shifted) / total
+    return shifted - F.log(F.broadcast(F.sum(F.exp(shifted), reduction_axes=red), x.axes))
 
 
 @converter("Softmax", "LogSoftmax")
@@ -79,7 +79,7 @@ def _softmax(ctx: Context):
     red = _softmax_axes(ctx, x)
     if ctx.op == "Softmax":
         return [Tensor(make_node("Softmax", (x.node,), normalization_axes=red), x.axes)]
-    return [Tensor(softmax(x.node, red, log=True), x.axes)]
+    return [Tensor(_log_softmax(x.node, red), x.axes)]
 
 
 @converter("ArgMax", "ArgMin")
