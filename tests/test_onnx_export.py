@@ -69,6 +69,15 @@ def test_views_reductions_slices_and_comparisons():
     assert_same(parts, feeds)
 
 
+def test_variables_and_constants_export_as_initializers_of_their_values():
+    c = ng.make_axis(3, "C")
+    x = ng.placeholder([c], name="x", dtype=np.float64)
+    v = ng.variable([c], name="v", initial=2.5, dtype=np.float64)
+    k = ng.constant(np.arange(3.0), [c], dtype=np.float64)
+    model = assert_same([x * v + k], {"x": np.ones(3)})
+    assert {i.name for i in model.graph.initializer} >= {"v"}
+
+
 def test_output_names_and_an_op_without_export_is_an_error():
     x = ng.placeholder([ng.make_axis(3, "A")], name="x")
     model = ng.to_onnx([ng.exp(x)], output_names=["e"])

@@ -19,6 +19,7 @@ import numpy as np
 from ngrules.interop import OnnxError, require_onnx
 from ngrules.interop.onnx_functions import DOMAIN, FUNCTIONS
 from ngrules.ir.graph import Node, toposort
+from ngrules.ir.ops import get_op
 
 OPSET = 17
 
@@ -335,10 +336,9 @@ def _leaf(em: Emitter, n: Node) -> str:
         name = n.attrs["name"]
         em.inputs.append(em.helper.make_tensor_value_info(name, _elem(n.dtype), n.axes.lengths))
         return name
+    value = np.asarray(get_op(n.op).kernel(n)())  # as the executor: a variable is `initial`
     if n.op == "Constant":
-        value = np.asarray(n.attrs["value"])
         return em.const(value, dtype=value.dtype)
-    value = np.full(n.axes.lengths, n.attrs["initial"], dtype=n.dtype)
     name = n.attrs["name"]
     em.inits.append(em.numpy_helper.from_array(value, name))
     return name
