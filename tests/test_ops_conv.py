@@ -68,3 +68,12 @@ def test_pooling_refuses_channel_pooling_and_unknown_modes():
         ng.pooling({"J": 2}, x)
     with pytest.raises(ng.OpError, match="'max' or 'avg'"):
         ng.pooling({"op": "min"}, x)
+
+
+@pytest.mark.parametrize("op", ["Pooling", "BpropPool"])
+def test_pooling_padding_of_the_wrong_length_is_an_op_error(op):
+    """Not numpy's broadcasting ValueError: a graph file or a rule may give any padding."""
+    x = ng.placeholder(_axes("CDHWN", (2, 1, 3, 3, 1)), name="x")
+    args = (x,) if op == "Pooling" else (x, x)
+    with pytest.raises(ng.OpError, match=r"padding needs 3 values .* got \[0, 0\]"):
+        ng.make_node(op, args, padding=np.array([0, 0]), axes=x.axes)

@@ -15,6 +15,7 @@ from ngrules.ir.builtin.windows import (
     check_rank5,
     check_result,
     cropped,
+    geometry,
     out_lengths,
     padded,
     taps,
@@ -38,7 +39,8 @@ def _pool_lengths(op, x_axes, attrs):
     window = attrs["window"]
     if window.shape != (3,) or (window < 1).any():
         raise OpError(f"{op}: window needs 3 values (d, h, w) >= 1, got {window.tolist()}")
-    if (attrs["padding"] >= window).any():
+    padding = geometry(attrs)[0]  # checked first: numpy would not compare a wrong length
+    if any(p >= k for p, k in zip(padding, window.tolist())):
         raise OpError(f"{op}: padding must be smaller than the window (so no window is all pad)")
     spatial = out_lengths(op, x_axes.lengths[1:4], window.tolist(), attrs)
     return (x_axes.lengths[0],) + spatial + (x_axes.lengths[4],)
