@@ -77,6 +77,23 @@ def test_show_prints_one_node_a_line_and_can_draw(files):
     assert (files / "g.dot").read_text().startswith("digraph ngrules {")
 
 
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (("show", "g.json", "--picture", "g.json"), "would overwrite the input g.json"),
+        (("show", "g.json", "--picture", "g.npz"), "would overwrite the input g.npz"),
+        (("show", "g.json", "--picture", "s.svg"), "s.svg is given for two outputs"),
+        (("export", "g.json", "-o", "g.npz"), "would overwrite the input g.npz"),
+    ],
+)
+def test_an_output_onto_an_input_is_refused_before_anything_is_written(files, args, fragment):
+    before = {p.name: p.read_bytes() for p in files.iterdir()}
+    proc = run(*args, cwd=files)
+    assert proc.returncode == 2 and fragment in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stdout == ""
+    assert {p.name: p.read_bytes() for p in files.iterdir()} == before
+
+
 def test_run_prints_or_saves_the_outputs(files):
     x = np.arange(6, dtype=np.float32).reshape(3, 2)
     proc = run("run", "g.json", "--feed", "x=x.npy", cwd=files)

@@ -26,11 +26,10 @@ from ngrules.cli.common import (
 def _check_paths(args) -> None:
     from ngrules.cli import graphio
     from ngrules.cli.picture import svg_path
-    from ngrules.ir.fileio import check_output, check_outputs
+    from ngrules.ir.fileio import check_outputs
     from ngrules.lang.loader import expand_paths
 
-    check_output(args.output)  # first: "" or "/" have no arrays file to name
-    outputs = graphio.files(args.output)
+    outputs = graphio.output_files(args.output)
     if args.picture is not None:
         outputs += [args.picture, svg_path(args.picture)]
     inputs = [*graphio.files(args.graph), *expand_paths(args.rules or [])]

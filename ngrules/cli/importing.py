@@ -8,9 +8,12 @@ from ngrules.cli.common import add_command
 def run(args) -> int:
     from ngrules.cli.graphio import parse_lengths
     from ngrules.interop.onnx_import import import_model
+    from ngrules.ir.fileio import check_output, check_outputs
     from ngrules.ir.graph import toposort
-    from ngrules.ir.graphfile import save_graph
+    from ngrules.ir.graphfile import arrays_path, save_graph
 
+    check_output(args.output)  # before any work; first: "" has no arrays file to name
+    check_outputs([args.output, arrays_path(args.output)], [args.model])
     imported = import_model(args.model, lengths=parse_lengths(args.length),
                             axis_names=_axis_names(args.axes))
     save_graph(args.output, imported.outputs)

@@ -32,8 +32,13 @@ def graph_lines(outputs) -> list[str]:
 
 
 def run(args) -> int:
+    from ngrules.cli import graphio
+    from ngrules.cli.picture import svg_path
+    from ngrules.ir.fileio import check_outputs
     from ngrules.ir.graphfile import load_graph
 
+    if args.picture:  # before any work: never an input, never a folder
+        check_outputs([args.picture, svg_path(args.picture)], graphio.files(args.graph))
     outputs = load_graph(args.graph)
     print("\n".join(graph_lines(outputs)))
     if args.picture:
