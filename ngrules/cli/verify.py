@@ -9,13 +9,12 @@ import sys
 from ngrules.cli.common import (
     BAD_INPUT,
     FINDINGS,
+    INTERRUPTED,
     add_command,
+    add_disable_option,
     add_import_path_option,
     rules_or_library,
 )
-
-#: The exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells use.
-INTERRUPTED = 130
 
 
 def run(args) -> int:
@@ -99,5 +98,4 @@ def register(sub) -> None:
                    help="prove rules with the z3 SMT solver first (pip install 'ngrules[prove]')")
     p.add_argument("--bound", type=positive_int, default=3,
                    help="with --prove: axis lengths up to this are unrolled (default: 3)")
-    p.add_argument("--disable", action="append", default=[], metavar="RULE",
-                   help="leave this rule out (repeatable)")
+    add_disable_option(p)
