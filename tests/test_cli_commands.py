@@ -179,6 +179,14 @@ def test_fmt_check_prints_a_unified_diff(files):
     assert (files / "m.rules").read_text() == "pass   simplify\nrule r:x*1=>x\n"
 
 
+def test_fmt_check_diffs_the_bytes_it_compared(files):
+    """A file that differs only in its line ends gets a diff, not an empty one."""
+    (files / "m.rules").write_bytes(b"pass simplify\r\nrule r: x * 1 => x\r\n")
+    proc = run("fmt", "m.rules", "--check", cwd=files)
+    assert proc.returncode == 1
+    assert "\n-pass simplify\r\n" in proc.stdout and "\n+pass simplify\n" in proc.stdout
+
+
 def test_shipped_rules_print_as_ngrules_rules_everywhere(files):
     rule = load_library().rule("mul_one")
     assert re.fullmatch(r"ngrules:rules/simplify\.rules:\d+", rule.location)
