@@ -17,6 +17,7 @@ from ngrules.cli.common import (
     FINDINGS,
     add_command,
     add_disable_option,
+    add_length_option,
     add_rules_option,
     rules_or_library,
     without_rules,
@@ -127,8 +128,7 @@ def register(sub) -> None:
     p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
     p.add_argument("--passes", nargs="+", metavar="PASS", help="run these passes instead")
     p.add_argument("--trace", action="store_true", help="print every rewrite")
-    p.add_argument("--length", action="append", metavar="DIM=N",
-                   help="the length of a symbolic ONNX dimension (repeatable)")
+    add_length_option(p)
     p.add_argument("--stats", action="store_true", help="print per-rule statistics")
     p.add_argument("--picture", metavar="DOT",
                    help="write the result as Graphviz DOT (and SVG when Graphviz is installed), "

@@ -61,6 +61,12 @@ def add_rules_option(p: argparse.ArgumentParser) -> None:
     add_import_path_option(p)
 
 
+def add_length_option(p: argparse.ArgumentParser) -> None:
+    """`--length DIM=N` for commands that read ONNX models (`graphio.parse_lengths` reads it)."""
+    p.add_argument("--length", action="append", metavar="DIM=N",
+                   help="the length of a symbolic ONNX dimension (repeatable)")
+
+
 def add_disable_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--disable", action="append", default=[], metavar="RULE",
                    help="leave this rule out (repeatable)")

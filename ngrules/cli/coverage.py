@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ngrules.cli.common import add_command
+from ngrules.cli.common import add_command, add_length_option
 
 
 def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) -> dict:
@@ -91,6 +91,5 @@ def register(sub) -> None:
     p.add_argument("models", nargs="+", metavar="MODEL")
     p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
     p.add_argument("--misses", type=int, default=1, help="near misses per rule and model")
-    p.add_argument("--length", action="append", metavar="DIM=N",
-                   help="the length of a symbolic ONNX dimension (repeatable)")
+    add_length_option(p)
     p.add_argument("--json", action="store_true", help="print the table as JSON")

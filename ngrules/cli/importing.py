@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ngrules.cli.common import add_command
+from ngrules.cli.common import add_command, add_length_option
 
 
 def run(args) -> int:
@@ -46,7 +46,6 @@ def register(sub) -> None:
     )
     p.add_argument("model", metavar="MODEL.onnx")
     p.add_argument("-o", "--output", required=True, metavar="GRAPH.json")
-    p.add_argument("--length", action="append", metavar="DIM=N",
-                   help="the length of a symbolic dimension (repeatable)")
+    add_length_option(p)
     p.add_argument("--axes", action="append", metavar="INPUT=A,B,..",
                    help="name the axes of an input or initializer (repeatable)")
