@@ -19,6 +19,7 @@ from ngrules.cli.common import (
     add_disable_option,
     add_length_option,
     add_rules_option,
+    default_pipeline,
     rules_or_library,
     without_rules,
 )
@@ -46,9 +47,7 @@ def run(args) -> int:
     _check_paths(args)
     rules = without_rules(rules_or_library(args.rules, args.import_path), args.disable)
     outputs, names = graphio.load(args.graph, graphio.parse_lengths(args.length))  # may use its ops
-    pipeline = args.pipeline if args.pipeline or not args.passes else None
-    if pipeline is None and not args.passes and "cpu" in rules.pipelines:
-        pipeline = "cpu"
+    pipeline = default_pipeline(rules, args.pipeline, args.passes)
     result = rewrite(
         outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats
     )

@@ -48,6 +48,14 @@ def rules_or_library(paths: list[str] | None, import_path: list[str] | None = No
     return load_rules(*paths, search_path=import_path or ()) if paths else load_library()
 
 
+def default_pipeline(rules, pipeline: str | None, passes=None) -> str | None:
+    """The pipeline to run: the one named, else `cpu` when the rules define it and no passes
+    are named (with neither, every pass runs)."""
+    if pipeline is None and not passes and "cpu" in rules.pipelines:
+        return "cpu"
+    return pipeline
+
+
 def add_import_path_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--import-path", action="append", default=[], metavar="DIR",

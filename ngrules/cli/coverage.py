@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ngrules.cli.common import add_command, add_length_option
+from ngrules.cli.common import add_command, add_length_option, default_pipeline
 
 
 def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) -> dict:
@@ -21,13 +21,11 @@ def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) 
     from ngrules.engine.explain import explain
     from ngrules.ir.graph import toposort
 
-    if pipeline is None and "cpu" in rules.pipelines:
-        pipeline = "cpu"
+    pipeline = default_pipeline(rules, pipeline)
     table = {"models": {}, "rules": []}
     fired = {}
     for name, outputs in models.items():
-        result = rewrite(outputs, rules, pipeline=pipeline,
-                         passes=None if pipeline else list(rules.passes))
+        result = rewrite(outputs, rules, pipeline=pipeline)
         fired[name] = result.fired()
         table["models"][name] = {
             "nodes_before": len(toposort(outputs)),
