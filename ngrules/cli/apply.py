@@ -40,7 +40,7 @@ def _check_paths(args) -> None:
 
 def run(args) -> int:
     from ngrules.cli import graphio
-    from ngrules.cli.picture import draw, stage_picture
+    from ngrules.cli.picture import draw, picture_line, stage_picture
     from ngrules.engine.driver import rewrite
     from ngrules.ir.fileio import staged_files
 
@@ -62,21 +62,12 @@ def run(args) -> int:
         if picture is not None:
             stage_picture(stage, picture, args.picture)
     if picture is not None:
-        _print_picture(picture, args.picture)
+        print(picture_line(picture, args.picture))
     _print_firings(result, args.trace, rules)
     if args.stats:
         _print_stats(result)
     print(f"stopped: {result.stop}" + (f" ({result.message})" if result.message else ""))
     return 0 if result.stop == "fixpoint" else FINDINGS
-
-
-def _print_picture(picture, path: str) -> None:
-    from ngrules.cli.picture import svg_path
-
-    if picture.svg is not None:
-        print(f"picture: {svg_path(path)}")
-    else:
-        print(f"picture: {path} ({picture.note})")
 
 
 def _print_firings(result, trace: bool, rules) -> None:
