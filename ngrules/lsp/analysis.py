@@ -199,8 +199,8 @@ class Document:
     def _name_place(self, span: Span, name: str) -> Place:
         """The range of `name` at or after the start of span (a declaration's own name)."""
         line = span.source_line or ""
-        col = line.find(name, span.col - 1)
-        col = span.col - 1 if col < 0 else col
+        found = re.compile(rf"\b{re.escape(name)}\b").search(line, span.col - 1)
+        col = found.start() if found else span.col - 1
         return Place(span.file, span.line - 1, col, span.line - 1, col + len(name))
 
     def _import_at(self, line: int) -> Place | None:
