@@ -138,6 +138,21 @@ def test_rules_lists_passes_rules_pipelines_and_locations(files):
     assert "pipeline cpu: " in shipped
 
 
+def test_every_command_that_loads_rules_files_takes_import_path(files):
+    """A file importing from outside its folder loads in each command given --import-path."""
+    (files / "shared").mkdir()
+    (files / "shared" / "lib.rules").write_text("pass shared\nrule mul_one: x * 1 => x\n")
+    (files / "proj").mkdir()
+    (files / "proj" / "m.rules").write_text('import "../shared/lib.rules"\n')
+    for args in (("check", "proj"), ("verify", "proj", "--examples", "2"), ("rules", "proj"),
+                 ("apply", "g.json", "-o", "o.json", "--rules", "proj"),
+                 ("explain", "mul_one", "g.json", "--rules", "proj"),
+                 ("coverage", "proj", "g.json")):
+        assert run(*args, cwd=files).returncode != 0, args
+        proc = run(*args, "--import-path", "shared", cwd=files)
+        assert proc.returncode == 0, (args, proc.stderr)
+
+
 def test_disable_leaves_a_rule_out_of_apply(files):
     proc = run("apply", "g.json", "-o", "o.json", "--rules", "s.rules", "--disable", "mul_one",
                cwd=files)

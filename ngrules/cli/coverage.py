@@ -11,7 +11,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ngrules.cli.common import add_command, add_length_option, default_pipeline
+from ngrules.cli.common import (
+    add_command,
+    add_import_path_option,
+    add_length_option,
+    default_pipeline,
+    rules_or_library,
+)
 
 
 def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) -> dict:
@@ -64,9 +70,8 @@ def _print(table: dict) -> None:
 
 def run(args) -> int:
     from ngrules.cli import graphio
-    from ngrules.lang.loader import load_rules
 
-    rules = load_rules(args.rules)
+    rules = rules_or_library([args.rules], args.import_path)
     lengths = graphio.parse_lengths(args.length)
     models = {m: graphio.load(m, lengths)[0] for m in args.models}
     table = coverage(rules, models, args.pipeline, args.misses)
@@ -87,6 +92,7 @@ def register(sub) -> None:
     )
     p.add_argument("rules", metavar="RULES")
     p.add_argument("models", nargs="+", metavar="MODEL")
+    add_import_path_option(p)
     p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
     p.add_argument("--misses", type=int, default=1, help="near misses per rule and model")
     add_length_option(p)
