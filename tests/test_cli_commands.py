@@ -153,6 +153,22 @@ def test_every_command_that_loads_rules_files_takes_import_path(files):
         assert proc.returncode == 0, (args, proc.stderr)
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("explain", "mul_one", "g.json", "--rules", "s.rules", "--limit", "-1"),
+        ("coverage", "s.rules", "g.json", "--misses", "-1"),
+        ("run", "g.json", "--feed", "x=x.npy", "--max-items", "-1"),
+    ],
+)
+def test_a_negative_count_is_a_usage_error(files, args):
+    """Not a slice from the end: `--limit -1` showed every miss but the last."""
+    proc = run(*args, cwd=files)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"ngrules: error: argument {args[-2]}: must be at least 0, not -1 (see --help)"]
+
+
 def test_disable_leaves_a_rule_out_of_apply(files):
     proc = run("apply", "g.json", "-o", "o.json", "--rules", "s.rules", "--disable", "mul_one",
                cwd=files)

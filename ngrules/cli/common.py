@@ -40,6 +40,21 @@ def _with_ops(run: Callable) -> Callable:
     return run_with_ops
 
 
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least `minimum` (a count, not a slice bound)."""
+
+    def whole_number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    return whole_number
+
+
 def rules_or_library(paths: list[str] | None, import_path: list[str] | None = None):
     """The rules in `paths`, or the shipped library when none are given."""
     from ngrules.lang.library import load_library

@@ -15,6 +15,7 @@ from ngrules.cli.common import (
     add_command,
     add_import_path_option,
     add_length_option,
+    at_least,
     default_pipeline,
     rules_or_library,
 )
@@ -94,6 +95,6 @@ def register(sub) -> None:
     p.add_argument("models", nargs="+", metavar="MODEL")
     add_import_path_option(p)
     p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
-    p.add_argument("--misses", type=int, default=1, help="near misses per rule and model")
+    p.add_argument("--misses", type=at_least(0), default=1, help="near misses per rule and model")
     add_length_option(p)
     p.add_argument("--json", action="store_true", help="print the table as JSON")
