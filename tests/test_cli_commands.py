@@ -77,6 +77,23 @@ def test_show_prints_one_node_a_line_and_can_draw(files):
     assert (files / "g.dot").read_text().startswith("digraph ngrules {")
 
 
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (("show", "g.json", "--picture", "g.json"), "would overwrite the input g.json"),
+        (("show", "g.json", "--picture", "g.npz"), "would overwrite the input g.npz"),
+        (("show", "g.json", "--picture", "s.svg"), "s.svg is given for two outputs"),
+        (("export", "g.json", "-o", "g.npz"), "would overwrite the input g.npz"),
+    ],
+)
+def test_an_output_onto_an_input_is_refused_before_anything_is_written(files, args, fragment):
+    before = {p.name: p.read_bytes() for p in files.iterdir()}
+    proc = run(*args, cwd=files)
+    assert proc.returncode == 2 and fragment in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stdout == ""
+    assert {p.name: p.read_bytes() for p in files.iterdir()} == before
+
+
 def test_run_prints_or_saves_the_outputs(files):
     x = np.arange(6, dtype=np.float32).reshape(3, 2)
     proc = run("run", "g.json", "--feed", "x=x.npy", cwd=files)
@@ -121,6 +138,37 @@ def test_rules_lists_passes_rules_pipelines_and_locations(files):
     assert "pipeline cpu: " in shipped
 
 
+def test_every_command_that_loads_rules_files_takes_import_path(files):
+    """A file importing from outside its folder loads in each command given --import-path."""
+    (files / "shared").mkdir()
+    (files / "shared" / "lib.rules").write_text("pass shared\nrule mul_one: x * 1 => x\n")
+    (files / "proj").mkdir()
+    (files / "proj" / "m.rules").write_text('import "../shared/lib.rules"\n')
+    for args in (("check", "proj"), ("verify", "proj", "--examples", "2"), ("rules", "proj"),
+                 ("apply", "g.json", "-o", "o.json", "--rules", "proj"),
+                 ("explain", "mul_one", "g.json", "--rules", "proj"),
+                 ("coverage", "proj", "g.json")):
+        assert run(*args, cwd=files).returncode != 0, args
+        proc = run(*args, "--import-path", "shared", cwd=files)
+        assert proc.returncode == 0, (args, proc.stderr)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("explain", "mul_one", "g.json", "--rules", "s.rules", "--limit", "-1"),
+        ("coverage", "s.rules", "g.json", "--misses", "-1"),
+        ("run", "g.json", "--feed", "x=x.npy", "--max-items", "-1"),
+    ],
+)
+def test_a_negative_count_is_a_usage_error(files, args):
+    """Not a slice from the end: `--limit -1` showed every miss but the last."""
+    proc = run(*args, cwd=files)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"ngrules: error: argument {args[-2]}: must be at least 0, not -1 (see --help)"]
+
+
 def test_disable_leaves_a_rule_out_of_apply(files):
     proc = run("apply", "g.json", "-o", "o.json", "--rules", "s.rules", "--disable", "mul_one",
                cwd=files)
@@ -160,6 +208,14 @@ def test_fmt_check_prints_a_unified_diff(files):
         "-pass   simplify", "-rule r:x*1=>x", "+pass simplify", "+rule r: x * 1 => x",
     ]
     assert (files / "m.rules").read_text() == "pass   simplify\nrule r:x*1=>x\n"
+
+
+def test_fmt_check_diffs_the_bytes_it_compared(files):
+    """A file that differs only in its line ends gets a diff, not an empty one."""
+    (files / "m.rules").write_bytes(b"pass simplify\r\nrule r: x * 1 => x\r\n")
+    proc = run("fmt", "m.rules", "--check", cwd=files)
+    assert proc.returncode == 1
+    assert "\n-pass simplify\r\n" in proc.stdout and "\n+pass simplify\n" in proc.stdout
 
 
 def test_shipped_rules_print_as_ngrules_rules_everywhere(files):

@@ -80,6 +80,14 @@ def test_apply_reads_and_writes_onnx_by_extension(cli, models):
                                rtol=1e-4, atol=1e-5)
 
 
+def test_import_never_writes_over_its_model(cli, models):
+    model = (models / "mlp.onnx").read_bytes()
+    proc = cli("import", "mlp.onnx", "-o", "mlp.onnx", "--length", "N=8", cwd=models)
+    assert proc.returncode == 2 and "would overwrite the input mlp.onnx" in proc.stderr
+    assert (models / "mlp.onnx").read_bytes() == model
+    assert sorted(p.name for p in models.iterdir()) == ["bad.onnx", "mlp.onnx"]
+
+
 def test_unsupported_op_is_one_line_naming_op_and_node(cli, models):
     proc = run("import", "bad.onnx", "-o", "g.json", cwd=models)
     assert_bad_input(proc, "unsupported ONNX op Hardmax (node 'head')", "supported: Abs")

@@ -216,3 +216,35 @@ def test_definitions_of_imports_variables_lets_and_pipelines(tmp_path):
     [problem] = Document(text, str(tmp_path / "main.rules")).diagnostics()
     assert problem.place.line == 0 and problem.message.endswith(
         "lib.rules:2:13: unknown op 'Exq' (did you mean 'Exp'?)")
+
+
+def test_a_short_name_is_found_as_a_word_not_inside_its_keyword():
+    from ngrules.lsp.analysis import Document
+
+    text = (
+        "pass a\n"
+        "rule q: s @ Sum(e)\n"
+        "    where e = Negative(x)\n"
+        "    let t = s.reduction_axes\n"
+        "    => -Sum(x, reduction_axes=t)\n"
+        "pipeline p: a\n"
+    )
+    doc = Document(text, "t.rules")
+    assert doc.diagnostics() == []
+    assert [(s.name, s.name_place.col) for s in doc.symbols()] == [("a", 5), ("q", 5), ("p", 9)]
+    assert (doc.definition(5, 12).line, doc.definition(5, 12).col) == (0, 5)  # pass a
+    assert (doc.definition(1, 16).line, doc.definition(1, 16).col) == (2, 10)  # where e
+    assert (doc.definition(4, 30).line, doc.definition(4, 30).col) == (3, 8)  # let t
+
+
+def test_a_problem_two_imports_away_is_shown_on_the_import_that_leads_to_it(tmp_path):
+    """As `ngrules check` reports it; the editor once showed nothing."""
+    from ngrules.lsp.analysis import Document
+
+    (tmp_path / "c.rules").write_text("pass c\nrule r: Exq(x) => x\n")
+    (tmp_path / "b.rules").write_text('import "c.rules"\npass b\n')
+    (tmp_path / "ok.rules").write_text("pass ok\n")
+    text = 'import "ok.rules"\nimport "b.rules"\npass a\n'
+    [problem] = Document(text, str(tmp_path / "a.rules")).diagnostics()
+    assert problem.place.line == 1
+    assert problem.message.endswith("c.rules:2:9: unknown op 'Exq' (did you mean 'Exp'?)")

@@ -17,7 +17,9 @@ from ngrules.cli.common import (
     FINDINGS,
     add_command,
     add_disable_option,
+    add_length_option,
     add_rules_option,
+    default_pipeline,
     rules_or_library,
     without_rules,
 )
@@ -26,11 +28,10 @@ from ngrules.cli.common import (
 def _check_paths(args) -> None:
     from ngrules.cli import graphio
     from ngrules.cli.picture import svg_path
-    from ngrules.ir.fileio import check_output, check_outputs
+    from ngrules.ir.fileio import check_outputs
     from ngrules.lang.loader import expand_paths
 
-    check_output(args.output)  # first: "" or "/" have no arrays file to name
-    outputs = graphio.files(args.output)
+    outputs = graphio.output_files(args.output)
     if args.picture is not None:
         outputs += [args.picture, svg_path(args.picture)]
     inputs = [*graphio.files(args.graph), *expand_paths(args.rules or [])]
@@ -39,16 +40,14 @@ def _check_paths(args) -> None:
 
 def run(args) -> int:
     from ngrules.cli import graphio
-    from ngrules.cli.picture import draw, stage_picture
+    from ngrules.cli.picture import draw, picture_line, stage_picture
     from ngrules.engine.driver import rewrite
     from ngrules.ir.fileio import staged_files
 
     _check_paths(args)
     rules = without_rules(rules_or_library(args.rules, args.import_path), args.disable)
     outputs, names = graphio.load(args.graph, graphio.parse_lengths(args.length))  # may use its ops
-    pipeline = args.pipeline if args.pipeline or not args.passes else None
-    if pipeline is None and not args.passes and "cpu" in rules.pipelines:
-        pipeline = "cpu"
+    pipeline = default_pipeline(rules, args.pipeline, args.passes)
     result = rewrite(
         outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats
     )
@@ -63,21 +62,12 @@ def run(args) -> int:
         if picture is not None:
             stage_picture(stage, picture, args.picture)
     if picture is not None:
-        _print_picture(picture, args.picture)
+        print(picture_line(picture, args.picture))
     _print_firings(result, args.trace, rules)
     if args.stats:
         _print_stats(result)
     print(f"stopped: {result.stop}" + (f" ({result.message})" if result.message else ""))
     return 0 if result.stop == "fixpoint" else FINDINGS
-
-
-def _print_picture(picture, path: str) -> None:
-    from ngrules.cli.picture import svg_path
-
-    if picture.svg is not None:
-        print(f"picture: {svg_path(path)}")
-    else:
-        print(f"picture: {path} ({picture.note})")
 
 
 def _print_firings(result, trace: bool, rules) -> None:
@@ -128,8 +118,7 @@ def register(sub) -> None:
     p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
     p.add_argument("--passes", nargs="+", metavar="PASS", help="run these passes instead")
     p.add_argument("--trace", action="store_true", help="print every rewrite")
-    p.add_argument("--length", action="append", metavar="DIM=N",
-                   help="the length of a symbolic ONNX dimension (repeatable)")
+    add_length_option(p)
     p.add_argument("--stats", action="store_true", help="print per-rule statistics")
     p.add_argument("--picture", metavar="DOT",
                    help="write the result as Graphviz DOT (and SVG when Graphviz is installed), "

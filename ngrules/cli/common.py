@@ -40,12 +40,35 @@ def _with_ops(run: Callable) -> Callable:
     return run_with_ops
 
 
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least `minimum` (a count, not a slice bound)."""
+
+    def whole_number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    return whole_number
+
+
 def rules_or_library(paths: list[str] | None, import_path: list[str] | None = None):
     """The rules in `paths`, or the shipped library when none are given."""
     from ngrules.lang.library import load_library
     from ngrules.lang.loader import load_rules
 
     return load_rules(*paths, search_path=import_path or ()) if paths else load_library()
+
+
+def default_pipeline(rules, pipeline: str | None, passes=None) -> str | None:
+    """The pipeline to run: the one named, else `cpu` when the rules define it and no passes
+    are named (with neither, every pass runs)."""
+    if pipeline is None and not passes and "cpu" in rules.pipelines:
+        return "cpu"
+    return pipeline
 
 
 def add_import_path_option(p: argparse.ArgumentParser) -> None:
@@ -59,6 +82,12 @@ def add_import_path_option(p: argparse.ArgumentParser) -> None:
 def add_rules_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", nargs="+", metavar="PATH", help="default: the shipped library")
     add_import_path_option(p)
+
+
+def add_length_option(p: argparse.ArgumentParser) -> None:
+    """`--length DIM=N` for commands that read ONNX models (`graphio.parse_lengths` reads it)."""
+    p.add_argument("--length", action="append", metavar="DIM=N",
+                   help="the length of a symbolic ONNX dimension (repeatable)")
 
 
 def add_disable_option(p: argparse.ArgumentParser) -> None:

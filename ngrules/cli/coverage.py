@@ -11,7 +11,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ngrules.cli.common import add_command
+from ngrules.cli.common import (
+    add_command,
+    add_import_path_option,
+    add_length_option,
+    at_least,
+    default_pipeline,
+    rules_or_library,
+)
 
 
 def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) -> dict:
@@ -21,13 +28,11 @@ def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) 
     from ngrules.engine.explain import explain
     from ngrules.ir.graph import toposort
 
-    if pipeline is None and "cpu" in rules.pipelines:
-        pipeline = "cpu"
+    pipeline = default_pipeline(rules, pipeline)
     table = {"models": {}, "rules": []}
     fired = {}
     for name, outputs in models.items():
-        result = rewrite(outputs, rules, pipeline=pipeline,
-                         passes=None if pipeline else list(rules.passes))
+        result = rewrite(outputs, rules, pipeline=pipeline)
         fired[name] = result.fired()
         table["models"][name] = {
             "nodes_before": len(toposort(outputs)),
@@ -66,9 +71,8 @@ def _print(table: dict) -> None:
 
 def run(args) -> int:
     from ngrules.cli import graphio
-    from ngrules.lang.loader import load_rules
 
-    rules = load_rules(args.rules)
+    rules = rules_or_library([args.rules], args.import_path)
     lengths = graphio.parse_lengths(args.length)
     models = {m: graphio.load(m, lengths)[0] for m in args.models}
     table = coverage(rules, models, args.pipeline, args.misses)
@@ -89,8 +93,8 @@ def register(sub) -> None:
     )
     p.add_argument("rules", metavar="RULES")
     p.add_argument("models", nargs="+", metavar="MODEL")
+    add_import_path_option(p)
     p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
-    p.add_argument("--misses", type=int, default=1, help="near misses per rule and model")
-    p.add_argument("--length", action="append", metavar="DIM=N",
-                   help="the length of a symbolic ONNX dimension (repeatable)")
+    p.add_argument("--misses", type=at_least(0), default=1, help="near misses per rule and model")
+    add_length_option(p)
     p.add_argument("--json", action="store_true", help="print the table as JSON")

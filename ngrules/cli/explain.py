@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ngrules.cli.common import add_command, add_rules_option, rules_or_library
+from ngrules.cli.common import add_command, add_rules_option, at_least, rules_or_library
 
 
 def run(args) -> int:
@@ -26,4 +26,5 @@ def register(sub) -> None:
     p.add_argument("rule", metavar="RULE")
     p.add_argument("graph", metavar="GRAPH")
     add_rules_option(p)
-    p.add_argument("--limit", type=int, default=3, help="closest misses to show (default 3)")
+    p.add_argument("--limit", type=at_least(0), default=3,
+                   help="closest misses to show (default 3)")

@@ -24,10 +24,9 @@ def run(args) -> int:
         text = decode_source(Path(path).read_bytes(), path)
         formatted = format_rules(parse(text, path))
         if formatted != text:
-            changed.append((path, formatted))
+            changed.append((path, text, formatted))
     if args.check:
-        for path, formatted in changed:
-            text = Path(path).read_text(encoding="utf-8")
+        for path, text, formatted in changed:
             sys.stdout.writelines(
                 difflib.unified_diff(
                     text.splitlines(keepends=True), formatted.splitlines(keepends=True),
@@ -37,9 +36,9 @@ def run(args) -> int:
             print(f"would reformat {path}")
         return FINDINGS if changed else 0
     with staged_files() as stage:
-        for path, formatted in changed:
+        for path, _, formatted in changed:
             stage(path, lambda f, t=formatted: f.write(t), text=True)
-    for path, _ in changed:
+    for path, _, _ in changed:
         print(f"reformatted {path}")
     return 0
 

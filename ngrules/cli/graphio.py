@@ -34,6 +34,15 @@ def files(path: str) -> list:
     return [path, arrays_path(path)]
 
 
+def output_files(path: str) -> list:
+    """The files a graph written to `path` occupies, once `path` is checked to be writable
+    (first: "" or "/" have no arrays file to name)."""
+    from ngrules.ir.fileio import check_output
+
+    check_output(path)
+    return files(path)
+
+
 def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | None = None):
     """Stage the graph at `path` (with `stage` from `staged_files`): an ONNX model (checked)
     for `.onnx`, else a graph file."""

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from ngrules.cli.common import add_command
+from ngrules.cli.common import add_command, add_length_option
 
 
 def run(args) -> int:
     from ngrules.cli.graphio import parse_lengths
     from ngrules.interop.onnx_import import import_model
+    from ngrules.ir.fileio import check_output, check_outputs
     from ngrules.ir.graph import toposort
-    from ngrules.ir.graphfile import save_graph
+    from ngrules.ir.graphfile import arrays_path, save_graph
 
+    check_output(args.output)  # before any work; first: "" has no arrays file to name
+    check_outputs([args.output, arrays_path(args.output)], [args.model])
     imported = import_model(args.model, lengths=parse_lengths(args.length),
                             axis_names=_axis_names(args.axes))
     save_graph(args.output, imported.outputs)
@@ -43,7 +46,6 @@ def register(sub) -> None:
     )
     p.add_argument("model", metavar="MODEL.onnx")
     p.add_argument("-o", "--output", required=True, metavar="GRAPH.json")
-    p.add_argument("--length", action="append", metavar="DIM=N",
-                   help="the length of a symbolic dimension (repeatable)")
+    add_length_option(p)
     p.add_argument("--axes", action="append", metavar="INPUT=A,B,..",
                    help="name the axes of an input or initializer (repeatable)")

@@ -25,15 +25,18 @@ own ops: [ops.md](ops.md).
 """
 
 
+_ARG_NAMES = "xyzuvw"
+
+
 def _arity(op: OpDef) -> str:
     if op.arity is None:
         return "any number"
-    domains = [op.arg_domain(i) for i in range(op.arity)]
-    marks = [f" ({d})" if d != "real" else "" for d in domains]
-    names = "xyzuvw" if op.arity <= 6 else None
-    if names is None:
+    if op.arity > len(_ARG_NAMES):
         return str(op.arity)
-    return ", ".join(f"{names[i]}{marks[i]}" for i in range(op.arity)) or "none"
+    domains = [op.arg_domain(i) for i in range(op.arity)]
+    return ", ".join(
+        _ARG_NAMES[i] + (f" ({d})" if d != "real" else "") for i, d in enumerate(domains)
+    ) or "none"
 
 
 def _value(value) -> str:

@@ -259,6 +259,13 @@ def stage_picture(stage: Callable[..., str], picture: Picture, path_dot: str | o
         stage(svg_path(path_dot), lambda f: f.write(picture.svg))
 
 
+def picture_line(picture: Picture, path_dot: str | os.PathLike) -> str:
+    """What a command prints after writing a picture: the SVG, or the DOT file and why only it."""
+    if picture.svg is not None:
+        return f"picture: {svg_path(path_dot)}"
+    return f"picture: {path_dot} ({picture.note})"
+
+
 def write_picture(
     outputs: Sequence[Node], path_dot: str | os.PathLike, title: str | None = None
 ) -> Path | None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ngrules.cli.common import add_command, rules_or_library
+from ngrules.cli.common import add_command, add_import_path_option, rules_or_library
 
 
 def run(args) -> int:
     from ngrules.lang.library import short_location
 
-    rules = rules_or_library(args.paths)
+    rules = rules_or_library(args.paths, args.import_path)
     for name, members in rules.passes.items():
         print(f"pass {name} ({len(members)} rules)")
         for r in members:
@@ -25,3 +25,4 @@ def register(sub) -> None:
         "ngrules rules rules/",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="default: the shipped library")
+    add_import_path_option(p)

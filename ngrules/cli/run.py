@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from ngrules.cli.common import add_command
+from ngrules.cli.common import add_command, at_least
 from ngrules.errors import NgrulesError
 
 
@@ -56,5 +56,5 @@ def register(sub) -> None:
                    help="the value of placeholder NAME, from a .npy file (repeatable)")
     p.add_argument("-o", "--output", metavar="OUT.npz",
                    help="save the outputs as output0, output1, ... in an .npz instead")
-    p.add_argument("--max-items", type=int, default=1000,
+    p.add_argument("--max-items", type=at_least(0), default=1000,
                    help="print arrays in full up to this many items (default 1000)")

@@ -32,15 +32,20 @@ def graph_lines(outputs) -> list[str]:
 
 
 def run(args) -> int:
+    from ngrules.cli import graphio
+    from ngrules.cli.picture import draw, picture_line, stage_picture, svg_path
+    from ngrules.ir.fileio import check_outputs, staged_files
     from ngrules.ir.graphfile import load_graph
 
+    if args.picture:  # before any work: never an input, never a folder
+        check_outputs([args.picture, svg_path(args.picture)], graphio.files(args.graph))
     outputs = load_graph(args.graph)
     print("\n".join(graph_lines(outputs)))
     if args.picture:
-        from ngrules.cli.picture import write_picture
-
-        svg = write_picture(outputs, args.picture, title=Path(args.picture).stem)
-        print(f"picture: {svg or args.picture}" + ("" if svg else " (no SVG: Graphviz absent)"))
+        picture = draw(outputs, Path(args.picture).stem)
+        with staged_files() as stage:
+            stage_picture(stage, picture, args.picture)
+        print(picture_line(picture, args.picture))
     return 0
 
 

@@ -3,19 +3,18 @@ proved with `--prove` (z3, the `prove` extra)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from ngrules.cli.common import (
     BAD_INPUT,
     FINDINGS,
+    INTERRUPTED,
     add_command,
+    add_disable_option,
     add_import_path_option,
+    at_least,
     rules_or_library,
 )
-
-#: The exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells use.
-INTERRUPTED = 130
 
 
 def run(args) -> int:
@@ -69,17 +68,6 @@ def _end_progress(progress) -> None:
         print(file=sys.stderr)
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
 def register(sub) -> None:
     p = add_command(
         sub,
@@ -90,14 +78,13 @@ def register(sub) -> None:
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="default: the shipped library")
     add_import_path_option(p)
-    p.add_argument("--examples", type=positive_int, default=None,
+    p.add_argument("--examples", type=at_least(1), default=None,
                    help="instances each rule must fire on (default: 40, hypothesis's ci profile)")
     p.add_argument("--refine", action="store_true",
                    help="refinement semantics: a rule may make an undefined (NaN, inf) result "
                    "defined (default: strict, NaN stays NaN and inf the same inf)")
     p.add_argument("--prove", action="store_true",
                    help="prove rules with the z3 SMT solver first (pip install 'ngrules[prove]')")
-    p.add_argument("--bound", type=positive_int, default=3,
+    p.add_argument("--bound", type=at_least(1), default=3,
                    help="with --prove: axis lengths up to this are unrolled (default: 3)")
-    p.add_argument("--disable", action="append", default=[], metavar="RULE",
-                   help="leave this rule out (repeatable)")
+    add_disable_option(p)

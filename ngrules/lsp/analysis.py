@@ -91,7 +91,7 @@ class Document:
     def diagnostics(self) -> list[Diagnostic]:
         """Problems located in this document, with the messages `ngrules check` prints."""
         out = []
-        imports = self._imports()
+        imports = self._reached()
         for e in self.errors:
             if e.span is None or _same_file(e.span.file, self.path):
                 out.append(Diagnostic(e.message, place_of(e.span, self.path, self._width(e.span))))
@@ -102,11 +102,21 @@ class Document:
 
     def _imports(self) -> dict[str, Span]:
         """The files this document imports (absolute paths), each with its import's span."""
-        return {
-            os.path.abspath(os.path.join(os.path.dirname(self.path), d.path)): d.span
-            for d in self._decls()
-            if isinstance(d, Import) and d.span is not None
-        }
+        return _imported(self.path, self._decls())
+
+    def _reached(self) -> dict[str, Span]:
+        """Every file reached through this document's imports, directly or through other
+        files, each with the span of the import here that leads to it (the first such)."""
+        edges = {os.path.abspath(f.path): _imported(f.path, f.decls) for f in self.files}
+        reached: dict[str, Span] = {}
+        for target, span in self._imports().items():
+            stack = [target]
+            while stack:
+                path = stack.pop()
+                if path not in reached:
+                    reached[path] = span
+                    stack.extend(edges.get(path, ()))
+        return reached
 
     def _width(self, span: Span | None) -> int:
         """A start-only span covers the word there (or one column)."""
@@ -199,8 +209,8 @@ class Document:
     def _name_place(self, span: Span, name: str) -> Place:
         """The range of `name` at or after the start of span (a declaration's own name)."""
         line = span.source_line or ""
-        col = line.find(name, span.col - 1)
-        col = span.col - 1 if col < 0 else col
+        found = re.compile(rf"\b{re.escape(name)}\b").search(line, span.col - 1)
+        col = found.start() if found else span.col - 1
         return Place(span.file, span.line - 1, col, span.line - 1, col + len(name))
 
     def _import_at(self, line: int) -> Place | None:
@@ -256,6 +266,15 @@ _KEYWORD_HELP = {
     "Not checked when rules rewrite (the engine cannot see values); verification draws x "
     "within it and says `assuming ...` in its verdict.",
 }
+
+
+def _imported(path: str, decls) -> dict[str, Span]:
+    """The files `decls` (of the file at `path`) import, as absolute paths, with their spans."""
+    return {
+        os.path.abspath(os.path.join(os.path.dirname(path), d.path)): d.span
+        for d in decls
+        if isinstance(d, Import) and d.span is not None
+    }
 
 
 def _walk(patterns):
