@@ -8,7 +8,7 @@ pipelines that name unknown passes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,8 +38,8 @@ from ngrules.lang.syntax import (
     RuleDecl,
     RulesFile,
     Where,
-    children,
     too_deep,
+    walk,
 )
 
 MAX_DEPTH = 100
@@ -99,14 +99,6 @@ def _kinds_compatible(a: str, b: str) -> bool:
     return any(all(t in op.traits for t in traits) for op in candidates)
 
 
-def _walk_patterns(patterns: Iterable[Pattern]):
-    stack = list(patterns)[::-1]
-    while stack:
-        p = stack.pop()
-        yield p
-        stack.extend(reversed(children(p)))
-
-
 class RuleChecker:
     """Checks one rule declaration and builds its `Rule`."""
 
@@ -129,7 +121,7 @@ class RuleChecker:
         roots = expand_named(self.decl.roots, wheres, self.problems.add)
         if roots is None:
             return None
-        bound = {p.name for p in _walk_patterns(roots) if isinstance(p, (PVar, PNamed))}
+        bound = {p.name for p in walk(roots) if isinstance(p, (PVar, PNamed))}
         bound.discard("_")
         clauses = self._check_clauses(bound)
         lets = {c.name for c in clauses if isinstance(c, Let)}
@@ -157,7 +149,7 @@ class RuleChecker:
     # -- patterns ----------------------------------------------------------------------------
     def _check_patterns(self, patterns: list[Pattern]) -> None:
         typed: dict[str, tuple[str, Span | None]] = {}
-        for p in _walk_patterns(patterns):
+        for p in walk(patterns):
             if isinstance(p, POp):
                 _check_op_pattern(p, self.problems)
             elif isinstance(p, PVar) and p.kind is not None:
@@ -224,16 +216,13 @@ class RuleChecker:
             self.problems.add(f"the rule has {n} root(s) but {len(reps)} replacements", span)
 
     def _check_expr(self, expr: Expr, env: set[str], lets: dict) -> None:
-        stack = [expr]
-        while stack:
-            e = stack.pop()
+        for e in walk((expr,)):
             if isinstance(e, EVar):
                 self._check_var(e, env, lets)
             elif isinstance(e, EAttr):
                 self._check_attribute(e)
             elif isinstance(e, ECall):
                 self._check_call(e)
-            stack.extend(children(e))
 
     def _check_var(self, e: EVar, env: set[str], lets: dict) -> None:
         if e.name in env:

@@ -39,6 +39,7 @@ from ngrules.lang.syntax import (
     PVar,
     RuleDecl,
     children,
+    walk,
 )
 
 Report = Callable[[str, Span | None], None]
@@ -74,15 +75,8 @@ _ORDERED = {"<", "<=", ">", ">="}
 _ARITHMETIC = {"+", "-", "*", "/"}
 
 
-def _binding_kinds(decl: RuleDecl, roots) -> dict[str, str]:
-    kinds: dict[str, str] = {}
-    stack = list(roots)
-    while stack:
-        p = stack.pop()
-        if isinstance(p, (PVar, PNamed)) and p.name != "_":
-            kinds[p.name] = NODE
-        stack.extend(children(p))
-    return kinds
+def _binding_kinds(roots) -> dict[str, str]:
+    return {p.name: NODE for p in walk(roots) if isinstance(p, (PVar, PNamed)) and p.name != "_"}
 
 
 class KindChecker:
@@ -90,7 +84,7 @@ class KindChecker:
 
     def __init__(self, decl: RuleDecl, roots, report: Report):
         self.decl, self.report = decl, report
-        self.kinds = _binding_kinds(decl, roots)
+        self.kinds = _binding_kinds(roots)
         self.ops_of = _ops_of(roots)
 
     def run(self) -> None:
@@ -264,14 +258,11 @@ def _name_span(e: ECall) -> Span | None:
 
 def _ops_of(roots) -> dict[str, str]:
     out: dict[str, str] = {}
-    stack = list(roots)
-    while stack:
-        p = stack.pop()
+    for p in walk(roots):
         if isinstance(p, PNamed) and isinstance(p.pattern, POp) and not p.pattern.optional:
             out[p.name] = p.pattern.op
         elif isinstance(p, PVar) and p.kind in OPS:
             out[p.name] = p.kind
-        stack.extend(children(p))
     return out
 
 

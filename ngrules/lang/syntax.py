@@ -290,6 +290,15 @@ def children(node) -> tuple:
     return _CHILDREN.get(type(node), _LEAF)(node)
 
 
+def walk(nodes):
+    """Every node under (and including) each of nodes, in source order, without recursion."""
+    stack = list(nodes)[::-1]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))
+
+
 def too_deep(node, limit: int):
     """The first node nested more than `limit` levels below node, or None (no recursion)."""
     stack = [(node, 0)]
