@@ -19,7 +19,7 @@ from ngrules.lang.expr import NODE_ATTRIBUTES, all_attributes
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.kinds import KINDS
 from ngrules.lang.patterns import expand_named, pattern_key
-from ngrules.lang.replacements import check_rule_statics
+from ngrules.lang.replacements import check_rule_statics, known_ops, static_op
 from ngrules.lang.rules import Rule, RuleSet
 from ngrules.lang.syntax import (
     Assume,
@@ -38,21 +38,12 @@ from ngrules.lang.syntax import (
     RuleDecl,
     RulesFile,
     Where,
+    name_span,
     too_deep,
     walk,
 )
 
 MAX_DEPTH = 100
-
-
-def name_span(span: Span | None, name: str, at_end: bool = False) -> Span | None:
-    """The part of span that spells `name` (its start, or its end with at_end)."""
-    if span is None:
-        return None
-    if at_end and span.end_line:
-        col = max(span.end_col - len(name), 1)
-        return Span(span.file, span.end_line, col, span.end_line, span.end_col, span.source_line)
-    return Span(span.file, span.line, span.col, span.line, span.col + len(name), span.source_line)
 
 
 @dataclass
@@ -104,7 +95,7 @@ class RuleChecker:
 
     def __init__(self, decl: RuleDecl, pass_name: str, order: int, problems: Problems):
         self.decl, self.pass_name, self.order, self.problems = decl, pass_name, order, problems
-        self.ops_of: dict[str, str] = {}  # variable -> the op it is known to be
+        self.ops_of: dict[str, str] = {}  # variable -> the op it is known to be (`known_ops`)
 
     def run(self, source: str) -> Rule | None:
         before = len(self.problems.errors)
@@ -121,6 +112,7 @@ class RuleChecker:
         roots = expand_named(self.decl.roots, wheres, self.problems.add)
         if roots is None:
             return None
+        self.ops_of = known_ops(roots)
         bound = {p.name for p in walk(roots) if isinstance(p, (PVar, PNamed))}
         bound.discard("_")
         clauses = self._check_clauses(bound)
@@ -154,11 +146,6 @@ class RuleChecker:
                 _check_op_pattern(p, self.problems)
             elif isinstance(p, PVar) and p.kind is not None:
                 self._check_kind(p, typed)
-            elif isinstance(p, PNamed) and isinstance(p.pattern, POp) and not p.pattern.optional:
-                self.ops_of[p.name] = p.pattern.op
-        for w in (c for c in self.decl.clauses if isinstance(c, Where)):
-            if isinstance(w.pattern, POp) and not w.pattern.optional:
-                self.ops_of[w.name] = w.pattern.op
 
     def _check_kind(self, p: PVar, typed: dict) -> None:
         span = name_span(p.span, p.kind, at_end=True)
@@ -166,8 +153,6 @@ class RuleChecker:
             hint = did_you_mean(p.kind, [*OPS, *KINDS])
             self.problems.add(f"unknown kind {p.kind!r}{hint}; a kind is an op or a trait", span)
             return
-        if p.kind in OPS:
-            self.ops_of[p.name] = p.kind
         if p.name == "_":
             return
         first = typed.setdefault(p.name, (p.kind, p.span))
@@ -238,15 +223,8 @@ class RuleChecker:
                 f"variable {e.name!r} is never bound (bind it in the pattern or with let)", e.span
             )
 
-    def _static_op(self, e: Expr) -> str | None:
-        if isinstance(e, EVar):
-            return self.ops_of.get(e.name)
-        if isinstance(e, ECall) and e.func in OPS:
-            return e.func
-        return None
-
     def _check_attribute(self, e: EAttr) -> None:
-        op = self._static_op(e.obj)
+        op = static_op(e.obj, self.ops_of)
         span = name_span(e.span, e.name, at_end=True)
         if op is not None and op in OPS:
             known = [*NODE_ATTRIBUTES, *(a.name for a in OPS[op].attrs), *OPS[op].derived]

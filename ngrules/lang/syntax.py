@@ -260,7 +260,17 @@ class RulesFile:
     text: str = field(default="", compare=False, repr=False)
 
 
-# -- walking ----------------------------------------------------------------------------------
+# -- spans and walking ------------------------------------------------------------------------
+def name_span(span: Span | None, name: str, at_end: bool = False) -> Span | None:
+    """The part of span that spells `name` (its start, or its end with at_end)."""
+    if span is None:
+        return None
+    if at_end and span.end_line:
+        col = max(span.end_col - len(name), 1)
+        return Span(span.file, span.end_line, col, span.end_line, span.end_col, span.source_line)
+    return Span(span.file, span.line, span.col, span.line, span.col + len(name), span.source_line)
+
+
 def _call_children(e: ECall) -> tuple:
     return e.args + tuple(v for _, v in e.kwargs) if e.kwargs else e.args
 
