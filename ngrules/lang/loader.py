@@ -91,8 +91,10 @@ class _Loader:
         self.load_text(text, path)
 
     def _import(self, decl: Import, importer: str) -> None:
-        path = self._library(decl) if decl.path.startswith(LIBRARY_PREFIX) else None
-        path = path or self._resolve(decl, importer)
+        if decl.path.startswith(LIBRARY_PREFIX):  # never also a path beside the importer
+            path = self._library(decl)
+        else:
+            path = self._resolve(decl, importer)
         if path is None:
             return
         key = os.path.abspath(path)
