@@ -25,16 +25,16 @@ _BRACKET = re.compile(r"[()\[\]]")
 _STEP = {"(": 1, "[": 1, ")": -1, "]": -1}
 
 
-def _span(text: str, lines: list[str], path: str, pos: int) -> Span:
+def _at(text: str, pos: int, span: Callable[..., Span]) -> Span:
+    """The span of the one character at offset pos."""
     line = text.count("\n", 0, pos) + 1
     col = pos - (text.rfind("\n", 0, pos) + 1) + 1
-    source = lines[line - 1] if line <= len(lines) else ""
-    return Span(path, line, col, line, col + 1, source)
+    return span(line, col, line, col + 1)
 
 
-def prescan(text: str, path: str, lines: list[str], max_depth: int) -> None:
+def prescan(text: str, span: Callable[..., Span], max_depth: int) -> None:
     """Raise a located `RuleSyntaxError` if a declaration is longer than `MAX_DECL_CHARS` or
-    brackets nest deeper than `max_depth`."""
+    brackets nest deeper than `max_depth`; `span(line, col, end_line, end_col)` locates it."""
     blank = _SKIP.sub(lambda m: " " * len(m.group()), text)
     starts = [m.start() for m in _DECL.finditer(blank)] + [len(blank)]
     for start, end in zip([0, *starts], starts):
@@ -42,7 +42,7 @@ def prescan(text: str, path: str, lines: list[str], max_depth: int) -> None:
             raise RuleSyntaxError(
                 f"this declaration is too long ({end - start} characters; at most "
                 f"{MAX_DECL_CHARS} are allowed)",
-                _span(text, lines, path, start),
+                _at(text, start, span),
             )
     only = _NOT_BRACKET.sub("", blank)
     depths = itertools.accumulate(_STEP[c] for c in only)
@@ -52,7 +52,7 @@ def prescan(text: str, path: str, lines: list[str], max_depth: int) -> None:
         while pos and (blank[pos - 1].isalnum() or blank[pos - 1] in "_?"):
             pos -= 1  # at the op or function the bracket opens, if any
         raise RuleSyntaxError(
-            f"nesting too deep (more than {max_depth} levels)", _span(text, lines, path, pos)
+            f"nesting too deep (more than {max_depth} levels)", _at(text, pos, span)
         )
 
 

@@ -359,7 +359,7 @@ def parse(text: str, path: str = "<string>") -> RulesFile:
 def _parse(text: str, path: str) -> RulesFile:
     lark, to_ast = _parser()
     src = _Source(path, text)
-    prescan(text, path, src.lines, MAX_DEPTH)  # refuse what is too large before building it
+    prescan(text, src.span, MAX_DEPTH)  # refuse what is too large before building it
     with _LOCK:
         to_ast.src = src
         try:
