@@ -22,6 +22,8 @@ from ngrules.lang.patterns import expand_named, pattern_key
 from ngrules.lang.replacements import check_rule_statics, known_ops, static_op
 from ngrules.lang.rules import Rule, RuleSet
 from ngrules.lang.syntax import (
+    MAX_DEPTH,
+    TOO_DEEP,
     Assume,
     EAttr,
     ECall,
@@ -42,8 +44,6 @@ from ngrules.lang.syntax import (
     too_deep,
     walk,
 )
-
-MAX_DEPTH = 100
 
 
 @dataclass
@@ -101,7 +101,7 @@ class RuleChecker:
         before = len(self.problems.errors)
         deep = too_deep(self.decl, MAX_DEPTH)
         if deep is not None:
-            self.problems.add(f"nesting too deep (more than {MAX_DEPTH} levels)", deep.span)
+            self.problems.add(TOO_DEEP, deep.span)
             return None
         written = [
             *self.decl.roots,

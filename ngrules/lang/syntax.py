@@ -260,6 +260,12 @@ class RulesFile:
     text: str = field(default="", compare=False, repr=False)
 
 
+#: How deep a pattern or expression may nest: the parser, checker and formatter refuse deeper
+#: (an error, never a RecursionError).
+MAX_DEPTH = 100
+TOO_DEEP = f"nesting too deep (more than {MAX_DEPTH} levels)"
+
+
 # -- spans and walking ------------------------------------------------------------------------
 def name_span(span: Span | None, name: str, at_end: bool = False) -> Span | None:
     """The part of span that spells `name` (its start, or its end with at_end)."""
