@@ -379,3 +379,16 @@ def test_each_file_is_loaded_once(tmp_path):
     (tmp_path / "a.rules").write_text('import "lib.rules"\n')
     (tmp_path / "b.rules").write_text('import "lib.rules"\n')
     assert [r.name for r in load_rules(tmp_path)] == ["l1"]
+
+
+def test_an_attribute_of_an_op_declared_again_under_another_name_is_known():
+    """An editor checks unsaved text and takes its ops out again; the attribute an op has in
+    the newer text is known even though the op table has as many ops as before."""
+    from ngrules.lang.loader import check_text
+
+    def text(attr: str) -> str:
+        return (f"op Scaled(x, {attr}: float = 1.0) = x * {attr}\n"
+                f"rule r: Exp(y) if y.{attr} > 0 => y\n")
+
+    assert check_text(text("alpha"), "e.rules")[1] == []
+    assert check_text(text("beta"), "e.rules")[1] == []

@@ -87,3 +87,40 @@ def test_a_failing_guard_in_a_rewrite_is_reported_located_as_before():
     failure = res.stats["r"].first_failure
     assert "'/' failed: division by zero" in failure.message and failure.span.line == 3
     assert "rule r (g.rules:2)" in failure.message
+
+
+@pytest.mark.parametrize(
+    "text", ["pow(2, 1000) * pow(2, 1000)", "pow(2, 1023) + pow(2, 1023)", "x.axes.names * 6000"]
+)
+def test_compiled_arithmetic_keeps_the_languages_bounds(env, text):
+    """Past the bounds the compiled code raises as the interpreter does (which then reports
+    it, located), instead of computing a value the interpreter refuses."""
+    expr = _expr(text)
+    with pytest.raises(ng.RuleError, match="too large"):
+        evaluate(expr, env)
+    with pytest.raises(ng.NgrulesError, match="too large"):
+        compile_clauses([], [expr])(env)
+
+
+def test_a_registered_function_past_the_bounds_raises_in_compiled_code_too(env):
+    from ngrules.lang.functions import FUNCTIONS, register_function
+
+    register_function("many_zeros_test", lambda n: (0,) * n)
+    try:
+        expr = _expr("many_zeros_test(20000)")
+        with pytest.raises(ng.RuleError, match="too large"):
+            evaluate(expr, env)
+        with pytest.raises(ng.NgrulesError, match="too large"):
+            compile_clauses([], [expr])(env)
+    finally:
+        del FUNCTIONS["many_zeros_test"]
+
+
+def test_lets_that_double_an_integer_stop_at_the_bound_in_a_rewrite():
+    """Each `a * a` doubles the bits: unchecked, a few more lets would run for minutes."""
+    rules = ng.parse_rules(
+        "pass p\nrule r: Exp(x)\n    let a = pow(2, 1000)\n    let b = a * a\n    => x", "b.rules"
+    )
+    res = ng.rewrite([ng.exp(ng.placeholder([C], name="x"))], rules)
+    assert res.fired() == {} and res.stats["r"].failures == 1
+    assert res.warnings[0].startswith("b.rules:4:13: warning:") and "too large" in res.warnings[0]

@@ -112,3 +112,17 @@ def test_a_syntax_error_in_a_rules_file_still_quotes_the_line(tree):
     (tree / "bad.rules").write_text("rule r: x => $\n")
     (error,) = _errors(lambda: ng.load_rules(tree / "bad.rules"))
     assert "unexpected character '$'" in error and "rule r: x => $" in error
+
+
+@pytest.mark.parametrize("name", ["ngrules:nope.rules", "ngrules:cpu"])
+def test_a_bad_library_import_is_one_error_and_never_a_local_file(tmp_path, name):
+    """A library name that is not in the library is refused once; it is not looked for again
+    as a path beside the importer (where a file of that very name would have been read)."""
+    if os.name != "nt":
+        (tmp_path / name).write_text("rule read_by_mistake: =>\n")  # a second error if read
+    main = tmp_path / "main.rules"
+    main.write_text(f'import "{name}"\n')
+    with pytest.raises(ng.RuleErrors) as info:
+        ng.load_rules(main)
+    assert len(info.value.errors) == 1
+    assert f"cannot import {name!r}" in str(info.value)

@@ -8,7 +8,7 @@ pipelines that name unknown passes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,9 +19,11 @@ from ngrules.lang.expr import NODE_ATTRIBUTES, all_attributes
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.kinds import KINDS
 from ngrules.lang.patterns import expand_named, pattern_key
-from ngrules.lang.replacements import check_rule_statics
+from ngrules.lang.replacements import check_rule_statics, known_ops, static_op
 from ngrules.lang.rules import Rule, RuleSet
 from ngrules.lang.syntax import (
+    MAX_DEPTH,
+    TOO_DEEP,
     Assume,
     EAttr,
     ECall,
@@ -38,21 +40,10 @@ from ngrules.lang.syntax import (
     RuleDecl,
     RulesFile,
     Where,
-    children,
+    name_span,
     too_deep,
+    walk,
 )
-
-MAX_DEPTH = 100
-
-
-def name_span(span: Span | None, name: str, at_end: bool = False) -> Span | None:
-    """The part of span that spells `name` (its start, or its end with at_end)."""
-    if span is None:
-        return None
-    if at_end and span.end_line:
-        col = max(span.end_col - len(name), 1)
-        return Span(span.file, span.end_line, col, span.end_line, span.end_col, span.source_line)
-    return Span(span.file, span.line, span.col, span.line, span.col + len(name), span.source_line)
 
 
 @dataclass
@@ -99,26 +90,18 @@ def _kinds_compatible(a: str, b: str) -> bool:
     return any(all(t in op.traits for t in traits) for op in candidates)
 
 
-def _walk_patterns(patterns: Iterable[Pattern]):
-    stack = list(patterns)[::-1]
-    while stack:
-        p = stack.pop()
-        yield p
-        stack.extend(reversed(children(p)))
-
-
 class RuleChecker:
     """Checks one rule declaration and builds its `Rule`."""
 
     def __init__(self, decl: RuleDecl, pass_name: str, order: int, problems: Problems):
         self.decl, self.pass_name, self.order, self.problems = decl, pass_name, order, problems
-        self.ops_of: dict[str, str] = {}  # variable -> the op it is known to be
+        self.ops_of: dict[str, str] = {}  # variable -> the op it is known to be (`known_ops`)
 
     def run(self, source: str) -> Rule | None:
         before = len(self.problems.errors)
         deep = too_deep(self.decl, MAX_DEPTH)
         if deep is not None:
-            self.problems.add(f"nesting too deep (more than {MAX_DEPTH} levels)", deep.span)
+            self.problems.add(TOO_DEEP, deep.span)
             return None
         written = [
             *self.decl.roots,
@@ -129,7 +112,8 @@ class RuleChecker:
         roots = expand_named(self.decl.roots, wheres, self.problems.add)
         if roots is None:
             return None
-        bound = {p.name for p in _walk_patterns(roots) if isinstance(p, (PVar, PNamed))}
+        self.ops_of = known_ops(roots)
+        bound = {p.name for p in walk(roots) if isinstance(p, (PVar, PNamed))}
         bound.discard("_")
         clauses = self._check_clauses(bound)
         lets = {c.name for c in clauses if isinstance(c, Let)}
@@ -157,16 +141,11 @@ class RuleChecker:
     # -- patterns ----------------------------------------------------------------------------
     def _check_patterns(self, patterns: list[Pattern]) -> None:
         typed: dict[str, tuple[str, Span | None]] = {}
-        for p in _walk_patterns(patterns):
+        for p in walk(patterns):
             if isinstance(p, POp):
                 _check_op_pattern(p, self.problems)
             elif isinstance(p, PVar) and p.kind is not None:
                 self._check_kind(p, typed)
-            elif isinstance(p, PNamed) and isinstance(p.pattern, POp) and not p.pattern.optional:
-                self.ops_of[p.name] = p.pattern.op
-        for w in (c for c in self.decl.clauses if isinstance(c, Where)):
-            if isinstance(w.pattern, POp) and not w.pattern.optional:
-                self.ops_of[w.name] = w.pattern.op
 
     def _check_kind(self, p: PVar, typed: dict) -> None:
         span = name_span(p.span, p.kind, at_end=True)
@@ -174,8 +153,6 @@ class RuleChecker:
             hint = did_you_mean(p.kind, [*OPS, *KINDS])
             self.problems.add(f"unknown kind {p.kind!r}{hint}; a kind is an op or a trait", span)
             return
-        if p.kind in OPS:
-            self.ops_of[p.name] = p.kind
         if p.name == "_":
             return
         first = typed.setdefault(p.name, (p.kind, p.span))
@@ -224,16 +201,13 @@ class RuleChecker:
             self.problems.add(f"the rule has {n} root(s) but {len(reps)} replacements", span)
 
     def _check_expr(self, expr: Expr, env: set[str], lets: dict) -> None:
-        stack = [expr]
-        while stack:
-            e = stack.pop()
+        for e in walk((expr,)):
             if isinstance(e, EVar):
                 self._check_var(e, env, lets)
             elif isinstance(e, EAttr):
                 self._check_attribute(e)
             elif isinstance(e, ECall):
                 self._check_call(e)
-            stack.extend(children(e))
 
     def _check_var(self, e: EVar, env: set[str], lets: dict) -> None:
         if e.name in env:
@@ -249,15 +223,8 @@ class RuleChecker:
                 f"variable {e.name!r} is never bound (bind it in the pattern or with let)", e.span
             )
 
-    def _static_op(self, e: Expr) -> str | None:
-        if isinstance(e, EVar):
-            return self.ops_of.get(e.name)
-        if isinstance(e, ECall) and e.func in OPS:
-            return e.func
-        return None
-
     def _check_attribute(self, e: EAttr) -> None:
-        op = self._static_op(e.obj)
+        op = static_op(e.obj, self.ops_of)
         span = name_span(e.span, e.name, at_end=True)
         if op is not None and op in OPS:
             known = [*NODE_ATTRIBUTES, *(a.name for a in OPS[op].attrs), *OPS[op].derived]

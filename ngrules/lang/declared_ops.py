@@ -21,10 +21,10 @@ from ngrules.errors import NgrulesError, OpError, RuleError
 from ngrules.ir import declared
 from ngrules.ir.graph import Node, make_node, substitute, toposort
 from ngrules.ir.ops import ATTR_KINDS, OPS, REQUIRED, AttrSpec, register_op
-from ngrules.lang.checker import Problems, check_expression, name_span
+from ngrules.lang.checker import Problems, check_expression
 from ngrules.lang.expr import evaluate
 from ngrules.lang.formatter import format_op
-from ngrules.lang.syntax import OpDecl, OpParam, RulesFile
+from ngrules.lang.syntax import OpDecl, OpParam, RulesFile, name_span
 
 #: Strictness of argument domains: the strictest of the ops reading an argument wins.
 _STRICT = {"real": 0, "nonzero": 1, "positive": 2, "bool": 3}

@@ -36,9 +36,7 @@ def axes_rule(op: OpDef) -> str:
         return "the operands' axes, broadcast together (ngraph's elementwise rule)"
     if op.has("reduction"):
         return "the operand's axes less `reduction_axes`"
-    if op.has("leaf"):
-        return "its `axes` attribute"
-    if op.attr("axes") is not None:
+    if op.has("leaf") or op.attr("axes") is not None:
         return "its `axes` attribute"
     if op.outputs > 1:
         return "one type per output (see the op's description)"

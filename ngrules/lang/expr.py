@@ -57,20 +57,21 @@ AXES_ATTRIBUTES: dict[str, Callable[[Axes], Any]] = {
     "size": lambda a: a.size,
 }
 
-_ATTRIBUTES: dict[int, set[str]] = {}
+#: The op definitions the attribute names were last computed from, and those names.
+_ATTRIBUTES: list = [(), set()]
 
 
 def all_attributes() -> set[str]:
-    """Every attribute name some value can have (recomputed when ops are registered)."""
-    names = _ATTRIBUTES.get(len(OPS))
-    if names is None:
+    """Every attribute name some value can have (recomputed when the op table changes: ops
+    taken out and others declared may leave it as long as it was)."""
+    ops = tuple(OPS.values())
+    if ops != _ATTRIBUTES[0]:  # the same definitions compare by identity: no deep compare
         names = {*NODE_ATTRIBUTES, *AXIS_ATTRIBUTES, *AXES_ATTRIBUTES}
-        for op in OPS.values():
+        for op in ops:
             names.update(a.name for a in op.attrs)
             names.update(op.derived)
-        _ATTRIBUTES.clear()
-        _ATTRIBUTES[len(OPS)] = names
-    return names
+        _ATTRIBUTES[:] = [ops, names]
+    return _ATTRIBUTES[1]
 
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {  # arithmetic within the language's bounds

@@ -3,9 +3,10 @@
 `compile_clauses(clauses, replacement)` returns `run(b)`: given a match's bindings it evaluates
 the lets and guards in source order and returns the tuple of replacement values, or None as
 soon as a guard is false. Node attributes read slots directly, library functions are called
-directly, operators are Python's own. Nothing from rule text is pasted into the source: names,
-literals, functions and op names enter as entries of the function's constant table; only
-generated identifiers appear in the code.
+directly, operators are Python's own (what can grow, `+ - * | &` and function results, is
+checked against `ngrules.lang.bounds` as the interpreter checks it). Nothing from rule text
+is pasted into the source: names, literals, functions and op names enter as entries of the
+function's constant table; only generated identifiers appear in the code.
 
 The generated function never reports errors itself: when anything in it raises (an unbound
 name, a failing function, a guard that is not a boolean), the caller runs the interpreter
@@ -21,6 +22,7 @@ from typing import Any
 from ngrules.ir.frontend import apply_op
 from ngrules.ir.graph import Node
 from ngrules.ir.ops import OPS
+from ngrules.lang.bounds import bounded, multiply
 from ngrules.lang.expr import get_attribute, index_value
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.syntax import (
@@ -42,6 +44,7 @@ from ngrules.lang.syntax import (
 _SLOTS = {"axes": "{}.axes", "dtype": "{}.dtype", "op": "{}.op", "args": "{}.args",
           "rank": "len({}.axes)", "shape": "{}.axes.lengths"}
 _OPERATORS = {"+", "-", "*", "/", "|", "&", "==", "!=", "<", "<=", ">", ">="}
+_GROWING = {"+", "-", "|", "&"}  # results checked against the language's bounds, as expr does
 
 
 class NotBoolean(Exception):
@@ -56,6 +59,8 @@ class _Generator:
             "_index": index_value,
             "_op": apply_op,
             "_NotBoolean": NotBoolean,
+            "_bounded": bounded,
+            "_multiply": multiply,
         }
         self.lines: list[str] = []
         self.locals: dict[str, str] = {}  # rule name -> local holding its value
@@ -120,7 +125,8 @@ class _Generator:
         if fdef is None:
             raise KeyError(e.func)  # unknown: the interpreter reports it
         spread = f"**{{{kwargs}}}" if e.kwargs else ""
-        return f"{self.const(fdef.fn)}({args}{spread})"
+        value = f"{self.const(fdef.fn)}({args}{spread})"
+        return value if fdef.kind == "builder" else f"_bounded({value})"  # a builder: a node
 
     def _binary(self, e: EBinary) -> str:
         left, right = self.expr(e.left), self.expr(e.right)
@@ -130,6 +136,10 @@ class _Generator:
             return f"({left} in {right})"
         if e.op not in _OPERATORS:
             raise KeyError(e.op)
+        if e.op == "*":  # refused before it is computed if too large
+            return f"_multiply({left}, {right})"
+        if e.op in _GROWING:
+            return f"_bounded({left} {e.op} {right})"
         return f"({left} {e.op} {right})"
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from ngrules.errors import NgrulesError
 from ngrules.lang.lexical import ESCAPES
 from ngrules.lang.syntax import (
+    MAX_DEPTH,
+    TOO_DEEP,
     Assume,
     Clause,
     EAttr,
@@ -38,7 +40,6 @@ from ngrules.lang.syntax import (
     too_deep,
 )
 
-MAX_DEPTH = 100
 INDENT = "    "
 WIDTH = 100
 
@@ -234,7 +235,7 @@ def format_op(d: OpDecl) -> str:
 def format_decl(d) -> str:
     deep = too_deep(d, MAX_DEPTH)
     if deep is not None:
-        raise NgrulesError(f"cannot format: nesting too deep (more than {MAX_DEPTH} levels)")
+        raise NgrulesError(f"cannot format: {TOO_DEEP}")
     if isinstance(d, Import):
         return f"import {_quote(d.path)}"
     if isinstance(d, PassDecl):

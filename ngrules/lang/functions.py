@@ -42,15 +42,15 @@ class FunctionDef:
 
 
 class _Builder:
-    """A front-end builder, resolved from `ngrules.frontend` at first use."""
+    """A front-end builder, resolved from `ngrules.ir.builders` at first use."""
 
     def __init__(self, name: str):
         self.name = name
 
     def target(self) -> Callable[..., Any]:
-        from ngrules.ir import builders as frontend
+        from ngrules.ir import builders
 
-        return getattr(frontend, self.name)
+        return getattr(builders, self.name)
 
     def __call__(self, *args, **kwargs):
         return self.target()(*args, **kwargs)
@@ -65,18 +65,16 @@ class _NumberOrReduction:
     ngraph's reduction `max(x, reduction_axes=...)` -- never silently the other."""
 
     def __init__(self, name: str, pick: Callable[..., Any]):
-        self.name, self.pick = name, pick
+        self.reduction, self.pick = _Builder(name), pick
 
     def __call__(self, *args, **kwargs):
-        from ngrules.ir.graph import Node
-
         if kwargs or any(isinstance(a, Node) for a in args):
-            return _Builder(self.name)(*args, **kwargs)
+            return self.reduction(*args, **kwargs)
         return self.pick(*args)
 
     @property
     def __signature__(self) -> inspect.Signature:
-        return _Builder(self.name).__signature__
+        return self.reduction.__signature__
 
 
 # -- pure functions ------------------------------------------------------------------------------

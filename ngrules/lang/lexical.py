@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 
 from ngrules.errors import RuleSyntaxError, Span
+from ngrules.lang.syntax import MAX_DEPTH, TOO_DEEP
 
 #: One declaration (`rule`, `pass`, `pipeline`, `import`) may be this many characters long.
 MAX_DECL_CHARS = 100_000
@@ -25,16 +26,16 @@ _BRACKET = re.compile(r"[()\[\]]")
 _STEP = {"(": 1, "[": 1, ")": -1, "]": -1}
 
 
-def _span(text: str, lines: list[str], path: str, pos: int) -> Span:
+def _at(text: str, pos: int, span: Callable[..., Span]) -> Span:
+    """The span of the one character at offset pos."""
     line = text.count("\n", 0, pos) + 1
     col = pos - (text.rfind("\n", 0, pos) + 1) + 1
-    source = lines[line - 1] if line <= len(lines) else ""
-    return Span(path, line, col, line, col + 1, source)
+    return span(line, col, line, col + 1)
 
 
-def prescan(text: str, path: str, lines: list[str], max_depth: int) -> None:
+def prescan(text: str, span: Callable[..., Span]) -> None:
     """Raise a located `RuleSyntaxError` if a declaration is longer than `MAX_DECL_CHARS` or
-    brackets nest deeper than `max_depth`."""
+    brackets nest deeper than `MAX_DEPTH`; `span(line, col, end_line, end_col)` locates it."""
     blank = _SKIP.sub(lambda m: " " * len(m.group()), text)
     starts = [m.start() for m in _DECL.finditer(blank)] + [len(blank)]
     for start, end in zip([0, *starts], starts):
@@ -42,18 +43,16 @@ def prescan(text: str, path: str, lines: list[str], max_depth: int) -> None:
             raise RuleSyntaxError(
                 f"this declaration is too long ({end - start} characters; at most "
                 f"{MAX_DECL_CHARS} are allowed)",
-                _span(text, lines, path, start),
+                _at(text, start, span),
             )
     only = _NOT_BRACKET.sub("", blank)
     depths = itertools.accumulate(_STEP[c] for c in only)
-    deep = next((i for i, d in enumerate(depths) if d > max_depth), None)
+    deep = next((i for i, d in enumerate(depths) if d > MAX_DEPTH), None)
     if deep is not None:
         pos = next(itertools.islice(_BRACKET.finditer(blank), deep, None)).start()
         while pos and (blank[pos - 1].isalnum() or blank[pos - 1] in "_?"):
             pos -= 1  # at the op or function the bracket opens, if any
-        raise RuleSyntaxError(
-            f"nesting too deep (more than {max_depth} levels)", _span(text, lines, path, pos)
-        )
+        raise RuleSyntaxError(TOO_DEEP, _at(text, pos, span))
 
 
 #: The escapes of string literals: the character after the backslash -> the one it stands for.

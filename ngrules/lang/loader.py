@@ -37,8 +37,7 @@ def decode_source(data: bytes, path: str) -> str:
 
 
 _BAD_LIBRARY_IMPORT = (
-    "cannot import {!r}: a library import names one file of the shipped library, "
-    'such as "ngrules:cpu.rules"'
+    'a library import names one file of the shipped library, such as "ngrules:cpu.rules"'
 )
 
 
@@ -92,8 +91,10 @@ class _Loader:
         self.load_text(text, path)
 
     def _import(self, decl: Import, importer: str) -> None:
-        path = self._library(decl) if decl.path.startswith(LIBRARY_PREFIX) else None
-        path = path or self._resolve(decl, importer)
+        if decl.path.startswith(LIBRARY_PREFIX):  # never also a path beside the importer
+            path = self._library(decl)
+        else:
+            path = self._resolve(decl, importer)
         if path is None:
             return
         key = os.path.abspath(path)
@@ -109,35 +110,32 @@ class _Loader:
         it imports itself) may be read from anywhere."""
         shipped = library_import(decl.path)
         if not shipped:
-            self.errors.append(RuleError(_BAD_LIBRARY_IMPORT.format(decl.path), decl.span))
-            return None
+            return self._refuse(decl, _BAD_LIBRARY_IMPORT)
         if not os.path.isfile(shipped):
-            self.errors.append(
-                RuleError(f"cannot import {decl.path!r}: there is no file {shipped}", decl.span)
-            )
-            return None
+            return self._refuse(decl, f"there is no file {shipped}")
         self.allowed.append(os.path.realpath(os.path.dirname(shipped)))
         return shipped
 
     def _resolve(self, decl: Import, importer: str) -> str | None:
         """The file an import reads, or None (and an error) if it may not or does not exist."""
-        def refuse(why: str) -> None:
-            self.errors.append(RuleError(f"cannot import {decl.path!r}: {why}", decl.span))
-
         if not decl.path.endswith(".rules"):
-            return refuse("only .rules files can be imported")
+            return self._refuse(decl, "only .rules files can be imported")
         base = os.path.dirname(importer) if not importer.startswith("<") else ""
         tried = [os.path.normpath(os.path.join(base, decl.path))]
         tried += [os.path.normpath(os.path.join(s, decl.path)) for s in self.search]
         path = next((p for p in tried if os.path.isfile(p)), None)
         if path is None:
-            return refuse(f"there is no file {' or '.join(tried)}")
+            return self._refuse(decl, f"there is no file {' or '.join(tried)}")
         if not any(_inside(os.path.realpath(path), a) for a in self.allowed):
-            return refuse(
+            return self._refuse(
+                decl,
                 f"{path} is outside the folders being loaded; add its folder to the search "
                 "path (load_rules(..., search_path=[...]), --import-path) to allow it"
             )
         return path
+
+    def _refuse(self, decl: Import, why: str) -> None:
+        self.errors.append(RuleError(f"cannot import {decl.path!r}: {why}", decl.span))
 
 
 def expand_paths(paths) -> list[str]:

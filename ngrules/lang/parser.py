@@ -22,6 +22,8 @@ from ngrules.lang.lexical import prescan, quotable, redacted, unquote
 from ngrules.lang.opsyntax import OpDeclarations
 from ngrules.lang.parser_cache import cache_file, seal
 from ngrules.lang.syntax import (
+    MAX_DEPTH,
+    TOO_DEEP,
     Assume,
     EAttr,
     EBinary,
@@ -48,9 +50,6 @@ from ngrules.lang.syntax import (
     Where,
     too_deep,
 )
-
-#: Patterns and expressions may nest this deep; deeper is an error, never a RecursionError.
-MAX_DEPTH = 100
 
 KEYWORDS = frozenset(
     [
@@ -359,7 +358,7 @@ def parse(text: str, path: str = "<string>") -> RulesFile:
 def _parse(text: str, path: str) -> RulesFile:
     lark, to_ast = _parser()
     src = _Source(path, text)
-    prescan(text, path, src.lines, MAX_DEPTH)  # refuse what is too large before building it
+    prescan(text, src.span)  # refuse what is too large before building it
     with _LOCK:
         to_ast.src = src
         try:
@@ -371,7 +370,7 @@ def _parse(text: str, path: str) -> RulesFile:
     for decl in decls:
         deep = too_deep(decl, MAX_DEPTH)
         if deep is not None:
-            raise RuleSyntaxError(f"nesting too deep (more than {MAX_DEPTH} levels)", deep.span)
+            raise RuleSyntaxError(TOO_DEEP, deep.span)
     return RulesFile(path, tuple(decls), text)
 
 

@@ -6,24 +6,15 @@ every use of `h`, so the matcher can meet the uses in any order and still bind o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
-from ngrules.lang.syntax import Pattern, PLit, PNamed, POp, PVar, Where, children
+from ngrules.lang.syntax import Pattern, PLit, PNamed, POp, PVar, Where, children, walk
 
 #: Limits on a pattern once its named sub-patterns are written out at every use.
 MAX_SIZE = 1000
 MAX_DEPTH = 100
 
 Report = Callable[[str, object], None]
-
-
-def _walk(patterns: Iterable[Pattern]):
-    """Every sub-pattern, in source order, without recursion."""
-    stack = list(patterns)[::-1]
-    while stack:
-        p = stack.pop()
-        yield p
-        stack.extend(reversed(children(p)))
 
 
 def _definitions(roots, wheres: list[Where], report: Report) -> dict[str, tuple[Pattern, object]]:
@@ -38,14 +29,14 @@ def _definitions(roots, wheres: list[Where], report: Report) -> dict[str, tuple[
 
     for w in wheres:
         define(w.name, w.pattern, w.span)
-    for p in _walk([*roots, *(w.pattern for w in wheres)]):
+    for p in walk([*roots, *(w.pattern for w in wheres)]):
         if isinstance(p, PNamed):
             define(p.name, p.pattern, p.span)
     return defs
 
 
 def _references(pattern: Pattern, defs) -> set[str]:
-    return {p.name for p in _walk([pattern]) if isinstance(p, (PVar, PNamed)) and p.name in defs}
+    return {p.name for p in walk([pattern]) if isinstance(p, (PVar, PNamed)) and p.name in defs}
 
 
 def _topological(defs, report: Report) -> list[str] | None:
@@ -84,7 +75,7 @@ def expand_named(roots, wheres: list[Where], report: Report) -> tuple[Pattern, .
     """The roots with every named sub-pattern written out as PNamed at each use (None on error)."""
     defs = _definitions(roots, wheres, report)
     failed = False
-    for p in _walk([*roots, *(w.pattern for w in wheres)]):
+    for p in walk([*roots, *(w.pattern for w in wheres)]):
         if isinstance(p, PVar) and p.name in defs and p.kind is not None:
             report(f"{p.name!r} names a sub-pattern, so it cannot also be typed", p.span)
             failed = True
@@ -101,7 +92,7 @@ def expand_named(roots, wheres: list[Where], report: Report) -> tuple[Pattern, .
     if not _within_limits(roots, known, report):
         return None
     used = {
-        p.name for p in _walk([_substitute(r, expanded) for r in roots]) if isinstance(p, PNamed)
+        p.name for p in walk([_substitute(r, expanded) for r in roots]) if isinstance(p, PNamed)
     }
     for w in wheres:
         if w.name not in used:

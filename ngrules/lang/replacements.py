@@ -39,6 +39,8 @@ from ngrules.lang.syntax import (
     PVar,
     RuleDecl,
     children,
+    name_span,
+    walk,
 )
 
 Report = Callable[[str, Span | None], None]
@@ -74,15 +76,8 @@ _ORDERED = {"<", "<=", ">", ">="}
 _ARITHMETIC = {"+", "-", "*", "/"}
 
 
-def _binding_kinds(decl: RuleDecl, roots) -> dict[str, str]:
-    kinds: dict[str, str] = {}
-    stack = list(roots)
-    while stack:
-        p = stack.pop()
-        if isinstance(p, (PVar, PNamed)) and p.name != "_":
-            kinds[p.name] = NODE
-        stack.extend(children(p))
-    return kinds
+def _binding_kinds(roots) -> dict[str, str]:
+    return {p.name: NODE for p in walk(roots) if isinstance(p, (PVar, PNamed)) and p.name != "_"}
 
 
 class KindChecker:
@@ -90,8 +85,8 @@ class KindChecker:
 
     def __init__(self, decl: RuleDecl, roots, report: Report):
         self.decl, self.report = decl, report
-        self.kinds = _binding_kinds(decl, roots)
-        self.ops_of = _ops_of(roots)
+        self.kinds = _binding_kinds(roots)
+        self.ops_of = known_ops(roots)
 
     def run(self) -> None:
         for c in self.decl.clauses:
@@ -152,16 +147,11 @@ class KindChecker:
             return _AXES_ATTRS.get(e.name)
         if e.name in _NODE_ATTRS:
             return _NODE_ATTRS[e.name]
-        op = OPS.get(self._static_op(e.obj) or "")
+        op = OPS.get(static_op(e.obj, self.ops_of) or "")
         spec = op.attr(e.name) if op is not None else None
         if spec is not None:
             return _ATTR_KINDS.get(spec.kind)
         return AXES if e.name.endswith("axes") else None
-
-    def _static_op(self, e: Expr) -> str | None:
-        if isinstance(e, EVar):
-            return self.ops_of.get(e.name)
-        return e.func if isinstance(e, ECall) and e.func in OPS else None
 
     def _call(self, e: ECall) -> str | None:
         args = [self.kind(a) for a in e.args]
@@ -188,7 +178,7 @@ class KindChecker:
         missing = [a.name for a in opdef.attrs if a.required and a.name not in given]
         if missing:
             names = ", ".join(f"{m}=..." for m in missing)
-            self.report(f"{e.func} needs the attribute(s) {names}", _name_span(e))
+            self.report(f"{e.func} needs the attribute(s) {names}", name_span(e.span, e.func))
         allowed = {NODE, NUMBER} if opdef.has("elementwise") else {NODE}
         for i, arg in enumerate(args):
             if arg is not None and arg not in allowed:
@@ -255,24 +245,22 @@ def _either(kinds: set[str]) -> str:
     return " or ".join(sorted(kinds))
 
 
-def _name_span(e: ECall) -> Span | None:
-    s = e.span
-    if s is None:
-        return None
-    return Span(s.file, s.line, s.col, s.line, s.col + len(e.func), s.source_line)
-
-
-def _ops_of(roots) -> dict[str, str]:
+def known_ops(roots) -> dict[str, str]:
+    """variable -> the op its node is known to be (`x: Exp`, `h @ Exp(...)`)."""
     out: dict[str, str] = {}
-    stack = list(roots)
-    while stack:
-        p = stack.pop()
+    for p in walk(roots):
         if isinstance(p, PNamed) and isinstance(p.pattern, POp) and not p.pattern.optional:
             out[p.name] = p.pattern.op
         elif isinstance(p, PVar) and p.kind in OPS:
             out[p.name] = p.kind
-        stack.extend(children(p))
     return out
+
+
+def static_op(e: Expr, ops_of: dict[str, str]) -> str | None:
+    """The op the node of e is known to be before matching, if any."""
+    if isinstance(e, EVar):
+        return ops_of.get(e.name)
+    return e.func if isinstance(e, ECall) and e.func in OPS else None
 
 
 # -- axes of the replacement against the root -----------------------------------------------------

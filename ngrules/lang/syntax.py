@@ -260,7 +260,23 @@ class RulesFile:
     text: str = field(default="", compare=False, repr=False)
 
 
-# -- walking ----------------------------------------------------------------------------------
+#: How deep a pattern or expression may nest: the parser, checker and formatter refuse deeper
+#: (an error, never a RecursionError).
+MAX_DEPTH = 100
+TOO_DEEP = f"nesting too deep (more than {MAX_DEPTH} levels)"
+
+
+# -- spans and walking ------------------------------------------------------------------------
+def name_span(span: Span | None, name: str, at_end: bool = False) -> Span | None:
+    """The part of span that spells `name` (its start, or its end with at_end)."""
+    if span is None:
+        return None
+    if at_end and span.end_line:
+        col = max(span.end_col - len(name), 1)
+        return Span(span.file, span.end_line, col, span.end_line, span.end_col, span.source_line)
+    return Span(span.file, span.line, span.col, span.line, span.col + len(name), span.source_line)
+
+
 def _call_children(e: ECall) -> tuple:
     return e.args + tuple(v for _, v in e.kwargs) if e.kwargs else e.args
 
@@ -288,6 +304,15 @@ _LEAF = lambda n: ()  # noqa: E731
 def children(node) -> tuple:
     """The sub-patterns, sub-expressions and clauses directly under node."""
     return _CHILDREN.get(type(node), _LEAF)(node)
+
+
+def walk(nodes):
+    """Every node under (and including) each of nodes, in source order, without recursion."""
+    stack = list(nodes)[::-1]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))
 
 
 def too_deep(node, limit: int):
