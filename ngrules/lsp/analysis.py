@@ -31,7 +31,7 @@ from ngrules.lang.syntax import (
     RuleDecl,
     RulesFile,
     Where,
-    children,
+    walk,
 )
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -177,7 +177,7 @@ class Document:
         for c in rule.clauses:
             if isinstance(c, Where) and c.name == name:
                 return c.span, f"`{name}`: a named sub-pattern (`where`), line {c.span.line}"
-        for p in _walk(rule.roots + tuple(c.pattern for c in rule.clauses if isinstance(c, Where))):
+        for p in walk(rule.roots + tuple(c.pattern for c in rule.clauses if isinstance(c, Where))):
             if isinstance(p, PVar) and p.name == name:
                 kind = f"a node of kind `{p.kind}`" if p.kind else "any node"
                 return p.span, f"`{name}`: a pattern variable, {kind}, bound at line {_line(p)}"
@@ -275,14 +275,6 @@ def _imported(path: str, decls) -> dict[str, Span]:
         for d in decls
         if isinstance(d, Import) and d.span is not None
     }
-
-
-def _walk(patterns):
-    stack = list(patterns)[::-1]
-    while stack:
-        p = stack.pop()
-        yield p
-        stack.extend(reversed(children(p)))
 
 
 def _line(item) -> int | str:
