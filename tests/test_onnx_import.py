@@ -92,6 +92,16 @@ def test_axis_names_override_and_a_dim_param_names_its_axis():
     assert y.axes.names == ("rows", "F")
 
 
+@pytest.mark.parametrize(
+    "names, message",
+    [({"z": ["N"]}, r"no input or initializer 'z'"), ({"x": ["N", "F", "G"]}, r"2 axes, 3 names")],
+)
+def test_axis_names_for_a_value_the_model_lacks_or_too_many_are_errors(names, message):
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [value("x", [2, 3])], [value("y", [2, 3])])
+    with pytest.raises(ng.NgrulesError, match=message):
+        ng.from_onnx(m, axis_names=names)
+
+
 def test_two_dimensions_of_one_tensor_are_never_one_axis():
     """x @ x for a square x: the contracted dimension cannot share a name with the rows."""
     m = model(

@@ -24,6 +24,7 @@ import numpy as np
 from ngrules.interop import OnnxError, UnsupportedOp
 from ngrules.interop.onnx_unify import unify_node
 from ngrules.ir.axes import Axis, FlattenedAxis
+from ngrules.ir.ops import did_you_mean
 
 Slot = tuple[str, int]
 
@@ -197,8 +198,10 @@ class Naming:
 def name_axes(shapes: Shapes, consts: Mapping[str, np.ndarray],
               axis_names: Mapping[str, Sequence[str | None]]) -> Naming:
     """Unify the slots of every value of the model through its ops, then name the classes."""
-    naming = Naming(shapes, axis_names)
     graph = shapes.model.graph
+    named = [v.name for v in graph.input] + [i.name for i in graph.initializer]
+    _check_named(shapes, axis_names, named)
+    naming = Naming(shapes, axis_names)
     for vi in graph.input:
         naming.slots(vi.name)
     for init in graph.initializer:
@@ -210,3 +213,14 @@ def name_axes(shapes: Shapes, consts: Mapping[str, np.ndarray],
         unify_node(naming, node, consts)
     naming.resolve()
     return naming
+
+
+def _check_named(shapes: Shapes, axis_names: Mapping[str, Sequence], values: list[str]) -> None:
+    """Names given for an input or initializer the model has, no more of them than its axes."""
+    for value, names in axis_names.items():
+        if value not in values:
+            raise OnnxError(f"axis names: the model has no input or initializer {value!r}"
+                            f"{did_you_mean(value, values)}")
+        rank = len(shapes.shape[value]) if shapes.known(value) else len(names)
+        if len(names) > rank:
+            raise OnnxError(f"axis names: {value!r} has {rank} axes, {len(names)} names given")
