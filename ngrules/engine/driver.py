@@ -65,7 +65,7 @@ class RewriteResult:
     def __init__(
         self,
         outputs: list[Node],
-        firings: list[tuple],
+        run: _Run,
         stats: dict[str, RuleStats],
         passes: list[str],
     ):
@@ -75,9 +75,14 @@ class RewriteResult:
         self.stop = "fixpoint"
         self.cycle: tuple[str, ...] = ()
         self.message = ""
-        self.rounds = 0  # rounds of multi-root matching (each one walk over the graph)
-        self._firings = firings
+        self._run = run
+        self._firings = run.trace
         self._trace: list[Firing] | None = None
+
+    @property
+    def rounds(self) -> int:
+        """Rounds of multi-root matching, over every pass (each one walk over the graph)."""
+        return self._run.rounds
 
     @property
     def trace(self) -> list[Firing]:
@@ -415,7 +420,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: _Run) -> RewriteR
     if checked:
         validate(current)
     stats: dict[str, RuleStats] = {}
-    result = RewriteResult(current, run.trace, stats, names)
+    result = RewriteResult(current, run, stats, names)
     for name in names:
         compiled = [_compile(r) for r in ruleset.passes[name]]
         for c in compiled:
@@ -426,7 +431,6 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: _Run) -> RewriteR
             return _stopped_by_cycle(result, current, cycle, name)
         if checked:
             validate(current)
-        result.rounds = run.rounds
         if run.budget.exhausted:
             result.outputs, result.stop = current, "fuel"
             result.message = f"fuel ran out after {len(run.trace)} rewrites in pass {name}"
