@@ -133,6 +133,11 @@ class _Budget:
             self.left = 10 * nodes + 10_000
 
 
+def _at_op(rules: list[CompiledRule], op: str) -> list[CompiledRule]:
+    """The rules whose first root can match a node with this op."""
+    return [r for r in rules if r.root_ops is None or op in r.root_ops]
+
+
 class _Pass:
     """One pass's rules, indexed by root op, with the pass-wide memo of normal forms."""
 
@@ -148,16 +153,14 @@ class _Pass:
     def rules_for(self, op: str) -> list[CompiledRule]:
         rules = self._index.get(op)
         if rules is None:
-            rules = [r for r in self.single if r.root_ops is None or op in r.root_ops]
-            self._index[op] = rules
+            rules = self._index[op] = _at_op(self.single, op)
             self._only_returns[op] = all(r.returns_a_binding for r in rules)
         return rules
 
     def multi_rules_for(self, op: str) -> list[CompiledRule]:
         rules = self._multi_index.get(op)
         if rules is None:
-            rules = [r for r in self.multi if r.root_ops is None or op in r.root_ops]
-            self._multi_index[op] = rules
+            rules = self._multi_index[op] = _at_op(self.multi, op)
         return rules
 
     # -- single-root rules: one walk from the leaves up ----------------------------------------
