@@ -162,6 +162,8 @@ class CompiledRule:
         try:
             try:
                 values = self._generated(b)
+            except _NotABool:  # from the interpreter itself (no generated code): located
+                raise
             except Exception:
                 values = self._evaluate(dict(b))
             if values is None:
