@@ -281,29 +281,19 @@ class _Pass:
         run = self.run
         if run.budget.exhausted:
             return None, None
-        if run.timed:
-            return self._first_match_timed(node, rules, ctx)
+        timed = run.timed
         for rule in rules:
             stats = rule.stats
             stats.attempts += 1
-            found = rule.apply(node, ctx)
+            if timed:  # `rewrite(..., stats=True)`
+                start = time.perf_counter()
+                found = rule.apply(node, ctx)
+                stats.seconds += time.perf_counter() - start
+            else:
+                found = rule.apply(node, ctx)
             if found is not None:
                 stats.matches += 1
                 run.record(self.name, rule, *found)
-                return rule, found
-        return None, None
-
-    def _first_match_timed(self, node: Node, rules, ctx):
-        """`_first_match` with each attempt timed (`rewrite(..., stats=True)`)."""
-        for rule in rules:
-            stats = rule.stats
-            stats.attempts += 1
-            start = time.perf_counter()
-            found = rule.apply(node, ctx)
-            stats.seconds += time.perf_counter() - start
-            if found is not None:
-                stats.matches += 1
-                self.run.record(self.name, rule, *found)
                 return rule, found
         return None, None
 
