@@ -266,6 +266,18 @@ def test_trace_records_rule_location_root_and_new_nodes():
     assert (stats.attempts, stats.matches) == (1, 1) and stats.seconds >= 0
 
 
+def test_attempts_are_timed_only_when_stats_are_asked_for():
+    rs = rules("rule exp_log: Exp(Log(x)) => x\nrule neg_neg: -(-x) => x\n")
+    (p,) = leaves("p")
+    graph = [ng.exp(ng.log(-(-p)))]
+    untimed, timed = ng.rewrite(graph, rs), ng.rewrite(graph, rs, stats=True)
+    assert untimed.outputs == timed.outputs == [p]
+    for name in ("exp_log", "neg_neg"):
+        a, b = untimed.stats[name], timed.stats[name]
+        assert (a.attempts, a.matches) == (b.attempts, b.matches) and a.matches == 1
+        assert a.seconds == 0 and b.seconds > 0
+
+
 # -- explain -------------------------------------------------------------------------------------
 def test_explain_points_at_the_first_failing_element():
     rs = rules("pass p\n\nrule neg_sum:  Sum(Negative(x)) => -Sum(x, reduction_axes=())\n")

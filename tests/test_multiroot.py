@@ -96,3 +96,14 @@ def test_every_node_of_a_result_is_the_one_hash_consing_returns(bench, rules):
     for res in (bench.fuse(outputs, rules), ng.rewrite([ng.exp(chain) * 1.0], simplify)):
         assert all(_lookup(n._key) is n for n in toposort(res.outputs))
     assert ng.format_graph(outputs) == before
+
+
+def test_a_rewrite_stopped_by_a_cycle_still_counts_the_rounds_it_ran():
+    """The round that fired `pair` ran before the walk after it met the cycle."""
+    rules = ng.parse_rules(
+        "pass p\nrule pair: e @ Exp(x), l @ Log(x) => (Tanh(x), Sqrt(x))\n"
+        "rule there: Tanh(x) => Sigmoid(x)\nrule back: Sigmoid(x) => Tanh(x)"
+    )
+    x = ng.placeholder({"A": 3}, np.float64, name="x")
+    res = ng.rewrite([ng.exp(x) * ng.log(x)], rules)
+    assert res.stop == "cycle" and res.fired()["pair"] == 1 and res.rounds == 1

@@ -15,7 +15,7 @@ from ngrules.errors import NgrulesError
 from ngrules.ir.graph import Node
 from ngrules.lang.expr import evaluate
 from ngrules.lang.rules import Rule
-from ngrules.lang.syntax import EBinary, ECall, EUnary, Expr, Guard, Let
+from ngrules.lang.syntax import EBinary, EBool, ECall, ENum, EStr, EUnary, Expr, Guard, Let
 
 _MAX = 60
 _COMPARISONS = {"==", "!=", "<", "<=", ">", ">=", "in"}
@@ -95,7 +95,7 @@ def _operands(expr: Expr) -> list[Expr]:
 
 
 def _literal(expr: Expr) -> bool:
-    return type(expr).__name__ in ("ENum", "EStr", "EBool")
+    return isinstance(expr, (ENum, EStr, EBool))
 
 
 def _value(expr: Expr, env: Mapping[str, Any]) -> Any:

@@ -96,7 +96,11 @@ class CompiledRule:
         only = rule.replacement[0] if len(rule.replacement) == 1 else None
         plain = isinstance(only, EVar) and not rule.clauses and not self.is_multi_root
         self._returns = only.name if plain else None
-        self.returns_a_binding = plain  # builds no node: a new root need not be interned
+
+    @property
+    def returns_a_binding(self) -> bool:
+        """`=> x` with no clauses: builds no node, so a new root need not be interned."""
+        return self._returns is not None
 
     def _compile_roots(self):
         """One matcher per root, each seeing the names earlier roots bound, and for each later
@@ -162,6 +166,8 @@ class CompiledRule:
         try:
             try:
                 values = self._generated(b)
+            except _NotABool:  # from the interpreter itself (no generated code): located
+                raise
             except Exception:
                 values = self._evaluate(dict(b))
             if values is None:

@@ -65,7 +65,7 @@ class RewriteResult:
     def __init__(
         self,
         outputs: list[Node],
-        firings: list[tuple],
+        run: _Run,
         stats: dict[str, RuleStats],
         passes: list[str],
     ):
@@ -75,9 +75,14 @@ class RewriteResult:
         self.stop = "fixpoint"
         self.cycle: tuple[str, ...] = ()
         self.message = ""
-        self.rounds = 0  # rounds of multi-root matching (each one walk over the graph)
-        self._firings = firings
+        self._run = run
+        self._firings = run.trace
         self._trace: list[Firing] | None = None
+
+    @property
+    def rounds(self) -> int:
+        """Rounds of multi-root matching, over every pass (each one walk over the graph)."""
+        return self._run.rounds
 
     @property
     def trace(self) -> list[Firing]:
@@ -128,6 +133,11 @@ class _Budget:
             self.left = 10 * nodes + 10_000
 
 
+def _at_op(rules: list[CompiledRule], op: str) -> list[CompiledRule]:
+    """The rules whose first root can match a node with this op."""
+    return [r for r in rules if r.root_ops is None or op in r.root_ops]
+
+
 class _Pass:
     """One pass's rules, indexed by root op, with the pass-wide memo of normal forms."""
 
@@ -143,16 +153,14 @@ class _Pass:
     def rules_for(self, op: str) -> list[CompiledRule]:
         rules = self._index.get(op)
         if rules is None:
-            rules = [r for r in self.single if r.root_ops is None or op in r.root_ops]
-            self._index[op] = rules
+            rules = self._index[op] = _at_op(self.single, op)
             self._only_returns[op] = all(r.returns_a_binding for r in rules)
         return rules
 
     def multi_rules_for(self, op: str) -> list[CompiledRule]:
         rules = self._multi_index.get(op)
         if rules is None:
-            rules = [r for r in self.multi if r.root_ops is None or op in r.root_ops]
-            self._multi_index[op] = rules
+            rules = self._multi_index[op] = _at_op(self.multi, op)
         return rules
 
     # -- single-root rules: one walk from the leaves up ----------------------------------------
@@ -273,29 +281,19 @@ class _Pass:
         run = self.run
         if run.budget.exhausted:
             return None, None
-        if run.timed:
-            return self._first_match_timed(node, rules, ctx)
+        timed = run.timed
         for rule in rules:
             stats = rule.stats
             stats.attempts += 1
-            found = rule.apply(node, ctx)
+            if timed:  # `rewrite(..., stats=True)`
+                start = time.perf_counter()
+                found = rule.apply(node, ctx)
+                stats.seconds += time.perf_counter() - start
+            else:
+                found = rule.apply(node, ctx)
             if found is not None:
                 stats.matches += 1
                 run.record(self.name, rule, *found)
-                return rule, found
-        return None, None
-
-    def _first_match_timed(self, node: Node, rules, ctx):
-        """`_first_match` with each attempt timed (`rewrite(..., stats=True)`)."""
-        for rule in rules:
-            stats = rule.stats
-            stats.attempts += 1
-            start = time.perf_counter()
-            found = rule.apply(node, ctx)
-            stats.seconds += time.perf_counter() - start
-            if found is not None:
-                stats.matches += 1
-                self.run.record(self.name, rule, *found)
                 return rule, found
         return None, None
 
@@ -415,7 +413,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: _Run) -> RewriteR
     if checked:
         validate(current)
     stats: dict[str, RuleStats] = {}
-    result = RewriteResult(current, run.trace, stats, names)
+    result = RewriteResult(current, run, stats, names)
     for name in names:
         compiled = [_compile(r) for r in ruleset.passes[name]]
         for c in compiled:
@@ -426,7 +424,6 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: _Run) -> RewriteR
             return _stopped_by_cycle(result, current, cycle, name)
         if checked:
             validate(current)
-        result.rounds = run.rounds
         if run.budget.exhausted:
             result.outputs, result.stop = current, "fuel"
             result.message = f"fuel ran out after {len(run.trace)} rewrites in pass {name}"

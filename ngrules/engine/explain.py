@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ngrules.engine.bindings import describe, false_guard_detail, format_bindings, match_bindings
+from ngrules.engine.bindings import describe, false_guard_detail, format_bindings
 from ngrules.engine.compiled import CompiledRule, root_ops
 from ngrules.engine.match import trace_matches
 from ngrules.engine.multiroot import Context
@@ -40,19 +40,21 @@ class Miss:
 
 @dataclass
 class Explanation:
-    """The nodes a rule matches at, and the closest misses (furthest first)."""
+    """The nodes a rule matches at (with the bindings of the first way), and the closest
+    misses (furthest first)."""
 
     rule: Rule
     matches: list[Node] = field(default_factory=list)
     misses: list[Miss] = field(default_factory=list)
     names: dict[Node, str] = field(default_factory=dict)
+    bindings: dict[Node, dict] = field(default_factory=dict)
 
     def __str__(self) -> str:
         head = f"rule {self.rule.name} ({self.rule.location})"
         lines = [f"{head}: matches at {len(self.matches)} node(s)"]
         for node in self.matches[:5]:
             lines.append(f"  matches {self.names.get(node, describe(node))}")
-            bound = match_bindings(self.rule, (node,)) if len(self.rule.roots) == 1 else None
+            bound = self.bindings.get(node) if len(self.rule.roots) == 1 else None
             if bound:
                 lines.append(f"    bindings: {format_bindings(bound)}")
         if not self.matches and not self.misses:
@@ -109,8 +111,9 @@ def _trace(p, node: Node, b: dict, score: int, t: _Tracker):
     return trace_matches(p, node, b, score, t.pattern_failed)
 
 
-def _check_clauses(rule: CompiledRule, b: dict, score: int, t: _Tracker) -> bool:
-    """Evaluate lets and guards as the engine would; log the first false or failing one."""
+def _check_clauses(rule: CompiledRule, b: dict, score: int, t: _Tracker) -> dict | None:
+    """Evaluate lets and guards as the engine would: the bindings with the lets if every guard
+    holds, else None (the first false or failing one logged)."""
     env = dict(b)
     for clause in rule.rule.clauses:
         try:
@@ -119,12 +122,12 @@ def _check_clauses(rule: CompiledRule, b: dict, score: int, t: _Tracker) -> bool
             elif not rule._holds(clause, env):
                 detail = false_guard_detail(clause, env)
                 t.fail(score, clause.expr, f"the guard is false{detail}", env)
-                return False
+                return None
         except NgrulesError as e:
             t.fail(score, getattr(clause, "expr", clause), f"failed: {e.message}", env)
-            return False
+            return None
         score += 1
-    return True
+    return env
 
 
 def _trace_roots(rule: CompiledRule, b: dict, score: int, t: _Tracker, ctx, i: int = 1):
@@ -140,13 +143,14 @@ def _trace_roots(rule: CompiledRule, b: dict, score: int, t: _Tracker, ctx, i: i
             yield from _trace_roots(rule, b2, s, t, ctx, i + 1)
 
 
-def _miss_at(rule: CompiledRule, node: Node, ctx) -> Miss | None:
-    """None if the rule matches at node, else its furthest failure there."""
+def _miss_at(rule: CompiledRule, node: Node, ctx) -> Miss | dict:
+    """The bindings of the first way the rule matches at node, else its furthest failure."""
     tracker = _Tracker()
     for b, score in _trace(rule.rule.roots[0], node, {}, 0, tracker):
         for b2, s in _trace_roots(rule, b, score, tracker, ctx):
-            if _check_clauses(rule, b2, s, tracker):
-                return None
+            env = _check_clauses(rule, b2, s, tracker)
+            if env is not None:
+                return env
     score, element, reason, bound = tracker.best or (0, rule.rule.roots[0], "no match", {})
     return Miss(node, score, quote(element), getattr(element, "span", None), reason, bound)
 
@@ -162,10 +166,11 @@ def explain(rule: Rule, outputs: Sequence[Node], limit: int = 3) -> Explanation:
         if ops is not None and node.op not in ops:
             continue
         miss = _miss_at(compiled, node, ctx)
-        if miss is None:
-            result.matches.append(node)
-        else:
+        if isinstance(miss, Miss):
             misses.append(miss)
+        else:
+            result.matches.append(node)
+            result.bindings[node] = miss
     misses.sort(key=lambda m: -m.score)
     result.misses = misses[:limit]
     return result

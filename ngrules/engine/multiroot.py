@@ -18,19 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from ngrules.ir.graph import Node, toposort
+from ngrules.ir.graph import Node, users_of
 
 
 class Context:
     """One round's view of the settled graph: order, users, and the matches taken so far."""
 
     def __init__(self, outputs: Sequence[Node]):
-        self.order = toposort(outputs)
-        users: dict[Node, list[Node]] = {n: [] for n in self.order}
-        for node in self.order:
-            for arg in node.args:
-                users[arg].append(node)
-        self.users = users
+        self.users = users_of(outputs)
+        self.order = list(self.users)  # users_of enters the nodes in topological order
         self._every: list[Node] | None = None
         self.roots: set[Node] = set()  # roots of the matches taken
         self.claimed: set[Node] = set()  # their roots and bound nodes
