@@ -175,7 +175,7 @@ def _pointwise(rule: Rule) -> bool:
         if isinstance(p, PVar) and p.kind is not None:
             return False
         stack.extend(children(p))
-    return not any(True for _ in rule.clauses)
+    return not rule.clauses
 
 
 def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
@@ -229,7 +229,8 @@ def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict") -> Verdict
             verdict.seconds = time.perf_counter() - start
             return verdict
     scalars = [i for i in instances if not any(n.axes for n in i.outputs)]
-    if scalars and _pointwise(rule):  # a proof at rank 0 holds for every shape
+    everywhere = bool(scalars) and _pointwise(rule)
+    if everywhere:  # a proof at rank 0 holds for every shape
         instances = scalars
     if not instances:
         verdict.reason = f"no proof: no instance with lengths <= {bound} could be built"
@@ -245,7 +246,7 @@ def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict") -> Verdict
     else:
         verdict.status = "proved"
         verdict.examples = len(instances)
-        if scalars and _pointwise(rule):
+        if everywhere:
             verdict.bound = None
             verdict.reason = "(elementwise: every shape)"
         else:
