@@ -248,8 +248,12 @@ def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict") -> Verdict
         verdict.examples = len(instances)
         if everywhere:
             verdict.bound = None
-            verdict.reason = "(elementwise: every shape)"
+            scope = "elementwise: every shape"
         else:
-            verdict.reason = f"(all input values, {len(instances)} instance layouts)"
+            scope = f"all input values, {len(instances)} instance layouts"
+        verdict.reason = f"({scope})"
+        loop = next((i.message for i in instances if i.stop != "fixpoint"), "")
+        if loop:  # as the verifier says: sound, but the rule alone does not terminate
+            verdict.status, verdict.reason = "loops", f"{loop} (each step proved, {scope})"
     verdict.seconds = time.perf_counter() - start
     return verdict
