@@ -68,6 +68,19 @@ def test_a_model_that_does_not_reproduce_is_not_reported_as_wrong():
         assert "does not reproduce numerically" in v.reason
 
 
+def test_an_ill_formed_rewrite_is_ill_formed_as_in_the_verifier():
+    # on a flattened x the replacement changes the axes: the engine refuses the rewrite
+    text = "rule r: Unflatten(Flatten(x)) => x"
+    v = prove_rule(rule(text))
+    assert v.status == "ill-formed" and v.failed, str(v)
+    assert "the replacement cannot be built" in v.counterexample.problem
+    assert ng.verify(rule(text), 40, prove=True)["r"].status == "ill-formed"
+
+def test_a_rule_that_loops_alone_loops_as_in_the_verifier():
+    v = prove_rule(rule("rule r: x + y => y + x"))
+    assert v.status == "loops" and v.ok, str(v)
+    assert "cycle" in v.reason and "each step proved, elementwise: every shape" in v.reason
+
 def test_every_instance_stays_within_the_bound():
     for inst in _instances(rule("rule r: d @ Dot(x, y) => d * 1"), 2, 5):
         assert all(a.length <= 2 for n in ng.toposort(inst.outputs) for a in n.axes.leaves())

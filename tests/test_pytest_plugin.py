@@ -64,7 +64,7 @@ def test_python_tests_next_to_rules_files_are_untouched(tmp_path):
     assert result.returncode == 0 and "1 passed" in result.stdout
 
 
-def collect(pytester) -> str:
+def collect(pytester) -> tuple[int, str]:
     """`pytest --collect-only -q` in pytester's folder, in this process: its output."""
     result = pytester.runpytest_inprocess("--collect-only", "-q", "-p", "no:cacheprovider")
     return result.ret, "\n".join(result.outlines)

@@ -15,12 +15,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ngrules.ir.graph import Node, format_graph, toposort
 from ngrules.lang.assumptions import describe
 from ngrules.lang.rules import Rule
+
+if TYPE_CHECKING:
+    from ngrules.verification.instances import Instance
 
 STATUSES = ("wrong", "ill-formed", "loops", "unverified", "verified", "proved")
 FAILING = frozenset({"wrong", "ill-formed"})
@@ -40,6 +44,19 @@ def _axes_line(nodes: Sequence[Node]) -> str:
         for ax in node.axes.leaves() if node.outputs is None else ():
             seen.setdefault(ax.name, ax.length)
     return ", ".join(f"{n}={k}" for n, k in seen.items()) or "none (every tensor is a scalar)"
+
+
+def ill_formed(inst: Instance) -> str | None:
+    """Why the rewrite of an instance is ill-formed: it raised, or changed an output's axes or
+    dtype (None: it did neither). The verifier and the prover judge every instance by it."""
+    if inst.error is not None:
+        return f"the replacement cannot be built: {inst.error}"
+    for i, (a, b) in enumerate(zip(inst.outputs, inst.after)):
+        if a.outputs is None and (a.axes != b.axes or a.axes.lengths != b.axes.lengths):
+            return f"the replacement changes output {i}'s axes from {a.axes!r} to {b.axes!r}"
+        if a.dtype != b.dtype:
+            return f"the replacement changes output {i}'s dtype from {a.dtype} to {b.dtype}"
+    return None
 
 
 @dataclass

@@ -142,10 +142,10 @@ def layout(b: Builder, op: str, want: Axes | None, n_args: int | None) -> Layout
     names = _Renaming(b, _outputs(node)[index], want)
     arg_axes = [None if a.outputs is not None else names.axes(a.axes) for a in node.args]
     attrs = {k: names.attr(v) for k, v in node.attrs.items()}
-    return Layout(arg_axes, attrs, _dtypes(b, node), index)
+    return Layout(arg_axes, attrs, _dtypes(node), index)
 
 
-def _dtypes(b: Builder, node: Node) -> list:
+def _dtypes(node: Node) -> list:
     """Per argument, the dtype its leaves must have: None for the builder's float dtype, else
     the bool or integer dtype the generator gave it (a Select's condition, OneHot's indices)."""
     return [None if a.dtype.kind == "f" else a.dtype for a in node.args]
@@ -154,5 +154,5 @@ def _dtypes(b: Builder, node: Node) -> list:
 def arg_dtypes(b: Builder, op: str) -> list:
     """`_dtypes` of one generator sample of op, drawn once per instance and op."""
     if op not in b.arg_dtypes:
-        b.arg_dtypes[op] = _dtypes(b, sample(b, op))
+        b.arg_dtypes[op] = _dtypes(sample(b, op))
     return b.arg_dtypes[op]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import z3
 
-from ngrules.verification.prove.scalars import PATTERN_VARIABLES, TRIGGERS
+from ngrules.verification.prove.scalars import PATTERN_VARIABLES, TRIGGERS, applications
 
 _A, _B = PATTERN_VARIABLES
 
@@ -35,26 +35,12 @@ def _match(pattern, term, bound: dict) -> bool:
     return all(_match(p, t, bound) for p, t in zip(pattern.children(), term.children()))
 
 
-def _applications(terms) -> list:
-    """Every subterm applying an uninterpreted function, each once."""
-    seen, found, stack = set(), [], list(terms)
-    while stack:
-        t = stack.pop()
-        if t.get_id() in seen or not z3.is_app(t):
-            continue
-        seen.add(t.get_id())
-        if t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.num_args():
-            found.append(t)
-        stack.extend(t.children())
-    return found
-
-
 def ground_axioms(claim) -> list:
     """Instances of the axioms on the claim's terms (and on the terms they bring)."""
     facts, done, frontier = [], set(), [claim]
     for _ in range(ROUNDS):
         new = []
-        for term in _applications(frontier):
+        for term in applications(frontier):
             for i, (pattern, body) in enumerate(TRIGGERS):
                 bound: dict = {}
                 if not _match(pattern, term, bound):

@@ -31,7 +31,7 @@ from ngrules.verification.instances.assumed import broken
 from ngrules.verification.prove.ground import ground_axioms
 from ngrules.verification.prove.scalars import axioms_for
 from ngrules.verification.prove.tensors import NoEncoding, evaluate
-from ngrules.verification.verdicts import Counterexample, Verdict
+from ngrules.verification.verdicts import Counterexample, Verdict, ill_formed
 
 #: Milliseconds z3 may spend on one result element, with the quantified axioms and with
 #: their instances on the element's terms (tried first).
@@ -175,7 +175,7 @@ def _pointwise(rule: Rule) -> bool:
         if isinstance(p, PVar) and p.kind is not None:
             return False
         stack.extend(children(p))
-    return not any(True for _ in rule.clauses)
+    return not rule.clauses
 
 
 def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
@@ -189,7 +189,7 @@ def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
     other: dict[str, Instance] = {}
 
     def collect(attempt):
-        if not isinstance(attempt, Instance) or attempt.error is not None or len(exact) >= count:
+        if not isinstance(attempt, Instance) or len(exact) >= count:
             return
         nodes = [n for n in toposort(attempt.outputs) if n.outputs is None]
         if all(a.length <= bound for n in nodes for a in n.axes.leaves()):
@@ -220,8 +220,17 @@ def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict") -> Verdict
     start = time.perf_counter()
     verdict = Verdict(rule, "unverified", semantics=semantics, bound=bound)
     instances = _instances(rule, bound, LAYOUTS)
+    for inst in instances:  # as the verifier: an ill-formed rewrite is no claim to prove
+        bad = ill_formed(inst)
+        if bad is not None:
+            verdict.status = "ill-formed"
+            verdict.counterexample = Counterexample(rule, inst.outputs, inst.feeds, bad,
+                                                    after=inst.after)
+            verdict.seconds = time.perf_counter() - start
+            return verdict
     scalars = [i for i in instances if not any(n.axes for n in i.outputs)]
-    if scalars and _pointwise(rule):  # a proof at rank 0 holds for every shape
+    everywhere = bool(scalars) and _pointwise(rule)
+    if everywhere:  # a proof at rank 0 holds for every shape
         instances = scalars
     if not instances:
         verdict.reason = f"no proof: no instance with lengths <= {bound} could be built"
@@ -237,10 +246,14 @@ def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict") -> Verdict
     else:
         verdict.status = "proved"
         verdict.examples = len(instances)
-        if scalars and _pointwise(rule):
+        if everywhere:
             verdict.bound = None
-            verdict.reason = "(elementwise: every shape)"
+            scope = "elementwise: every shape"
         else:
-            verdict.reason = f"(all input values, {len(instances)} instance layouts)"
+            scope = f"all input values, {len(instances)} instance layouts"
+        verdict.reason = f"({scope})"
+        loop = next((i.message for i in instances if i.stop != "fixpoint"), "")
+        if loop:  # as the verifier says: sound, but the rule alone does not terminate
+            verdict.status, verdict.reason = "loops", f"{loop} (each step proved, {scope})"
     verdict.seconds = time.perf_counter() - start
     return verdict

@@ -54,9 +54,10 @@ def _occurs(var, term) -> bool:
     return var.eq(term) or any(_occurs(var, c) for c in term.children())
 
 
-def _functions(term) -> set[str]:
-    """The uninterpreted functions a term applies."""
-    seen, found, stack = set(), set(), [term]
+def applications(terms) -> list:
+    """Every subterm of the terms (inside quantifiers too) that applies an uninterpreted
+    function, each once."""
+    seen, found, stack = set(), [], list(terms)
     while stack:
         t = stack.pop()
         if t.get_id() in seen:
@@ -67,9 +68,14 @@ def _functions(term) -> set[str]:
             continue
         if z3.is_app(t):
             if t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.num_args():
-                found.add(t.decl().name())
+                found.append(t)
             stack.extend(t.children())
     return found
+
+
+def _functions(term) -> set[str]:
+    """The uninterpreted functions a term applies."""
+    return {t.decl().name() for t in applications([term])}
 
 
 def axioms_for(term) -> list:

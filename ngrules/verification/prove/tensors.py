@@ -1,9 +1,10 @@
 """A graph evaluated on tensors of z3 terms: numpy object arrays of `Sym`, one per element.
 
-Views (the `view` trait), Slice, Concat, Sum, Prod, Dot and DotLowDimension run their own numpy
-kernels on the object arrays (they only move, add and multiply elements); Max and Min reduce with
-z3's If; elementwise ops map their scalar encoding (`scalars.ENCODINGS`) over the elements. This
-unrolls every tensor op of a concrete instance into scalar terms.
+Views (the `view` trait), Slice, Concat, Dot and DotLowDimension run their own numpy kernels on
+the object arrays (they only move, add and multiply elements); Sum, Prod, Max and Min are
+unrolled here (Max and Min with z3's If); elementwise ops map their scalar encoding
+(`scalars.ENCODINGS`) over the elements. This unrolls every tensor op of a concrete instance
+into scalar terms.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ngrules.verification.prove.scalars import ENCODINGS, Sym
 #: Ops whose numpy kernel works on object arrays unchanged (it adds, multiplies or moves).
 OBJECT_KERNELS = frozenset({"Dot", "DotLowDimension", "Slice", "Concat"})
 #: Reductions, unrolled here (their kernels may ask numpy for a float accumulator).
-_EXTREMA = {
+_REDUCTIONS = {
     "Sum": lambda a, b: a + b,
     "Prod": lambda a, b: a * b,
     "Max": lambda a, b: _pick(a, b, True),
@@ -45,7 +46,7 @@ def encodable(op: str) -> bool:
         return False
     if d.has("leaf"):
         return op in ("Placeholder", "Variable", "Constant")  # a variable holds any value
-    return op in ENCODINGS or op in OBJECT_KERNELS or op in _EXTREMA or d.has("view")
+    return op in ENCODINGS or op in OBJECT_KERNELS or op in _REDUCTIONS or d.has("view")
 
 
 def missing_reason(op: str) -> str:
@@ -57,13 +58,13 @@ def missing_reason(op: str) -> str:
     return f"{op} has no encoding in ngrules.verification.prove"
 
 
-def _reduce_extremum(node: Node, x: np.ndarray) -> np.ndarray:
+def _reduce(node: Node, x: np.ndarray) -> np.ndarray:
     src = node.args[0]
     where = [src.axes.index(a) for a in node.attrs["reduction_axes"]]
     keep = [i for i in range(x.ndim) if i not in where]
     moved = x.transpose(keep + where).reshape(node.axes.lengths + (-1,))
     out = np.empty(moved.shape[:-1], dtype=object)
-    step = _EXTREMA[node.op]
+    step = _REDUCTIONS[node.op]
     for idx in np.ndindex(out.shape):
         out[idx] = functools.reduce(step, list(moved[idx]))
     return out
@@ -106,8 +107,8 @@ def evaluate(outputs: Sequence[Node], inputs: dict[Node, np.ndarray]) -> list[np
         args = [values[a] for a in node.args]
         if node.op in ENCODINGS:
             values[node] = _elementwise(node, args)
-        elif node.op in _EXTREMA:
-            values[node] = _reduce_extremum(node, args[0])
+        elif node.op in _REDUCTIONS:
+            values[node] = _reduce(node, args[0])
         else:
             result = OPS[node.op].kernel(node)(*args)
             values[node] = np.asarray(result, dtype=object).reshape(node.axes.lengths)
