@@ -24,7 +24,7 @@ import z3
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import OPS
 from ngrules.lang.rules import Rule
-from ngrules.lang.syntax import PVar, children
+from ngrules.lang.syntax import PVar, walk
 from ngrules.verification.compare import compare
 from ngrules.verification.instances import Instance
 from ngrules.verification.instances.assumed import broken
@@ -166,15 +166,12 @@ def _replay(inst: Instance, after, feeds, semantics: str) -> Outcome:
 
 def _pointwise(rule: Rule) -> bool:
     """Only elementwise ops and untyped variables: proved at rank 0, proved for all shapes."""
-    stack = list(rule.roots)
-    while stack:
-        p = stack.pop()
+    for p in walk(rule.roots):
         op = getattr(p, "op", None)
         if op is not None and not OPS[op].has("elementwise"):
             return False
         if isinstance(p, PVar) and p.kind is not None:
             return False
-        stack.extend(children(p))
     return not rule.clauses
 
 
