@@ -179,6 +179,29 @@ def _writing(folder) -> bool:
     return any(p.name.startswith(".o.") for p in folder.iterdir())
 
 
+class _InterruptedInDestructor:
+    def __del__(self):  # Python reports this and goes on: the Ctrl-C would be lost
+        raise KeyboardInterrupt
+
+
+def test_a_ctrl_c_lost_in_a_destructor_still_stops_the_command(files, monkeypatch, capsys):
+    from ngrules.cli.main import main
+    from ngrules.engine import driver
+
+    real = driver.rewrite
+
+    def rewrite(*args, **kwargs):
+        _InterruptedInDestructor()  # dies at once: its __del__ raises where nobody can catch it
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(driver, "rewrite", rewrite)
+    monkeypatch.chdir(files)
+    before = _listing(files)
+    assert main(["apply", "g.json", "--rules", "s.rules", "-o", "o.json"]) == 130
+    assert capsys.readouterr().err == "ngrules: interrupted\n"
+    assert _listing(files) == before  # no output was moved into place
+
+
 def test_ctrl_c_while_working_exits_130_with_one_line_and_no_files(big):
     proc = _interrupt(big, lambda folder: time.sleep(0.3) or True)
     assert proc.returncode == 130, proc.stderr[-2000:]

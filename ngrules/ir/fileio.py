@@ -84,6 +84,17 @@ def folder_lock(folder: str | os.PathLike, exclusive: bool) -> Iterator[None]:
             os.close(fd)  # closing releases the lock
 
 
+#: Ctrl-Cs that Python ignored because they landed in a destructor (exceptions raised in
+#: `__del__` are not propagated); the command line's unraisable hook notes them here.
+LOST_INTERRUPTS: list[BaseException] = []
+
+
+def raise_if_interrupted() -> None:
+    """Raise the KeyboardInterrupt a destructor swallowed, if any."""
+    if LOST_INTERRUPTS:
+        raise KeyboardInterrupt
+
+
 @contextlib.contextmanager
 def _no_interrupts() -> Iterator[None]:
     """Hold SIGINT and SIGTERM back while files are moved, so a Ctrl-C cannot split a pair.
@@ -299,6 +310,7 @@ def staged_files() -> Iterator[Callable[..., str]]:
 
     try:
         yield stage
+        raise_if_interrupted()  # a Ctrl-C lost in a destructor must not let the files through
         _commit(temps)
     except BaseException:
         for temp in temps:
