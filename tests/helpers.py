@@ -398,3 +398,11 @@ def axis_lists(draw, min_size=0, max_size=5, names=NAMES):
 
 def axes_st(**kw):
     return axis_lists(**kw).map(ng.make_axes)
+
+
+class InterruptedInDestructor:
+    """Dies at once, raising a Ctrl-C where nobody can catch it (Python reports it and goes on):
+    how a real Ctrl-C is lost when it lands in a destructor or a gc callback."""
+
+    def __del__(self):
+        raise KeyboardInterrupt

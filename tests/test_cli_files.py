@@ -9,6 +9,7 @@ import sys
 import time
 
 import pytest
+from helpers import InterruptedInDestructor
 from test_cli import RULES, assert_bad_input, run
 
 import ngrules as ng
@@ -179,11 +180,6 @@ def _writing(folder) -> bool:
     return any(p.name.startswith(".o.") for p in folder.iterdir())
 
 
-class _InterruptedInDestructor:
-    def __del__(self):  # Python reports this and goes on: the Ctrl-C would be lost
-        raise KeyboardInterrupt
-
-
 def test_a_ctrl_c_lost_in_a_destructor_still_stops_the_command(files, monkeypatch, capsys):
     from ngrules.cli.main import main
     from ngrules.engine import driver
@@ -191,7 +187,7 @@ def test_a_ctrl_c_lost_in_a_destructor_still_stops_the_command(files, monkeypatc
     real = driver.rewrite
 
     def rewrite(*args, **kwargs):
-        _InterruptedInDestructor()  # dies at once: its __del__ raises where nobody can catch it
+        InterruptedInDestructor()
         return real(*args, **kwargs)
 
     monkeypatch.setattr(driver, "rewrite", rewrite)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import InterruptedInDestructor
 
 import ngrules as ng
 from ngrules.cli.main import main
@@ -134,6 +135,42 @@ def test_ctrl_c_on_the_command_prints_verdicts_and_exits_130(tmp_path):  # issue
     assert proc.returncode == 130, err
     assert "verified      r0 " in out and "(interrupted)" in out
     assert "Traceback" not in err and "interrupted" in err
+
+
+def test_a_ctrl_c_lost_in_a_gc_callback_stops_verify_at_once(tmp_path, monkeypatch, capsys):
+    # hypothesis runs a gc callback, where Python reports a Ctrl-C and goes on
+    from ngrules.verification import verify as verify_module
+
+    rules = tmp_path / "r.rules"
+    rules.write_text("".join(f"rule r{i}: x * 1 + {i} => x + {i}\n" for i in range(30)))
+    real = verify_module.verify_rule
+
+    def verify_rule(rule, *args, **kwargs):
+        if rule.name == "r1":
+            InterruptedInDestructor()
+        return real(rule, *args, **kwargs)
+
+    monkeypatch.setattr(verify_module, "verify_rule", verify_rule)
+    assert main(["verify", str(rules), "--examples", "5"]) == 130
+    out = capsys.readouterr().out
+    assert "verified      r0 " in out and "(interrupted)" in out
+    assert "r2 " not in out  # stopped within r1, not after all 30 rules
+
+
+def test_an_error_hypothesis_raises_while_a_ctrl_c_unwinds_is_an_interrupt(monkeypatch):
+    from ngrules.verification import verify as verify_module
+
+    def run_that_breaks_on_the_interrupt():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise AssertionError("the runner's state") from None  # as in hypothesis's own assert
+
+    monkeypatch.setattr(verify_module, "_settings", lambda examples: lambda prop: prop)
+    monkeypatch.setattr(verify_module, "_property", lambda *a: run_that_breaks_on_the_interrupt)
+    rule = ng.parse_rules("rule r: x * 1 => x", "t.rules").rules[0]
+    with pytest.raises(KeyboardInterrupt):
+        verify_rule(rule, 5)
 
 
 @pytest.mark.parametrize("bad", ["-3", "0", "many"])

@@ -9,7 +9,6 @@ transactions, so no file is left half-written).
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import sys
 
@@ -31,7 +30,7 @@ from ngrules.cli import (
 )
 from ngrules.cli.common import BAD_INPUT, INTERRUPTED
 from ngrules.errors import NgrulesError
-from ngrules.ir.fileio import LOST_INTERRUPTS, raise_if_interrupted
+from ngrules.interrupts import noticing_lost_interrupts, raise_if_interrupted
 from ngrules.version import __version__
 
 #: The commands in the order `--help` lists them.
@@ -79,27 +78,14 @@ def _one_line(e: NgrulesError) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    previous = sys.unraisablehook
-    sys.unraisablehook = functools.partial(_keep_lost_interrupts, previous)
-    try:
-        code = _main(argv)
-        raise_if_interrupted()
-        return code
-    except KeyboardInterrupt:
-        print("ngrules: interrupted", file=sys.stderr)
-        return INTERRUPTED
-    finally:
-        sys.unraisablehook = previous
-        LOST_INTERRUPTS.clear()
-
-
-def _keep_lost_interrupts(previous, unraisable) -> None:
-    """A Ctrl-C that landed in a destructor (`ZipFile.__del__`), where Python ignores it: noted,
-    so the command still stops (before its outputs are moved into place) and exits 130."""
-    if isinstance(unraisable.exc_value, KeyboardInterrupt):
-        LOST_INTERRUPTS.append(unraisable.exc_value)
-    else:
-        previous(unraisable)
+    with noticing_lost_interrupts():
+        try:
+            code = _main(argv)
+            raise_if_interrupted()
+            return code
+        except KeyboardInterrupt:
+            print("ngrules: interrupted", file=sys.stderr)
+            return INTERRUPTED
 
 
 def _main(argv: list[str] | None) -> int:

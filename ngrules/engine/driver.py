@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from ngrules.engine.compiled import CompiledRule, RuleStats
 from ngrules.engine.multiroot import Context, apply_together
 from ngrules.errors import NgrulesError
+from ngrules.interrupts import raise_if_interrupted
 from ngrules.ir.graph import (
     Node,
     intern_built,
@@ -415,6 +416,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: _Run) -> RewriteR
     stats: dict[str, RuleStats] = {}
     result = RewriteResult(current, run, stats, names)
     for name in names:
+        raise_if_interrupted()
         compiled = [_compile(r) for r in ruleset.passes[name]]
         for c in compiled:
             c.stats = stats.setdefault(c.name, RuleStats())

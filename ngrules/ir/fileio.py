@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 from ngrules.errors import FileError
+from ngrules.interrupts import raise_if_interrupted
 
 try:
     import fcntl
@@ -82,17 +83,6 @@ def folder_lock(folder: str | os.PathLike, exclusive: bool) -> Iterator[None]:
     finally:
         if fd >= 0:
             os.close(fd)  # closing releases the lock
-
-
-#: Ctrl-Cs that Python ignored because they landed in a destructor (exceptions raised in
-#: `__del__` are not propagated); the command line's unraisable hook notes them here.
-LOST_INTERRUPTS: list[BaseException] = []
-
-
-def raise_if_interrupted() -> None:
-    """Raise the KeyboardInterrupt a destructor swallowed, if any."""
-    if LOST_INTERRUPTS:
-        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager

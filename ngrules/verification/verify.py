@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from ngrules.interrupts import raise_if_interrupted
 from ngrules.lang.rules import Rule, RuleSet
 from ngrules.verification.compare import (
     ATOL,
@@ -175,6 +176,7 @@ def _property(rule: Rule, earlier: list, tally: _Tally, opts: Options, deadline)
 
     @given(attempts(rule, earlier))
     def prop(attempt: Instance | Rejected) -> None:
+        raise_if_interrupted()  # a Ctrl-C that landed in hypothesis's gc callback
         now = time.perf_counter()
         if tally.failing and now > tally.failed_at + SHRINK_BUDGET:
             raise _OutOfTime  # shrunk long enough: report the smallest failure so far
@@ -230,6 +232,10 @@ def verify_rule(
         verdict.status, verdict.counterexample = f.status, f.counterexample
     except Unsatisfiable:
         pass
+    except Exception as e:
+        if _while_interrupted(e):  # hypothesis's own bookkeeping failed on the Ctrl-C
+            raise KeyboardInterrupt from None
+        raise
     except _OutOfTime:
         verdict.out_of_time = True
         if tally.smallest is not None:
@@ -244,6 +250,15 @@ def verify_rule(
     verdict.examples, verdict.attempts = tally.fired, tally.tried
     verdict.seconds = time.perf_counter() - start
     return verdict
+
+
+def _while_interrupted(error: BaseException | None) -> bool:
+    """Whether `error` was raised while a KeyboardInterrupt was being handled."""
+    while error is not None:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__context__
+    return False
 
 
 def _rules_of(rules) -> tuple[list[Rule], RuleSet | None]:
@@ -295,6 +310,7 @@ def verify(
     report = VerificationReport()
     try:
         for i, rule in enumerate(chosen, start=1):
+            raise_if_interrupted()
             if on_rule is not None:
                 on_rule(i, len(chosen), rule)
             report.verdicts.append(

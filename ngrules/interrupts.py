@@ -1,0 +1,41 @@
+"""Ctrl-Cs that Python swallows, kept so that long work still stops.
+
+A KeyboardInterrupt raised inside a destructor or a garbage-collector callback (`ZipFile.__del__`
+while a graph loads; hypothesis's gc callback while rules are verified) is "unraisable": Python
+reports it and goes on. While `noticing_lost_interrupts()` is active such an interrupt is kept,
+and `raise_if_interrupted()`, called between units of long work and before outputs are moved
+into place, raises it again where it can be caught.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+
+_LOST: list[BaseException] = []
+
+
+def raise_if_interrupted() -> None:
+    """Raise the KeyboardInterrupt that a destructor or callback swallowed, if any."""
+    if _LOST:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def noticing_lost_interrupts() -> Iterator[None]:
+    """Keep the KeyboardInterrupts Python would only report, for `raise_if_interrupted`."""
+    previous = sys.unraisablehook
+
+    def keep(unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _LOST.append(unraisable.exc_value)
+        else:
+            previous(unraisable)
+
+    sys.unraisablehook = keep
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+        _LOST.clear()
