@@ -88,6 +88,34 @@ def test_import_never_writes_over_its_model(cli, models):
     assert sorted(p.name for p in models.iterdir()) == ["bad.onnx", "mlp.onnx"]
 
 
+def test_import_to_onnx_writes_a_checked_model_not_json(cli, models):
+    proc = cli("import", "mlp.onnx", "-o", "again.onnx", "--length", "N=8", cwd=models)
+    assert proc.returncode == 0, proc.stderr
+    again = onnx.load(models / "again.onnx")  # a JSON file would not parse as a model
+    onnx.checker.check_model(again, full_check=True)
+    assert [o.name for o in again.graph.output] == ["y"]
+    x = np.random.default_rng(2).standard_normal((8, 16)).astype(np.float32)
+    np.testing.assert_allclose(ort_run(models / "again.onnx", x), ort_run(models / "mlp.onnx", x),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_show_run_and_explain_read_an_onnx_model(cli, models):
+    proc = cli("show", "mlp.onnx", "--length", "N=8", cwd=models)
+    assert proc.returncode == 0, proc.stderr
+    assert "Placeholder x" in proc.stdout and "outputs: #0" in proc.stdout
+    x = np.random.default_rng(3).standard_normal((8, 16)).astype(np.float32)
+    np.save(models / "x.npy", x)
+    proc = cli("run", "mlp.onnx", "--length", "N=8", "--feed", "x=x.npy", "-o", "y.npz",
+               cwd=models)
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_allclose(np.load(models / "y.npz")["output0"],
+                               ort_run(models / "mlp.onnx", x), rtol=1e-4, atol=1e-5)
+    proc = cli("explain", "dot_matrix_matrix", "mlp.onnx", "--length", "N=8", cwd=models)
+    assert proc.returncode == 0, proc.stderr
+    assert "dot_matrix_matrix" in proc.stdout
+    assert_bad_input(cli("show", "mlp.onnx", cwd=models), "--length N=")
+
+
 def test_unsupported_op_is_one_line_naming_op_and_node(cli, models):
     proc = run("import", "bad.onnx", "-o", "g.json", cwd=models)
     assert_bad_input(proc, "unsupported ONNX op Hardmax (node 'head')", "supported: Abs")

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from ngrules.cli.common import add_command, add_rules_option, at_least, rules_or_library
+from ngrules.cli.common import (
+    add_command,
+    add_length_option,
+    add_rules_option,
+    at_least,
+    rules_or_library,
+)
 
 
 def run(args) -> int:
+    from ngrules.cli import graphio
     from ngrules.engine.explain import explain
-    from ngrules.ir.graphfile import load_graph
 
-    outputs = load_graph(args.graph)
     rule = rules_or_library(args.rules, args.import_path).rule(args.rule)
+    outputs = graphio.load(args.graph, graphio.parse_lengths(args.length))[0]  # may use its ops
     print(explain(rule, outputs, limit=args.limit))
     return 0
 
@@ -24,7 +30,8 @@ def register(sub) -> None:
         "ngrules explain batchnorm_bprop g.json --rules rules/",
     )
     p.add_argument("rule", metavar="RULE")
-    p.add_argument("graph", metavar="GRAPH")
+    p.add_argument("graph", metavar="GRAPH", help="a graph file (.json) or an ONNX model (.onnx)")
+    add_length_option(p)
     add_rules_option(p)
     p.add_argument("--limit", type=at_least(0), default=3,
                    help="closest misses to show (default 3)")

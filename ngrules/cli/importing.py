@@ -1,4 +1,5 @@
-"""`ngrules import MODEL.onnx -o GRAPH.json`: an ONNX model as an ngrules graph file."""
+"""`ngrules import MODEL.onnx -o GRAPH.json`: an ONNX model as an ngrules graph file (an `-o`
+ending in `.onnx` writes the imported graph back as ONNX, as every command writes by extension)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,15 @@ from ngrules.cli.common import add_command, add_length_option
 
 
 def run(args) -> int:
-    from ngrules.cli.graphio import parse_lengths
+    from ngrules.cli import graphio
     from ngrules.interop.onnx_import import import_model
-    from ngrules.ir.fileio import check_output, check_outputs
+    from ngrules.ir.fileio import check_outputs
     from ngrules.ir.graph import toposort
-    from ngrules.ir.graphfile import arrays_path, save_graph
 
-    check_output(args.output)  # before any work; first: "" has no arrays file to name
-    check_outputs([args.output, arrays_path(args.output)], [args.model])
-    imported = import_model(args.model, lengths=parse_lengths(args.length),
+    check_outputs(graphio.output_files(args.output), [args.model])  # before any work
+    imported = import_model(args.model, lengths=graphio.parse_lengths(args.length),
                             axis_names=_axis_names(args.axes))
-    save_graph(args.output, imported.outputs)
+    graphio.save(args.output, imported.outputs, imported.output_names)
     nodes = len(toposort(imported.outputs))
     print(f"imported {args.model}: {nodes} nodes, outputs "
           + ", ".join(f"{n} {o.axes!r}" for n, o in zip(imported.output_names, imported.outputs)))

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from ngrules.cli.common import add_command, at_least
+from ngrules.cli.common import add_command, add_length_option, at_least
 from ngrules.errors import NgrulesError
 
 
@@ -24,14 +24,14 @@ def _feeds(items: list[str]) -> dict[str, np.ndarray]:
 
 
 def run(args) -> int:
+    from ngrules.cli import graphio
     from ngrules.ir.executor import execute
     from ngrules.ir.fileio import check_outputs, staged_files
-    from ngrules.ir.graphfile import arrays_path, load_graph
 
     if args.output:  # before any work: never an input, never a folder
         feeds = [item.partition("=")[2] for item in args.feed]
-        check_outputs([args.output], [args.graph, arrays_path(args.graph), *feeds])
-    outputs = load_graph(args.graph)
+        check_outputs([args.output], [*graphio.files(args.graph), *feeds])
+    outputs = graphio.load(args.graph, graphio.parse_lengths(args.length))[0]
     values = execute(outputs, _feeds(args.feed))
     if args.output:
         named = {f"output{i}": np.asarray(v) for i, v in enumerate(values)}
@@ -51,7 +51,8 @@ def register(sub) -> None:
         sub, "run", run, "execute a graph file on the given inputs; print or save its outputs",
         "ngrules run g.json --feed x=x.npy -o out.npz",
     )
-    p.add_argument("graph", metavar="GRAPH")
+    p.add_argument("graph", metavar="GRAPH", help="a graph file (.json) or an ONNX model (.onnx)")
+    add_length_option(p)
     p.add_argument("--feed", action="append", default=[], metavar="NAME=FILE.npy",
                    help="the value of placeholder NAME, from a .npy file (repeatable)")
     p.add_argument("-o", "--output", metavar="OUT.npz",

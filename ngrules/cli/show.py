@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ngrules.cli.common import add_command
+from ngrules.cli.common import add_command, add_length_option
 
 
 def graph_lines(outputs) -> list[str]:
@@ -35,11 +35,10 @@ def run(args) -> int:
     from ngrules.cli import graphio
     from ngrules.cli.picture import draw, picture_line, stage_picture, svg_path
     from ngrules.ir.fileio import check_outputs, staged_files
-    from ngrules.ir.graphfile import load_graph
 
     if args.picture:  # before any work: never an input, never a folder
         check_outputs([args.picture, svg_path(args.picture)], graphio.files(args.graph))
-    outputs = load_graph(args.graph)
+    outputs = graphio.load(args.graph, graphio.parse_lengths(args.length))[0]
     print("\n".join(graph_lines(outputs)))
     if args.picture:
         picture = draw(outputs, Path(args.picture).stem)
@@ -54,6 +53,7 @@ def register(sub) -> None:
         sub, "show", run, "print a graph file as text (and draw it)",
         "ngrules show g.json --picture g.dot",
     )
-    p.add_argument("graph", metavar="GRAPH")
+    p.add_argument("graph", metavar="GRAPH", help="a graph file (.json) or an ONNX model (.onnx)")
+    add_length_option(p)
     p.add_argument("--picture", metavar="DOT",
                    help="also write Graphviz DOT (and SVG when Graphviz is installed)")
