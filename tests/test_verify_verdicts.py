@@ -189,8 +189,8 @@ def test_disable_leaves_rules_out_and_names_unknown_ones(tmp_path, capsys):
     assert main(["verify", str(path), "--examples", "5", "--disable", "bad"]) == 0
     out = capsys.readouterr().out
     assert "good" in out and "bad (" not in out
-    assert main(["verify", str(path), "--disable", "nosuch"]) == 2
-    assert "no rule named nosuch" in capsys.readouterr().err
+    assert main(["verify", str(path), "--disable", "god"]) == 2
+    assert "--disable: no rule named 'god' (did you mean 'good'?)" in capsys.readouterr().err
 
 
 def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, capsys):

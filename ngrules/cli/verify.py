@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 
 from ngrules.cli.common import (
-    BAD_INPUT,
     FINDINGS,
     INTERRUPTED,
     add_command,
@@ -14,6 +13,7 @@ from ngrules.cli.common import (
     add_import_path_option,
     at_least,
     rules_or_library,
+    without_rules,
 )
 
 
@@ -29,11 +29,7 @@ def run(args) -> int:
         require_z3()  # an NgrulesError saying how to install it: one line, exit 2
     register_profiles()
     settings.load_profile("ci")  # derandomized: the same verdicts on every run
-    rules = rules_or_library(args.paths, args.import_path)
-    unknown = sorted(set(args.disable) - {r.name for r in rules})
-    if unknown:
-        print(f"ngrules: error: --disable: no rule named {', '.join(unknown)}", file=sys.stderr)
-        return BAD_INPUT
+    rules = without_rules(rules_or_library(args.paths, args.import_path), args.disable)  # as apply
     progress = _progress if sys.stderr.isatty() else None
     try:
         report = verify(
@@ -42,7 +38,6 @@ def run(args) -> int:
             semantics="refine" if args.refine else "strict",
             prove=args.prove,
             bound=args.bound,
-            disable=args.disable,
             on_rule=progress,
         )
     except Interrupted as stop:
