@@ -72,11 +72,16 @@ def test_apply_reads_and_writes_onnx_by_extension(cli, models):
     proc = cli("apply", "mlp.onnx", "-o", "out.onnx", "--length", "N=8", cwd=models)
     assert proc.returncode == 0, proc.stderr
     assert "dot_matrix_matrix" in proc.stdout
-    rewritten = onnx.load(models / "out.onnx")
-    onnx.checker.check_model(rewritten, full_check=True)
-    assert [o.name for o in rewritten.graph.output] == ["y"]
-    x = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
-    np.testing.assert_allclose(ort_run(models / "out.onnx", x), ort_run(models / "mlp.onnx", x),
+    assert_computes_the_mlp(models / "out.onnx", models, seed=1)
+
+
+def assert_computes_the_mlp(path, models, seed: int) -> None:
+    """path holds a checked ONNX model with output y that computes what mlp.onnx computes."""
+    model = onnx.load(path)  # a JSON file would not parse as a model
+    onnx.checker.check_model(model, full_check=True)
+    assert [o.name for o in model.graph.output] == ["y"]
+    x = np.random.default_rng(seed).standard_normal((8, 16)).astype(np.float32)
+    np.testing.assert_allclose(ort_run(path, x), ort_run(models / "mlp.onnx", x),
                                rtol=1e-4, atol=1e-5)
 
 
@@ -91,12 +96,7 @@ def test_import_never_writes_over_its_model(cli, models):
 def test_import_to_onnx_writes_a_checked_model_not_json(cli, models):
     proc = cli("import", "mlp.onnx", "-o", "again.onnx", "--length", "N=8", cwd=models)
     assert proc.returncode == 0, proc.stderr
-    again = onnx.load(models / "again.onnx")  # a JSON file would not parse as a model
-    onnx.checker.check_model(again, full_check=True)
-    assert [o.name for o in again.graph.output] == ["y"]
-    x = np.random.default_rng(2).standard_normal((8, 16)).astype(np.float32)
-    np.testing.assert_allclose(ort_run(models / "again.onnx", x), ort_run(models / "mlp.onnx", x),
-                               rtol=1e-4, atol=1e-5)
+    assert_computes_the_mlp(models / "again.onnx", models, seed=2)
 
 
 def test_show_run_and_explain_read_an_onnx_model(cli, models):
