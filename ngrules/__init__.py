@@ -2,8 +2,9 @@
 
 from ngrules.cli.picture import render as render_dot
 from ngrules.cli.picture import to_dot, write_picture
-from ngrules.engine.driver import Firing, RewriteResult, rewrite
+from ngrules.engine.driver import rewrite
 from ngrules.engine.explain import Explanation, explain
+from ngrules.engine.results import Firing, RewriteResult
 from ngrules.errors import (
     AxesError,
     ExecutionError,

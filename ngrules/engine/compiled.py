@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ngrules.engine.match import compile_pattern
+from ngrules.engine.pending import NONE_PENDING, Pending
 from ngrules.errors import NgrulesError, RuleError
 from ngrules.ir import graph
 from ngrules.ir.frontend import constant
@@ -19,7 +20,7 @@ from ngrules.ir.graph import Node, make_node
 from ngrules.lang.expr import compile_expr
 from ngrules.lang.exprgen import compile_clauses
 from ngrules.lang.rules import Rule
-from ngrules.lang.syntax import EVar, Guard, Let, PNamed, POp, PVar
+from ngrules.lang.syntax import EAttr, ECall, EVar, Guard, Let, PNamed, POp, PVar, walk
 
 #: The bindings key under which a one-root rule's root reaches its continuation.
 _ROOT = object()
@@ -34,6 +35,43 @@ class RuleStats:
     seconds: float = 0.0
     failures: int = 0  # matches rejected because a guard, let or replacement failed to evaluate
     first_failure: RuleError | None = None
+
+
+#: What the clauses may read of a pending node (its type, which rebuilding keeps).
+_TYPE_ATTRIBUTES = frozenset({"axes", "dtype", "rank", "op", "shape"})
+
+
+def needs_nodes(rule: Rule) -> tuple[str, ...]:
+    """The pattern names the clauses or the replacement use as nodes, not only for their type
+    (`x.axes`, `size(x)`): a pending node bound to one of them is rebuilt first."""
+    exprs = [c.expr for c in rule.clauses if isinstance(c, (Guard, Let))] + list(rule.replacement)
+    typed: set[int] = set()
+    for e in walk(exprs):
+        if isinstance(e, EAttr) and isinstance(e.obj, EVar) and e.name in _TYPE_ATTRIBUTES:
+            typed.add(id(e.obj))
+        elif isinstance(e, ECall) and e.func == "size" and len(e.args) == 1 and not e.kwargs:
+            typed.add(id(e.args[0]))  # an id that is no variable's is never looked up
+    names = set()
+    for root in rule.roots:
+        _bound_names(root, names)
+    used = {e.name for e in walk(exprs) if isinstance(e, EVar) and id(e) not in typed}
+    return tuple(sorted(used & names))
+
+
+def inner_ops(pattern) -> set[str]:
+    """The ops of the pattern's nodes below its root: what a match can fuse away."""
+    while isinstance(pattern, PNamed):
+        pattern = pattern.pattern
+    out: set[str] = set()
+    stack = list(pattern.args) if isinstance(pattern, POp) else []
+    while stack:
+        p = stack.pop()
+        if isinstance(p, PNamed):
+            stack.append(p.pattern)
+        elif isinstance(p, POp):
+            out.add(p.op)
+            stack.extend(p.args)
+    return out
 
 
 def root_ops(pattern) -> frozenset[str] | None:
@@ -96,6 +134,9 @@ class CompiledRule:
         only = rule.replacement[0] if len(rule.replacement) == 1 else None
         plain = isinstance(only, EVar) and not rule.clauses and not self.is_multi_root
         self._returns = only.name if plain else None
+        self.builds = not isinstance(only, EVar)  # its replacement is not just a bound node
+        self._needs_nodes = needs_nodes(rule)
+        self._pending_finish: tuple | None = None  # (the pass's Pending, its continuation)
 
     @property
     def returns_a_binding(self) -> bool:
@@ -114,11 +155,18 @@ class CompiledRule:
         return matchers, anchors
 
     # -- matching --------------------------------------------------------------------------
-    def apply(self, node: Node, ctx: Any = None):
-        """(roots, replacements, new nodes) for the first way the rule matches at node, or None."""
-        if not self.is_multi_root:  # the root travels in the bindings, under a key no name has
+    def apply(self, node: Node, ctx: Any = None, pending: Pending = NONE_PENDING):
+        """(roots, replacements, new nodes) for the first way the rule matches at node, or None.
+        With `pending` (a one-root rule in a walk), node and the nodes under it may be pending:
+        matched through their views; the bindings the clauses need as nodes are rebuilt."""
+        if self.is_multi_root:
+            return self._match(node, {}, self._after_root(1, (node,), ctx))
+        if not pending:  # the root travels in the bindings, under a key no name has
             return self._match(node, {_ROOT: node}, self._finish_single)
-        return self._match(node, {}, self._after_root(1, (node,), ctx))
+        cached = self._pending_finish
+        if cached is None or cached[0] is not pending:
+            cached = self._pending_finish = (pending, self._finish_pending(pending))
+        return self._match(node, {_ROOT: node}, cached[1], pending)
 
     def _finish_single(self, b: dict):
         """The continuation of a one-root rule; `=> x` with no clauses needs no evaluator."""
@@ -128,6 +176,18 @@ class CompiledRule:
             if same_type(value, root):
                 return (root,), (value,), ()
         return self._finish(b, (root,))
+
+    def _finish_pending(self, pending: Pending):
+        """`_finish_single` once the bindings the clauses use as nodes are rebuilt (those used
+        only for their type, as in `x.axes` or `size(x)`, may stay pending)."""
+        force, needed = pending.force, self._needs_nodes
+
+        def finish(b: dict):
+            for name in needed:
+                b[name] = force(b[name])
+            return self._finish_single(b)
+
+        return finish
 
     def _after_root(self, i: int, roots: tuple[Node, ...], ctx):
         if i == len(self.matchers):

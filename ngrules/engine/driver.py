@@ -12,6 +12,11 @@ could fire at it build nothing (`=> x`), they are tried first, so a node a rule 
 once is never interned (a rule that builds nodes could build this one again: it is interned
 first).
 
+A node that a rule building a replacement could fuse away (its op lies below the root of such
+a rule's pattern) is not rebuilt when its arguments change: it stays pending (see `pending`),
+the rules match it through a view of its arguments' normal forms, and it is rebuilt only if
+something needs it. So a subgraph fused into one op costs no rebuilding of its inner nodes.
+
 Rules with several roots need the users of the nodes they bind, so they run between walks, on
 a settled graph: each round takes every non-overlapping match in one walk and applies them
 together (see `multiroot`), then a walk normalises what they built.
@@ -25,10 +30,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
-from ngrules.engine.compiled import CompiledRule, RuleStats
+from ngrules.engine.compiled import CompiledRule, RuleStats, inner_ops
 from ngrules.engine.multiroot import Context, apply_together
+from ngrules.engine.pending import Pending
+from ngrules.engine.results import RewriteResult, Run
 from ngrules.errors import NgrulesError
 from ngrules.interrupts import raise_if_interrupted
 from ngrules.ir.graph import (
@@ -44,94 +50,13 @@ from ngrules.ir.ops import did_you_mean
 from ngrules.lang.rules import Rule, RuleSet
 
 
-@dataclass(slots=True)
-class Firing:
-    """One rewrite: which rule, where it is written, what it matched and what it built."""
-
-    rule: str
-    location: str
-    roots: tuple[Node, ...]
-    replacements: tuple[Node, ...]
-    new_nodes: tuple[Node, ...]
-    pass_name: str
-
-    @property
-    def root(self) -> Node:
-        return self.roots[0]
-
-
-class RewriteResult:
-    """The rewritten outputs, what fired, per-rule statistics and why rewriting stopped."""
-
-    def __init__(
-        self,
-        outputs: list[Node],
-        run: _Run,
-        stats: dict[str, RuleStats],
-        passes: list[str],
-    ):
-        self.outputs = outputs
-        self.stats = stats
-        self.passes = passes
-        self.stop = "fixpoint"
-        self.cycle: tuple[str, ...] = ()
-        self.message = ""
-        self._run = run
-        self._firings = run.trace
-        self._trace: list[Firing] | None = None
-
-    @property
-    def rounds(self) -> int:
-        """Rounds of multi-root matching, over every pass (each one walk over the graph)."""
-        return self._run.rounds
-
-    @property
-    def trace(self) -> list[Firing]:
-        """Every rewrite in order (built on first use: recording stays cheap while rewriting)."""
-        if self._trace is None:
-            self._trace = [Firing(*f) for f in self._firings]
-        return self._trace
-
-    @property
-    def warnings(self) -> list[str]:
-        """One line per rule whose guards, lets or replacement failed to evaluate at some
-        match (those matches were rejected, the rewrite went on): where, why, how often."""
-        out = []
-        for s in self.stats.values():
-            if s.first_failure is not None:
-                where = f"{s.first_failure.span}: " if s.first_failure.span else ""
-                out.append(
-                    f"{where}warning: {s.first_failure.message} "
-                    f"(match rejected; {s.failures} rejected in all)"
-                )
-        return out
-
-    def fired(self) -> dict[str, int]:
-        """How many times each rule fired, in order of first firing."""
-        counts: dict[str, int] = {}
-        for f in self._firings:
-            counts[f[0]] = counts.get(f[0], 0) + 1
-        return counts
-
-    def __repr__(self) -> str:
-        return f"<RewriteResult stop={self.stop} rewrites={len(self._firings)}>"
-
-
 class _Cycle(Exception):
     def __init__(self, rules: list[CompiledRule]):
         self.rules = rules
 
 
-class _Budget:
-    """Fuel shared by every pass of one rewrite call (default: set from the first walk)."""
-
-    def __init__(self, fuel: int | None):
-        self.left = fuel
-        self.exhausted = False
-
-    def size_for(self, nodes: int) -> None:
-        if self.left is None:
-            self.left = 10 * nodes + 10_000
+def _any_pending(args: tuple[Node, ...], pending: Pending) -> bool:
+    return any(a in pending for a in args)
 
 
 def _at_op(rules: list[CompiledRule], op: str) -> list[CompiledRule]:
@@ -142,14 +67,20 @@ def _at_op(rules: list[CompiledRule], op: str) -> list[CompiledRule]:
 class _Pass:
     """One pass's rules, indexed by root op, with the pass-wide memo of normal forms."""
 
-    def __init__(self, name: str, rules: list[CompiledRule], run: _Run):
+    def __init__(self, name: str, rules: list[CompiledRule], run: Run):
         self.name, self.run = name, run
         self.single = [r for r in rules if not r.is_multi_root]
         self.multi = [r for r in rules if r.is_multi_root]
         self.memo: dict[Node, Node] = {}
+        self.pending = Pending(self.memo)
+        #: Ops that a rule building a replacement can fuse away (below its pattern's root): a
+        #: node with one of them whose arguments changed waits, pending, rather than being
+        #: rebuilt at once. (A rule that returns a bound node, `=> x`, keeps that node: laziness
+        #: would only defer its rebuilding, at a cost.)
+        self.lazy = set().union(*(inner_ops(r.rule.roots[0]) for r in self.single if r.builds))
+        self._only_returns: dict[str, bool] = {}  # every rule at the op is `=> x`, no clauses
         self._index: dict[str, list[CompiledRule]] = {}
         self._multi_index: dict[str, list[CompiledRule]] = {}
-        self._only_returns: dict[str, bool] = {}  # every rule at the op is `=> x`, no clauses
 
     def rules_for(self, op: str) -> list[CompiledRule]:
         rules = self._index.get(op)
@@ -166,48 +97,84 @@ class _Pass:
 
     # -- single-root rules: one walk from the leaves up ----------------------------------------
     def walk(self, outputs: Sequence[Node]) -> list[Node]:
-        """Normal forms of the outputs. Arguments come first in topological order, so most
-        nodes need no stack: only a rewrite's result is normalised on the explicit stack."""
-        memo, index, first_match = self.memo, self._index, self._first_match
+        """Normal forms of the outputs. Arguments come first in topological order. A node whose
+        arguments changed is rebuilt on their normal forms, unless a rule could fuse it away
+        (its op is in `lazy`): then it becomes pending (see `pending`), matched through its
+        view and rebuilt only if needed. Only a rewrite's result is normalised on the explicit
+        stack."""
+        memo, pending, lazy = self.memo, self.pending, self.lazy
         order = toposort(outputs)
         self.run.budget.size_for(len(order))
         for node in order:
             args = node.args
-            fresh = False
-            if not args:
-                rebuilt = node
-            else:
+            if args:
                 if len(args) == 1:
-                    new_args = (memo[args[0]],)
+                    a = args[0]
+                    images = (memo[a],)
+                    changed = images[0] is not a or a in pending
                 elif len(args) == 2:
-                    new_args = (memo[args[0]], memo[args[1]])
+                    a, b = args
+                    images = (memo[a], memo[b])
+                    changed = (images[0] is not a or images[1] is not b
+                               or a in pending or b in pending)
                 else:
-                    new_args = tuple([memo[a] for a in args])
-                if new_args == args:
-                    rebuilt = node
+                    images = tuple([memo[a] for a in args])
+                    changed = images != args or _any_pending(args, pending)
+                if changed:
+                    if node.op in lazy:
+                        pending[node] = images
+                    else:
+                        for i in images:
+                            if i in pending:  # rebuilt on its arguments' nodes: build them
+                                images = tuple([pending.force(i) for i in images])
+                                break
+                        self._rebuild(node, images)
+                        continue
                 else:
-                    rebuilt, fresh = rebuilt_on(node, new_args)
-            rules = index.get(rebuilt.op)
-            if rules is None:
-                rules = self.rules_for(rebuilt.op)
-            if fresh:
-                if not rules:  # most nodes: nothing to try, nothing built since the lookup
-                    memo[node] = memo[rebuilt] = register(rebuilt)
-                    continue
-                if not self._only_returns[rebuilt.op]:  # a rule may build on it: intern first
-                    rebuilt, fresh = register(rebuilt), False
-            else:
-                done = memo.get(rebuilt)
-                if done is not None:
-                    memo[node] = done
-                    continue
-            rule, found = first_match(rebuilt, rules) if rules else (None, None)
-            if rule is None:
-                done = intern_built(rebuilt) if fresh else rebuilt
-            else:
-                done = self._result(found[1][0], rebuilt, rule)
-            memo[node] = memo[rebuilt] = done
-        return [memo[o] for o in outputs]
+                    done = memo.get(node)  # reached before as a rebuilt node: known
+                    if done is not None:
+                        continue
+            self._settle(node)
+        force = pending.force
+        return [force(memo[o]) for o in outputs]
+
+    def _settle(self, node: Node) -> None:
+        """The rules at a node that is unchanged or pending; its normal form into the memo."""
+        rules = self._index.get(node.op)
+        if rules is None:
+            rules = self.rules_for(node.op)
+        rule, found = self._first_match(node, rules) if rules else (None, None)
+        if rule is None:  # its own normal form; if pending, rebuilt when needed (or already)
+            self.memo.setdefault(node, node)
+        else:
+            self.memo[node] = self._result(found[1][0], node, rule)
+
+    def _rebuild(self, node: Node, images: tuple[Node, ...]) -> None:
+        """A node that no rule fuses away, rebuilt on its arguments' (built) normal forms, then the
+        rules at it. A new node enters the hash-consing table only if it stays: when the rules
+        that could fire at it build nothing (`=> x`), they are tried first."""
+        memo = self.memo
+        rebuilt, fresh = rebuilt_on(node, images)
+        rules = self._index.get(rebuilt.op)
+        if rules is None:
+            rules = self.rules_for(rebuilt.op)
+        if fresh:
+            if not rules:  # most nodes: nothing to try, nothing built since the lookup
+                memo[node] = memo[rebuilt] = register(rebuilt)
+                return
+            if not self._only_returns[rebuilt.op]:  # a rule may build on it: intern first
+                rebuilt, fresh = register(rebuilt), False
+        else:
+            done = memo.get(rebuilt)
+            if done is not None:
+                memo[node] = done
+                return
+        rule, found = self._first_match(rebuilt, rules) if rules else (None, None)
+        if rule is None:
+            done = intern_built(rebuilt) if fresh else rebuilt
+        else:
+            done = self._result(found[1][0], rebuilt, rule)
+        memo[node] = memo[rebuilt] = done
 
     def _result(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
         memo = self.memo
@@ -279,7 +246,7 @@ class _Pass:
     def _first_match(self, node: Node, rules, ctx=None):
         """The first of `rules` that matches at node, counted and recorded: (rule, found), or
         (None, None). found is (roots, replacements, new nodes)."""
-        run = self.run
+        run, pending = self.run, self.pending
         if run.budget.exhausted:
             return None, None
         timed = run.timed
@@ -288,13 +255,13 @@ class _Pass:
             stats.attempts += 1
             if timed:  # `rewrite(..., stats=True)`
                 start = time.perf_counter()
-                found = rule.apply(node, ctx)
+                found = rule.apply(node, ctx, pending)
                 stats.seconds += time.perf_counter() - start
             else:
-                found = rule.apply(node, ctx)
+                found = rule.apply(node, ctx, pending)
             if found is not None:
                 stats.matches += 1
-                run.record(self.name, rule, *found)
+                run.record(self.name, rule, *found, pending)
                 return rule, found
         return None, None
 
@@ -323,28 +290,6 @@ class _Pass:
                 break
             outputs = self.walk(apply_together(outputs, chosen))
         return outputs
-
-
-class _Run:
-    """State shared by the passes of one rewrite call: fuel, trace, checking."""
-
-    def __init__(self, fuel: int | None, checked: bool, timed: bool = False):
-        self.budget = _Budget(fuel)
-        self.checked = checked
-        self.timed = timed
-        self.trace: list[Firing] = []
-        self.rounds = 0  # multi-root rounds, over every pass
-
-    def record(self, pass_name: str, rule: CompiledRule, roots, replacements, new_nodes) -> None:
-        for n in new_nodes:
-            if n.origin is None:
-                n.origin = rule.rule
-        if self.checked:
-            validate(replacements)
-        self.trace.append((rule.name, rule.location, roots, replacements, new_nodes, pass_name))
-        self.budget.left -= 1
-        if self.budget.left <= 0:
-            self.budget.exhausted = True
 
 
 _compiled: dict[int, tuple[Rule, CompiledRule]] = {}
@@ -405,10 +350,10 @@ def rewrite(
     ruleset = _as_ruleset(rules)
     names = _pass_names(ruleset, pipeline, passes)
     with paused_gc():
-        return _rewrite(outputs, ruleset, names, _Run(fuel, checked, stats))
+        return _rewrite(outputs, ruleset, names, Run(fuel, checked, stats))
 
 
-def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: _Run) -> RewriteResult:
+def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run) -> RewriteResult:
     current = list(outputs)
     checked = run.checked
     if checked:

@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ngrules.engine.pending import NONE_PENDING, same_node
 from ngrules.engine.semantics import is_commutative, kind_predicate, literal_is, rounded
 from ngrules.ir.ops import OPS
 from ngrules.lang.syntax import PLit, PNamed, POp, PVar
 
 
-def _optional(node, op):
+def _optional(node, op, pending):
     """The ways an optional wrapper can be read: under `op` first, then without it."""
-    if node.op == op and len(node.args) == 1:
-        return (node.args[0], node)
+    if node.op == op:
+        args = pending.get(node) or node.args
+        if len(args) == 1:
+            return (args[0], node)
     return (node,)
 
 
@@ -56,11 +59,16 @@ class _Generator:
     functions' globals."""
 
     def __init__(self, prebound: dict[str, str]):
-        self.consts: dict[str, object] = {"_optional": _optional, "_lit": literal_is}
+        self.consts: dict[str, object] = {
+            "_optional": _optional,
+            "_lit": literal_is,
+            "_same": same_node,
+            "_NONE": NONE_PENDING,
+        }
         self.bound = dict(prebound)  # pattern name -> local holding its node
         self.count = 0
         self.done: list[_Function] = []
-        self.fn = _Function("def match(node, b, k):")
+        self.fn = _Function("def match(node, b, k, V=_NONE):")
         self.work: list[tuple] = []  # ("match", pattern, local) / ("bind", name, local), top last
 
     def fresh(self, stem: str) -> str:
@@ -93,7 +101,7 @@ class _Generator:
         """The rest of the chain becomes a new function, called with the locals it reads."""
         live = sorted({item[2] for item in self.work} | set(self.bound.values()))
         name = self.fresh("_part")
-        params = ", ".join([*live, "b", "k"])
+        params = ", ".join([*live, "b", "k", "V"])
         self.fn.line(f"r = {name}({params})")
         self.fn.line("if r is not None:", opens=True)
         self.fn.line("return r")
@@ -109,7 +117,8 @@ class _Generator:
                 self._bind(p.name, node)
         elif isinstance(p, PLit):
             f32, f64 = self.const(rounded(p.value, np.float32)), self.const(float(p.value))
-            self.fn.line(f"if _lit({node}, {f32}, {f64}):", opens=True)
+            real = f"(V.force({node}) if {node} in V else {node})"  # its value, not its view's
+            self.fn.line(f"if _lit({real}, {f32}, {f64}):", opens=True)
         elif isinstance(p, PNamed):
             if p.name in self.bound:
                 self._bind(p.name, node)
@@ -117,7 +126,7 @@ class _Generator:
                 self.work += [("bind", p.name, node), ("match", p.pattern, node)]
         elif p.optional:
             inner = self.fresh("o")
-            self.fn.line(f"for {inner} in _optional({node}, {self.const(p.op)}):", loop=True)
+            self.fn.line(f"for {inner} in _optional({node}, {self.const(p.op)}, V):", loop=True)
             self.work.append(("match", p.args[0], inner))
         else:
             self._op(p, node)
@@ -126,25 +135,27 @@ class _Generator:
         """A later use must be the same node; the first use binds it for what follows."""
         local = self.bound.get(name)
         if local is not None:
-            self.fn.line(f"if {node} is {local}:", opens=True)
+            self.fn.line(f"if {node} is {local} or _same({node}, {local}, V):", opens=True)
         else:
             self.bound[name] = node
 
     def _op(self, p: POp, node: str) -> None:
         arity, op = len(p.args), self.const(p.op)
         fixed = OPS[p.op].arity is not None if p.op in OPS else False
-        check = "" if fixed else f" and len({node}.args) == {arity}"
-        self.fn.line(f"if {node}.op == {op}{check}:", opens=True)
+        self.fn.line(f"if {node}.op == {op}:", opens=True)
+        if not arity and fixed:
+            return
+        view = self.fresh("v")  # its arguments' normal forms, rebuilt or pending (see pending)
+        self.fn.line(f"{view} = V.get({node}) or {node}.args")
+        if not fixed:
+            self.fn.line(f"if len({view}) == {arity}:", opens=True)
         args = [self.fresh("a") for _ in p.args]
         if arity == 2 and is_commutative(p.op):
             x, y = args
-            self.fn.line(
-                f"for {x}, {y} in (({node}.args[0], {node}.args[1]), "
-                f"({node}.args[1], {node}.args[0])):",
-                loop=True,
-            )
+            self.fn.line(f"for {x}, {y} in (({view}[0], {view}[1]), ({view}[1], {view}[0])):",
+                         loop=True)
         elif arity:
-            self.fn.line(f"{', '.join(args)}, = {node}.args")
+            self.fn.line(f"{', '.join(args)}, = {view}")
         self.work += [("match", a, local) for a, local in reversed(list(zip(p.args, args)))]
 
     def _finish(self) -> None:

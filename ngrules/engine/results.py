@@ -1,0 +1,129 @@
+"""What a rewrite returns and records: the rewritten outputs, each firing, per-rule statistics,
+why it stopped; and the state shared by the passes of one rewrite call (fuel, trace)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ngrules.engine.compiled import CompiledRule, RuleStats
+from ngrules.ir.graph import Node, validate
+
+
+class Budget:
+    """Fuel shared by every pass of one rewrite call (default: set from the first walk)."""
+
+    def __init__(self, fuel: int | None):
+        self.left = fuel
+        self.exhausted = False
+
+    def size_for(self, nodes: int) -> None:
+        if self.left is None:
+            self.left = 10 * nodes + 10_000
+
+
+@dataclass(slots=True)
+class Firing:
+    """One rewrite: which rule, where it is written, what it matched and what it built."""
+
+    rule: str
+    location: str
+    roots: tuple[Node, ...]
+    replacements: tuple[Node, ...]
+    new_nodes: tuple[Node, ...]
+    pass_name: str
+
+    @property
+    def root(self) -> Node:
+        return self.roots[0]
+
+
+class RewriteResult:
+    """The rewritten outputs, what fired, per-rule statistics and why rewriting stopped."""
+
+    def __init__(
+        self,
+        outputs: list[Node],
+        run: Run,
+        stats: dict[str, RuleStats],
+        passes: list[str],
+    ):
+        self.outputs = outputs
+        self.stats = stats
+        self.passes = passes
+        self.stop = "fixpoint"
+        self.cycle: tuple[str, ...] = ()
+        self.message = ""
+        self._run = run
+        self._firings = run.trace
+        self._trace: list[Firing] | None = None
+
+    @property
+    def rounds(self) -> int:
+        """Rounds of multi-root matching, over every pass (each one walk over the graph)."""
+        return self._run.rounds
+
+    @property
+    def trace(self) -> list[Firing]:
+        """Every rewrite in order (built on first use: recording stays cheap while rewriting)."""
+        if self._trace is None:
+            self._trace = [_firing(*f) for f in self._firings]
+        return self._trace
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line per rule whose guards, lets or replacement failed to evaluate at some
+        match (those matches were rejected, the rewrite went on): where, why, how often."""
+        out = []
+        for s in self.stats.values():
+            if s.first_failure is not None:
+                where = f"{s.first_failure.span}: " if s.first_failure.span else ""
+                out.append(
+                    f"{where}warning: {s.first_failure.message} "
+                    f"(match rejected; {s.failures} rejected in all)"
+                )
+        return out
+
+    def fired(self) -> dict[str, int]:
+        """How many times each rule fired, in order of first firing."""
+        counts: dict[str, int] = {}
+        for f in self._firings:
+            counts[f[0]] = counts.get(f[0], 0) + 1
+        return counts
+
+    def __repr__(self) -> str:
+        return f"<RewriteResult stop={self.stop} rewrites={len(self._firings)}>"
+
+
+def _firing(rule, location, roots, replacements, new_nodes, pass_name, pending) -> Firing:
+    """A recorded rewrite, its roots rebuilt if they were pending when it fired."""
+    if pending:
+        roots = tuple(pending.rebuild(r) if r in pending else r for r in roots)
+    return Firing(rule, location, roots, replacements, new_nodes, pass_name)
+
+
+class Run:
+    """State shared by the passes of one rewrite call: fuel, trace, checking."""
+
+    def __init__(self, fuel: int | None, checked: bool, timed: bool = False):
+        self.budget = Budget(fuel)
+        self.checked = checked
+        self.timed = timed
+        self.trace: list[Firing] = []
+        self.rounds = 0  # multi-root rounds, over every pass
+
+    def record(
+        self, pass_name: str, rule: CompiledRule, roots, replacements, new_nodes, pending=None
+    ) -> None:
+        for n in new_nodes:
+            if n.origin is None:
+                n.origin = rule.rule
+        if self.checked:
+            validate(replacements)
+        self.trace.append(
+            (rule.name, rule.location, roots, replacements, new_nodes, pass_name, pending)
+        )
+        self.budget.left -= 1
+        if self.budget.left <= 0:
+            self.budget.exhausted = True
+
+
