@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ngrules.errors import OpError
+from ngrules.ir.axes import Axis, make_axes
 
 #: Traits an op may carry; the matcher, checker and test generators read them.
 TRAITS = frozenset(
@@ -185,8 +186,6 @@ def did_you_mean(name: str, choices) -> str:
 
 def normalize_attrs(op: OpDef, attrs: Mapping[str, Any]) -> dict[str, Any]:
     """Check attributes against the op's schema, fill defaults, convert to canonical types."""
-    from ngrules.ir.axes import Axis, make_axes
-
     given = 0
     out: dict[str, Any] = {}
     for spec in op.attrs:
