@@ -56,7 +56,7 @@ class _Cycle(Exception):
 
 
 def _any_pending(args: tuple[Node, ...], pending: Pending) -> bool:
-    return any(a in pending for a in args)
+    return not pending.keys().isdisjoint(args)
 
 
 def _at_op(rules: list[CompiledRule], op: str) -> list[CompiledRule]:
@@ -124,10 +124,8 @@ class _Pass:
                     if node.op in lazy:
                         pending[node] = images
                     else:
-                        for i in images:
-                            if i in pending:  # rebuilt on its arguments' nodes: build them
-                                images = tuple([pending.force(i) for i in images])
-                                break
+                        if pending and _any_pending(images, pending):  # build them first
+                            images = tuple([pending.force(i) for i in images])
                         self._rebuild(node, images)
                         continue
                 else:
