@@ -102,7 +102,7 @@ class _Pass:
         (its op is in `lazy`): then it becomes pending (see `pending`), matched through its
         view and rebuilt only if needed. Only a rewrite's result is normalised on the explicit
         stack."""
-        memo, pending, lazy = self.memo, self.pending, self.lazy
+        memo, pending, lazy, index = self.memo, self.pending, self.lazy, self._index
         order = toposort(outputs)
         self.run.budget.size_for(len(order))
         for node in order:
@@ -132,16 +132,19 @@ class _Pass:
                     done = memo.get(node)  # reached before as a rebuilt node: known
                     if done is not None:
                         continue
-            self._settle(node)
+            rules = index.get(node.op)
+            if rules is None:
+                rules = self.rules_for(node.op)
+            if not rules:  # its own normal form, or pending: rebuilt when needed
+                memo[node] = node
+                continue
+            self._settle(node, rules)
         force = pending.force
         return [force(memo[o]) for o in outputs]
 
-    def _settle(self, node: Node) -> None:
+    def _settle(self, node: Node, rules: list[CompiledRule]) -> None:
         """The rules at a node that is unchanged or pending; its normal form into the memo."""
-        rules = self._index.get(node.op)
-        if rules is None:
-            rules = self.rules_for(node.op)
-        rule, found = self._first_match(node, rules) if rules else (None, None)
+        rule, found = self._first_match(node, rules)
         if rule is None:  # its own normal form; if pending, rebuilt when needed (or already)
             self.memo.setdefault(node, node)
         else:
@@ -180,7 +183,7 @@ class _Pass:
         if done is not None:
             return done
         args = replacement.args
-        if all(memo.get(a) is a for a in args) and not self.rules_for(replacement.op):
+        if all([memo.get(a) is a for a in args]) and not self.rules_for(replacement.op):
             memo[replacement] = replacement  # a new node on normal forms that no rule rewrites
             return replacement
         return self._normalize(replacement, rewritten, rule)
