@@ -54,3 +54,15 @@ def test_the_lazy_names_are_the_real_objects_every_time():
         from ngrules import testing as public_testing
 
         assert public_testing is sys.modules["ngrules.testing"] and ng.testing is public_testing
+
+
+def test_the_old_paths_of_the_op_table_and_its_generators_still_import():
+    # code written before the package was split into layers (the peers' benchmark adapter)
+    # imports these from ngrules.ops and ngrules.opgen
+    from ngrules.ir import opgen, ops
+    from ngrules.opgen import axis_pool, some_axes
+    from ngrules.ops import OPS, AttrSpec, NotDifferentiable, get_op
+
+    assert (AttrSpec, NotDifferentiable, OPS, get_op) == (
+        ops.AttrSpec, ops.NotDifferentiable, ops.OPS, ops.get_op)
+    assert (axis_pool, some_axes) == (opgen.axis_pool, opgen.some_axes)
