@@ -82,12 +82,14 @@ rule lazy_subtract: Exp(a - b) => Exp(a) / Exp(b)
 
 
 def test_a_literal_under_a_pending_node_is_read_from_its_rebuilt_form():
-    # Broadcast(c) becomes a known 2 only once c = 1 + 1 is folded, and stays pending (a
-    # building rule has Broadcast inside): the literal in `fold2` must read its rebuilt form
+    # Broadcast(c) becomes a known 2 only once c = 1 + 1 is folded, and stays pending, as do
+    # the Multiply and the Negative above it (building rules have those ops inside): `fold2`
+    # is matched through views, and its literal must read the Broadcast's rebuilt form
     rs = rules("""
 rule fold: c: Constant + d: Constant => constant(value(c) + value(d), dtype=c.dtype)
 rule fold2: Negative(y * 2) => y * -2
 rule lazy_broadcast: e @ Exp(Broadcast(s)) => broadcast(Exp(s), e.axes)
+rule lazy_negative: Exp(Negative(z)) => Reciprocal(Exp(z))
 """)
     one = ng.constant(1.0)
     (p,) = [ng.placeholder([A], name="p")]

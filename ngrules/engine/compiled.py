@@ -22,8 +22,9 @@ from ngrules.lang.exprgen import compile_clauses
 from ngrules.lang.rules import Rule
 from ngrules.lang.syntax import EAttr, ECall, EVar, Guard, Let, PNamed, POp, PVar, walk
 
-#: The bindings key under which a one-root rule's root reaches its continuation.
-_ROOT = object()
+#: The bindings keys under which a one-root rule's root and the walk's pending nodes reach its
+#: continuation (keys no name has).
+_ROOT, _PENDING = object(), object()
 
 
 @dataclass
@@ -136,7 +137,6 @@ class CompiledRule:
         self._returns = only.name if plain else None
         self.builds = not isinstance(only, EVar)  # its replacement is not just a bound node
         self._needs_nodes = needs_nodes(rule)
-        self._pending_finish: tuple | None = None  # (the pass's Pending, its continuation)
 
     @property
     def returns_a_binding(self) -> bool:
@@ -161,33 +161,21 @@ class CompiledRule:
         matched through their views; the bindings the clauses need as nodes are rebuilt."""
         if self.is_multi_root:
             return self._match(node, {}, self._after_root(1, (node,), ctx))
-        if not pending:  # the root travels in the bindings, under a key no name has
-            return self._match(node, {_ROOT: node}, self._finish_single)
-        cached = self._pending_finish
-        if cached is None or cached[0] is not pending:
-            cached = self._pending_finish = (pending, self._finish_pending(pending))
-        return self._match(node, {_ROOT: node}, cached[1], pending)
+        return self._match(node, {_ROOT: node, _PENDING: pending}, self._finish_single, pending)
 
     def _finish_single(self, b: dict):
-        """The continuation of a one-root rule; `=> x` with no clauses needs no evaluator."""
-        name, root = self._returns, b[_ROOT]
+        """The continuation of a one-root rule; `=> x` with no clauses needs no evaluator.
+        The bindings the clauses use as nodes are rebuilt if pending (those used only for
+        their type, as in `x.axes` or `size(x)`, may stay pending)."""
+        name, root, pending = self._returns, b[_ROOT], b[_PENDING]
+        if pending:
+            for needed in self._needs_nodes:
+                b[needed] = pending.force(b[needed])
         if name is not None:
             value = b[name]
             if same_type(value, root):
                 return (root,), (value,), ()
         return self._finish(b, (root,))
-
-    def _finish_pending(self, pending: Pending):
-        """`_finish_single` once the bindings the clauses use as nodes are rebuilt (those used
-        only for their type, as in `x.axes` or `size(x)`, may stay pending)."""
-        force, needed = pending.force, self._needs_nodes
-
-        def finish(b: dict):
-            for name in needed:
-                b[name] = force(b[name])
-            return self._finish_single(b)
-
-        return finish
 
     def _after_root(self, i: int, roots: tuple[Node, ...], ctx):
         if i == len(self.matchers):

@@ -39,7 +39,7 @@ class Pending(dict):
             if a in self and memo.get(a, a) is a:
                 break
         else:  # its arguments are normal forms already: one node to build
-            return self._settle(node)
+            return self._force_one(node)
         stack = [node]
         while stack:
             top = stack[-1]
@@ -49,10 +49,10 @@ class Pending(dict):
                 continue
             stack.pop()
             if memo.get(top, top) is top:
-                self._settle(top)
+                self._force_one(top)
         return memo[node]
 
-    def _settle(self, node: Node) -> Node:
+    def _force_one(self, node: Node) -> Node:
         """Rebuild node (its arguments are settled) and make that its normal form."""
         memo = self.memo
         judged = node in memo  # no rule matched it: what it rebuilds to is a normal form

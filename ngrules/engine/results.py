@@ -108,7 +108,7 @@ class Run:
         self.budget = Budget(fuel)
         self.checked = checked
         self.timed = timed
-        self.trace: list[Firing] = []
+        self.trace: list[tuple] = []  # Firing's fields, and the pending nodes of its pass
         self.rounds = 0  # multi-root rounds, over every pass
 
     def record(
@@ -119,6 +119,8 @@ class Run:
                 n.origin = rule.rule
         if self.checked:
             validate(replacements)
+        if not pending or pending.keys().isdisjoint(roots):
+            pending = None  # kept only to rebuild a pending root when the trace is read
         self.trace.append(
             (rule.name, rule.location, roots, replacements, new_nodes, pass_name, pending)
         )
