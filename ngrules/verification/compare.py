@@ -36,8 +36,9 @@ SEMANTICS = ("strict", "refine")
 CANCELLATION = 1e-11
 #: Ops with a pole at zero: an infinity they give from a zero operand is not an overflow.
 _POLES = frozenset({"Divide", "Reciprocal", "Log", "Power"})
-#: Elementwise ops that are never zero where their operands are nonzero (a zero is underflow).
-_NEVER_ZERO = frozenset({"Exp", "Multiply", "Divide", "Square", "Reciprocal", "Sigmoid"})
+#: Elementwise ops that are never zero where their operands are nonzero (a zero is underflow);
+#: the positive ones below are never zero at all.
+_NEVER_ZERO = frozenset({"Multiply", "Divide", "Square", "Reciprocal"})
 #: Ops positive on every finite operand: a zero is underflow (`Softmax` of `[0, 1e6]`).
 _POSITIVE = frozenset({"Exp", "Sigmoid", "Softmax"})
 

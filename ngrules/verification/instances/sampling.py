@@ -149,7 +149,7 @@ def attempts(draw, rule: Rule, earlier: Sequence = ()) -> Instance | Rejected:
     assumed = assumed_nodes(rule.assumptions, bound)
     ranges = {node: a for a, node in assumed if node.op == "Placeholder"}
     feeds = feeds_for(roots, draw(st.integers(0, 2**32 - 1)), domains, special, ranges)
-    missed = broken(assumed, feeds) if assumed else None
+    missed = broken(assumed, feeds)
     if missed is not None:
         return Rejected(f"the values drawn break the assumption `{missed}`")
     inst = rewrite_instance(rule, roots, feeds)

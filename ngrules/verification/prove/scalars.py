@@ -41,10 +41,10 @@ def _axiom_table() -> list[tuple[object, object]]:
     ]
 
 
-def _axioms() -> list[tuple[frozenset, object]]:
+def _axioms(table: list[tuple[object, object]]) -> list[tuple[frozenset, object]]:
     """(the functions an axiom speaks of, the axiom), quantified over its pattern."""
     axioms = [EXP(0) == 1, LOG(1) == 0]
-    for pattern, body in _axiom_table():
+    for pattern, body in table:
         bound = [v for v in (_A, _B) if _occurs(v, pattern)]
         axioms.append(z3.ForAll(bound, body, patterns=[pattern]))
     return [(frozenset(_functions(ax)), ax) for ax in axioms]
@@ -86,10 +86,11 @@ def axioms_for(term) -> list:
     return [ax for names, ax in AXIOMS if names <= used]
 
 
+#: Each axiom's trigger pattern and body (`ground` instantiates them on a claim's terms).
+TRIGGERS = _axiom_table()
 #: The axioms the uninterpreted functions obey (all true of the real functions), each with the
 #: functions it speaks of.
-AXIOMS = _axioms()
-TRIGGERS = _axiom_table()
+AXIOMS = _axioms(TRIGGERS)
 
 
 ONE, ZERO = z3.RealVal(1), z3.RealVal(0)
