@@ -153,9 +153,10 @@ def format_rules(f: RulesFile) -> str:
 
 
 def _decl_lines(block: _Block) -> list[str]:
-    """A declaration's lines; a rule too long for one line with its comment is split."""
+    """A declaration's lines; a rule too long for one line with its comment is split, and so
+    is one with a comment line inside (joined, the comment would fall after it)."""
 
-    if isinstance(block.decl, RuleDecl) and _table_row(block) is None:
+    if isinstance(block.decl, RuleDecl) and (block.inner or _table_row(block) is None):
         return format_rule(block.decl, one_line_limit=0).split("\n")
     return format_decl(block.decl).split("\n")
 
