@@ -142,7 +142,7 @@ def test_a_comment_line_inside_a_rule_stays_before_its_clause():
     "text, expected",
     [
         ("rule s:\n    # why\n    Exp(x) => x\n", "rule s:\n    # why\n    Exp(x)\n    => x\n"),
-        ("rule s:\n    Exp(x)\n    # then\n    => x\n", "rule s:\n    Exp(x)\n    # then\n    => x\n"),
+        ("rule s:\n    Exp(x)\n    # then\n    => x\n",) * 2,
     ],
 )
 def test_a_rule_with_a_comment_line_inside_is_not_joined_onto_one_line(text, expected):
