@@ -184,10 +184,10 @@ def test_the_nn_cross_entropy_rule_holds_on_its_assumed_range_and_not_beyond():
         feeds = {x: np.linspace(-15, 25, 2001), t: np.full(2001, tv)}
         [b], [r] = ng.execute([before], feeds), ng.execute(res.outputs, feeds)
         np.testing.assert_allclose(r, b, rtol=1e-6, atol=1e-9)
-        for outside in (-25.0, 30.0):  # the promise is needed on both sides
-            feeds = {x: np.full(2001, outside), t: np.full(2001, 0.0)}
-            [b], [r] = ng.execute([before], feeds), ng.execute(res.outputs, feeds)
-            assert not np.allclose(r, b, rtol=1e-6, atol=1e-9)
+    for outside in (-25.0, 30.0):  # the promise is needed on both sides
+        feeds = {x: np.full(2001, outside), t: np.full(2001, 0.0)}
+        [b], [r] = ng.execute([before], feeds), ng.execute(res.outputs, feeds)
+        assert not np.allclose(r, b, rtol=1e-6, atol=1e-9)
 
 
 # -- the prover -------------------------------------------------------------------------------

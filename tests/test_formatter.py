@@ -138,6 +138,20 @@ def test_a_comment_line_inside_a_rule_stays_before_its_clause():
     assert canonical(out) == out
 
 
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("rule s:\n    # why\n    Exp(x) => x\n", "rule s:\n    # why\n    Exp(x)\n    => x\n"),
+        ("rule s:\n    Exp(x)\n    # then\n    => x\n",) * 2,
+    ],
+)
+def test_a_rule_with_a_comment_line_inside_is_not_joined_onto_one_line(text, expected):
+    """Joined, the comment would land after the rule (and move again at the next fmt)."""
+    out = canonical(text)
+    assert out == expected
+    assert canonical(out) == out
+
+
 def test_a_hash_inside_a_string_is_not_a_comment():
     out = canonical('import "a#b.rules"  # real\n')
     assert out == 'import "a#b.rules"  # real\n'

@@ -19,7 +19,7 @@ from ngrules.lang.expr import NODE_ATTRIBUTES, all_attributes
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.kinds import KINDS
 from ngrules.lang.patterns import expand_named, pattern_key
-from ngrules.lang.replacements import check_rule_statics, known_ops, static_op
+from ngrules.lang.replacements import bound_names, check_rule_statics, known_ops, static_op
 from ngrules.lang.rules import Rule, RuleSet
 from ngrules.lang.syntax import (
     MAX_DEPTH,
@@ -34,7 +34,6 @@ from ngrules.lang.syntax import (
     PassDecl,
     Pattern,
     PipelineDecl,
-    PNamed,
     POp,
     PVar,
     RuleDecl,
@@ -113,8 +112,7 @@ class RuleChecker:
         if roots is None:
             return None
         self.ops_of = known_ops(roots)
-        bound = {p.name for p in walk(roots) if isinstance(p, (PVar, PNamed))}
-        bound.discard("_")
+        bound = bound_names(roots)
         clauses = self._check_clauses(bound)
         lets = {c.name for c in clauses if isinstance(c, Let)}
         assumed = read_assumptions(self.decl.clauses, bound, lets, self.problems.add)

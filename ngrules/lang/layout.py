@@ -93,12 +93,15 @@ def _blank_between(lines: list[str], after: int, before: int) -> bool:
 
 
 def _table_row(block: _Block) -> tuple[str, str, str] | None:
-    """(head, pattern, replacement) of a rule that fits on one line with its comment."""
+    """(head, pattern, replacement) of a rule that fits on one line with its comment (and has
+    no comment line inside: joined, the comment would fall after it)."""
 
     decl = block.decl
     if not isinstance(decl, RuleDecl):
         return None
     format_decl(decl)  # the depth check
+    if block.inner:
+        return None
     comment = block.trailing.get(0, "")
     text = format_rule(decl, WIDTH - (len(comment) + len(COMMENT_GAP) if comment else 0))
     if "\n" in text:
@@ -165,9 +168,7 @@ def _table_run(blocks: list[_Block], start: int) -> list[_Block]:
     run = []
     for k in range(start, len(blocks)):
         block = blocks[k]
-        if _table_row(block) is None or block.inner or (
-            run and (block.blank_before or block.leading)
-        ):
+        if _table_row(block) is None or (run and (block.blank_before or block.leading)):
             break
         run.append(block)
     return run

@@ -76,16 +76,12 @@ _ORDERED = {"<", "<=", ">", ">="}
 _ARITHMETIC = {"+", "-", "*", "/"}
 
 
-def _binding_kinds(roots) -> dict[str, str]:
-    return {p.name: NODE for p in walk(roots) if isinstance(p, (PVar, PNamed)) and p.name != "_"}
-
-
 class KindChecker:
     """Infers the static kind of each expression of one rule, reporting impossible ones."""
 
     def __init__(self, decl: RuleDecl, roots, report: Report):
         self.decl, self.report = decl, report
-        self.kinds = _binding_kinds(roots)
+        self.kinds = dict.fromkeys(bound_names(roots), NODE)
         self.ops_of = known_ops(roots)
 
     def run(self) -> None:
@@ -243,6 +239,11 @@ def _orderable(a: str, b: str) -> bool:
 
 def _either(kinds: set[str]) -> str:
     return " or ".join(sorted(kinds))
+
+
+def bound_names(roots) -> set[str]:
+    """The variables the pattern binds (`x`, `h @ ...`; never the wildcard `_`)."""
+    return {p.name for p in walk(roots) if isinstance(p, (PVar, PNamed)) and p.name != "_"}
 
 
 def known_ops(roots) -> dict[str, str]:
