@@ -33,17 +33,15 @@ def graph_lines(outputs) -> list[str]:
 
 def run(args) -> int:
     from ngrules.cli import graphio
-    from ngrules.cli.picture import draw, picture_line, stage_picture, svg_path
-    from ngrules.ir.fileio import check_outputs, staged_files
+    from ngrules.cli.picture import picture_files, picture_line, save_picture
+    from ngrules.ir.fileio import check_outputs
 
     if args.picture:  # before any work: never an input, never a folder
-        check_outputs([args.picture, svg_path(args.picture)], graphio.files(args.graph))
+        check_outputs(picture_files(args.picture), graphio.files(args.graph))
     outputs = graphio.load(args.graph, graphio.parse_lengths(args.length))[0]
     print("\n".join(graph_lines(outputs)))
     if args.picture:
-        picture = draw(outputs, Path(args.picture).stem)
-        with staged_files() as stage:
-            stage_picture(stage, picture, args.picture)
+        picture = save_picture(outputs, args.picture, Path(args.picture).stem)
         print(picture_line(picture, args.picture))
     return 0
 
