@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ngrules.cli.common import add_command, add_length_option
+from ngrules.cli.common import add_command, add_graph_argument
 
 
 def graph_lines(outputs) -> list[str]:
@@ -51,7 +51,6 @@ def register(sub) -> None:
         sub, "show", run, "print a graph file as text (and draw it)",
         "ngrules show g.json --picture g.dot",
     )
-    p.add_argument("graph", metavar="GRAPH", help="a graph file (.json) or an ONNX model (.onnx)")
-    add_length_option(p)
+    add_graph_argument(p)
     p.add_argument("--picture", metavar="DOT",
                    help="also write Graphviz DOT (and SVG when Graphviz is installed)")
