@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ngrules.ir.axes import Axes, Axis
-from ngrules.ir.fileio import staged_files
+from ngrules.ir.fileio import check_output, staged_files
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import get_op
 from ngrules.lang.library import short_location
@@ -267,7 +267,9 @@ def picture_line(picture: Picture, path_dot: str | os.PathLike) -> str:
 
 
 def picture_files(path_dot: str | os.PathLike) -> list:
-    """The files a picture at `path_dot` may write (for `check_outputs` before any work)."""
+    """The files a picture at `path_dot` may write (for `check_outputs` before any work), once
+    `path_dot` is checked to be writable (first: "" or "/" have no SVG file to name)."""
+    check_output(path_dot)
     return [path_dot, svg_path(path_dot)]
 
 

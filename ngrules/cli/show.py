@@ -36,11 +36,11 @@ def run(args) -> int:
     from ngrules.cli.picture import picture_files, picture_line, save_picture
     from ngrules.ir.fileio import check_outputs
 
-    if args.picture:  # before any work: never an input, never a folder
+    if args.picture is not None:  # before any work: never an input, never a folder
         check_outputs(picture_files(args.picture), graphio.files(args.graph))
     outputs = graphio.load(args.graph, graphio.parse_lengths(args.length))[0]
     print("\n".join(graph_lines(outputs)))
-    if args.picture:
+    if args.picture is not None:
         picture = save_picture(outputs, args.picture, Path(args.picture).stem)
         print(picture_line(picture, args.picture))
     return 0
