@@ -94,6 +94,19 @@ def test_an_output_onto_an_input_is_refused_before_anything_is_written(files, ar
     assert {p.name: p.read_bytes() for p in files.iterdir()} == before
 
 
+@pytest.mark.parametrize("command", [("show", "g.json"),
+                                     ("apply", "g.json", "-o", "o.json", "--rules", "s.rules")])
+@pytest.mark.parametrize("picture, fragment", [("", "an output path is empty"),
+                                               ("/", "/: is a folder, not a file")])
+def test_a_picture_path_with_no_file_name_is_bad_input(files, command, picture, fragment):
+    """Not a traceback from naming the SVG beside it (`Path("/").with_suffix` raises)."""
+    before = {p.name: p.read_bytes() for p in files.iterdir()}
+    proc = run(*command, "--picture", picture, cwd=files)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"ngrules: error: {fragment}"]
+    assert {p.name: p.read_bytes() for p in files.iterdir()} == before
+
+
 def test_run_prints_or_saves_the_outputs(files):
     x = np.arange(6, dtype=np.float32).reshape(3, 2)
     proc = run("run", "g.json", "--feed", "x=x.npy", cwd=files)

@@ -125,6 +125,14 @@ def test_unsupported_op_is_one_line_naming_op_and_node(cli, models):
     assert not (models / "out.onnx").exists()
 
 
+def test_an_unreadable_model_is_one_line_even_when_the_parser_writes_several(cli, models):
+    # protobuf's JSON parser lists the fields it knows on a line of their own
+    (models / "g.json").write_text('{"format": "ngrules-graph"}')
+    proc = cli("import", "g.json", "-o", "h.json", cwd=models)
+    assert_bad_input(proc, "g.json: not a readable ONNX model")
+    assert not (models / "h.json").exists()
+
+
 def test_symbolic_dimension_needs_a_length(cli, models):
     assert_bad_input(cli("import", "mlp.onnx", "-o", "g.json", cwd=models), "--length N=")
 

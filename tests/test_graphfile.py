@@ -34,7 +34,8 @@ class Pool:
         self.draw, self.fresh, self.nodes = draw, Leaves(dtype), []
 
     def __call__(self, axes):
-        fits = [n for n in self.nodes if n.axes == axes and n.axes.lengths == axes.lengths]
+        fits = [n for n in self.nodes if n.axes == axes and n.axes.lengths == axes.lengths
+                and n.dtype == self.fresh.dtype]  # not a comparison's bool or an index's int
         if fits and self.draw(st.booleans()):
             return self.draw(st.sampled_from(fits))
         node = self.fresh(axes)

@@ -27,13 +27,13 @@ from ngrules.cli.common import (
 
 def _check_paths(args) -> None:
     from ngrules.cli import graphio
-    from ngrules.cli.picture import svg_path
+    from ngrules.cli.picture import picture_files
     from ngrules.ir.fileio import check_outputs
     from ngrules.lang.loader import expand_paths
 
     outputs = graphio.output_files(args.output)
     if args.picture is not None:
-        outputs += [args.picture, svg_path(args.picture)]
+        outputs += picture_files(args.picture)
     inputs = [*graphio.files(args.graph), *expand_paths(args.rules or [])]
     check_outputs(outputs, inputs)
 

@@ -90,6 +90,13 @@ def add_length_option(p: argparse.ArgumentParser) -> None:
                    help="the length of a symbolic ONNX dimension (repeatable)")
 
 
+def add_graph_argument(p: argparse.ArgumentParser) -> None:
+    """The GRAPH a command reads, a graph file or an ONNX model, and `--length` for the model's
+    symbolic dimensions (`graphio.load` reads both)."""
+    p.add_argument("graph", metavar="GRAPH", help="a graph file (.json) or an ONNX model (.onnx)")
+    add_length_option(p)
+
+
 def add_disable_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--disable", action="append", default=[], metavar="RULE",
                    help="leave this rule out (repeatable)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ngrules.cli.common import (
     add_command,
-    add_length_option,
+    add_graph_argument,
     add_rules_option,
     at_least,
     rules_or_library,
@@ -30,8 +30,7 @@ def register(sub) -> None:
         "ngrules explain batchnorm_bprop g.json --rules rules/",
     )
     p.add_argument("rule", metavar="RULE")
-    p.add_argument("graph", metavar="GRAPH", help="a graph file (.json) or an ONNX model (.onnx)")
-    add_length_option(p)
+    add_graph_argument(p)
     add_rules_option(p)
     p.add_argument("--limit", type=at_least(0), default=3,
                    help="closest misses to show (default 3)")

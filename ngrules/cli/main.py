@@ -73,8 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _one_line(e: NgrulesError) -> str:
+    """The error as one line, even when its message quotes a library's several-line text."""
     where = f"{e.span}: " if e.span is not None else ""
-    return f"ngrules: {where}error: {e.message}"
+    message = " ".join(line.strip() for line in e.message.splitlines())
+    return f"ngrules: {where}error: {message}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ngrules.ir.axes import Axes, Axis
-from ngrules.ir.fileio import staged_files
+from ngrules.ir.fileio import check_output, staged_files
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import get_op
 from ngrules.lang.library import short_location
@@ -266,11 +266,26 @@ def picture_line(picture: Picture, path_dot: str | os.PathLike) -> str:
     return f"picture: {path_dot} ({picture.note})"
 
 
+def picture_files(path_dot: str | os.PathLike) -> list:
+    """The files a picture at `path_dot` may write (for `check_outputs` before any work), once
+    `path_dot` is checked to be writable (first: "" or "/" have no SVG file to name)."""
+    check_output(path_dot)
+    return [path_dot, svg_path(path_dot)]
+
+
+def save_picture(
+    outputs: Sequence[Node], path_dot: str | os.PathLike, title: str | None = None
+) -> Picture:
+    """Draw the graph and write the DOT file, and the SVG beside it when Graphviz drew it."""
+    picture = draw(outputs, title)
+    with staged_files() as stage:
+        stage_picture(stage, picture, path_dot)
+    return picture
+
+
 def write_picture(
     outputs: Sequence[Node], path_dot: str | os.PathLike, title: str | None = None
 ) -> Path | None:
     """Write the DOT file, and the SVG beside it when Graphviz can draw it (its path, or None)."""
-    picture = draw(outputs, title)
-    with staged_files() as stage:
-        stage_picture(stage, picture, path_dot)
+    picture = save_picture(outputs, path_dot, title)
     return svg_path(path_dot) if picture.svg is not None else None

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from ngrules.cli.common import add_command, add_length_option, at_least
+from ngrules.cli.common import add_command, add_graph_argument, at_least
 from ngrules.errors import NgrulesError
 
 
@@ -51,8 +51,7 @@ def register(sub) -> None:
         sub, "run", run, "execute a graph file on the given inputs; print or save its outputs",
         "ngrules run g.json --feed x=x.npy -o out.npz",
     )
-    p.add_argument("graph", metavar="GRAPH", help="a graph file (.json) or an ONNX model (.onnx)")
-    add_length_option(p)
+    add_graph_argument(p)
     p.add_argument("--feed", action="append", default=[], metavar="NAME=FILE.npy",
                    help="the value of placeholder NAME, from a .npy file (repeatable)")
     p.add_argument("-o", "--output", metavar="OUT.npz",

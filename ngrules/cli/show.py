@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ngrules.cli.common import add_command, add_length_option
+from ngrules.cli.common import add_command, add_graph_argument
 
 
 def graph_lines(outputs) -> list[str]:
@@ -33,17 +33,15 @@ def graph_lines(outputs) -> list[str]:
 
 def run(args) -> int:
     from ngrules.cli import graphio
-    from ngrules.cli.picture import draw, picture_line, stage_picture, svg_path
-    from ngrules.ir.fileio import check_outputs, staged_files
+    from ngrules.cli.picture import picture_files, picture_line, save_picture
+    from ngrules.ir.fileio import check_outputs
 
-    if args.picture:  # before any work: never an input, never a folder
-        check_outputs([args.picture, svg_path(args.picture)], graphio.files(args.graph))
+    if args.picture is not None:  # before any work: never an input, never a folder
+        check_outputs(picture_files(args.picture), graphio.files(args.graph))
     outputs = graphio.load(args.graph, graphio.parse_lengths(args.length))[0]
     print("\n".join(graph_lines(outputs)))
-    if args.picture:
-        picture = draw(outputs, Path(args.picture).stem)
-        with staged_files() as stage:
-            stage_picture(stage, picture, args.picture)
+    if args.picture is not None:
+        picture = save_picture(outputs, args.picture, Path(args.picture).stem)
         print(picture_line(picture, args.picture))
     return 0
 
@@ -53,7 +51,6 @@ def register(sub) -> None:
         sub, "show", run, "print a graph file as text (and draw it)",
         "ngrules show g.json --picture g.dot",
     )
-    p.add_argument("graph", metavar="GRAPH", help="a graph file (.json) or an ONNX model (.onnx)")
-    add_length_option(p)
+    add_graph_argument(p)
     p.add_argument("--picture", metavar="DOT",
                    help="also write Graphviz DOT (and SVG when Graphviz is installed)")

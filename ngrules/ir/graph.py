@@ -36,7 +36,7 @@ creation_log: list | None = None
 
 def _freeze(value: Any) -> Any:
     """A hashable stand-in for an attribute value that keeps every length and array byte."""
-    if value.__class__ is float:
+    if isinstance(value, float):  # first: the commonest value; 1.0 must not be the key of 1
         return ("float", value)
     if isinstance(value, Axes):
         return tuple(_freeze(a) for a in value)
@@ -47,8 +47,6 @@ def _freeze(value: Any) -> Any:
         return ("array", value.dtype.str, value.shape, value.tobytes())
     if isinstance(value, np.dtype):
         return ("dtype", value.str)
-    if isinstance(value, float):
-        return ("float", value)
     return value
 
 
