@@ -193,6 +193,27 @@ def test_disable_leaves_rules_out_and_names_unknown_ones(tmp_path, capsys):
     assert "--disable: no rule named 'god' (did you mean 'good'?)" in capsys.readouterr().err
 
 
+def test_a_disabled_rule_no_longer_takes_the_nodes_of_the_rules_after_it():
+    rules = ng.parse_rules(
+        "rule first: x * 1 => x\nrule second: Exp(y) * 1 => Exp(y)\n", "t.rules")
+    shadowed = verify(rules, 5)
+    assert [v.status for v in shadowed] == ["verified", "unverified"]  # first takes every node
+    (second,) = verify(rules, 5, disable=["first"])
+    assert (second.rule.name, second.status) == ("second", "verified")
+    with pytest.raises(ng.NgrulesError, match="no rule named 'frist' \\(did you mean 'first'"):
+        verify(rules, 5, disable=["frist"])
+
+
+def test_a_rule_set_without_some_rules_keeps_its_ops_and_pipelines():
+    rules = ng.parse_rules(
+        "op Twice(x) = x + x\npass p\nrule a: Twice(x) => x * 2\nrule b: x * 1 => x\n"
+        "pipeline main: p\n", "t.rules")
+    less = rules.without(["a"])
+    assert [r.name for r in less] == ["b"] and [r.name for r in less.passes["p"]] == ["b"]
+    assert (less.ops, less.pipelines) == (rules.ops, rules.pipelines)
+    assert (less.ops, less.pipelines) == (("Twice",), {"main": ("p",)})
+
+
 def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, capsys):
     path = tmp_path / "r.rules"
     path.write_text("rule good: x * 1 => x\n")

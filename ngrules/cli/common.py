@@ -103,17 +103,10 @@ def add_disable_option(p: argparse.ArgumentParser) -> None:
 
 
 def without_rules(rules, names: list[str]):
-    """The rule set less the rules named (each must exist: a typo is an error, not a no-op)."""
-    if not names:
-        return rules
+    """`--disable`: the rule set less the rules named (`RuleSet.without`)."""
     from ngrules.errors import NgrulesError
-    from ngrules.ir.ops import did_you_mean
-    from ngrules.lang.rules import RuleSet
 
-    known = [r.name for r in rules.rules]
-    for name in names:
-        if name not in known:
-            raise NgrulesError(f"--disable: no rule named {name!r}{did_you_mean(name, known)}")
-    off = set(names)
-    passes = {p: tuple(r for r in rs if r.name not in off) for p, rs in rules.passes.items()}
-    return RuleSet(tuple(r for r in rules.rules if r.name not in off), passes, rules.pipelines)
+    try:
+        return rules.without(names)
+    except NgrulesError as e:
+        raise NgrulesError(f"--disable: {e.message}") from None

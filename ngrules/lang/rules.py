@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 
 from ngrules.errors import NgrulesError, Span
 from ngrules.lang.assumptions import Assumption
@@ -59,6 +59,16 @@ class RuleSet:
 
     def __len__(self) -> int:
         return len(self.rules)
+
+    def without(self, names: Iterable[str]) -> RuleSet:
+        """The rule set as if the named rules were not written: out of their passes, so later
+        rules get the nodes they would have taken. Each name must be a rule's (a typo is an
+        error, not a no-op)."""
+        off = set(names)
+        for name in sorted(off):
+            self.rule(name)
+        passes = {p: tuple(r for r in rs if r.name not in off) for p, rs in self.passes.items()}
+        return replace(self, rules=tuple(r for r in self.rules if r.name not in off), passes=passes)
 
     def rule(self, name: str) -> Rule:
         for r in self.rules:

@@ -294,9 +294,10 @@ def verify(
     "strict" (NaN stays NaN, an infinity the same infinity) or "refine" (an undefined result
     may become defined). prove: first try an SMT proof (needs z3), for all axis lengths up to
     `bound` where the rule has tensor ops; a rule proved is not tested. disable: rule names
-    left out. Within a RuleSet, a rule is checked on the nodes it would get in its pass: those
-    no earlier rule of the pass matches (first match wins); a lone rule or a list is checked on
-    its own. on_rule(i, n, rule) is called before the i-th of n rules (a progress display).
+    left out, of a RuleSet's passes too (`RuleSet.without`, as `apply --disable`). Within a
+    RuleSet, a rule is checked on the nodes it would get in its pass: those no earlier rule of
+    the pass matches (first match wins); a lone rule or a list is checked on its own.
+    on_rule(i, n, rule) is called before the i-th of n rules (a progress display).
     Ctrl-C raises `Interrupted`, whose `report` holds the verdicts computed so far.
     """
     start = time.perf_counter()
@@ -305,8 +306,10 @@ def verify(
 
         require_z3()
     chosen, ruleset = _rules_of(rules)
-    skip = set(disable)
-    chosen = [r for r in chosen if r.name not in skip]
+    off = set(disable)
+    if off and ruleset is not None:
+        ruleset = ruleset.without(off)  # out of their passes too, as `apply --disable` does
+    chosen = [r for r in chosen if r.name not in off]
     report = VerificationReport()
     try:
         for i, rule in enumerate(chosen, start=1):
