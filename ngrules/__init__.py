@@ -85,8 +85,9 @@ from ngrules.ir.builders import (
 )
 from ngrules.ir.declared import register_kernel
 from ngrules.ir.executor import Program, compile_graph, execute
-from ngrules.ir.graph import Graph, Node, format_graph, make_node, substitute, toposort, validate
+from ngrules.ir.graph import Node, format_graph, make_node, substitute, toposort, validate
 from ngrules.ir.graphfile import load_graph, save_graph
+from ngrules.ir.graphset import Graph
 from ngrules.ir.ops import OPS, AttrSpec, NotDifferentiable, OpDef
 from ngrules.ir.userops import register_op
 from ngrules.lang import functions

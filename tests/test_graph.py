@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ngrules as ng
-from ngrules.ir.graph import users_of
+from ngrules.ir.graph import creation_order, users_of
 
 
 def _xy(dtype=np.float32):
@@ -227,3 +227,23 @@ def _chain_reference(v):
             v = np.exp(v)
             d = d * v
     return v, d
+
+
+@given(st.lists(st.tuples(st.integers(0, 99), st.integers(0, 99), st.booleans()), max_size=30),
+       st.integers(1, 3))
+def test_creation_order_is_a_topological_order_of_the_same_nodes(steps, outputs_count):
+    pool = list(_xy())  # each step joins two earlier nodes (some built long before)
+    for i, j, add in steps:
+        a, b = pool[i % len(pool)], pool[j % len(pool)]
+        pool.append(ng.add(a, b) if add else ng.multiply(b, a))
+    outputs = pool[-outputs_count:]
+    order = creation_order(outputs)
+    assert set(order) == set(ng.toposort(outputs)) and len(order) == len(set(order))
+    position = {node: i for i, node in enumerate(order)}
+    assert all(position[a] < position[node] for node in order for a in node.args)
+
+
+def test_creation_order_follows_creation_not_argument_order():
+    x, y = _xy()
+    late_first = ng.add(y, x)  # the DFS visits y first; y was created after x
+    assert creation_order([late_first])[:2] == [x, y]

@@ -39,11 +39,11 @@ from ngrules.errors import NgrulesError
 from ngrules.interrupts import raise_if_interrupted
 from ngrules.ir.graph import (
     Node,
+    creation_order,
     intern_built,
     paused_gc,
     rebuilt_on,
     register,
-    toposort,
     validate,
 )
 from ngrules.ir.ops import did_you_mean
@@ -78,6 +78,11 @@ class _Pass:
         #: rebuilt at once. (A rule that returns a bound node, `=> x`, keeps that node: laziness
         #: would only defer its rebuilding, at a cost.)
         self.lazy = set().union(*(inner_ops(r.rule.roots[0]) for r in self.single if r.builds))
+        import os
+        if os.environ.get("LAZY_ROOTS"):
+            for r in self.single:
+                if r.root_ops:
+                    self.lazy |= r.root_ops
         self._only_returns: dict[str, bool] = {}  # every rule at the op is `=> x`, no clauses
         self._index: dict[str, list[CompiledRule]] = {}
         self._multi_index: dict[str, list[CompiledRule]] = {}
@@ -103,7 +108,7 @@ class _Pass:
         view and rebuilt only if needed. Only a rewrite's result is normalised on the explicit
         stack."""
         memo, pending, lazy, index = self.memo, self.pending, self.lazy, self._index
-        order = toposort(outputs)
+        order = creation_order(outputs)
         self.run.budget.size_for(len(order))
         for node in order:
             args = node.args
