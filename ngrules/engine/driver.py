@@ -78,11 +78,6 @@ class _Pass:
         #: rebuilt at once. (A rule that returns a bound node, `=> x`, keeps that node: laziness
         #: would only defer its rebuilding, at a cost.)
         self.lazy = set().union(*(inner_ops(r.rule.roots[0]) for r in self.single if r.builds))
-        import os
-        if os.environ.get("LAZY_ROOTS"):
-            for r in self.single:
-                if r.root_ops:
-                    self.lazy |= r.root_ops
         self._only_returns: dict[str, bool] = {}  # every rule at the op is `=> x`, no clauses
         self._index: dict[str, list[CompiledRule]] = {}
         self._multi_index: dict[str, list[CompiledRule]] = {}
