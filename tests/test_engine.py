@@ -195,6 +195,14 @@ def test_a_replacement_with_other_axes_is_an_error_naming_the_rule():
     assert format_graph([out]) == text
 
 
+def test_a_bound_node_of_other_axes_returned_without_clauses_is_an_error_naming_the_rule():
+    rs = rules("\n\nrule bad: Broadcast(x) => x")  # `=> x` alone takes the matcher's fast path
+    out = ng.broadcast(ng.placeholder([A], name="x"), [A, B])
+    with pytest.raises(ng.RuleError, match=r"rule bad \(t.rules:3\).*axes") as err:
+        ng.rewrite([out], rs)
+    assert str(err.value).startswith("t.rules:3:")
+
+
 def test_an_expression_failing_at_one_match_rejects_that_match_and_the_rewrite_goes_on():
     ng.register_function("explode", lambda x: 1 / 0, arity=1)
     try:

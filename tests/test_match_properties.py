@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 import ngrules as ng
 from ngrules.engine import matchgen
 from ngrules.engine.match import all_matches, compile_pattern, match_ref
+from ngrules.engine.matchgen import WRONG_TYPE, compile_returning, names_in
+from ngrules.engine.semantics import same_type
 from ngrules.ir.graph import toposort
 from ngrules.lang.syntax import PLit, PNamed, POp, PVar
 
@@ -54,6 +56,34 @@ def test_compiled_and_reference_matchers_agree(graph, pattern):
     for node in toposort([graph]):
         reference = list(match_ref(pattern, node, {}))
         assert all_matches(compiled, node) == reference
+
+
+B = ng.make_axis(3, "B")
+WIDER = ng.placeholder([A, B], name="w")  # another type than every other node
+
+
+@given(graphs(), patterns(), st.booleans())
+def test_a_returning_matcher_gives_the_first_reference_match(graph, pattern, wider):
+    """`pattern => x` (no clauses) matches without a bindings dict or continuation: what it
+    returns is the node the reference's first match binds to x, or WRONG_TYPE."""
+    if wider:  # a match whose x cannot stand in for the root
+        graph = ng.make_node("Add", (graph, ng.sum(WIDER, reduction_axes=[B])))
+        pattern = POp("Add", (pattern, POp("Sum", (PVar("x"),))))
+    for name in sorted(names_in(pattern)):
+        returning = compile_returning(pattern, name)
+        for node in toposort([graph]):
+            first = next(iter(match_ref(pattern, node, {})), None)
+            expected = None if first is None else first[name]
+            if expected is not None and not same_type(expected, node):
+                expected = WRONG_TYPE
+            assert returning(node, None, None) is expected
+
+
+def test_a_returning_matcher_reports_a_replacement_of_another_type():
+    root = ng.make_node("Add", (LEAVES[0], ng.sum(WIDER, reduction_axes=[B])))
+    pattern = POp("Add", (PVar("y"), POp("Sum", (PVar("x"),))))
+    assert compile_returning(pattern, "x")(root, None, None) is WRONG_TYPE
+    assert compile_returning(pattern, "y")(root, None, None) is LEAVES[0]
 
 
 @given(graphs())

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ngrules.engine.match import compile_pattern
+from ngrules.engine.matchgen import WRONG_TYPE, compile_returning
 from ngrules.engine.pending import NONE_PENDING, Pending
+from ngrules.engine.semantics import same_type
 from ngrules.errors import NgrulesError, RuleError
 from ngrules.ir import graph
 from ngrules.ir.frontend import constant
@@ -135,6 +137,10 @@ class CompiledRule:
         only = rule.replacement[0] if len(rule.replacement) == 1 else None
         plain = isinstance(only, EVar) and not rule.clauses and not self.is_multi_root
         self._returns = only.name if plain else None
+        #: For `=> x` with no clauses: a matcher that returns x itself (no bindings dict, no
+        #: continuation), or WRONG_TYPE when x cannot stand in for the root (then `apply`
+        #: raises the located error).
+        self.returning = compile_returning(rule.roots[0], self._returns) if plain else None
         self.builds = not isinstance(only, EVar)  # its replacement is not just a bound node
         self._needs_nodes = needs_nodes(rule)
 
@@ -161,6 +167,12 @@ class CompiledRule:
         matched through their views; the bindings the clauses need as nodes are rebuilt."""
         if self.is_multi_root:
             return self._match(node, {}, self._after_root(1, (node,), ctx))
+        if self.returning is not None:  # `=> x`: no bindings, no continuation
+            value = self.returning(node, None, None, pending)
+            if value is None:
+                return None
+            if value is not WRONG_TYPE:
+                return (node,), (pending.force(value) if pending else value,), ()
         return self._match(node, {_ROOT: node, _PENDING: pending}, self._finish_single, pending)
 
     def _finish_single(self, b: dict):
@@ -293,15 +305,6 @@ def _is_number(value) -> bool:
 
 class _NotABool(RuleError):
     """A guard that evaluated to something other than true or false: a wrong rule."""
-
-
-def same_type(a: Node, b: Node) -> bool:
-    """Same axes (names, lengths, order), dtype and outputs: a valid stand-in."""
-    if a.outputs is not None or b.outputs is not None:
-        return a.outputs == b.outputs
-    if a.dtype is not b.dtype and a.dtype != b.dtype:
-        return False
-    return a.axes is b.axes or (a.axes == b.axes and a.axes.lengths == b.axes.lengths)
 
 
 def _type_mismatch(value: Node, root: Node) -> str:

@@ -20,7 +20,13 @@ from __future__ import annotations
 import numpy as np
 
 from ngrules.engine.pending import NONE_PENDING, same_node
-from ngrules.engine.semantics import is_commutative, kind_predicate, literal_is, rounded
+from ngrules.engine.semantics import (
+    is_commutative,
+    kind_predicate,
+    literal_is,
+    rounded,
+    same_type,
+)
 from ngrules.ir.ops import OPS
 from ngrules.lang.syntax import PLit, PNamed, POp, PVar
 
@@ -58,13 +64,16 @@ class _Generator:
     chain is cut into several functions when it nests too deep. `consts` becomes the
     functions' globals."""
 
-    def __init__(self, prebound: dict[str, str]):
+    def __init__(self, prebound: dict[str, str], returns: str | None = None):
         self.consts: dict[str, object] = {
             "_optional": _optional,
             "_lit": literal_is,
             "_same": same_node,
             "_NONE": NONE_PENDING,
+            "_same_type": same_type,
+            "_WRONG_TYPE": WRONG_TYPE,
         }
+        self.returns = returns
         self.bound = dict(prebound)  # pattern name -> local holding its node
         self.count = 0
         self.done: list[_Function] = []
@@ -159,7 +168,16 @@ class _Generator:
         self.work += [("match", a, local) for a, local in reversed(list(zip(p.args, args)))]
 
     def _finish(self) -> None:
-        """Innermost point: every element matched; hand the bindings to the continuation."""
+        """Innermost point: every element matched; hand the bindings to the continuation (or,
+        for a matcher of `=> x`, return x when it can stand in for the node)."""
+        if self.returns is not None:
+            value = self.bound[self.returns]
+            self.fn.line(f"if _same_type({value}, node):", opens=True)
+            self.fn.line(f"return {value}")
+            self.fn.indent -= 1
+            self.fn.line("return _WRONG_TYPE")
+            self._close()
+            return
         items = ", ".join(f"{self.const(name)}: {local}" for name, local in self.bound.items())
         self.fn.line(f"r = k({{**b, {items}}})" if items else "r = k(b)")
         self.fn.line("if r is not None:", opens=True)
@@ -167,14 +185,21 @@ class _Generator:
         self._close()
 
 
-def generate(pattern, prebound: frozenset[str] = frozenset()) -> tuple[str, dict]:
+#: What a matcher of `=> x` returns when x has another type than the node (a wrong rule).
+WRONG_TYPE = object()
+
+
+def generate(
+    pattern, prebound: frozenset[str] = frozenset(), returns: str | None = None
+) -> tuple[str, dict]:
     """The source of `match(node, b, k)` for pattern, and its constant table.
 
     `prebound` names are read from `b` (bound by an earlier root); every other name in the
-    pattern is bound here.
+    pattern is bound here. With `returns`, the first match returns that name's node instead of
+    calling `k` (see `compile_returning`).
     """
     names = {n: f"pre{i}" for i, n in enumerate(sorted(prebound & names_in(pattern)))}
-    gen = _Generator(names)
+    gen = _Generator(names, returns)
     for name, local in names.items():
         gen.fn.line(f"{local} = b[{gen.const(name)}]")
     return gen.run(pattern, "node"), gen.consts
@@ -191,14 +216,23 @@ def names_in(pattern) -> set[str]:
     return set()
 
 
-def compile_generated(pattern, prebound: frozenset[str] = frozenset()):
+def compile_generated(
+    pattern, prebound: frozenset[str] = frozenset(), returns: str | None = None
+):
     """A matcher function generated from the pattern (see the module docstring)."""
-    source, consts = generate(pattern, prebound)
+    source, consts = generate(pattern, prebound, returns)
     namespace = dict(consts)
     exec(compile(source, "<ngrules pattern>", "exec"), namespace)  # noqa: S102 - generated
     match = namespace["match"]
     match.source = source
     return match
+
+
+def compile_returning(pattern, name: str):
+    """The matcher of a one-root rule `pattern => name` with no clauses, called as
+    `match(node, None, None, V)`: the node bound to name at the first match (no bindings dict,
+    no continuation), WRONG_TYPE if that node cannot stand in for `node`, or None."""
+    return compile_generated(pattern, frozenset(), name)
 
 
 def source_of(matcher) -> str:

@@ -51,3 +51,12 @@ def kind_predicate(kind: str | None) -> Callable[[Node], bool] | None:
 def is_commutative(op: str) -> bool:
     opdef = OPS.get(op)
     return opdef is not None and opdef.has("commutative") and opdef.arity == 2
+
+
+def same_type(a: Node, b: Node) -> bool:
+    """Same axes (names, lengths, order), dtype and outputs: a valid stand-in."""
+    if a.outputs is not None or b.outputs is not None:
+        return a.outputs == b.outputs
+    if a.dtype is not b.dtype and a.dtype != b.dtype:
+        return False
+    return a.axes is b.axes or (a.axes == b.axes and a.axes.lengths == b.axes.lengths)
