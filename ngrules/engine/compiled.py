@@ -278,6 +278,10 @@ class CompiledRule:
 
     def _replacements(self, values: list, roots: tuple[Node, ...]) -> tuple[Node, ...]:
         """The replacement's values checked against the roots: one node of each root's type."""
+        if len(values) == 1 == len(roots):  # the common case, checked without copies
+            value = values[0]
+            if value.__class__ is Node and same_type(value, roots[0]):
+                return (value,)
         exprs = self.rule.replacement
         values = list(values)  # compiled clauses give a tuple; numbers are replaced in place
         if len(values) == 1 and len(roots) > 1:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ngrules.errors import NgrulesError
+from ngrules.ir.axes import Axes
 
 MAX_INT_BITS = 1024
 MAX_ITEMS = 10_000
@@ -34,6 +35,9 @@ def _too_large(what: str) -> NgrulesError:
 
 def bounded(value: Any) -> Any:
     """value itself, if within the bounds; else an error."""
+    cls = value.__class__
+    if cls is float or cls is bool or cls is Axes:  # the commonest: nothing to check
+        return value
     if _is_int(value) and value.bit_length() > MAX_INT_BITS:
         raise _too_large(f"an integer of {value.bit_length()} bits")
     if isinstance(value, _SEQUENCES) and len(value) > MAX_ITEMS:
