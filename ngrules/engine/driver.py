@@ -40,7 +40,6 @@ from ngrules.interrupts import raise_if_interrupted
 from ngrules.ir.graph import (
     Node,
     creation_order,
-    intern_built,
     paused_gc,
     rebuilt_on,
     register,
@@ -172,10 +171,13 @@ class _Pass:
                 return
         rule, found = self._first_match(rebuilt, rules) if rules else (None, None)
         if rule is None:
-            done = intern_built(rebuilt) if fresh else rebuilt
+            # `=> x` rules built nothing, and a pending node they rebuilt lies below this one:
+            # the key is still free
+            memo[node] = memo[rebuilt] = register(rebuilt) if fresh else rebuilt
+        elif fresh:  # replaced before it was interned: nothing can reach it again
+            memo[node] = self._result(found[1][0], rebuilt, rule)
         else:
-            done = self._result(found[1][0], rebuilt, rule)
-        memo[node] = memo[rebuilt] = done
+            memo[node] = memo[rebuilt] = self._result(found[1][0], rebuilt, rule)
 
     def _result(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
         memo = self.memo

@@ -190,7 +190,7 @@ def _lookup(key) -> Node | None:
 
 def register(node: Node) -> Node:
     """Enter a new node (from `make_node` or `rebuilt_on`) in the table; its key must still be
-    free (nothing was built since): else use `intern_built`."""
+    free (nothing with that key was built since the lookup)."""
     table = _INTERN
     table[node._key] = weakref.ref(node)
     if len(table) > _SWEEP_AT[0]:
@@ -211,8 +211,8 @@ def rebuilt_on(node: Node, args: tuple[Node, ...]) -> tuple[Node, bool]:
 
     The live node with that key is returned if there is one (given `node`'s provenance if it
     has none). Otherwise the node is built but not registered: the engine tries its rules on it
-    first and passes it to `intern_built` only if it stays, so a node that a rule replaces at
-    once is never interned.
+    first and registers it only if it stays, so a node that a rule replaces at once is never
+    interned.
     """
     key = (node.op, args, node._key[2])
     ref = _INTERN.get(key)
@@ -224,13 +224,6 @@ def rebuilt_on(node: Node, args: tuple[Node, ...]) -> tuple[Node, bool]:
             return found, False
     op, origin = node.op, node.origin
     return _Building(op, args, node.attrs, node.axes, node.dtype, node.outputs, key, origin), True
-
-
-def intern_built(node: Node) -> Node:
-    """The canonical node for a new node from `rebuilt_on`: the live one with its key if there
-    is one by now, else the node itself, registered."""
-    found = _lookup(node._key)
-    return found if found is not None else register(node)
 
 
 def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
