@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import ngrules as ng
 from ngrules.engine import matchgen
 from ngrules.engine.match import all_matches, compile_pattern, match_ref
-from ngrules.engine.matchgen import WRONG_TYPE, compile_returning, names_in
+from ngrules.engine.matchgen import WRONG_TYPE, compile_returning
 from ngrules.engine.semantics import same_type
 from ngrules.ir.graph import toposort
 from ngrules.lang.syntax import PLit, PNamed, POp, PVar
@@ -62,6 +62,24 @@ B = ng.make_axis(3, "B")
 WIDER = ng.placeholder([A, B], name="w")  # another type than every other node
 
 
+def _bound_by_matching(pattern) -> set[str]:
+    """The names a match binds: a repeated `n @ p` is only compared with the first, so the
+    names in its p are not bound there (the checker refuses such a rule; patterns() makes it)."""
+    out: set[str] = set()
+    stack = [pattern]
+    while stack:  # the pattern's own order: left to right
+        p = stack.pop()
+        if isinstance(p, PNamed):
+            if p.name not in out:
+                out.add(p.name)
+                stack.append(p.pattern)
+        elif isinstance(p, PVar) and p.name != "_":
+            out.add(p.name)
+        elif isinstance(p, POp):
+            stack.extend(reversed(p.args))
+    return out
+
+
 @given(graphs(), patterns(), st.booleans())
 def test_a_returning_matcher_gives_the_first_reference_match(graph, pattern, wider):
     """`pattern => x` (no clauses) matches without a bindings dict or continuation: what it
@@ -69,7 +87,7 @@ def test_a_returning_matcher_gives_the_first_reference_match(graph, pattern, wid
     if wider:  # a match whose x cannot stand in for the root
         graph = ng.make_node("Add", (graph, ng.sum(WIDER, reduction_axes=[B])))
         pattern = POp("Add", (pattern, POp("Sum", (PVar("x"),))))
-    for name in sorted(names_in(pattern)):
+    for name in sorted(_bound_by_matching(pattern)):
         returning = compile_returning(pattern, name)
         for node in toposort([graph]):
             first = next(iter(match_ref(pattern, node, {})), None)
