@@ -136,18 +136,17 @@ class CompiledRule:
         self._generated = compile_clauses(rule.clauses, rule.replacement) or self._interpret
         only = rule.replacement[0] if len(rule.replacement) == 1 else None
         plain = isinstance(only, EVar) and not rule.clauses and not self.is_multi_root
-        self._returns = only.name if plain else None
         #: For `=> x` with no clauses: a matcher that returns x itself (no bindings dict, no
         #: continuation), or WRONG_TYPE when x cannot stand in for the root (then `apply`
         #: raises the located error).
-        self.returning = compile_returning(rule.roots[0], self._returns) if plain else None
+        self.returning = compile_returning(rule.roots[0], only.name) if plain else None
         self.builds = not isinstance(only, EVar)  # its replacement is not just a bound node
         self._needs_nodes = needs_nodes(rule)
 
     @property
     def returns_a_binding(self) -> bool:
         """`=> x` with no clauses: builds no node, so a new root need not be interned."""
-        return self._returns is not None
+        return self.returning is not None
 
     def _compile_roots(self):
         """One matcher per root, each seeing the names earlier roots bound, and for each later
@@ -176,18 +175,14 @@ class CompiledRule:
         return self._match(node, {_ROOT: node, _PENDING: pending}, self._finish_single, pending)
 
     def _finish_single(self, b: dict):
-        """The continuation of a one-root rule; `=> x` with no clauses needs no evaluator.
-        The bindings the clauses use as nodes are rebuilt if pending (those used only for
-        their type, as in `x.axes` or `size(x)`, may stay pending)."""
-        name, root, pending = self._returns, b[_ROOT], b[_PENDING]
+        """The continuation of a one-root rule. The bindings the clauses use as nodes are
+        rebuilt if pending (those used only for their type, as in `x.axes` or `size(x)`, may
+        stay pending)."""
+        pending = b[_PENDING]
         if pending:
             for needed in self._needs_nodes:
                 b[needed] = pending.force(b[needed])
-        if name is not None:
-            value = b[name]
-            if same_type(value, root):
-                return (root,), (value,), ()
-        return self._finish(b, (root,))
+        return self._finish(b, (b[_ROOT],))
 
     def _after_root(self, i: int, roots: tuple[Node, ...], ctx):
         if i == len(self.matchers):
