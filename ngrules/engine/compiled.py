@@ -19,8 +19,10 @@ from ngrules.errors import NgrulesError, RuleError
 from ngrules.ir import graph
 from ngrules.ir.frontend import constant
 from ngrules.ir.graph import Node, make_node
+from ngrules.ir.ops import OPS
 from ngrules.lang.expr import compile_expr
 from ngrules.lang.exprgen import compile_clauses
+from ngrules.lang.replacements import bound_names
 from ngrules.lang.rules import Rule
 from ngrules.lang.syntax import EAttr, ECall, EVar, Guard, Let, PNamed, POp, PVar, walk
 
@@ -54,27 +56,16 @@ def needs_nodes(rule: Rule) -> tuple[str, ...]:
             typed.add(id(e.obj))
         elif isinstance(e, ECall) and e.func == "size" and len(e.args) == 1 and not e.kwargs:
             typed.add(id(e.args[0]))  # an id that is no variable's is never looked up
-    names = set()
-    for root in rule.roots:
-        _bound_names(root, names)
     used = {e.name for e in walk(exprs) if isinstance(e, EVar) and id(e) not in typed}
-    return tuple(sorted(used & names))
+    return tuple(sorted(used & bound_names(rule.roots)))
 
 
 def inner_ops(pattern) -> set[str]:
     """The ops of the pattern's nodes below its root: what a match can fuse away."""
     while isinstance(pattern, PNamed):
         pattern = pattern.pattern
-    out: set[str] = set()
-    stack = list(pattern.args) if isinstance(pattern, POp) else []
-    while stack:
-        p = stack.pop()
-        if isinstance(p, PNamed):
-            stack.append(p.pattern)
-        elif isinstance(p, POp):
-            out.add(p.op)
-            stack.extend(p.args)
-    return out
+    below = pattern.args if isinstance(pattern, POp) else ()
+    return {p.op for p in walk(below) if isinstance(p, POp)}
 
 
 def root_ops(pattern) -> frozenset[str] | None:
@@ -87,21 +78,8 @@ def root_ops(pattern) -> frozenset[str] | None:
         inner = root_ops(pattern.args[0])
         return None if inner is None else inner | {pattern.op}
     if isinstance(pattern, PVar) and pattern.kind is not None:
-        from ngrules.ir.ops import OPS
-
         return frozenset({pattern.kind}) if pattern.kind in OPS else None
     return None
-
-
-def _bound_names(pattern, out: set[str]) -> set[str]:
-    if isinstance(pattern, (PVar, PNamed)) and pattern.name != "_":
-        out.add(pattern.name)
-    if isinstance(pattern, PNamed):
-        _bound_names(pattern.pattern, out)
-    elif isinstance(pattern, POp):
-        for a in pattern.args:
-            _bound_names(a, out)
-    return out
 
 
 def _anchor(pattern, bound: set[str], depth: int = 0) -> tuple[str, int] | None:
@@ -156,7 +134,7 @@ class CompiledRule:
         for root in self.rule.roots:
             matchers.append(compile_pattern(root, frozenset(bound)))
             anchors.append(_anchor(root, bound))
-            _bound_names(root, bound)
+            bound |= bound_names([root])
         return matchers, anchors
 
     # -- matching --------------------------------------------------------------------------
