@@ -244,6 +244,9 @@ def test_creation_order_is_a_topological_order_of_the_same_nodes(steps, outputs_
 
 
 def test_creation_order_follows_creation_not_argument_order():
-    x, y = _xy()
-    late_first = ng.add(y, x)  # the DFS visits y first; y was created after x
-    assert creation_order([late_first])[:2] == [x, y]
+    axes = ng.make_axes({"C": 2})
+    early = ng.placeholder(axes, name="created_first")  # names no other test uses: new nodes
+    late = ng.placeholder(axes, name="created_second")
+    late_first = ng.add(late, early)  # the depth-first search visits `late` first
+    assert ng.toposort([late_first])[:2] == [late, early]
+    assert creation_order([late_first])[:2] == [early, late]
