@@ -17,8 +17,10 @@ _LOST: list[BaseException] = []
 
 
 def raise_if_interrupted() -> None:
-    """Raise the KeyboardInterrupt that a destructor or callback swallowed, if any."""
+    """Raise the KeyboardInterrupt that a destructor or callback swallowed, if any, once: raised,
+    it is no longer lost (a command that handles it reports it once, not twice)."""
     if _LOST:
+        _LOST.clear()
         raise KeyboardInterrupt
 
 

@@ -107,6 +107,14 @@ def test_a_picture_path_with_no_file_name_is_bad_input(files, command, picture, 
     assert {p.name: p.read_bytes() for p in files.iterdir()} == before
 
 
+def test_run_to_an_empty_output_path_is_bad_input_not_a_print(files):
+    before = {p.name: p.read_bytes() for p in files.iterdir()}
+    proc = run("run", "g.json", "--feed", "x=x.npy", "-o", "", cwd=files)
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stdout
+    assert proc.stderr.strip().splitlines() == ["ngrules: error: an output path is empty"]
+    assert {p.name: p.read_bytes() for p in files.iterdir()} == before
+
+
 def test_run_prints_or_saves_the_outputs(files):
     x = np.arange(6, dtype=np.float32).reshape(3, 2)
     proc = run("run", "g.json", "--feed", "x=x.npy", cwd=files)

@@ -17,9 +17,10 @@ from ngrules.cli.common import (
     FINDINGS,
     add_command,
     add_disable_option,
-    add_length_option,
+    add_graph_argument,
     add_rules_option,
     default_pipeline,
+    load_graph_argument,
     rules_or_library,
     without_rules,
 )
@@ -46,7 +47,7 @@ def run(args) -> int:
 
     _check_paths(args)
     rules = without_rules(rules_or_library(args.rules, args.import_path), args.disable)
-    outputs, names = graphio.load(args.graph, graphio.parse_lengths(args.length))  # may use its ops
+    outputs, names = load_graph_argument(args)  # may use its ops
     pipeline = default_pipeline(rules, args.pipeline, args.passes)
     result = rewrite(
         outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats
@@ -111,14 +112,13 @@ def register(sub) -> None:
         "rewrite a graph file with rules",
         "ngrules apply g.json -o out.json --pipeline cpu --trace",
     )
-    p.add_argument("graph", metavar="GRAPH")
+    add_graph_argument(p)
     p.add_argument("-o", "--output", required=True, metavar="OUT")
     add_rules_option(p)
     add_disable_option(p)
     p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
     p.add_argument("--passes", nargs="+", metavar="PASS", help="run these passes instead")
     p.add_argument("--trace", action="store_true", help="print every rewrite")
-    add_length_option(p)
     p.add_argument("--stats", action="store_true", help="print per-rule statistics")
     p.add_argument("--picture", metavar="DOT",
                    help="write the result as Graphviz DOT (and SVG when Graphviz is installed), "

@@ -97,6 +97,13 @@ def add_graph_argument(p: argparse.ArgumentParser) -> None:
     add_length_option(p)
 
 
+def load_graph_argument(args):
+    """The graph `add_graph_argument` named: its outputs, and their names if it is an ONNX model."""
+    from ngrules.cli import graphio
+
+    return graphio.load(args.graph, graphio.parse_lengths(args.length))
+
+
 def add_disable_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--disable", action="append", default=[], metavar="RULE",
                    help="leave this rule out (repeatable)")

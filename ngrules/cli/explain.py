@@ -7,16 +7,16 @@ from ngrules.cli.common import (
     add_graph_argument,
     add_rules_option,
     at_least,
+    load_graph_argument,
     rules_or_library,
 )
 
 
 def run(args) -> int:
-    from ngrules.cli import graphio
     from ngrules.engine.explain import explain
 
     rule = rules_or_library(args.rules, args.import_path).rule(args.rule)
-    outputs = graphio.load(args.graph, graphio.parse_lengths(args.length))[0]  # may use its ops
+    outputs = load_graph_argument(args)[0]  # may use its ops
     print(explain(rule, outputs, limit=args.limit))
     return 0
 

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from ngrules.cli.common import add_command, add_graph_argument, at_least
+from ngrules.cli.common import add_command, add_graph_argument, at_least, load_graph_argument
 from ngrules.errors import NgrulesError
 
 
@@ -28,12 +28,12 @@ def run(args) -> int:
     from ngrules.ir.executor import execute
     from ngrules.ir.fileio import check_outputs, staged_files
 
-    if args.output:  # before any work: never an input, never a folder
+    if args.output is not None:  # before any work: never an input, never a folder, never ""
         feeds = [item.partition("=")[2] for item in args.feed]
         check_outputs([args.output], [*graphio.files(args.graph), *feeds])
-    outputs = graphio.load(args.graph, graphio.parse_lengths(args.length))[0]
+    outputs = load_graph_argument(args)[0]
     values = execute(outputs, _feeds(args.feed))
-    if args.output:
+    if args.output is not None:
         named = {f"output{i}": np.asarray(v) for i, v in enumerate(values)}
         with staged_files() as stage:
             stage(args.output, lambda f: np.savez(f, **named))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ngrules.cli.common import add_command, add_graph_argument
+from ngrules.cli.common import add_command, add_graph_argument, load_graph_argument
 
 
 def graph_lines(outputs) -> list[str]:
@@ -38,7 +38,7 @@ def run(args) -> int:
 
     if args.picture is not None:  # before any work: never an input, never a folder
         check_outputs(picture_files(args.picture), graphio.files(args.graph))
-    outputs = graphio.load(args.graph, graphio.parse_lengths(args.length))[0]
+    outputs = load_graph_argument(args)[0]
     print("\n".join(graph_lines(outputs)))
     if args.picture is not None:
         picture = save_picture(outputs, args.picture, Path(args.picture).stem)
