@@ -105,8 +105,8 @@ _LAZY = {
     "VerificationReport": ("ngrules.verification.verdicts", "VerificationReport"),
     "Verdict": ("ngrules.verification.verdicts", "Verdict"),
     "Counterexample": ("ngrules.verification.verdicts", "Counterexample"),
-    "from_onnx": ("ngrules.interop.onnx_import", "from_onnx"),
-    "to_onnx": ("ngrules.interop.onnx_export", "to_onnx"),
+    "from_onnx": ("ngrules.interop.onnx.importer", "from_onnx"),
+    "to_onnx": ("ngrules.interop.onnx.exporter", "to_onnx"),
 }
 
 

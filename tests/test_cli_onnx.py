@@ -17,7 +17,7 @@ ort = pytest.importorskip("onnxruntime")
 from onnx import helper  # noqa: E402
 
 from ngrules.cli.main import main  # noqa: E402
-from ngrules.interop.onnx_examples import mlp  # noqa: E402
+from ngrules.interop.onnx.examples import mlp  # noqa: E402
 
 
 class Result:

@@ -17,7 +17,7 @@ import ngrules as ng
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from ngrules.interop.onnx_backend import node_testcases, run_node_tests  # noqa: E402
+from ngrules.interop.onnx.backend import node_testcases, run_node_tests  # noqa: E402
 from ngrules.lang.library import load_library  # noqa: E402
 
 #: Round trips onnxruntime cannot run, with why (its kernels, not ngrules).

@@ -12,7 +12,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from ngrules.cli.demo import mlp  # noqa: E402
-from ngrules.interop import OnnxError  # noqa: E402
+from ngrules.interop.onnx import OnnxError  # noqa: E402
 from ngrules.lang.library import load_library  # noqa: E402
 
 
@@ -102,7 +102,7 @@ def user_op(name: str):
 
 
 def test_a_user_op_exports_through_its_expansion():
-    from ngrules.interop.onnx_export import EXPANSIONS, register_expansion
+    from ngrules.interop.onnx.exporter import EXPANSIONS, register_expansion
 
     register_expansion("Silu2", lambda n: n.args[0] * ng.sigmoid(n.args[0]))
     with user_op("Silu2"):

@@ -13,8 +13,8 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from ngrules.interop import OnnxError, UnsupportedOp  # noqa: E402
-from ngrules.interop.onnx_import import import_model  # noqa: E402
+from ngrules.interop.onnx import OnnxError, UnsupportedOp  # noqa: E402
+from ngrules.interop.onnx.importer import import_model  # noqa: E402
 
 F32 = TensorProto.FLOAT
 

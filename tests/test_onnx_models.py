@@ -11,8 +11,8 @@ import ngrules as ng
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-from ngrules.interop.onnx_examples import MODELS  # noqa: E402
-from ngrules.interop.onnx_import import import_model  # noqa: E402
+from ngrules.interop.onnx.examples import MODELS  # noqa: E402
+from ngrules.interop.onnx.importer import import_model  # noqa: E402
 from ngrules.lang.library import load_library  # noqa: E402
 
 #: What the cpu pipeline does to each model today (the fusions for softmax, GELU, layer norm

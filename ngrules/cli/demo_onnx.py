@@ -31,9 +31,9 @@ def _session(model):
 
 def demo_model(name: str, out: Path, rules) -> float:
     """Import, rewrite, export and compare one example model; the largest difference."""
-    from ngrules.interop.onnx_examples import MODELS
-    from ngrules.interop.onnx_export import to_onnx
-    from ngrules.interop.onnx_import import import_model
+    from ngrules.interop.onnx.examples import MODELS
+    from ngrules.interop.onnx.exporter import to_onnx
+    from ngrules.interop.onnx.importer import import_model
 
     build, lengths = MODELS[name]
     model = build()
@@ -59,7 +59,7 @@ def demo_model(name: str, out: Path, rules) -> float:
 
 
 def run(args) -> int:
-    from ngrules.interop import require_onnx
+    from ngrules.interop.onnx import require_onnx
 
     require_onnx()
     rules = load_library()

@@ -16,7 +16,7 @@ def is_onnx(path: str) -> bool:
 def load(path: str, lengths: dict[str, int] | None = None) -> tuple[list[Node], list[str] | None]:
     """The graph's outputs, and their names when the file is an ONNX model."""
     if is_onnx(path):
-        from ngrules.interop.onnx_import import import_model
+        from ngrules.interop.onnx.importer import import_model
 
         imported = import_model(path, lengths=lengths)
         return imported.outputs, imported.output_names
@@ -47,7 +47,7 @@ def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | 
     """Stage the graph at `path` (with `stage` from `staged_files`): an ONNX model (checked)
     for `.onnx`, else a graph file."""
     if is_onnx(path):
-        from ngrules.interop.onnx_export import to_onnx
+        from ngrules.interop.onnx.exporter import to_onnx
         from ngrules.ir.fileio import check_output
 
         check_output(path)

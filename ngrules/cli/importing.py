@@ -8,7 +8,7 @@ from ngrules.cli.common import add_command, add_length_option
 
 def run(args) -> int:
     from ngrules.cli import graphio
-    from ngrules.interop.onnx_import import import_model
+    from ngrules.interop.onnx.importer import import_model
     from ngrules.ir.fileio import check_outputs
     from ngrules.ir.graph import toposort
 

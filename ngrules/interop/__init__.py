@@ -1,26 +1,6 @@
-"""Interchange with other formats (ONNX), reading and writing only the IR.
+"""Interchange with other formats, reading and writing only the IR: `onnx/` (import, export,
+axes, converters by op family).
 
 Nothing here is imported by `import ngrules`: the facade serves `from_onnx` and `to_onnx`
 lazily, so the `onnx` package is needed only when they are used (`pip install 'ngrules[onnx]'`).
 """
-
-from ngrules.errors import NgrulesError
-
-INSTALL_HINT = "pip install 'ngrules[onnx]'"
-
-
-class OnnxError(NgrulesError):
-    """An ONNX model ngrules cannot read or a graph it cannot write, with the node named."""
-
-
-class UnsupportedOp(OnnxError):
-    """An ONNX op (or an attribute value of one) the importer has no translation for."""
-
-
-def require_onnx():
-    """The `onnx` module, or an error saying how to install it."""
-    try:
-        import onnx
-    except ImportError:
-        raise OnnxError(f"ONNX support needs the onnx extra: {INSTALL_HINT}") from None
-    return onnx

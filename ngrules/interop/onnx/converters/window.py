@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ngrules.interop.onnx_shaping import Tensor, conform, fit, squeeze, temp_axis
+from ngrules.interop.onnx.shaping import Tensor, conform, fit, squeeze, temp_axis
 from ngrules.ir.axes import Axes
 from ngrules.ir.graph import make_node
 

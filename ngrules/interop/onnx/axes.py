@@ -3,7 +3,7 @@
 Every dimension of every value is a slot. The ops say which slots are one axis: a MatMul's
 contracted dimension in both operands, an elementwise op's aligned dimensions (numpy's trailing
 alignment) and its output's, a Conv's batch and channels, a BatchNormalization's channel and its
-per-channel parameters, a Transpose's permuted dimensions, and so on (`onnx_unify`). Slots are
+per-channel parameters, a Transpose's permuted dimensions, and so on (`unify`). Slots are
 merged with union-find, except that two dimensions of one tensor are never merged (a tensor's
 axes have distinct names): the importer renames where such a merge was refused.
 
@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ngrules.interop import OnnxError, UnsupportedOp
-from ngrules.interop.onnx_unify import unify_node
+from ngrules.interop.onnx import OnnxError, UnsupportedOp
+from ngrules.interop.onnx.unify import unify_node
 from ngrules.ir.axes import Axis, FlattenedAxis
 from ngrules.ir.ops import did_you_mean
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ngrules.interop.onnx_context import Context, converter
-from ngrules.interop.onnx_shaping import Tensor, broadcast_to, conform, reshape, squeeze, temp_axis
+from ngrules.interop.onnx.context import Context, converter
+from ngrules.interop.onnx.shaping import Tensor, broadcast_to, conform, reshape, squeeze, temp_axis
 from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.graph import make_node
 

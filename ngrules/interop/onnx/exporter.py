@@ -4,7 +4,7 @@ Each node becomes ONNX ops over its axes in the node's own order: placeholders a
 constants and variables initializers, elementwise ops their ONNX twins, reductions `Reduce*`
 with `keepdims=0`, `Dot` an `Einsum` over the axis names, `DotLowDimension` a `MatMul`, views
 `Transpose`/`Reshape`/`Expand`. Fused ops (`BatchnormFprop`, `BatchnormBprop`, `ReluBprop`) are
-ONNX functions of the `ngrules` domain (`onnx_functions`): one node in the graph, with a body of
+ONNX functions of the `ngrules` domain (`functions`): one node in the graph, with a body of
 standard ops any runtime can inline; `Relu` with a slope is `LeakyRelu`.
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ngrules.interop import OnnxError, require_onnx
-from ngrules.interop.onnx_functions import DOMAIN, FUNCTIONS
+from ngrules.interop.onnx import OnnxError, require_onnx
+from ngrules.interop.onnx.functions import DOMAIN, FUNCTIONS
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import get_op
 

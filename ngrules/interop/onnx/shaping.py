@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ngrules.interop.onnx_unify import reshape_groups
+from ngrules.interop.onnx.unify import reshape_groups
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes, Axis, FlattenedAxis
 from ngrules.ir.graph import Node, make_node

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ngrules.errors import NgrulesError
-from ngrules.interop import UnsupportedOp
-from ngrules.interop.onnx_import import import_model, supported_ops
+from ngrules.interop.onnx import UnsupportedOp
+from ngrules.interop.onnx.importer import import_model, supported_ops
 from ngrules.ir.executor import execute
 from ngrules.ir.graph import toposort
 
@@ -103,7 +103,7 @@ def _feeds(case, inputs) -> dict[str, np.ndarray]:
 def _run_exported(case, transform) -> None:
     import onnxruntime as ort
 
-    from ngrules.interop.onnx_export import to_onnx
+    from ngrules.interop.onnx.exporter import to_onnx
 
     for inputs, expected in case.data_sets:
         values = _feeds(case, inputs)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ngrules.interop.onnx_context import Context, converter, elementwise
-from ngrules.interop.onnx_shaping import Tensor, broadcast_to, conform, fit, squeeze, temp_axis
+from ngrules.interop.onnx.context import Context, converter, elementwise
+from ngrules.interop.onnx.shaping import Tensor, broadcast_to, conform, fit, squeeze, temp_axis
 from ngrules.ir import builders as F
 from ngrules.ir import layers
 from ngrules.ir.graph import make_node

@@ -12,10 +12,10 @@ import itertools
 
 import numpy as np
 
-from ngrules.interop.onnx_context import Context, converter
-from ngrules.interop.onnx_ops_shape import cut, join, strided
-from ngrules.interop.onnx_ops_window_ops import convolution, fits, pooling
-from ngrules.interop.onnx_shaping import Tensor, conform, fit, squeeze, temp_axis
+from ngrules.interop.onnx.context import Context, converter
+from ngrules.interop.onnx.converters.shape import cut, join, strided
+from ngrules.interop.onnx.converters.window import convolution, fits, pooling
+from ngrules.interop.onnx.shaping import Tensor, conform, fit, squeeze, temp_axis
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
 from ngrules.ir.graph import make_node

@@ -3,9 +3,9 @@
 Graph inputs become placeholders, float initializers constants; integer values that only steer
 shapes (Reshape targets, Slice bounds, reduction axes, Gather indices) stay import-time arrays,
 and nodes computing only such values are folded with onnx's reference evaluator. Each ONNX node
-is translated by its converter (`onnx_ops_*`), which builds ngrules nodes through the front end;
+is translated by its converter (`converters/`), which builds ngrules nodes through the front end;
 ops with no single ngrules op are built from primitives (fusing them is the rules' job).
-Dimensions get named axes by unification (`onnx_axes`).
+Dimensions get named axes by unification (`axes`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ngrules.interop import OnnxError, UnsupportedOp, require_onnx
-from ngrules.interop.onnx_axes import Naming, Shapes, name_axes
-from ngrules.interop.onnx_context import CONVERTERS, Context, elem_name, graph_dtype
-from ngrules.interop.onnx_shaping import Tensor, conform
+from ngrules.interop.onnx import OnnxError, UnsupportedOp, require_onnx
+from ngrules.interop.onnx.axes import Naming, Shapes, name_axes
+from ngrules.interop.onnx.context import CONVERTERS, Context, elem_name, graph_dtype
+from ngrules.interop.onnx.shaping import Tensor, conform
 from ngrules.ir import builders as F
 from ngrules.ir.graph import Node
 
@@ -30,12 +30,7 @@ def supported_ops() -> list[str]:
 
 
 def _load_converters() -> None:
-    from ngrules.interop import (  # noqa: F401
-        onnx_ops_conv,
-        onnx_ops_math,
-        onnx_ops_nn,
-        onnx_ops_shape,
-    )
+    import ngrules.interop.onnx.converters  # noqa: F401
 
 
 @dataclass

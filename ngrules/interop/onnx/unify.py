@@ -1,4 +1,4 @@
-"""What each ONNX op says about its dimension slots: which are one axis (see `onnx_axes`)."""
+"""What each ONNX op says about its dimension slots: which are one axis (see `axes`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from ngrules.interop.onnx_axes import Naming, Slot
+    from ngrules.interop.onnx.axes import Naming, Slot
 
 def _same(n: Naming, a: str, b: str) -> None:
     """Positional: equal-length dimensions of two values of the same rank are one axis."""

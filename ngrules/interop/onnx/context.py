@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ngrules.interop import UnsupportedOp
-from ngrules.interop.onnx_shaping import Tensor, broadcast_to
+from ngrules.interop.onnx import UnsupportedOp
+from ngrules.interop.onnx.shaping import Tensor, broadcast_to
 from ngrules.ir.axes import Axis
 from ngrules.ir.graph import Node, make_node
 
 if TYPE_CHECKING:
-    from ngrules.interop.onnx_import import Importer
+    from ngrules.interop.onnx.importer import Importer
 
 #: ONNX element types the graph can hold (float ones), as numpy dtypes.
 def graph_dtype(elem) -> np.dtype | None:
