@@ -1,8 +1,7 @@
 """ngrules peer: named-axes tensor graph + declarative `.rules` files + ng.rewrite.
 
 A copy of ../shared/peers/adapters/ngrules_peer.py with its imports moved to today's module
-paths (the peers' own adapter also runs: `ngrules.ops` and `ngrules.opgen` remain as aliases
-of `ngrules.ir.ops` and `ngrules.ir.opgen`); run it with the harness:
+paths (`ngrules.ir.ops`, `ngrules.ir.opgen`); run it with the harness:
 `PYTHONPATH=bench python ../shared/peers/run_peers.py --peers plain,tinygrad,ngrules
 --adapter ngrules=peer_adapter:NgrulesAdapter --no-gc ...`.
 
