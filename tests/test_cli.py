@@ -49,7 +49,7 @@ def test_help_on_every_command_has_an_example(tmp_path):
 
 def test_check_reports_ok_and_located_errors(files):
     ok = run("check", "s.rules", cwd=files)
-    assert ok.returncode == 0 and "2 rules in 1 passes" in ok.stdout
+    assert ok.returncode == 0 and "2 rules in 1 pass, 0 pipelines\n" in ok.stdout
     (files / "bad.rules").write_text("rule r: Mul(x, 1) => x\n")
     bad = run("check", "bad.rules", cwd=files)
     assert bad.returncode == 1

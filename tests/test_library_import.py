@@ -41,4 +41,4 @@ def test_load_rules_and_the_command_line_take_library_names(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     assert set(ng.load_rules("ngrules:nn.rules").pipelines) == {"cpu", "fuse_nn", "inference"}
     assert main(["check", "ngrules:relu.rules"]) == 0
-    assert "2 rules in 1 passes" in capsys.readouterr().out
+    assert "2 rules in 1 pass, 0 pipelines" in capsys.readouterr().out

@@ -49,9 +49,9 @@ def test_matmul_contracts_exactly_the_shared_dimension():
     (y,) = ng.from_onnx(m, lengths={"batch": 5})
     (dot,) = [n for n in ng.toposort([y]) if n.op == "Dot"]
     w, x = dot.args  # weights first, as ngraph writes Dot(w, x)
-    assert x.axes.names == ("batch", "x.1") and w.op == "Constant"
-    assert dot.attrs == {} and (x.axes & w.axes).names == ("x.1",)
-    assert y.axes.names == ("batch", "w.1")
+    assert x.axes.names == ("batch", "x_d1") and w.op == "Constant"
+    assert dot.attrs == {} and (x.axes & w.axes).names == ("x_d1",)
+    assert y.axes.names == ("batch", "w_d1")
     feed = rng.standard_normal((5, 4)).astype(np.float32)
     np.testing.assert_allclose(ng.execute([y], {"x": feed})[0], run_ort(m, {"x": feed})[0],
                                rtol=1e-5)
@@ -87,7 +87,7 @@ def test_axis_names_override_and_a_dim_param_names_its_axis():
         [value("y", ["rows", 3])],
     )
     (y,) = ng.from_onnx(m, lengths={"rows": 2})
-    assert y.axes.names == ("rows", "x.1")
+    assert y.axes.names == ("rows", "x_d1")
     (y,) = ng.from_onnx(m, lengths={"rows": 2}, axis_names={"x": [None, "F"]})
     assert y.axes.names == ("rows", "F")
 
@@ -139,7 +139,7 @@ def test_a_merge_becomes_a_flatten_with_the_flattened_axis():
     )
     (y,) = ng.from_onnx(m, lengths={"N": 4})
     assert y.op == "Flatten" and y.axes[1].is_flattened
-    assert [a.name for a in y.axes[1].components] == ["x.1", "x.2"]
+    assert [a.name for a in y.axes[1].components] == ["x_d1", "x_d2"]
 
 
 def test_symbolic_dimension_without_a_length_is_an_error_naming_it():

@@ -70,7 +70,7 @@ def test_nodes_edges_and_labels():
     assert labels[ids["Placeholder x_plain"]] == "Placeholder x_plain\n[C:4, N:8] float32"
     assert labels[ids["Dot"]] == "Dot\nreduction_axes=[C:4]\n[N:8] float32"
     assert labels[ids["Sum"]] == "Sum\nreduction_axes=[N:8]\n[] float32\noutput #1"
-    assert "value=array[4]" in labels[ids["Constant"]]
+    assert "value=[0.0, 1.0, 2.0, 3.0]" in labels[ids["Constant"]]
     named = {(labels[a].split("\n")[0], labels[b].split("\n")[0]) for a, b in edges}
     assert named == {
         ("Constant", "Dot"), ("Placeholder x_plain", "Dot"), ("Dot", "Tanh"), ("Tanh", "Sum")

@@ -17,12 +17,17 @@ def run(args) -> int:
         print(_render(e), file=sys.stderr)
         print(f"{len(e.errors)} error(s)", file=sys.stderr)
         return FINDINGS
-    ops = f", {len(rules.ops)} declared op(s)" if rules.ops else ""
+    ops = f", {counted(len(rules.ops), 'declared op')}" if rules.ops else ""
     print(
-        f"ok: {len(rules)} rules in {len(rules.passes)} passes, {len(rules.pipelines)} pipelines"
-        + ops
+        f"ok: {counted(len(rules), 'rule')} in {counted(len(rules.passes), 'pass', 'passes')}, "
+        f"{counted(len(rules.pipelines), 'pipeline')}" + ops
     )
     return 0
+
+
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """`1 pass`, `2 passes`: the number with its noun in the right number."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def _render(e: RuleErrors) -> str:

@@ -37,6 +37,8 @@ DOT_TIMEOUT = 60.0
 
 _HIDDEN_ATTRS = ("name", "axes", "dtype")  # the title line and the type line show these
 _MAX_VALUE = 48
+#: Arrays up to this many elements are shown by their values.
+_LISTED_ELEMENTS = 8
 
 
 def rule_colour(name: str) -> str:
@@ -60,14 +62,22 @@ def _short(value: Any) -> str:
     if isinstance(value, (Axes, Axis)):
         text = repr(value)
     elif isinstance(value, np.ndarray):
-        flat = value.reshape(-1)
-        same = flat.size and bool(np.all(flat == flat[0]))
-        text = f"{flat[0].item()!r}" if same else f"array{list(value.shape)}"
+        text = _array_text(value)
     elif isinstance(value, np.dtype):
         text = value.name
     else:
         text = repr(value)
     return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 3] + "..."
+
+
+def _array_text(value: np.ndarray) -> str:
+    """A small array by its values (`[1, 0, 2]`, never read as a scalar); a large one by dtype and
+    shape, with its value when every element is the same (`float32[4, 8] all 1.0`)."""
+    if value.size <= _LISTED_ELEMENTS:
+        return repr(value.tolist()) if value.ndim else repr(value.item())
+    flat = value.reshape(-1)
+    head = f"{value.dtype.name}{list(value.shape)}"
+    return f"{head} all {flat[0].item()!r}" if bool(np.all(flat == flat[0])) else head
 
 
 @functools.cache

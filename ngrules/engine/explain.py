@@ -19,6 +19,7 @@ from ngrules.engine.multiroot import Context
 from ngrules.errors import NgrulesError, Span
 from ngrules.ir.graph import Node, toposort
 from ngrules.lang.rules import Rule
+from ngrules.lang.shipped import short_location
 from ngrules.lang.syntax import Guard, Let, PLit, PNamed, POp, PVar
 
 
@@ -34,7 +35,7 @@ class Miss:
     bindings: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
-        where = f" at {self.span}" if self.span else ""
+        where = f" at {short_location(str(self.span))}" if self.span else ""
         return f"`{self.text}`{where}: {self.found}"
 
 

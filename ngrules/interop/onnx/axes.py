@@ -17,6 +17,7 @@ another class gets a suffix (`C_1`). The naming is deterministic: it follows the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -58,6 +59,16 @@ class Shapes:
             dims = [self._length(vi.name, d, lengths) for d in tt.shape.dim]
             self.shape[vi.name] = tuple(length for length, _ in dims)
             self.params[vi.name] = tuple(param for _, param in dims)
+        self._check_lengths(lengths)
+
+    def _check_lengths(self, lengths: Mapping[str, int]) -> None:
+        """Every length given names a symbolic dimension of the model (a typo is an error)."""
+        params = sorted({p for ps in self.params.values() for p in ps if p})
+        for name in lengths:
+            if name not in params:
+                known = ", ".join(params) if params else "none"
+                raise OnnxError(f"lengths: the model has no symbolic dimension {name!r}"
+                                f"{did_you_mean(name, params)} (its dimensions: {known})")
 
     @staticmethod
     def _length(value: str, dim, lengths: Mapping[str, int]) -> tuple[int | None, str | None]:
@@ -180,7 +191,7 @@ class Naming:
                     axis = flat
                     self._flats.add(flat.name)
         if axis is None:
-            base = self._named.get(root) or self._hint.get(root) or f"{root[0]}.{root[1]}"
+            base = self._named.get(root) or self._hint.get(root) or default_name(*root)
             name, k = base, 0
             while name in taken:
                 k += 1
@@ -193,6 +204,14 @@ class Naming:
     def axes(self, value: str) -> tuple[Axis, ...]:
         """The named axes of a value, in ONNX's positional order."""
         return tuple(self._axis[self.find(s)] for s in self.slots(value))
+
+
+def default_name(value: str, position: int) -> str:
+    """`fc_weight_d0` for dimension 0 of `fc.weight`: an identifier, so an axis reads as one name
+    (`fc_weight_d0:1000`, `(view_d2*view_d3):64`), not as an attribute or an index."""
+    words = re.findall(r"[A-Za-z0-9]+", value.removeprefix("onnx::"))
+    stem = "_".join(words) or "v"
+    return f"{'v' if stem[0].isdigit() else ''}{stem}_d{position}"
 
 
 def name_axes(shapes: Shapes, consts: Mapping[str, np.ndarray],
@@ -222,5 +241,6 @@ def _check_named(shapes: Shapes, axis_names: Mapping[str, Sequence], values: lis
             raise OnnxError(f"axis names: the model has no input or initializer {value!r}"
                             f"{did_you_mean(value, values)}")
         rank = len(shapes.shape[value]) if shapes.known(value) else len(names)
-        if len(names) > rank:
-            raise OnnxError(f"axis names: {value!r} has {rank} axes, {len(names)} names given")
+        if len(names) != rank:
+            raise OnnxError(f"axis names: {value!r} has {rank} axes, {len(names)} names given "
+                            "(one per axis; an empty name keeps its default)")
