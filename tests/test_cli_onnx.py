@@ -108,7 +108,7 @@ def test_show_run_and_explain_read_an_onnx_model(cli, models):
     proc = cli("run", "mlp.onnx", "--length", "N=8", "--feed", "x=x.npy", "-o", "y.npz",
                cwd=models)
     assert proc.returncode == 0, proc.stderr
-    np.testing.assert_allclose(np.load(models / "y.npz")["output0"],
+    np.testing.assert_allclose(np.load(models / "y.npz")["y"],
                                ort_run(models / "mlp.onnx", x), rtol=1e-4, atol=1e-5)
     proc = cli("explain", "dot_matrix_matrix", "mlp.onnx", "--length", "N=8", cwd=models)
     assert proc.returncode == 0, proc.stderr

@@ -37,6 +37,7 @@ def _check_paths(args) -> None:
         outputs += picture_files(args.picture)
     inputs = [*graphio.files(args.graph), *expand_paths(args.rules or [])]
     check_outputs(outputs, inputs)
+    graphio.check_graph_output(args.output)
 
 
 def run(args) -> int:
@@ -54,6 +55,10 @@ def run(args) -> int:
     )
     for warning in result.warnings:  # matches rejected because an expression failed there
         print(warning, file=sys.stderr)
+    _print_firings(result, args.trace, rules)  # first: shown even when writing fails
+    if args.stats:
+        _print_stats(result)
+    sys.stdout.flush()
     picture = None
     if args.picture is not None:
         title = Path(args.picture).stem
@@ -64,9 +69,6 @@ def run(args) -> int:
             stage_picture(stage, picture, args.picture)
     if picture is not None:
         print(picture_line(picture, args.picture))
-    _print_firings(result, args.trace, rules)
-    if args.stats:
-        _print_stats(result)
     print(f"stopped: {result.stop}" + (f" ({result.message})" if result.message else ""))
     return 0 if result.stop == "fixpoint" else FINDINGS
 

@@ -6,11 +6,12 @@ from ngrules.cli.common import add_command
 
 
 def run(args) -> int:
-    from ngrules.cli.graphio import files, output_files, save
+    from ngrules.cli.graphio import check_graph_output, files, output_files, save
     from ngrules.ir.fileio import check_outputs
     from ngrules.ir.graphfile import load_graph
 
     check_outputs(output_files(args.output), files(args.graph))  # before any work
+    check_graph_output(args.output)
     outputs = load_graph(args.graph)
     save(args.output, outputs, args.names.split(",") if args.names else None)
     print(f"exported {len(outputs)} output(s) to {args.output}")

@@ -43,6 +43,16 @@ def output_files(path: str) -> list:
     return files(path)
 
 
+def check_graph_output(path: str) -> None:
+    """A graph is written as `.json` (a graph file) or `.onnx` (a model), by extension: any
+    other name (`out.txt`) is refused rather than written in a format its name hides."""
+    from ngrules.errors import NgrulesError
+
+    if Path(path).suffix.lower() not in (".json", ".onnx"):
+        raise NgrulesError(f"{path}: a graph is written to a .json file (ngrules' graph format) "
+                           "or a .onnx file (an ONNX model)")
+
+
 def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | None = None):
     """Stage the graph at `path` (with `stage` from `staged_files`): an ONNX model (checked)
     for `.onnx`, else a graph file."""

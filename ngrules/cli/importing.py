@@ -13,6 +13,7 @@ def run(args) -> int:
     from ngrules.ir.graph import toposort
 
     check_outputs(graphio.output_files(args.output), [args.model])  # before any work
+    graphio.check_graph_output(args.output)
     imported = import_model(args.model, lengths=graphio.parse_lengths(args.length),
                             axis_names=_axis_names(args.axes))
     graphio.save(args.output, imported.outputs, imported.output_names)

@@ -31,17 +31,23 @@ def run(args) -> int:
     if args.output is not None:  # before any work: never an input, never a folder, never ""
         feeds = [item.partition("=")[2] for item in args.feed]
         check_outputs([args.output], [*graphio.files(args.graph), *feeds])
-    outputs = load_graph_argument(args)[0]
+    outputs, names = load_graph_argument(args)
     values = execute(outputs, _feeds(args.feed))
+    named_outputs = (  # np.savez's own parameter names cannot be keys
+        bool(names) and len(set(names)) == len(outputs) and all(names)
+        and not {"file", "allow_pickle"} & set(names))
+    keys = list(names) if named_outputs else [f"output{i}" for i in range(len(outputs))]
+    labels = [f"output {k}" for k in names] if named_outputs else [
+        f"output {i}" for i in range(len(outputs))]
     if args.output is not None:
-        named = {f"output{i}": np.asarray(v) for i, v in enumerate(values)}
+        named = {k: np.asarray(v) for k, v in zip(keys, values)}
         with staged_files() as stage:
             stage(args.output, lambda f: np.savez(f, **named))
         print(f"saved {len(values)} output(s) to {args.output} as " + ", ".join(named))
         return 0
     with np.printoptions(threshold=args.max_items, linewidth=100):
-        for i, (node, value) in enumerate(zip(outputs, values)):
-            print(f"output {i}: {node.op} {node.axes!r} {np.asarray(value).dtype}")
+        for label, node, value in zip(labels, outputs, values):
+            print(f"{label}: {node.op} {node.axes!r} {np.asarray(value).dtype}")
             print(np.array2string(np.asarray(value)), file=sys.stdout)
     return 0
 
@@ -55,6 +61,7 @@ def register(sub) -> None:
     p.add_argument("--feed", action="append", default=[], metavar="NAME=FILE.npy",
                    help="the value of placeholder NAME, from a .npy file (repeatable)")
     p.add_argument("-o", "--output", metavar="OUT.npz",
-                   help="save the outputs as output0, output1, ... in an .npz instead")
+                   help="save the outputs in an .npz instead: output0, output1, ... for a "
+                        "graph file, its output names for an ONNX model")
     p.add_argument("--max-items", type=at_least(0), default=1000,
                    help="print arrays in full up to this many items (default 1000)")

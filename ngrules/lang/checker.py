@@ -378,13 +378,13 @@ def _check_reachable(rules: Sequence[Rule], problems: Problems) -> None:
     for r in rules:
         key = pattern_key(r.roots)
         earlier = unconditional.get(key)
-        if earlier is not None:
+        if earlier is not None and earlier.name != r.name:  # else: a duplicate, reported once
             problems.add(
                 f"rule {r.name!r} can never fire: rule {earlier.name!r} ({earlier.location}) "
                 f"has the same pattern, no guard, and comes first in pass {r.pass_name!r}",
                 r.decl.name_span if r.decl else r.span,
             )
-        elif not any(isinstance(c, Guard) for c in r.clauses):
+        elif earlier is None and not any(isinstance(c, Guard) for c in r.clauses):
             unconditional[key] = r
 
 

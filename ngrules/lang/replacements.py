@@ -266,9 +266,9 @@ def static_op(e: Expr, ops_of: dict[str, str]) -> str | None:
 
 # -- axes of the replacement against the root -----------------------------------------------------
 def check_replacement_axes(decl: RuleDecl, roots, report: Report) -> None:
-    """A guard-free rule that replaces a reduction by the very variable it reduces: the
-    operand keeps the reduced axes, so the replacement has other axes whenever the reduction
-    removes any. (Elementwise patterns cannot differ: an elementwise op's operands carry
+    """A guard-free rule that replaces a reduction or a broadcast by the very variable it
+    reduces or broadcasts: the operand keeps the reduced axes (lacks the added ones), so the
+    replacement has other axes whenever the op changes any. (Elementwise patterns cannot differ: an elementwise op's operands carry
     exactly its axes in the IR, so every variable below one has the root's axes.)"""
     if len(roots) != 1 or len(decl.replacement) != 1:
         return
@@ -281,13 +281,18 @@ def check_replacement_axes(decl: RuleDecl, roots, report: Report) -> None:
         return
     op = OPS.get(root.op)
     operand = root.args[0]
-    if op is None or not op.has("reduction") or not isinstance(operand, PVar):
+    if op is None or not isinstance(operand, PVar):
+        return
+    if op.has("reduction"):
+        change = f"reduces any axis: {operand.name} keeps the reduced axes"
+    elif root.op == "Broadcast":
+        change = f"adds any axis: {operand.name} lacks the added axes"
+    else:
         return
     if isinstance(built, EVar) and built.name == operand.name:
         report(
             f"the replacement's axes differ from the matched node's whenever the {root.op} "
-            f"reduces any axis: {operand.name} keeps the reduced axes (add a guard such as "
-            f"`if {operand.name}.axes == ...`)",
+            f"{change} (add a guard such as `if {operand.name}.axes == ...`)",
             built.span,
         )
 

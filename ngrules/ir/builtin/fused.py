@@ -24,11 +24,12 @@ def _slope_kernel(fn):
 
 
 def _relu(slope, x):
-    return np.where(x > 0, x, x * slope)
+    """`+ 0` makes the -0.0 of `x * 0` for a negative x the 0.0 that max(x, 0) gives."""
+    return np.where(x > 0, x, x * slope) + 0
 
 
 def _relu_bprop(slope, delta, x):
-    return np.where(x > 0, delta, delta * slope)
+    return np.where(x > 0, delta, delta * slope) + 0
 
 
 def _relu_grad(node, d):
