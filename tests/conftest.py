@@ -19,7 +19,8 @@ def scratch_ops():
     from ngrules.ir import declared
     from ngrules.lang import declared_ops
 
-    tables = (ng.OPS, declared.REFERENCE, declared.FAST, declared_ops.DECLARED)
+    tables = (ng.OPS, declared.REFERENCE, declared.FAST, declared.SOURCE, declared.USES,
+              declared_ops.DECLARED)
     saved = [dict(t) for t in tables]
     yield
     for table, old in zip(tables, saved):

@@ -189,7 +189,7 @@ def test_the_documented_declarations_load_and_verify():
     from pathlib import Path
 
     text = (Path(__file__).parents[1] / "docs" / "language.md").read_text(encoding="utf-8")
-    block = text.split("## Declaring ops", 1)[1].split("```", 2)[1]
+    block = text.split("## Declaring ops", 1)[1].split("```ngrules\n", 1)[1].split("```", 1)[0]
     rules = ng.parse_rules(block, "language.md")
     assert rules.ops == ("Silu", "Leaky", "Gelu", "SumDiff")
     report = ng.verify(rules, examples=10)

@@ -9,15 +9,57 @@ instead of the body and verification checks against it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-from ngrules.errors import OpError
+from ngrules.errors import NgrulesError, OpError
 from ngrules.ir.ops import OPS
 
 #: op name -> the reference kernel factory built from its body (node -> function of arrays).
 REFERENCE: dict[str, Callable] = {}
 #: op name -> a fast kernel `fn(*arrays, **attrs)` registered with `register_kernel`.
 FAST: dict[str, Callable] = {}
+#: op name -> its declaration as canonical text (`op Silu(x) = x * Sigmoid(x)`): what a graph
+#: file carries so that it loads in a process that never read the rules file.
+SOURCE: dict[str, str] = {}
+#: op name -> the declared ops its body calls (declared before it).
+USES: dict[str, tuple[str, ...]] = {}
+#: `fn(text, where)` declaring the ops of a declarations text with the checks of a rules file;
+#: the language layer installs it (the IR cannot parse).
+_DECLARER: list[Callable[[str, str], None]] = []
+
+
+def set_declarer(fn: Callable[[str, str], None]) -> None:
+    _DECLARER[:] = [fn]
+
+
+def declarations(ops: Iterable[str]) -> list[str]:
+    """The declarations of the declared ops among `ops` and of those their bodies call, each
+    after the ones it calls."""
+    order: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in order or name not in REFERENCE or name not in SOURCE:
+            return
+        for used in USES.get(name, ()):
+            visit(used)
+        order.append(name)
+
+    for name in ops:
+        visit(name)
+    return [SOURCE[name] for name in order]
+
+
+def declare(texts: object, where: str) -> None:
+    """Declare the ops of these declarations (a graph file's `ops`, read at `where`): a new op
+    is declared, the same declaration again is a no-op, a different one is an error."""
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise NgrulesError(f"{where}: 'ops' must be a list of op declarations (strings)")
+    text = "\n".join(texts)
+    if not text:
+        return
+    if not _DECLARER:
+        raise NgrulesError(f"{where}: it declares ops; import ngrules to read declarations")
+    _DECLARER[0](text, where)
 
 
 def register_kernel(name: str, fn: Callable) -> None:
@@ -64,3 +106,5 @@ def forget(name: str) -> None:
     """Remove a declared op from the table (a load that failed takes back what it declared)."""
     OPS.pop(name, None)
     REFERENCE.pop(name, None)
+    SOURCE.pop(name, None)
+    USES.pop(name, None)

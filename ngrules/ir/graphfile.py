@@ -21,6 +21,7 @@ from typing import IO, Any
 import numpy as np
 
 from ngrules.errors import FileError, GraphFileError, NgrulesError, Span
+from ngrules.ir import declared
 from ngrules.ir.arraysfile import DTYPE_NAMES, ArraysFile, sha256_of
 from ngrules.ir.axes import Axes, Axis, FlattenedAxis
 from ngrules.ir.fileio import check_output, folder_lock, open_regular, read_regular, staged_files
@@ -31,6 +32,7 @@ FORMAT = "ngrules-graph"
 VERSION = 1
 
 _HEADER_KEYS = ("format", "version", "arrays", "outputs", "nodes")
+_OPTIONAL_KEYS = ("ops",)  # the declarations of the declared ops the nodes use
 _NODE_KEYS = ("id", "op", "args", "attrs", "origin")
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _MAX_INT_DIGITS = 40
@@ -151,6 +153,9 @@ def stage_graph(stage: Callable[..., str], path: str | os.PathLike, outputs: Seq
         "arrays": {"sha256": _sha256(npz)},
         "outputs": output_ids,
     }
+    ops = declared.declarations(dict.fromkeys(r["op"] for r in records))
+    if ops:
+        header["ops"] = ops
     stage(path, lambda f: _write_json(f, header, records), text=True)
 
 
@@ -385,7 +390,7 @@ def _check_header(path: Path, doc: Any) -> None:
         version = doc.get("version")
         if not _is_int(version) or version != VERSION:
             raise _Bad(f"format version {_show(version)} is not supported (this reads {VERSION})")
-        _check_keys(doc, _HEADER_KEYS, "the graph file")
+        _check_keys(doc, _HEADER_KEYS + _OPTIONAL_KEYS, "the graph file")
         for key in _HEADER_KEYS:
             if key not in doc:
                 raise _Bad(f"missing key {key!r}")
@@ -413,6 +418,7 @@ def load_graph(path: str | os.PathLike) -> list[Node]:
         del data
         _check_header(path, doc)
         arrays = _Arrays(path, opened, doc["arrays"]["sha256"])
+        declared.declare(doc.get("ops", []), f"{path} (its declared ops)")
         return _build(path, doc, arrays)
     except MemoryError:
         raise GraphFileError(f"{path}: not enough memory to load it") from None

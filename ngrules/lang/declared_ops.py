@@ -24,7 +24,7 @@ from ngrules.ir.ops import ATTR_KINDS, OPS, REQUIRED, AttrSpec, register_op
 from ngrules.lang.checker import Problems, check_expression
 from ngrules.lang.expr import evaluate
 from ngrules.lang.formatter import format_op
-from ngrules.lang.syntax import OpDecl, OpParam, RulesFile, name_span
+from ngrules.lang.syntax import ECall, OpDecl, OpParam, RulesFile, name_span, walk
 
 #: Strictness of argument domains: the strictest of the ops reading an argument wins.
 _STRICT = {"real": 0, "nonzero": 1, "positive": 2, "bool": 3}
@@ -260,6 +260,10 @@ def _declare(d: OpDecl, problems: Problems, result: Declarations) -> None:
     _register(d, attrs, problems)
     if not problems.errors:
         DECLARED[d.name] = d
+        declared.SOURCE[d.name] = format_op(d)
+        declared.USES[d.name] = tuple(dict.fromkeys(
+            e.func for e in walk(d.body) if isinstance(e, ECall) and e.func in declared.REFERENCE
+            and e.func != d.name))
         result.names.append(d.name)
         result.added.append(d.name)
         result.decls[d.name] = d

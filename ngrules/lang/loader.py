@@ -15,12 +15,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ngrules.errors import NgrulesError, RuleError, RuleErrors, RuleSyntaxError, Span
+from ngrules.ir import declared
 from ngrules.lang.checker import check
 from ngrules.lang.declared_ops import declare_ops
 from ngrules.lang.parser import parse
 from ngrules.lang.rules import RuleSet
 from ngrules.lang.shipped import LIBRARY_PREFIX, library_import
-from ngrules.lang.syntax import Import, RulesFile
+from ngrules.lang.syntax import Import, OpDecl, RulesFile
 
 
 def decode_source(data: bytes, path: str) -> str:
@@ -192,6 +193,21 @@ def _checked(loader: _Loader) -> RuleSet:
         ops.rollback()
         raise
     return dataclasses.replace(rules, ops=tuple(ops.names))
+
+
+def declare_text(text: str, where: str) -> None:
+    """Declare the ops of a graph file's declarations (`where` names them in errors), with
+    the checks of a rules file; the text may hold `op` declarations and nothing else."""
+    loader = _Loader([])
+    loader.load_text(text, where)
+    for f in loader.files:
+        for d in f.decls:
+            if not isinstance(d, OpDecl):
+                raise RuleError("a graph file's declarations may only declare ops", d.span)
+    _checked(loader)
+
+
+declared.set_declarer(declare_text)
 
 
 def check_text(

@@ -268,8 +268,9 @@ def static_op(e: Expr, ops_of: dict[str, str]) -> str | None:
 def check_replacement_axes(decl: RuleDecl, roots, report: Report) -> None:
     """A guard-free rule that replaces a reduction or a broadcast by the very variable it
     reduces or broadcasts: the operand keeps the reduced axes (lacks the added ones), so the
-    replacement has other axes whenever the op changes any. (Elementwise patterns cannot differ: an elementwise op's operands carry
-    exactly its axes in the IR, so every variable below one has the root's axes.)"""
+    replacement has other axes whenever the op changes any. (Elementwise patterns cannot
+    differ: an elementwise op's operands carry exactly its axes in the IR, so every variable
+    below one has the root's axes.)"""
     if len(roots) != 1 or len(decl.replacement) != 1:
         return
     if any(not isinstance(c, Assume) for c in decl.clauses):
