@@ -95,13 +95,25 @@ def unflatten(x: Node, axes: AxesLike | None = None) -> Node:
 
 
 # -- elementwise -------------------------------------------------------------------------------
-def _as_node(value: Operand, like: Node) -> Node:
-    """A number becomes a constant of the other operand's dtype (float32 beside a bool mask)."""
+def _with_number(node: Node, value: Operand) -> tuple[Node, Node]:
+    """A node beside a Python number, promoted as ngraph does so no value is lost: a float
+    beside an integer tensor makes both float32 (`0.5 * x` of uint32 x = 1 is 0.5); an integer
+    takes the tensor's dtype and must fit it; a number beside a bool mask is float32."""
     if isinstance(value, Node):
-        return value
-    if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
-        return constant(value, dtype=np.float32 if like.dtype == np.bool_ else like.dtype)
-    raise OpError(f"cannot combine a node with {type(value).__name__} {value!r}")
+        return node, value
+    if not isinstance(value, (int, float, np.number)) or isinstance(value, (bool, np.bool_)):
+        raise OpError(f"cannot combine a node with {type(value).__name__} {value!r}")
+    fractional = isinstance(value, (float, np.floating))
+    if node.dtype == np.bool_:
+        return node, constant(value, dtype=np.float32)
+    if node.dtype.kind in "iu" and fractional:
+        return make_node("Cast", (node,), dtype=np.dtype(np.float32)), constant(value)
+    if node.dtype.kind in "iu":
+        info = np.iinfo(node.dtype)
+        if not info.min <= int(value) <= info.max:
+            raise OpError(f"{value} does not fit {node.dtype.name} (the other operand's dtype; "
+                          f"it holds {info.min}..{info.max}): cast the tensor first")
+    return node, constant(value, dtype=node.dtype)
 
 
 def elementwise_axes(x: Axes, y: Axes) -> Axes:
@@ -112,11 +124,12 @@ def elementwise_axes(x: Axes, y: Axes) -> Axes:
 
 
 def _binary(op: str, x: Operand, y: Operand) -> Node:
-    if not isinstance(x, Node):
-        if not isinstance(y, Node):
-            raise OpError(f"{op} needs at least one node operand")
-        x = _as_node(x, y)
-    y = _as_node(y, x)
+    if isinstance(x, Node):
+        x, y = _with_number(x, y)
+    elif isinstance(y, Node):
+        y, x = _with_number(y, x)
+    else:
+        raise OpError(f"{op} needs at least one node operand")
     out = elementwise_axes(x.axes, y.axes)
     return make_node(op, (broadcast(x, out), broadcast(y, out)))
 

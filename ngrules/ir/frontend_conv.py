@@ -65,14 +65,19 @@ def convolution(
     return make_node("Convolution", (inputs, filters), axes=make_axes(axes), **attrs)
 
 
-_POOL_KEYS = {"op", "T", "R", "S", "J", *(f"{p}_{s}" for p in ("pad", "str") for s in _SPATIAL)}
+#: ngraph's pool_params: the window T, R, S (and J over channels), padding and strides per axis.
+_POOL_KEYS = {
+    "op", "T", "R", "S", "J", *(f"{p}_{s}" for p in ("pad", "str") for s in ("c", *_SPATIAL))
+}
 
 
 def pool_attrs(pool_params: Mapping) -> dict:
     """The op attributes for ngraph's pool_params (J, channel pooling, must be 1)."""
     _check_keys(pool_params, _POOL_KEYS, "pooling")
-    if int(pool_params.get("J", 1)) != 1:
-        raise OpError("pooling: pooling across channels (J > 1) is not supported")
+    channel = {k: int(pool_params.get(k, d)) for k, d in (("J", 1), ("pad_c", 0), ("str_c", 1))}
+    if channel != {"J": 1, "pad_c": 0, "str_c": 1}:
+        raise OpError(f"pooling: pooling across channels is not supported (J=1, pad_c=0, "
+                      f"str_c=1 only; got {channel})")
     return {
         "mode": pool_params.get("op", "max"),
         "window": np.array([int(pool_params.get(k, 1)) for k in "TRS"], np.int64),

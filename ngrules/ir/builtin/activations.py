@@ -50,10 +50,16 @@ def _softmax_kernel(node):
 
 
 def _softmax_grad(node, d):
-    """s * (d - sum(d * s)) over the normalization axes."""
-    red = node.attrs["normalization_axes"]
-    z = d * node
-    return (z - F.broadcast(F.sum(z, reduction_axes=red), node.axes) * node,)
+    """s * (d - sum(d * s)) over the normalization axes, computed as s * (e - sum(e * s)) with
+    e = d - k for k the delta at the largest s (the mean over ties), which is the same since the
+    s sum to 1: `d - sum(d * s)` would lose the digits of 1 - s where s is near 1 (for
+    d = [1, 0] it is s0 - s0 * s0); here the largest term is exactly zero and the rest are
+    products of small numbers, so the result is exact to rounding, like the primitive form's."""
+    red, x = node.attrs["normalization_axes"], node.args[0]
+    top = F.cast(F.equal(x, F.broadcast(F.max(x, reduction_axes=red), x.axes)), d.dtype)
+    k = F.sum(d * top, reduction_axes=red) / F.sum(top, reduction_axes=red)
+    e = d - F.broadcast(k, node.axes)
+    return (node * (e - F.broadcast(F.sum(e * node, reduction_axes=red), node.axes)),)
 
 
 register_op(
