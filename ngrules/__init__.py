@@ -25,6 +25,7 @@ from ngrules.ir.builders import (
     add,
     argmax,
     argmin,
+    assign,
     axes_with_order,
     batchnorm_bprop,
     batchnorm_fprop,
@@ -67,18 +68,23 @@ from ngrules.ir.builders import (
     prod,
     reciprocal,
     safelog,
+    sequential,
     sigmoid,
     sign,
     slice_along_axis,
+    slice_axis,
     softmax,
     sqrt,
     square,
+    squared_L2,
     subtract,
     sum,
     tanh,
+    tensor_size,
     tensor_slice,
     transpose,
     unflatten,
+    value_of,
     variable,
     variance,
     where,
@@ -89,6 +95,7 @@ from ngrules.ir.graph import Node, format_graph, make_node, substitute, toposort
 from ngrules.ir.graphfile import load_graph, save_graph
 from ngrules.ir.graphset import Graph
 from ngrules.ir.ops import OPS, AttrSpec, NotDifferentiable, OpDef
+from ngrules.ir.stateful import Executor, executor
 from ngrules.ir.userops import register_op
 from ngrules.lang import functions
 from ngrules.lang.functions import register_function
@@ -215,6 +222,14 @@ __all__ = [
     "expand_dims",
     "pad",
     "slice_along_axis",
+    "slice_axis",
+    "squared_L2",
+    "tensor_size",
+    "assign",
+    "sequential",
+    "value_of",
+    "executor",
+    "Executor",
     "cross_entropy_binary",
     "cross_entropy_binary_inner",
     "cross_entropy_multi",

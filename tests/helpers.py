@@ -321,6 +321,9 @@ _TABLE = {
         np.expand_dims(vals[0], a["position"]), a["axis"].length, axis=a["position"]
     ),
     "AxesCast": lambda n, vals, a: vals[0],
+    "Assign": lambda n, vals, a: vals[1],
+    "Sequential": lambda n, vals, a: vals[0],
+    "ValueOf": lambda n, vals, a: vals[0],
     "Convolution": lambda n, vals, a: conv_reference(*vals, a),
     "ConvBpropData": lambda n, vals, a: conv_adjoints(n, vals),
     "ConvUpdate": lambda n, vals, a: conv_adjoints(n, vals),

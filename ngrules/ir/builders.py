@@ -12,6 +12,7 @@ from ngrules.ir.frontend_index import (  # noqa: F401
     getitem,
     pad,
     slice_along_axis,
+    slice_axis,
     tensor_slice,
 )
 from ngrules.ir.frontend_math import (  # noqa: F401
@@ -36,4 +37,11 @@ from ngrules.ir.frontend_nn import (  # noqa: F401
     one_hot,
     safelog,
     softmax,
+)
+from ngrules.ir.frontend_state import (  # noqa: F401
+    assign,
+    sequential,
+    squared_L2,
+    tensor_size,
+    value_of,
 )

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ngrules.errors import OpError
+from ngrules.errors import NgrulesError, OpError
 from ngrules.ir.axes import Axes, AxesLike, flatten_groups, make_axes
 from ngrules.ir.graph import OPERATORS, Node, make_node
 from ngrules.ir.ops import get_op
@@ -30,10 +30,27 @@ def placeholder(axes: AxesLike, dtype=np.float32, name: str | None = None) -> No
     return make_node("Placeholder", name=name, axes=make_axes(axes), dtype=dtype)
 
 
-def variable(axes: AxesLike, dtype=np.float32, name: str | None = None, initial: float = 0.0):
-    """A trainable tensor: fed like a placeholder, or filled with `initial`."""
+def variable(axes: AxesLike, dtype=np.float32, name: str | None = None, initial: float = 0.0,
+             initial_value=None) -> Node:
+    """A trainable tensor: fed like a placeholder, or holding its initial value, which is
+    `initial` everywhere or `initial_value` (ngraph's name): a number, an array of the axes'
+    shape, or a node computed from constants alone (evaluated now)."""
     name = name if name is not None else f"variable_{next(_fresh_names)}"
-    return make_node("Variable", name=name, axes=make_axes(axes), dtype=dtype, initial=initial)
+    value = initial if initial_value is None else initial_value
+    if isinstance(value, Node):
+        value = _value_now(value)
+    value = np.asarray(value, dtype=dtype)
+    return make_node("Variable", name=name, axes=make_axes(axes), dtype=dtype, initial=value)
+
+
+def _value_now(node: Node) -> np.ndarray:
+    """The value of a node that needs no feeds (a variable's initial value)."""
+    from ngrules.ir.executor import execute
+
+    try:
+        return execute([node], {})[0]
+    except NgrulesError as e:
+        raise OpError(f"an initial value must be computable from constants: {e.message}") from None
 
 
 def constant(value, axes: AxesLike = (), dtype=None) -> Node:

@@ -89,6 +89,8 @@ def pool_attrs(pool_params: Mapping) -> dict:
 def pooling(pool_params: Mapping, inputs: Node, axes: AxesLike | None = None) -> Node:
     """Max or average over windows of inputs (C, D, H, W, N), giving (C, M, P, Q, N)."""
     attrs = pool_attrs(pool_params)
+    if len(inputs.axes) != 5:
+        raise OpError(f"pooling: the input needs 5 axes (C, D, H, W, N), got {inputs.axes!r}")
     if axes is None:
         spatial = _out_spatial(inputs.axes, attrs["window"].tolist(), attrs)
         x = inputs.axes

@@ -64,6 +64,16 @@ def slice_along_axis(x: Node, axis: Axis, idx: int) -> Node:
     return tensor_slice(x, tuple(idx if i == pos else slice(None) for i in range(len(x.axes))))
 
 
+def slice_axis(axis: Axis, s: slice) -> Axis:
+    """The axis a slice leaves (ngraph's `slice_axis`): its name, the slice's length."""
+    if not isinstance(s, slice):
+        raise OpError(f"slice_axis needs a slice, got {s!r}")
+    length = len(range(*s.indices(axis.length)))
+    if length < 1:
+        raise OpError(f"slice_axis: {s} of {axis!r} is empty (an axis has a positive length)")
+    return Axis(axis.name, length)
+
+
 def pad(x: Node, paddings: Sequence, axes: AxesLike | None = None) -> Node:
     """x with zeros around each axis: per axis an int (both sides) or a (before, after) pair;
     a padded axis keeps its name with the new length unless `axes` names the result."""

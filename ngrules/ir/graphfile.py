@@ -279,6 +279,8 @@ def _decode_attr(kind: str, raw: Any, lengths: dict[str, int], arrays: _Arrays) 
         return _decode_text(raw, "a string")
     if kind == "dtype":
         return _decode_dtype(raw)
+    if not isinstance(raw, dict):  # a number where files before arrays held one (`initial`)
+        return np.asarray(_decode_float(raw))
     return arrays.get(raw)
 
 

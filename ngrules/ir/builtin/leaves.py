@@ -29,6 +29,14 @@ def _needs_feed(node):
     return missing
 
 
+def _variable_infer(args, attrs):
+    initial, axes = attrs["initial"], attrs["axes"]
+    if initial.shape not in ((), axes.lengths):
+        raise OpError(f"Variable: an initial value of shape {initial.shape} does not fit axes "
+                      f"{axes!r} (give one number or an array of shape {axes.lengths})")
+    return _leaf_infer(args, attrs)
+
+
 def _variable_kernel(node):
     value = np.full(node.axes.lengths, node.attrs["initial"], dtype=node.dtype)
     return lambda: value
@@ -59,13 +67,15 @@ register_op(
 register_op(
     "Variable",
     arity=0,
-    attrs=_NAME_AXES_DTYPE + (AttrSpec("initial", "float", 0.0),),
-    infer=_leaf_infer,
+    attrs=_NAME_AXES_DTYPE + (
+        AttrSpec("initial", "array", 0.0, "the value: one number, or an array of its shape"),
+    ),
+    infer=_variable_infer,
     kernel=_variable_kernel,
     grad=no_grad,
     gen=G.gen_variable,
     traits={"leaf"},
-    doc="a trainable tensor; fed, or filled with `initial`",
+    doc="a trainable tensor; fed, or holding `initial` (its value between stateful runs)",
 )
 register_op(
     "Constant",
