@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ngrules.errors import Span
 from ngrules.ir.ops import OPS
 from ngrules.lang.describe import function_summary, op_summary
-from ngrules.lang.expr import all_attributes
+from ngrules.lang.expr import NODE_ATTRIBUTES, all_attributes
+from ngrules.lang.formatter import format_op
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.kinds import KINDS
 from ngrules.lang.layout import format_rules
-from ngrules.lang.loader import check_text
 from ngrules.lang.parser import KEYWORDS
+from ngrules.lang.replacements import known_ops
+from ngrules.lang.shipped import library_import
 from ngrules.lang.syntax import (
     Import,
     Let,
+    OpDecl,
     PassDecl,
     PipelineDecl,
     PNamed,
@@ -33,6 +36,7 @@ from ngrules.lang.syntax import (
     Where,
     walk,
 )
+from ngrules.lsp.recovery import check_recovering, pieces
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -60,6 +64,7 @@ class Symbol:
     kind: str  # "pass", "rule", "pipeline", "op", "import"
     place: Place
     name_place: Place
+    children: list = field(default_factory=list, compare=False)
 
 
 def place_of(span: Span | None, path: str, width: int = 1) -> Place:
@@ -82,7 +87,7 @@ class Document:
     def __init__(self, text: str, path: str):
         self.text, self.path = text, path
         self.lines = text.split("\n")
-        self.files, self.errors = check_text(text, path)
+        self.files, self.errors = check_recovering(text, path)
         self.file: RulesFile | None = next(
             (f for f in self.files if _same_file(f.path, path)), None
         )
@@ -164,6 +169,12 @@ class Document:
         word, binding = looked
         if binding is not None:
             return binding[1]
+        if word in KEYWORDS and not self._called(line, col):  # `where x = ...`, not where()
+            return _KEYWORD_HELP.get(word, f"keyword `{word}`")
+        declared = self._declared_op(word)
+        if declared is not None:
+            where = f"{declared.span}" if declared.span else ""
+            return _code(format_op(declared) + f"\nan op declared in rules, at {where}")
         if word in OPS:
             return _code(op_summary(OPS[word]))
         if word in FUNCTIONS:
@@ -171,6 +182,19 @@ class Document:
         if word in KINDS:
             return f"kind `{word}`: {KINDS[word].__doc__ or ''}".strip()
         return _KEYWORD_HELP.get(word)
+
+    def _called(self, line: int, col: int) -> bool:
+        """Whether the word under the cursor is followed by `(` (a call, not a keyword)."""
+        found = self.word_at(line, col)
+        return found is not None and self.lines[line][found[2]:].lstrip().startswith("(")
+
+    def _declared_op(self, name: str) -> OpDecl | None:
+        """The `op` declaration of `name` in this document or a file it imports."""
+        for f in self.files:
+            for d in f.decls:
+                if isinstance(d, OpDecl) and d.name == name:
+                    return d
+        return None
 
     def _binding(self, rule: RuleDecl, name: str) -> tuple[Span | None, str] | None:
         """Where `name` is bound in `rule` and what it is, or None if it is not bound there."""
@@ -200,6 +224,10 @@ class Document:
         word, binding = looked
         if binding is not None and binding[0] is not None:
             return self._name_place(binding[0], word)
+        declared = self._declared_op(word)
+        if declared is not None and declared.span is not None:
+            span = declared.name_span or declared.span
+            return self._name_place(span, word)
         for f in self.files:
             for d in f.decls:
                 if isinstance(d, (PassDecl, PipelineDecl)) and d.name == word and d.span:
@@ -224,13 +252,35 @@ class Document:
         """(label, kind, detail) candidates: attributes after a dot, else names and keywords."""
         text = self.lines[line][:col] if 0 <= line < len(self.lines) else ""
         prefix = re.search(r"[A-Za-z0-9_]*$", text).group()
-        if text[: len(text) - len(prefix)].endswith("."):
-            return [(a, "attribute", "") for a in sorted(all_attributes()) if a.startswith(prefix)]
+        before = text[: len(text) - len(prefix)]
+        if before.endswith("."):
+            names = self._attributes_of(line, re.search(r"([A-Za-z_][A-Za-z0-9_]*)?$", before[:-1]))
+            return [(a, "attribute", "") for a in sorted(names) if a.startswith(prefix)]
         out = [(n, "op", op_summary(o).split("\n")[0]) for n, o in sorted(OPS.items())]
         out += [(n, "function", f.doc) for n, f in sorted(FUNCTIONS.items())]
         out += [(k, "keyword", "") for k in sorted(KEYWORDS)]
         out += [(k, "kind", "") for k in sorted(KINDS)]
         return [c for c in out if c[0].startswith(prefix)]
+
+    def _attributes_of(self, line: int, var) -> set[str]:
+        """The attributes `var.` can have: its op's when the rule binds it to one (`d @ Dot(..)`,
+        `x: Flatten`), else every attribute of any value. The rule being typed rarely parses, so
+        the binding is read from its text."""
+        name = var.group(1) if var else None
+        op = self._bound_op(line, name) if name else None
+        if op is None or op not in OPS:
+            return all_attributes()
+        return {*NODE_ATTRIBUTES, *(a.name for a in OPS[op].attrs), *OPS[op].derived}
+
+    def _bound_op(self, line: int, name: str) -> str | None:
+        rule = self.rule_at(line)
+        if rule is not None:
+            patterns = rule.roots + tuple(c.pattern for c in rule.clauses if isinstance(c, Where))
+            return known_ops(patterns).get(name)
+        start = max((s for s, e in pieces(self.lines) if s <= line), default=0)
+        text = "\n".join(self.lines[start : line + 1])
+        found = re.search(rf"\b{re.escape(name)}\s*(?:@|:)\s*([A-Z][A-Za-z0-9_]*)\b(?!\?)", text)
+        return found.group(1) if found else None
 
     # -- symbols and formatting ----------------------------------------------------------------
     def symbols(self) -> list[Symbol]:
@@ -250,6 +300,18 @@ class Document:
             out.append(Symbol(name, kind, place_of(d.span, self.path), name_place))
         return out
 
+    def symbol_tree(self) -> list[Symbol]:
+        """The symbols nested as the document is: each pass with its rules as children."""
+        out: list[Symbol] = []
+        current: Symbol | None = None
+        for s in self.symbols():
+            if s.kind == "rule" and current is not None:
+                current.children.append(s)
+                continue
+            out.append(s)
+            current = s if s.kind == "pass" else current
+        return out
+
     def formatted(self) -> str | None:
         """The canonical text of the document, or None while it does not parse."""
         if self.file is None:
@@ -260,8 +322,23 @@ class Document:
 _SYMBOL_KINDS = {PassDecl: "pass", RuleDecl: "rule", PipelineDecl: "pipeline"}
 
 
-#: Keywords whose meaning is easy to get wrong, explained on hover.
+#: The keywords, explained on hover (a word also a function, `where(...)`, is that when called).
 _KEYWORD_HELP = {
+    "rule": "`rule NAME [priority N]: PATTERN [clauses] => REPLACEMENT`: a rewrite rule.",
+    "pass": "`pass NAME`: the rules after it, until the next pass, run together to a fixpoint.",
+    "pipeline": "`pipeline NAME: pass, pass, ...`: passes run in this order.",
+    "import": '`import "file.rules"` (or `"ngrules:NAME.rules"`, the shipped library): read '
+    "that file first.",
+    "priority": "`priority N`: within a pass, higher priorities are tried first (default 0).",
+    "if": "`if EXPR`: a guard; the rule fires only where it is true.",
+    "let": "`let NAME = EXPR`: a value computed from the match, for guards and the replacement.",
+    "where": "`where NAME = PATTERN`: a named sub-pattern; every use of NAME is one node.",
+    "and": "boolean and (short-circuit)",
+    "or": "boolean or (short-circuit)",
+    "not": "boolean negation",
+    "in": "`a in b`: membership (an axis in axes, a value in a tuple)",
+    "true": "the boolean true",
+    "false": "the boolean false",
     "assume": "`assume x <= 30`: the author promises every element of x lies in the range. "
     "Not checked when rules rewrite (the engine cannot see values); verification draws x "
     "within it and says `assuming ...` in its verdict.",
@@ -269,9 +346,11 @@ _KEYWORD_HELP = {
 
 
 def _imported(path: str, decls) -> dict[str, Span]:
-    """The files `decls` (of the file at `path`) import, as absolute paths, with their spans."""
+    """The files `decls` (of the file at `path`) import, as absolute paths, with their spans
+    (`import "ngrules:cpu.rules"` is the shipped library's file)."""
     return {
-        os.path.abspath(os.path.join(os.path.dirname(path), d.path)): d.span
+        os.path.abspath(library_import(d.path) or os.path.join(os.path.dirname(path), d.path)):
+            d.span
         for d in decls
         if isinstance(d, Import) and d.span is not None
     }
