@@ -68,6 +68,18 @@ def test_a_length_for_a_dimension_the_model_lacks_is_an_error(cli, tmp_path):
     assert cli("import", "m.onnx", "-o", "g.json", "--length", "N=2").code == 0
 
 
+def test_a_length_for_a_graph_file_or_for_no_model_is_an_error(cli, tmp_path):
+    _graph()
+    res = cli("show", "g.json", "--length", "N=2")
+    assert res.code == 2 and "is a graph file" in res.err
+    _relu_model(tmp_path / "m.onnx", ["N", 3])
+    _relu_model(tmp_path / "s.onnx", [2, 3])
+    res = cli("coverage", "ngrules:simplify.rules", "m.onnx", "s.onnx", "--length", "B=2")
+    assert res.code == 2 and "--length B: no model given" in res.err
+    res = cli("coverage", "ngrules:simplify.rules", "m.onnx", "s.onnx", "--length", "N=2")
+    assert res.code == 0, res.err
+
+
 def test_axis_names_are_one_per_axis(cli, tmp_path):
     _relu_model(tmp_path / "m.onnx", [2, 3, 4])
     res = cli("import", "m.onnx", "-o", "g.json", "--axes", "x=B,S")

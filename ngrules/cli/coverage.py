@@ -74,7 +74,7 @@ def run(args) -> int:
 
     rules = rules_or_library([args.rules], args.import_path)
     lengths = graphio.parse_lengths(args.length)
-    models = {m: graphio.load(m, lengths)[0] for m in args.models}
+    models = graphio.load_all(args.models, lengths)
     table = coverage(rules, models, args.pipeline, args.misses)
     if args.json:
         print(json.dumps(table, indent=2))

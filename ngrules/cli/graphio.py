@@ -20,9 +20,34 @@ def load(path: str, lengths: dict[str, int] | None = None) -> tuple[list[Node], 
 
         imported = import_model(path, lengths=lengths)
         return imported.outputs, imported.output_names
+    from ngrules.errors import NgrulesError
     from ngrules.ir.graphfile import load_graph
 
+    if lengths:
+        raise NgrulesError(f"--length {next(iter(lengths))}: {path} is a graph file, whose "
+                           "axes have their lengths (--length is for ONNX models)")
     return load_graph(path), None
+
+
+def load_all(paths: Sequence[str], lengths: dict[str, int]) -> dict[str, list[Node]]:
+    """Several graphs: each ONNX model gets the lengths of its own symbolic dimensions, and
+    every length given must name a dimension of some model."""
+    from ngrules.errors import NgrulesError
+
+    dims = {p: _symbolic_dims(p) for p in paths}
+    unused = sorted(set(lengths) - set().union(*dims.values()))
+    if unused:
+        raise NgrulesError(f"--length {unused[0]}: no model given has a symbolic dimension "
+                           f"of that name")
+    return {p: load(p, {k: v for k, v in lengths.items() if k in dims[p]})[0] for p in paths}
+
+
+def _symbolic_dims(path: str) -> set[str]:
+    if not is_onnx(path):
+        return set()
+    from ngrules.interop.onnx.importer import symbolic_dims
+
+    return symbolic_dims(path)
 
 
 def files(path: str) -> list:

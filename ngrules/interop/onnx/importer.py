@@ -235,6 +235,13 @@ def _load_model(model_or_path):
     return model_or_path
 
 
+def symbolic_dims(model_or_path) -> set[str]:
+    """The names of the model's symbolic dimensions (the `dim_param`s of its values)."""
+    graph = _load_model(model_or_path).graph
+    values = [*graph.input, *graph.output, *graph.value_info]
+    return {d.dim_param for v in values for d in v.type.tensor_type.shape.dim if d.dim_param}
+
+
 def import_model(
     model_or_path,
     *,
