@@ -156,8 +156,8 @@ def big(tmp_path_factory):
     return folder
 
 
-def _interrupt(folder, when) -> subprocess.CompletedProcess:
-    """Run `apply` on the big graph, wait until `when(folder)` holds, then send SIGINT."""
+def _interrupt(folder, when, signum=signal.SIGINT) -> subprocess.CompletedProcess:
+    """Run `apply` on the big graph, wait until `when(folder)` holds, then send `signum`."""
     for leftover in folder.glob("*o.*"):
         leftover.unlink()
     code = "import sys; from ngrules.cli.main import main; print('ready', flush=True); "
@@ -171,7 +171,7 @@ def _interrupt(folder, when) -> subprocess.CompletedProcess:
     deadline = time.monotonic() + 60
     while not when(folder) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.002)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
@@ -205,10 +205,12 @@ def test_ctrl_c_while_working_exits_130_with_one_line_and_no_files(big):
     assert sorted(p.name for p in big.iterdir()) == ["g.json", "g.npz", "s.rules"]
 
 
-def test_ctrl_c_while_writing_leaves_no_partial_file(big):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
+def test_ctrl_c_while_writing_leaves_no_partial_file(big, signum):
+    """SIGTERM is taken as Ctrl-C: it once left the hidden `.o.json.*.tmp` files behind."""
     inputs = ["g.json", "g.npz", "s.rules"]
     for _ in range(5):  # on a loaded machine the write may finish before the signal lands
-        proc = _interrupt(big, _writing)
+        proc = _interrupt(big, _writing, signum)
         names = sorted(p.name for p in big.iterdir())
         # interrupted before its moves: nothing; during them (signals held) or after: the pair
         assert names in (inputs, sorted([*inputs, "o.json", "o.npz"])), names
