@@ -19,6 +19,7 @@ def register(sub) -> None:
         run,
         "run the language server on stdin/stdout (for editors; needs pip install 'ngrules[lsp]')",
         "ngrules lsp   # started by the editor, e.g. editors/vscode",
+        ops="explicit",
     )
     p.add_argument("--stdio", action="store_true", help="speak over stdio (the default; "
                    "accepted because editors pass it)")
