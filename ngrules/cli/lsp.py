@@ -8,8 +8,7 @@ from ngrules.cli.common import add_command
 def run(args) -> int:
     from ngrules.lsp.server import serve
 
-    serve()
-    return 0
+    return serve()
 
 
 def register(sub) -> None:
