@@ -107,6 +107,32 @@ def test_a_window_keeps_the_declaration_under_the_cursor_and_what_others_name():
     assert len(lines) == len(text.split("\n"))
 
 
+def test_edits_apply_as_pygls_applies_them_in_utf16_columns():
+    """`edits.apply_change` splices where pygls's line-by-line rewrite would put the text."""
+    from lsprotocol import types
+    from pygls.workspace import TextDocument
+
+    from ngrules.lsp.edits import apply_change
+
+    rng = random.Random(7)
+    alphabet = ["a", "b", " ", "\n", "😀", "é", "Exp(x)"]
+    text = "".join(rng.choice(alphabet) for _ in range(200))
+    for _ in range(300):
+        lines = text.split("\n")
+        line = rng.randrange(len(lines))
+        other = rng.randrange(line, len(lines))
+        units = [len(ln.encode("utf-16-le")) // 2 for ln in (lines[line], lines[other])]
+        start = types.Position(line, rng.randrange(units[0] + 1))
+        end = types.Position(other, rng.randrange(units[1] + 1) if other > line else
+                             rng.randrange(start.character, units[1] + 1))
+        new = "".join(rng.choice(alphabet) for _ in range(rng.randrange(4)))
+        change = types.TextDocumentContentChangePartial(types.Range(start, end), new)
+        reference = TextDocument("file:///t.rules", text)
+        reference.apply_change(change)
+        text = apply_change(text, change, Columns("utf-16"))
+        assert text == reference.source
+
+
 # -- the server, over stdio ------------------------------------------------------------------------
 class Drained(Client):
     """A client that keeps reading the server's stderr (a full pipe would stall the server)."""

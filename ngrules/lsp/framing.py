@@ -123,7 +123,7 @@ class Framer:
         """`length` bytes from `start`, unless the next header starts inside them."""
         end, scanned = start + length, start
         while True:
-            found = _NEXT.search(self.buf, max(start, scanned - MAX_HEADER))
+            found = _NEXT.search(self.buf, max(start, scanned - MAX_HEADER), end + MAX_HEADER)
             if found is not None and found.start() < end:
                 del self.buf[: found.start()]
                 return BadFrame(f"a message shorter than its Content-Length {length}")
@@ -139,7 +139,7 @@ class Framer:
     def _undecided(self, end: int) -> bool:
         """Whether the claimed body ends inside what may be the first line of the next
         header (`...}Content-Le`), with the rest of that line not read yet."""
-        if b"\n" in self.buf[end:] or len(self.buf) - end > MAX_HEADER:
+        if self.buf.find(b"\n", end) >= 0 or len(self.buf) - end > MAX_HEADER:
             return False  # were it a header, `_NEXT` would have found it
         tail = bytes(self.buf[max(0, end - 40) : end]).lower()
         return any(_PREFIX.startswith(tail[i:]) or _PARTIAL.fullmatch(tail[i:])

@@ -14,8 +14,9 @@ _CODECS = {"utf-16": ("utf-16-le", 2), "utf-8": ("utf-8", 1)}
 class Columns:
     """Conversions for one negotiated encoding ("utf-16", "utf-8" or "utf-32")."""
 
-    def __init__(self, encoding: str = "utf-16"):
-        self.codec = _CODECS.get(str(encoding))  # None: code points already
+    def __init__(self, encoding="utf-16"):
+        name = getattr(encoding, "value", encoding)  # lsprotocol's enum, or its string
+        self.codec = _CODECS.get(str(name))  # None: code points already
 
     def to_points(self, line: str, col: int) -> int:
         """The code-point column of client column `col` on `line`, clamped to the line (the

@@ -26,6 +26,7 @@ from typing import BinaryIO
 
 from ngrules.errors import NgrulesError
 from ngrules.lsp.analysis import Document, Place
+from ngrules.lsp.edits import protocol_class
 from ngrules.lsp.positions import Columns
 from ngrules.lsp.window import window_text
 from ngrules.version import __version__
@@ -197,14 +198,13 @@ def _lines_of(path: str) -> list[str]:
 def build_server():
     """The pygls server with every feature registered (not started)."""
     types, LanguageServer = _require_pygls()
-    server = LanguageServer("ngrules", __version__)
+    server = LanguageServer("ngrules", __version__, protocol_cls=protocol_class())
     docs = Documents(server)
     server.ngrules_documents = docs
 
     @server.feature(types.INITIALIZED)
     def initialized(ls, params):
-        encoding = ls.workspace.position_encoding or "utf-16"
-        docs.columns = Columns(getattr(encoding, "value", encoding))  # an enum, or a string
+        docs.columns = Columns(ls.workspace.position_encoding or "utf-16")
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls, params):
