@@ -84,7 +84,7 @@ def messages_from(stream) -> list:
 
 
 def test_the_body_limit_is_the_documented_one():
-    assert MAX_BODY == 32 * 2**20
+    assert MAX_BODY == 16 * 2**20
     assert messages(frame(b"x" * 10, 11 + MAX_BODY))[0].reason.endswith(f"{MAX_BODY} bytes")
 
 
@@ -235,6 +235,19 @@ def test_a_document_not_open_is_read_only_from_a_regular_file(server, tmp_path, 
     assert reply["error"]["code"] == -32602 and "not a regular file" in reply["error"]["message"]
     (tmp_path / "closed.rules").write_text(RULES)  # a regular file is fine
     assert server.request("textDocument/hover", at((tmp_path / "closed.rules").as_uri(), 1, 14))
+
+
+def test_an_open_document_is_answered_from_the_editors_text_not_the_disk(server, tmp_path):
+    folder = tmp_path / "my rules"  # a space: the URI quotes it, pygls's keys do not
+    folder.mkdir()
+    uri = opened(server, folder / "a.rules", "pass p\n")
+    (folder / "a.rules").write_text("pass p\n")  # the disk keeps the old text
+    edit = {"range": {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 0}},
+            "text": "rule r: Log(Exp(x)) => x\n"}
+    server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [edit]})
+    assert "%20" in uri and "e ** x" in server.request(
+        "textDocument/hover", at(uri, 1, 14))["contents"]["value"]
 
 
 def test_columns_are_utf16_units_unless_negotiated(server, tmp_path):

@@ -8,6 +8,8 @@ read. Here an edit finds its two offsets and splices the text once. Lines end at
 
 from __future__ import annotations
 
+from urllib.parse import unquote
+
 from ngrules.lsp.positions import Columns
 
 
@@ -46,7 +48,7 @@ def protocol_class():
         @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
         def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
             uri = params.text_document.uri
-            document = self.workspace.text_documents.get(uri)
+            document = self.workspace.text_documents.get(unquote(uri))  # pygls's keys
             if document is None:  # a change to a document never opened: nothing to change
                 return
             columns = Columns(self.workspace.position_encoding or "utf-16")

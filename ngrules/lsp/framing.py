@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 #: The largest message body accepted (a document of this size is far beyond any rules file).
-MAX_BODY = 32 * 2**20
+MAX_BODY = 16 * 2**20
 #: The longest header block accepted.
 MAX_HEADER = 4096
 _CHUNK = 65536

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 from typing import BinaryIO
+from urllib.parse import unquote
 
 from ngrules.errors import NgrulesError
 from ngrules.lsp.analysis import Document, Place
@@ -87,7 +88,7 @@ class Documents:
         self.columns = Columns()
 
     def text(self, uri: str) -> tuple[str, int | None]:
-        opened = self.server.workspace.text_documents.get(uri)
+        opened = self.server.workspace.text_documents.get(unquote(uri))  # pygls's keys
         if opened is not None:
             return opened.source, opened.version
         return _read_document(uri), None
@@ -132,7 +133,7 @@ class Documents:
 
     def publish(self, uri: str) -> None:
         self.timers.pop(uri, None)
-        if uri not in self.server.workspace.text_documents:
+        if unquote(uri) not in self.server.workspace.text_documents:
             return
         _, version = self.text(uri)
         doc = self.full(uri)

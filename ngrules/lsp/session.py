@@ -24,8 +24,9 @@ from ngrules.lsp.framing import BadFrame, Framer
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 INTERNAL_ERROR, SERVER_NOT_INITIALIZED = -32603, -32002
-#: Messages read ahead of the one being handled (the reader waits when this many are queued).
-READ_AHEAD = 64
+#: Messages read ahead of the one being handled (the reader waits when this many are queued):
+#: with `framing.MAX_BODY`, at most 256 MiB held.
+READ_AHEAD = 16
 
 log = logging.getLogger("ngrules.lsp")
 
