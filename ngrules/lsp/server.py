@@ -3,11 +3,12 @@
 A thin adapter: every answer comes from `analysis.Document`, so the editor shows exactly what
 `ngrules check` reports. What it adds, against a hostile or merely busy editor:
 
-- **Debounced analysis.** A change only records the new text; the document is analysed once
-  the edits pause (`DEBOUNCE` seconds), and only its latest version: a burst of 200 edits
-  costs one analysis, not 200. Diagnostics carry the version they describe.
-- **Answers that never wait for stale work.** A position query on a version not yet analysed
-  uses a `window` of the document around the cursor when the document is large.
+- **Debounced analysis, off the main loop.** A change only records the new text; the
+  document is checked once the edits pause (`DEBOUNCE` seconds), only its latest version, in
+  a child process (`background`) that a newer version kills: a burst of 200 edits costs one
+  check, not 200, and requests are answered while it runs. Diagnostics carry their version.
+- **Answers that never wait for stale work.** A position query on a large document uses a
+  `window` of it around the cursor (milliseconds); a small one is checked on the spot.
 - **Disk read only when asked, and bounded.** A document the editor has not opened is read only
   if it is a regular `file:` of at most `MAX_DOCUMENT_BYTES`; otherwise the request gets an
   InvalidParams error. A larger open document is not analysed (one diagnostic says why).
@@ -21,18 +22,21 @@ The main loop, framing and lifecycle are `session`'s. pygls is an optional depen
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import unquote
 
 from ngrules.errors import NgrulesError
 from ngrules.lsp.analysis import Document, Place
+from ngrules.lsp.background import Background
 from ngrules.lsp.edits import protocol_class
 from ngrules.lsp.positions import Columns
 from ngrules.lsp.window import window_text
 from ngrules.version import __version__
 
 _SOURCE = "ngrules"
+log = logging.getLogger("ngrules.lsp")
 #: Seconds without edits before a changed document is analysed.
 DEBOUNCE = 0.2
 #: The largest document analysed, and read from disk when it is not open (bytes).
@@ -85,6 +89,7 @@ class Documents:
         self.analysed: dict[str, tuple[str, Document]] = {}  # uri -> (text, analysis)
         self.windows: dict[str, tuple[str, str, Document]] = {}  # uri -> (text, window, doc)
         self.timers: dict[str, asyncio.TimerHandle] = {}
+        self.background = Background()
         self.columns = Columns()
 
     def text(self, uri: str) -> tuple[str, int | None]:
@@ -103,7 +108,7 @@ class Documents:
 
     def at(self, uri: str, line: int) -> Document:
         """What answers a query at `line`: the full analysis when it is current or cheap,
-        else a window of the document around the line."""
+        else a window of the document around the line (the full check runs elsewhere)."""
         text, _ = self.text(uri)
         cached = self.analysed.get(uri)
         if cached is not None and cached[0] == text:
@@ -130,18 +135,35 @@ class Documents:
             pending.cancel()
         self.analysed.pop(uri, None)
         self.windows.pop(uri, None)
+        self.background.cancel(uri)
 
     def publish(self, uri: str) -> None:
+        """Diagnose the current version in the background; publish if still current then."""
         self.timers.pop(uri, None)
         if unquote(uri) not in self.server.workspace.text_documents:
             return
-        _, version = self.text(uri)
-        doc = self.full(uri)
+        text, version = self.text(uri)
+        lines, path = text.split("\n"), _path(uri)
+        if _too_large(text):
+            self._send(uri, version, lines, _TooLarge(path, len(text)).diagnostics())
+            return
+        self.background.start(uri, text, path,
+                              lambda found: self._checked(uri, version, text, found))
+
+    def _checked(self, uri: str, version, text: str, found) -> None:
+        if found is None:
+            log.warning("the check of %s failed", uri)
+        elif unquote(uri) in self.server.workspace.text_documents and self.text(uri)[0] == text:
+            self._send(uri, version, text.split("\n"), found)
+        # else replaced while it was checked: the check of the new text is on its way
+
+    def _send(self, uri: str, version, lines: list[str], found) -> None:
         types = _require_pygls()[0]
+        path = _path(uri)
         diagnostics = [
-            types.Diagnostic(self.range(doc, d.place), d.message,
+            types.Diagnostic(self.range(lines, path, d.place), d.message,
                              types.DiagnosticSeverity.Error, source=_SOURCE)
-            for d in doc.diagnostics()
+            for d in found
         ]
         self.server.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
@@ -155,9 +177,10 @@ class Documents:
             return None
         return line, self.columns.to_points(doc.lines[line], position.character)
 
-    def range(self, doc: Document, place: Place):
+    def range(self, lines: list[str], path: str, place: Place):
+        """A place as an LSP range; `lines` are those of the file at `path`."""
         types = _require_pygls()[0]
-        lines = doc.lines if place.path == doc.path else _lines_of(place.path)
+        lines = lines if place.path == path else _lines_of(place.path)
 
         def pos(line: int, col: int):
             text = lines[line] if 0 <= line < len(lines) else ""
@@ -166,10 +189,13 @@ class Documents:
         return types.Range(pos(place.line, place.col), pos(place.end_line, place.end_col))
 
 
+def _too_large(text: str) -> bool:
+    return len(text) > MAX_DOCUMENT_BYTES or (
+        len(text.encode("utf-8", "surrogatepass")) > MAX_DOCUMENT_BYTES)
+
+
 def _analyse(text: str, path: str) -> Document:
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_DOCUMENT_BYTES:
-        return _TooLarge(path, len(text))
-    return Document(text, path)
+    return _TooLarge(path, len(text)) if _too_large(text) else Document(text, path)
 
 
 class _TooLarge(Document):
@@ -244,7 +270,7 @@ def build_server():
         place = found[0].definition(*found[1:]) if found else None
         if place is None:
             return None
-        return types.Location(_uri(place.path), docs.range(found[0], place))
+        return types.Location(_uri(place.path), docs.range(found[0].lines, found[0].path, place))
 
     _KINDS = {
         "op": types.CompletionItemKind.Class,
@@ -286,7 +312,8 @@ def build_server():
         doc = docs.full(params.text_document.uri)
         return [
             types.DocumentSymbol(s.name, _SYMBOLS.get(s.kind, types.SymbolKind.Object),
-                                 docs.range(doc, s.place), docs.range(doc, s.name_place),
+                                 docs.range(doc.lines, doc.path, s.place),
+                                 docs.range(doc.lines, doc.path, s.name_place),
                                  detail=s.kind)
             for s in doc.symbols()
         ]
