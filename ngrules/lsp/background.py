@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
+import sys
 from collections.abc import Callable
 
 from ngrules.lsp.analysis import Diagnostic, Document
@@ -25,6 +27,9 @@ def diagnose(text: str, path: str) -> list[Diagnostic]:
 
 
 def _child(send, text: str, path: str) -> None:
+    # stdout is the editor's channel: whatever the child inherited buffered must never be
+    # flushed twice (multiprocessing flushes sys.stdout when the child ends)
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the child's short life
     try:
         result = diagnose(text, path)
     except Exception:  # the parent logs a failed analysis; no traceback on the editor's log
