@@ -122,7 +122,9 @@ class Documents:
         return found[2]
 
     def changed(self, uri: str) -> None:
-        """Analyse (and publish) once the edits pause; a newer edit restarts the wait."""
+        """Analyse (and publish) once the edits pause; a newer edit restarts the wait and
+        stops the check of an older version."""
+        self.background.cancel(uri)
         pending = self.timers.pop(uri, None)
         if pending is not None:
             pending.cancel()
