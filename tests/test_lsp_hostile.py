@@ -314,6 +314,26 @@ def test_a_burst_of_edits_is_analysed_once_and_a_hover_does_not_wait_for_it(serv
     assert order.index(replies[0]) < len(order) - 1  # answered before the analysis finished
 
 
+def test_a_newer_version_kills_the_check_of_the_older_one():
+    import asyncio
+
+    from ngrules.lsp.background import Background
+
+    async def check() -> list:
+        background, reported = Background(), []
+        background.start("u", BIG, "/t/big.rules", reported.append)
+        older = background.running["u"][0]
+        background.start("u", RULES, "/t/a.rules", reported.append)
+        assert not older.is_alive()
+        for _ in range(600):
+            if reported:
+                break
+            await asyncio.sleep(0.05)
+        return reported
+
+    assert asyncio.run(check()) == [[]]  # the newer text's diagnostics (none), only
+
+
 # -- fuzz ------------------------------------------------------------------------------------------
 FUZZ_ROUNDS = 1000
 
