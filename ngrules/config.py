@@ -1,8 +1,15 @@
 """`[tool.ngrules]` in the nearest `pyproject.toml`: project settings the command line and the
-pytest plugin share (which modules register ops, which rules files are the project's)."""
+pytest plugin share (which modules register ops, which rules files are the project's).
+
+The table names code to import, so it is read only from a file nobody else could have put
+there: owned by this user or root, in a folder owned by them, neither writable by every user.
+Any other pyproject.toml is ignored with a one-line warning (docs/security.md).
+"""
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,10 +47,46 @@ def find_pyproject(start: Path | str = ".") -> Path | None:
     return None
 
 
+def untrusted(path: Path) -> str | None:
+    """Why `path` may have been written by someone else (so must not name code), or None.
+
+    The file and its folder (both, for a symbolic link) must belong to this user or root and
+    not be writable by every user: a sticky /tmp still lets anyone add a module beside it."""
+    if not hasattr(os, "getuid"):  # pragma: no cover - Windows: no owners to compare
+        return None
+    me = os.getuid()
+    real = path.resolve()
+    for what, where in (("file", path), ("folder", path.parent), ("file", real),
+                        ("folder", real.parent)):
+        try:
+            info = where.stat()
+        except OSError as e:
+            return f"cannot stat its {what}: {e.strerror}"
+        if info.st_uid not in (me, 0):
+            return f"its {what} belongs to another user (uid {info.st_uid})"
+        if info.st_mode & stat.S_IWOTH:
+            return f"its {what} {where} is writable by every user"
+    return None
+
+
+_WARNED: set[Path] = set()
+
+
+def _warn_once(path: Path, why: str) -> None:
+    if path not in _WARNED:
+        _WARNED.add(path)
+        print(f"ngrules: warning: ignoring [tool.ngrules] in {path}: {why}", file=sys.stderr)
+
+
 def load_config(start: Path | str = ".") -> ProjectConfig:
-    """The `[tool.ngrules]` table of the nearest pyproject.toml (empty when there is none)."""
+    """The `[tool.ngrules]` table of the nearest pyproject.toml (empty when there is none, or
+    when it is not trusted: see `untrusted`; a one-line warning then says why)."""
     path = find_pyproject(start)
     if path is None:
+        return ProjectConfig()
+    why = untrusted(path)
+    if why is not None:
+        _warn_once(path, why)
         return ProjectConfig()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

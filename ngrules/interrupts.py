@@ -1,4 +1,4 @@
-"""Ctrl-Cs that Python swallows, kept so that long work still stops.
+"""Ctrl-Cs that Python swallows, kept so that long work still stops; SIGTERM taken as a Ctrl-C.
 
 A KeyboardInterrupt raised inside a destructor or a garbage-collector callback (`ZipFile.__del__`
 while a graph loads; hypothesis's gc callback while rules are verified) is "unraisable": Python
@@ -10,7 +10,9 @@ into place, raises it again where it can be caught.
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 
 _LOST: list[BaseException] = []
@@ -41,3 +43,22 @@ def noticing_lost_interrupts() -> Iterator[None]:
     finally:
         sys.unraisablehook = previous
         _LOST.clear()
+
+
+@contextlib.contextmanager
+def terminating_as_interrupts() -> Iterator[None]:
+    """SIGTERM (`kill`, a CI job cancelled) raises KeyboardInterrupt as Ctrl-C does, so it
+    stops work the same way: temporary files removed, results computed so far printed and
+    flushed. Only the main thread can set a handler; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -156,8 +156,8 @@ def big(tmp_path_factory):
     return folder
 
 
-def _interrupt(folder, when) -> subprocess.CompletedProcess:
-    """Run `apply` on the big graph, wait until `when(folder)` holds, then send SIGINT."""
+def _interrupt(folder, when, signum=signal.SIGINT) -> subprocess.CompletedProcess:
+    """Run `apply` on the big graph, wait until `when(folder)` holds, then send `signum`."""
     for leftover in folder.glob("*o.*"):
         leftover.unlink()
     code = "import sys; from ngrules.cli.main import main; print('ready', flush=True); "
@@ -171,7 +171,7 @@ def _interrupt(folder, when) -> subprocess.CompletedProcess:
     deadline = time.monotonic() + 60
     while not when(folder) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.002)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
@@ -205,10 +205,12 @@ def test_ctrl_c_while_working_exits_130_with_one_line_and_no_files(big):
     assert sorted(p.name for p in big.iterdir()) == ["g.json", "g.npz", "s.rules"]
 
 
-def test_ctrl_c_while_writing_leaves_no_partial_file(big):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
+def test_ctrl_c_while_writing_leaves_no_partial_file(big, signum):
+    """SIGTERM is taken as Ctrl-C: it once left the hidden `.o.json.*.tmp` files behind."""
     inputs = ["g.json", "g.npz", "s.rules"]
     for _ in range(5):  # on a loaded machine the write may finish before the signal lands
-        proc = _interrupt(big, _writing)
+        proc = _interrupt(big, _writing, signum)
         names = sorted(p.name for p in big.iterdir())
         # interrupted before its moves: nothing; during them (signals held) or after: the pair
         assert names in (inputs, sorted([*inputs, "o.json", "o.npz"])), names
@@ -218,3 +220,46 @@ def test_ctrl_c_while_writing_leaves_no_partial_file(big):
             break
     assert proc.returncode == 130, proc.stderr[-2000:]
     assert proc.stderr == "ngrules: interrupted\n"
+
+
+# -- issue 25: no command follows a symbolic link out of the folder it was given ------------------
+def test_check_of_a_folder_never_reads_a_link_out_of_it(tmp_path):
+    """`rules/z.rules -> /proc/self/environ` once had CI's secrets quoted in the error."""
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "a.rules").write_text("pass p\nrule r: x * 1 => x\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOKEN=hunter2\n")
+    (rules / "y.rules").symlink_to(secret)
+    (rules / "z.rules").symlink_to("/proc/self/environ")
+    env = {**os.environ, "TOKEN": "hunter2"}
+    exe = os.path.join(os.path.dirname(sys.executable), "ngrules")
+    for args in (["check", "rules/"], ["check", "rules/z.rules"], ["verify", "rules"],
+                 ["fmt", "rules/y.rules"]):
+        proc = subprocess.run([exe, *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert_bad_input(proc, "a symbolic link out of", "not followed")
+        assert "hunter2" not in proc.stdout + proc.stderr
+
+
+def test_fmt_of_a_folder_never_writes_through_a_link_out_of_it(tmp_path):
+    inside, outside = tmp_path / "d", tmp_path / "elsewhere"
+    inside.mkdir()
+    outside.mkdir()
+    messy = "rule   q :x*1=>x\n"
+    (outside / "o.rules").write_text(messy)
+    (inside / "o.rules").symlink_to(outside / "o.rules")
+    (inside / "m.rules").write_text(messy)
+    (inside / "near.rules").symlink_to("m.rules")  # a link that stays inside is followed
+    assert_bad_input(run("fmt", "d", cwd=tmp_path), "d/o.rules: a symbolic link out of d")
+    assert (outside / "o.rules").read_text() == messy  # nothing was written anywhere
+    assert (inside / "m.rules").read_text() == messy
+    (inside / "o.rules").unlink()
+    assert run("fmt", "d", cwd=tmp_path).returncode == 0
+    assert (inside / "m.rules").read_text() == "rule q: x * 1 => x\n"
+    assert (inside / "near.rules").is_symlink()
+
+
+def test_a_rules_path_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
+    os.mkfifo(tmp_path / "f.rules")
+    assert_bad_input(run("check", "f.rules", cwd=tmp_path), "f.rules: not a regular file")

@@ -1,4 +1,9 @@
-"""[tool.ngrules] in the nearest pyproject.toml."""
+"""[tool.ngrules] in the nearest pyproject.toml, read only when nobody else could have put it
+there."""
+
+import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -32,3 +37,83 @@ def test_bad_tables_are_named_errors(tmp_path, text, words):
     with pytest.raises(NgrulesError) as e:
         load_config(tmp_path)
     assert words in str(e.value)
+
+
+# -- issue 25: configuration names code, so only a trusted file is read ---------------------------
+PLANTED = '[tool.ngrules]\nops = ["planted.py"]\n'
+
+
+def _planted(folder):
+    """A pyproject.toml whose ops module leaves a mark when imported."""
+    (folder / "pyproject.toml").write_text(PLANTED)
+    (folder / "planted.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_name('RAN').write_text('ran')\n"
+    )
+
+
+def test_a_pyproject_in_a_folder_everyone_may_write_is_ignored_with_a_warning(tmp_path, capsys):
+    shared = tmp_path / "shared"
+    (shared / "work").mkdir(parents=True)
+    _planted(shared)
+    shared.chmod(0o1777)  # like /tmp: sticky, but anyone can add a planted.py beside it
+    assert load_config(shared / "work") == ProjectConfig()
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"ngrules: warning: ignoring [tool.ngrules] in {shared / 'pyproject.toml'}: "
+                   f"its folder {shared} is writable by every user"]
+    (shared / "pyproject.toml").write_text("[tool.ngrules\n")  # malformed: still only ignored
+    assert load_config(shared / "work") == ProjectConfig()
+
+
+def test_a_pyproject_of_another_user_is_ignored(tmp_path, monkeypatch, capsys):
+    _planted(tmp_path)
+    if os.getuid() == 0:  # root trusts its own files: give this one to somebody else
+        os.chown(tmp_path / "pyproject.toml", 4242, -1)
+    else:  # pretend to be somebody else
+        monkeypatch.setattr(os, "getuid", lambda: os.stat(tmp_path).st_uid + 1)
+    assert load_config(tmp_path) == ProjectConfig()
+    assert "belongs to another user" in capsys.readouterr().err
+
+
+def test_a_world_writable_pyproject_is_ignored(tmp_path, capsys):
+    _planted(tmp_path)
+    (tmp_path / "pyproject.toml").chmod(0o666)
+    assert load_config(tmp_path).ops == ()
+    assert "is writable by every user" in capsys.readouterr().err
+
+
+def test_a_planted_configuration_never_runs_from_the_command_line(tmp_path):
+    """`ngrules check` below a world-writable folder with a planted pyproject.toml: one
+    warning line, the command works, the planted module never runs."""
+    from test_cli import run
+
+    shared = tmp_path / "shared"
+    (shared / "work").mkdir(parents=True)
+    _planted(shared)
+    shared.chmod(0o777)
+    (shared / "work" / "a.rules").write_text("pass p\nrule r: x * 1 => x\n")
+    for text in (PLANTED, "[tool.ngrules\n"):
+        (shared / "pyproject.toml").write_text(text)
+        proc = run("check", "a.rules", cwd=shared / "work")
+        assert proc.returncode == 0, proc.stderr
+        [line] = proc.stderr.splitlines()
+        assert line.startswith("ngrules: warning: ignoring [tool.ngrules] in ")
+        assert not (shared / "RAN").exists()
+
+
+def test_commands_that_need_no_ops_import_none(tmp_path):
+    """`fmt`, `show` and `lsp` do not import `[tool.ngrules] ops`; `check` does."""
+    from test_cli import run
+
+    import ngrules as ng
+
+    _planted(tmp_path)
+    (tmp_path / "a.rules").write_text("pass p\nrule r: x * 1 => x\n")
+    ng.save_graph(tmp_path / "g.json", [ng.tanh(ng.placeholder({"A": 2}, name="x"))])
+    assert run("fmt", "a.rules", "--check", cwd=tmp_path).returncode == 0
+    assert run("show", "g.json", cwd=tmp_path).returncode == 0
+    lsp = subprocess.run([shutil.which("ngrules"), "lsp"], cwd=tmp_path, input=b"",
+                         capture_output=True, timeout=60)
+    assert lsp.returncode == 1 and b"Traceback" not in lsp.stderr  # no shutdown: 1
+    assert not (tmp_path / "RAN").exists()
+    assert run("check", "a.rules", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "RAN").read_text() == "ran"

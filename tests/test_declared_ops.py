@@ -60,6 +60,37 @@ def test_a_declared_op_infers_axes_runs_its_body_and_differentiates():
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
 
 
+UNUSED = """\
+op First(a, b) = Exp(a)
+pass fold
+rule first: First(x, y) => Exp(x)
+"""
+
+
+def test_a_parameter_the_body_does_not_use_runs_differentiates_and_verifies(tmp_path, capsys):
+    """`op M(a, b) = a` once fed the unused `b` to the body's program: `verify` aborted the
+    whole file (exit 2, no verdicts) and `run` failed."""
+    ng.parse_rules(UNUSED, "unused.rules")
+    x = ng.placeholder({"A": 3}, np.float64, name="x")
+    y = ng.placeholder({"A": 3}, np.float64, name="y")
+    node = ng.make_node("First", (x, y))
+    xv, yv = np.linspace(-1, 1, 3), np.array([5.0, 6.0, 7.0])
+    np.testing.assert_allclose(ng.execute([node], {x: xv, y: yv})[0], np.exp(xv), rtol=1e-12)
+    cost = ng.sum(node, out_axes=())
+    gx, gy = ng.execute([ng.deriv(cost, x), ng.deriv(cost, y)], {x: xv})  # y is not read
+    np.testing.assert_allclose(gx, np.exp(xv), rtol=1e-12)
+    np.testing.assert_array_equal(gy, np.zeros(3))
+    (tmp_path / "unused.rules").write_text(UNUSED)
+    assert main(["verify", str(tmp_path / "unused.rules"), "--examples", "10"]) == 0
+    assert "verified      first" in capsys.readouterr().out
+    ng.save_graph(tmp_path / "g.json", [node])
+    np.save(tmp_path / "x.npy", xv)
+    np.save(tmp_path / "y.npy", yv)
+    assert main(["run", str(tmp_path / "g.json"), "--ops", str(tmp_path / "unused.rules"),
+                 "--feed", f"x={tmp_path / 'x.npy'}", "--feed", f"y={tmp_path / 'y.npy'}"]) == 0
+    assert "2.718" in capsys.readouterr().out
+
+
 def test_attributes_defaults_and_several_outputs():
     rules = ng.parse_rules(
         """

@@ -50,3 +50,13 @@ def test_a_deep_pattern_compiles_matches_and_rewrites(name):
     result = ng.rewrite([graph], rules)
     assert result.fired() == {"deep": 1} and result.outputs == [graph]
     assert "matches at 0 node" not in str(ng.explain(rules.rules[0], [graph]))
+
+
+@pytest.mark.parametrize("name", ["21 nested Adds", f"Exp nested {MAX_DEPTH - 2} deep"])
+def test_a_deep_pattern_that_returns_a_variable_rewrites(name):
+    """`Exp(...39 deep...(x)) => x` passed `check`, then the matcher split into several
+    functions lost the root `node` its last line compares x with (a NameError in `apply`)."""
+    pattern_text, graph = DEEP[name]
+    rules = ng.parse_rules(f"rule deep: {pattern_text} => x", "deep.rules")
+    result = ng.rewrite([graph], rules)
+    assert result.fired() == {"deep": 1} and result.outputs == [X]

@@ -111,3 +111,17 @@ def test_a_user_op_exports_through_its_expansion():
                                                                  dtype=np.float32)})
         assert "Sigmoid" in {n.op_type for n in model.graph.node}
     EXPANSIONS.pop("Silu2")
+
+
+def test_an_axis_longer_than_an_int64_is_a_clear_error(tmp_path):
+    """`export` of such an axis was a traceback from protobuf ("Value out of range")."""
+    from test_cli import assert_bad_input, run
+
+    x = ng.placeholder([ng.make_axis(2**63, "A")], name="x")
+    with pytest.raises(OnnxError, match=r"axis A has length 9223372036854775808, more than"):
+        ng.to_onnx([ng.tanh(x)])
+    assert ng.to_onnx([ng.placeholder([ng.make_axis(2**63 - 1, "A")], name="x")])
+    ng.save_graph(tmp_path / "g.json", [ng.tanh(x)])
+    proc = run("export", "g.json", "-o", "m.onnx", cwd=tmp_path)
+    assert_bad_input(proc, "cannot export Placeholder: axis A has length 9223372036854775808")
+    assert not (tmp_path / "m.onnx").exists()

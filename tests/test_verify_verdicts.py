@@ -121,7 +121,9 @@ def test_ctrl_c_keeps_the_verdicts_computed_so_far():
     assert "(interrupted)" in str(stopped.value.report)
 
 
-def test_ctrl_c_on_the_command_prints_verdicts_and_exits_130(tmp_path):  # issue 11, item 31
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
+def test_ctrl_c_on_the_command_prints_verdicts_and_exits_130(tmp_path, signum):
+    """Issue 11, item 31; issue 25: SIGTERM with stdout piped once lost every verdict."""
     rules = tmp_path / "r.rules"
     rules.write_text("".join(f"rule r{i}: x * 1 + {i} => x + {i}\n" for i in range(400)))
     proc = subprocess.Popen(
@@ -130,7 +132,7 @@ def test_ctrl_c_on_the_command_prints_verdicts_and_exits_130(tmp_path):  # issue
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     time.sleep(7)  # some verdicts in, far from all 400
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "verified      r0 " in out and "(interrupted)" in out

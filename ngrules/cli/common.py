@@ -8,29 +8,43 @@ from collections.abc import Callable
 FINDINGS, BAD_INPUT, INTERRUPTED = 1, 2, 130
 
 
-def add_command(sub, name: str, run: Callable, help_: str, example: str) -> argparse.ArgumentParser:
-    """One subcommand: its help doubles as description, its epilog shows an example. Every
-    command takes `--ops MODULE` and loads the project's ops before it runs."""
+def add_command(
+    sub, name: str, run: Callable, help_: str, example: str, ops: str = "project"
+) -> argparse.ArgumentParser:
+    """One subcommand: its help doubles as description, its epilog shows an example.
+
+    `ops` says which code that registers ops the command imports before it runs: "project"
+    (the `ngrules.ops` entry points, `[tool.ngrules] ops`, and `--ops MODULE`), "explicit"
+    (only `--ops`), "none" (nothing, and no `--ops` option: the command needs no ops)."""
     p = sub.add_parser(name, help=help_, description=help_, epilog=f"example: {example}")
+    if ops == "none":
+        p.set_defaults(run=run)
+        return p
+    project = ops == "project"
+    also = ". [tool.ngrules] ops in pyproject.toml and `ngrules.ops` entry points load too"
     p.add_argument(
         "--ops",
         action="append",
         default=[],
         metavar="MODULE",
         help="import a module (or .py file) that registers ops and functions, or load a .rules "
-        "file for the ops it declares; repeatable. [tool.ngrules] ops in pyproject.toml and "
-        "`ngrules.ops` entry points load too",
+        "file for the ops it declares; repeatable" + (also if project else ""),
     )
-    p.set_defaults(run=_with_ops(run))
+    p.set_defaults(run=_with_ops(run, project))
     return p
 
 
-def _with_ops(run: Callable) -> Callable:
+def _with_ops(run: Callable, project: bool) -> Callable:
     def run_with_ops(args) -> int:
-        from ngrules.config import load_ops
+        from ngrules.config import import_ops_module, load_ops
 
         declaring = [m for m in args.ops if m.endswith(".rules")]
-        load_ops([m for m in args.ops if not m.endswith(".rules")])
+        modules = [m for m in args.ops if not m.endswith(".rules")]
+        if project:
+            load_ops(modules)
+        else:
+            for name in modules:
+                import_ops_module(name)
         if declaring:
             from ngrules.lang.loader import load_rules
 

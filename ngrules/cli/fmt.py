@@ -1,14 +1,14 @@
 """`ngrules fmt PATH... [--check]`: canonical formatting of rules files, written atomically.
 
-A file that is a symbolic link stays one: its target is formatted. A replaced file keeps its
-permission bits.
+A file that is a symbolic link stays one: its target is formatted, if it is inside the folder
+given (or, for a file given by name, its own folder); a link out of it is an error and
+nothing is written. A replaced file keeps its permission bits.
 """
 
 from __future__ import annotations
 
 import difflib
 import sys
-from pathlib import Path
 
 from ngrules.cli.common import FINDINGS, add_command
 
@@ -16,12 +16,12 @@ from ngrules.cli.common import FINDINGS, add_command
 def run(args) -> int:
     from ngrules.ir.fileio import staged_files
     from ngrules.lang.layout import format_rules
-    from ngrules.lang.loader import decode_source, expand_paths
+    from ngrules.lang.loader import expand_paths, read_source
     from ngrules.lang.parser import parse
 
     changed = []
     for path in expand_paths(args.paths):
-        text = decode_source(Path(path).read_bytes(), path)
+        text = read_source(path)
         formatted = format_rules(parse(text, path))
         if formatted != text:
             changed.append((path, text, formatted))
@@ -44,7 +44,8 @@ def run(args) -> int:
 
 
 def register(sub) -> None:
-    p = add_command(sub, "fmt", run, "format rules files canonically", "ngrules fmt rules/ --check")
+    p = add_command(sub, "fmt", run, "format rules files canonically",
+                    "ngrules fmt rules/ --check", ops="none")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--check", action="store_true",
                    help="only report files that would change, with a unified diff")

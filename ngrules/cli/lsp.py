@@ -8,8 +8,7 @@ from ngrules.cli.common import add_command
 def run(args) -> int:
     from ngrules.lsp.server import serve
 
-    serve()
-    return 0
+    return serve()
 
 
 def register(sub) -> None:
@@ -19,6 +18,7 @@ def register(sub) -> None:
         run,
         "run the language server on stdin/stdout (for editors; needs pip install 'ngrules[lsp]')",
         "ngrules lsp   # started by the editor, e.g. editors/vscode",
+        ops="explicit",
     )
     p.add_argument("--stdio", action="store_true", help="speak over stdio (the default; "
                    "accepted because editors pass it)")

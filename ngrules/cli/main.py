@@ -2,8 +2,8 @@
 
 Exit codes: 0 success, 1 findings (rule errors found by `check`, a failed verification,
 `fmt --check` differences), 2 usage or input errors (one located line on stderr, no traceback,
-no output file), 130 interrupted by Ctrl-C (one line on stderr; outputs are written in
-transactions, so no file is left half-written).
+no output file), 130 interrupted by Ctrl-C or SIGTERM (one line on stderr; outputs are written
+in transactions, so no file is left half-written; `verify` prints the verdicts computed so far).
 """
 
 from __future__ import annotations
@@ -30,7 +30,11 @@ from ngrules.cli import (
 )
 from ngrules.cli.common import BAD_INPUT, INTERRUPTED
 from ngrules.errors import NgrulesError
-from ngrules.interrupts import noticing_lost_interrupts, raise_if_interrupted
+from ngrules.interrupts import (
+    noticing_lost_interrupts,
+    raise_if_interrupted,
+    terminating_as_interrupts,
+)
 from ngrules.version import __version__
 
 #: The commands in the order `--help` lists them.
@@ -80,7 +84,7 @@ def _one_line(e: NgrulesError) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    with noticing_lost_interrupts():
+    with noticing_lost_interrupts(), terminating_as_interrupts():
         try:
             code = _main(argv)
             raise_if_interrupted()

@@ -49,7 +49,7 @@ def run(args) -> int:
 def register(sub) -> None:
     p = add_command(
         sub, "show", run, "print a graph file as text (and draw it)",
-        "ngrules show g.json --picture g.dot",
+        "ngrules show g.json --picture g.dot", ops="explicit",
     )
     add_graph_argument(p)
     p.add_argument("--picture", metavar="DOT",

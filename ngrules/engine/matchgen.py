@@ -107,8 +107,9 @@ class _Generator:
         self.done.append(self.fn)
 
     def _split(self) -> None:
-        """The rest of the chain becomes a new function, called with the locals it reads."""
-        live = sorted({item[2] for item in self.work} | set(self.bound.values()))
+        """The rest of the chain becomes a new function, called with the locals it reads (and
+        the root `node`, which a matcher of `=> x` compares its result with at the end)."""
+        live = sorted({item[2] for item in self.work} | set(self.bound.values()) | {"node"})
         name = self.fresh("_part")
         params = ", ".join([*live, "b", "k", "V"])
         self.fn.line(f"r = {name}({params})")

@@ -85,9 +85,10 @@ def _reference(body: Body):
     def kernel(node):
         stand_ins, outputs = body.on_stand_ins(node.args, node.attrs)
         program = Program(outputs)
+        read = [s in program.placeholders for s in stand_ins]  # a parameter may go unused
 
         def run(*arrays):
-            values = program.run(dict(zip(stand_ins, arrays)))
+            values = program.run({s: a for s, a, r in zip(stand_ins, arrays, read) if r})
             return values[0] if len(values) == 1 else tuple(values)
 
         return run

@@ -3,8 +3,11 @@
 Imports are resolved relative to the importing file and each file is read once; imported files
 come before the files that import them, so rule order is load order. An import reads only
 `.rules` files inside the folders being loaded or an explicit search path, and a file given by
-name that is not a `.rules` file never has its text quoted in an error. Every syntax error,
-missing import, import cycle and check error is reported together.
+name that is not a `.rules` file never has its text quoted in an error. A file found in a
+folder, or given by name, that is a symbolic link out of that folder is refused unread (a link
+to /proc/self/environ would have its text quoted), and only regular files of at most
+`MAX_FILE_BYTES` are read. Every syntax error, missing import, import cycle and check error is
+reported together.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from ngrules.errors import NgrulesError, RuleError, RuleErrors, RuleSyntaxError, Span
+from ngrules.errors import FileError, NgrulesError, RuleError, RuleErrors, RuleSyntaxError, Span
 from ngrules.ir import declared
+from ngrules.ir.fileio import read_regular
 from ngrules.lang.checker import check
 from ngrules.lang.declared_ops import declare_ops
 from ngrules.lang.parser import parse
@@ -35,6 +39,19 @@ def decode_source(data: bytes, path: str) -> str:
         raise RuleSyntaxError(
             f"this file is not UTF-8 text (byte 0x{data[e.start]:02x})", Span(path, line, col)
         ) from None
+
+
+#: The largest rules file read (the shipped library's largest is a few kB).
+MAX_FILE_BYTES = 16 * 2**20
+
+
+def read_source(path: str) -> str:
+    """The text of a rules file: a regular file of at most MAX_FILE_BYTES, UTF-8."""
+    try:
+        data = read_regular(path, MAX_FILE_BYTES)
+    except FileError as e:
+        raise NgrulesError(f"{path}: {e.message}") from None
+    return decode_source(data, path)
 
 
 _BAD_LIBRARY_IMPORT = (
@@ -83,7 +100,7 @@ class _Loader:
         if os.path.abspath(path) in self.done:
             return
         try:
-            text = decode_source(Path(path).read_bytes(), path)
+            text = read_source(path)
         except RuleError as e:
             self.errors.append(e)
             self.order.append(path)
@@ -140,18 +157,35 @@ class _Loader:
 
 
 def expand_paths(paths) -> list[str]:
-    """Each path as given, or the `.rules` files under a folder in sorted order."""
+    """Each path as given, or the `.rules` files under a folder in sorted order; a file that is
+    a symbolic link out of the folder it was found in (or, given by name, out of its own
+    folder) is an error, never followed."""
     out = []
     for p in paths:
         p = os.fspath(p)
-        p = library_import(p) or p  # "ngrules:cpu.rules" names a file of the shipped library
+        shipped = library_import(p)  # "ngrules:cpu.rules" names a file of the shipped library
+        if shipped:
+            p = shipped
         if os.path.isdir(p):
-            out.extend(str(f) for f in sorted(Path(p).rglob("*.rules")) if f.is_file())
+            found = (str(f) for f in sorted(Path(p).rglob("*.rules")) if f.is_file())
+            out.extend(_kept_inside(f, p) for f in found)
         elif os.path.isfile(p):
-            out.append(p)
+            out.append(p if shipped else _kept_inside(p, os.path.dirname(os.path.abspath(p))))
+        elif os.path.exists(p):
+            raise NgrulesError(f"{p}: not a regular file or a folder")
         else:
             raise NgrulesError(f"no such rules file or folder: {p}")
     return out
+
+
+def _kept_inside(path: str, folder: str) -> str:
+    if not _inside(os.path.realpath(path), os.path.realpath(folder)):
+        where = folder if folder != os.path.dirname(os.path.abspath(path)) else "its folder"
+        raise NgrulesError(
+            f"{path}: a symbolic link out of {where}; not followed (name the file it links "
+            "to instead)"
+        )
+    return path
 
 
 def load_rules(

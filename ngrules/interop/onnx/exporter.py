@@ -363,6 +363,21 @@ def _emit(em: Emitter, n: Node) -> None:
     em.names[n] = fn(em, n, [em.value(a) for a in n.args])
 
 
+#: ONNX stores dimensions as int64.
+INT64_MAX = 2**63 - 1
+
+
+def _check_lengths(n: Node) -> None:
+    """An axis longer than an int64 holds cannot be an ONNX dimension: say so, by name."""
+    for axes in [n.axes] if n.outputs is None else [axes for axes, _ in n.outputs]:
+        for axis in axes:
+            if axis.length > INT64_MAX:
+                raise OnnxError(
+                    f"cannot export {n.op}: axis {axis.name} has length {axis.length}, more "
+                    f"than an ONNX dimension holds (2^63 - 1)"
+                )
+
+
 def to_onnx(
     outputs: Sequence[Node],
     *,
@@ -379,6 +394,7 @@ def to_onnx(
         raise OnnxError(f"{len(outputs)} outputs but {len(names)} output names")
     em = Emitter()
     for n in toposort(outputs):
+        _check_lengths(n)
         _emit(em, n)
     graph_outputs = []
     for node, out in zip(outputs, names):

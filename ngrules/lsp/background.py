@@ -1,0 +1,88 @@
+"""A document's diagnostics computed in a child process, so the server never waits for them.
+
+Checking a large document takes a second or more, and cannot be interrupted halfway (the
+checker also declares the document's ops in the process-wide op table while it runs, so two
+checks cannot share a process). The server forks a child per analysis, which inherits every
+op registered so far; a newer version of the document kills the child of the older one (its
+work is stale), so requests are answered while a check runs and no answer waits for one.
+Where `fork` is unavailable the analysis runs in the server itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable
+
+from ngrules.lsp.analysis import Diagnostic, Document
+
+#: What a finished analysis hands back: its diagnostics, or None when the child died.
+Done = Callable[[list[Diagnostic] | None], None]
+
+
+def diagnose(text: str, path: str) -> list[Diagnostic]:
+    return Document(text, path).diagnostics()
+
+
+def _child(send, text: str, path: str) -> None:
+    # stdout is the editor's channel: whatever the child inherited buffered must never be
+    # flushed twice (multiprocessing flushes sys.stdout when the child ends)
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the child's short life
+    try:
+        result = diagnose(text, path)
+    except Exception:  # the parent logs a failed analysis; no traceback on the editor's log
+        result = None
+    send.send(result)
+    send.close()
+
+
+class Background:
+    """At most one running analysis per document (key), in a forked child."""
+
+    def __init__(self):
+        self.running: dict[str, tuple] = {}
+        methods = multiprocessing.get_all_start_methods()
+        self.context = multiprocessing.get_context("fork") if "fork" in methods else None
+
+    def start(self, key: str, text: str, path: str, done: Done) -> None:
+        """Analyse in a child (killing the child of an older version), then call `done`."""
+        self.cancel(key)
+        if self.context is None:  # pragma: no cover - no fork (Windows): in this process
+            done(diagnose(text, path))
+            return
+        receive, send = self.context.Pipe(duplex=False)
+        child = self.context.Process(target=_child, args=(send, text, path), daemon=True)
+        child.start()
+        send.close()
+        self.running[key] = (child, receive)
+        loop = asyncio.get_running_loop()
+        loop.add_reader(receive.fileno(), self._finished, key, done)
+
+    def _finished(self, key: str, done: Done) -> None:
+        child, receive = self._forget(key)
+        try:
+            result = receive.recv()
+        except (EOFError, OSError):  # the child died (killed, out of memory)
+            result = None
+        receive.close()
+        child.join(5)
+        done(result)
+
+    def _forget(self, key: str) -> tuple:
+        child, receive = self.running.pop(key)
+        asyncio.get_running_loop().remove_reader(receive.fileno())
+        return child, receive
+
+    def cancel(self, key: str) -> None:
+        """Kill the analysis of `key`, if one runs: a newer version replaced it."""
+        if key in self.running:
+            child, receive = self._forget(key)
+            child.kill()
+            child.join(5)
+            receive.close()
+
+    def close(self) -> None:
+        for key in list(self.running):
+            self.cancel(key)
