@@ -317,7 +317,7 @@ def verify(
             if on_rule is not None:
                 on_rule(i, len(chosen), rule)
             report.verdicts.append(
-                _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound)
+                _isolated(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound)
             )
     except KeyboardInterrupt:
         report.interrupted = True
@@ -329,6 +329,22 @@ def verify(
         report.kernels = verify_kernels(ruleset.ops)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _isolated(rule, *args) -> Verdict:
+    """The rule's verdict; an error of the verifier itself (not of the rule's rewrite, which
+    is a verdict) is this rule's `unverified` with the error, never the end of the run."""
+    start = time.perf_counter()
+    try:
+        return _one(rule, *args)
+    except (KeyboardInterrupt, Interrupted):
+        raise
+    except Exception as e:  # one rule's failure never stops the others'
+        if _while_interrupted(e):
+            raise KeyboardInterrupt from None
+        verdict = Verdict(rule, "unverified", seconds=time.perf_counter() - start)
+        verdict.reason = f"verification itself failed: {type(e).__name__}: {e}"
+        return verdict
 
 
 def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound) -> Verdict:

@@ -178,6 +178,7 @@ def _pointwise(rule: Rule) -> bool:
 def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
     """Up to count instances of distinct layouts, every axis of length <= bound."""
     from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis.errors import Unsatisfiable
 
     from ngrules.ir.graph import format_graph
     from ngrules.verification.instances import attempts
@@ -196,7 +197,10 @@ def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
     for tries in (150, 1000):  # more only for a rule whose instances within the bound are rare
         run = settings(max_examples=tries, database=None, derandomize=True, deadline=None,
                        phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
-        run(given(attempts(rule))(collect))()
+        try:
+            run(given(attempts(rule))(collect))()
+        except Unsatisfiable:  # nothing could be built: no instance, said by the caller
+            pass
         if exact or other:
             break
     return sorted(exact.values() or other.values(), key=lambda i: len(toposort(i.outputs)))
