@@ -43,11 +43,10 @@ def test_one_rules_failure_is_its_own_verdict(monkeypatch):
 
 def test_no_buildable_instance_is_unverified_with_a_reason(monkeypatch):
     pytest.importorskip("z3")
-    from ngrules.verification.prove import prover
-
     from hypothesis import strategies as st
 
     import ngrules.verification.instances as instances
+    from ngrules.verification.prove import prover
 
     rule = ng.parse_rules("pass p\nrule a: -(-x) => x\n").rule("a")
     monkeypatch.setattr(instances, "attempts", lambda rule, earlier=(): st.nothing())

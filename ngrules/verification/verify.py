@@ -28,6 +28,7 @@ from ngrules.verification.compare import (
     compare_derivatives,
 )
 from ngrules.verification.instances import Instance, Rejected, attempts, earlier_rules
+from ngrules.verification.special import special_counterexample
 from ngrules.verification.verdicts import (
     Counterexample,
     Verdict,
@@ -52,6 +53,8 @@ __all__ = [
 
 #: Seconds per rule after which no new instances are built.
 BUDGET = 5.0
+#: Instances kept per rule to run on special values once the random ones pass.
+KEPT = 8
 #: Seconds spent shrinking a counterexample; then the smallest found so far is reported.
 SHRINK_BUDGET = 3.0
 _UNDEFINED = "the left side is not finite (undefined under refinement, or it overflowed)"
@@ -113,6 +116,7 @@ class _Tally:
     smallest: Falsified | None = None  # the last (smallest) failure while shrinking
     loops: str = ""
     reasons: Counter = field(default_factory=Counter)
+    kept: list = field(default_factory=list)  # instances for the special values
 
     def reject(self, reason: str) -> None:
         from hypothesis import reject
@@ -199,6 +203,8 @@ def _property(rule: Rule, earlier: list, tally: _Tally, opts: Options, deadline)
         if not usable:
             tally.reject(_UNDEFINED)
         tally.fired += 1
+        if len(tally.kept) < KEPT:
+            tally.kept.append(attempt)
 
     return prop
 
@@ -241,6 +247,10 @@ def verify_rule(
         if tally.smallest is not None:
             f = tally.smallest
             verdict.status, verdict.counterexample = f.status, f.counterexample
+    if verdict.status in ("verified", "loops") and tally.kept:
+        cx = special_counterexample(tally.kept, semantics, rtol, atol)
+        if cx is not None:
+            verdict.status, verdict.counterexample = "wrong", cx
     needed = max(1, (examples or _settings(None).max_examples) // 10)
     if verdict.status == "verified" and tally.loops:
         verdict.status = "loops"
@@ -352,7 +362,7 @@ def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound) -
         from ngrules.verification.prove import prove_rule
 
         proof = prove_rule(rule, bound=bound, semantics=semantics)
-        if proof.status in ("proved", "loops") or proof.failed:  # as testing would say
+        if proof.status in ("proved", "proved-reals", "loops") or proof.failed:  # as tested
             return proof
         tested = verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics)
         tested.note = proof.reason
