@@ -53,6 +53,8 @@ __all__ = [
 
 #: Seconds per rule after which no new instances are built.
 BUDGET = 5.0
+#: The budget may stretch this many times for a rule short of the instances it needs.
+SLOW = 6
 #: Instances kept per rule to run on special values once the random ones pass.
 KEPT = 8
 #: Seconds spent shrinking a counterexample; then the smallest found so far is reported.
@@ -185,7 +187,8 @@ def _property(rule: Rule, earlier: list, tally: _Tally, opts: Options, deadline)
         if tally.failing and now > tally.failed_at + SHRINK_BUDGET:
             raise _OutOfTime  # shrunk long enough: report the smallest failure so far
         tally.tried += 1
-        if deadline is not None and now > deadline and not tally.failing:
+        if deadline is not None and now > deadline[0] and not tally.failing and (
+                tally.fired >= deadline[2] or now > deadline[1]):
             tally.tried -= 1  # not judged
             raise _OutOfTime
         if isinstance(attempt, Rejected):
@@ -228,7 +231,10 @@ def verify_rule(
         raise ValueError(f"semantics must be one of {SEMANTICS}, not {semantics!r}")
     start, tally = time.perf_counter(), _Tally()
     earlier = earlier_rules(rule, ruleset)
-    deadline = None if budget is None else start + budget
+    needed = max(1, (examples or _settings(None).max_examples) // 10)
+    # the budget ends a rule once it has the instances a verdict needs; before, only a
+    # longer one does (a loaded machine must not turn a rule unverified)
+    deadline = None if budget is None else (start + budget, start + SLOW * budget, needed)
     opts = Options(rtol, atol, semantics, derivatives)
     run = _settings(examples)(_property(rule, earlier, tally, opts, deadline))
     verdict = Verdict(rule, "verified", semantics=semantics)
@@ -251,7 +257,6 @@ def verify_rule(
         cx = special_counterexample(tally.kept, semantics, rtol, atol)
         if cx is not None:
             verdict.status, verdict.counterexample = "wrong", cx
-    needed = max(1, (examples or _settings(None).max_examples) // 10)
     if verdict.status == "verified" and tally.loops:
         verdict.status = "loops"
         verdict.reason = f"{tally.loops} (each step preserves values on {tally.fired} examples)"
