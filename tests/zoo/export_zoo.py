@@ -12,8 +12,8 @@ eval mode, and exported with both `torch.onnx.export` exporters (the legacy Torc
 `dynamo=False`, and the dynamo one), each at its default opset and at opset 17. A pair that an
 exporter cannot write is reported and skipped. The files land beside this script as
 `<model>_<exporter>_op<opset>.onnx` (nodes' `metadata_props`, the dynamo exporter's stack
-traces, are dropped: they were half of each file); `README.md` lists them with their inputs (rewritten by
-this script, between its markers).
+traces, are dropped: they were half of each file); `README.md` lists them with their inputs
+(rewritten by this script, between its markers).
 """
 
 from __future__ import annotations
@@ -158,7 +158,9 @@ def gru() -> tuple[nn.Module, dict]:
 
 def mlp_dynamic() -> tuple[nn.Module, dict]:
     """An MLP whose batch dimension stays symbolic (`batch`) in the exported model."""
-    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.GELU(), nn.Linear(32, 4))
+    model = nn.Sequential(
+        nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.GELU(), nn.Linear(32, 4)
+    )
     return model, {"x": torch.randn(BATCH, 16)}
 
 
