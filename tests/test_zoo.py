@@ -27,7 +27,27 @@ PASSING = [
     "resnet_dynamo_op20",
     "resnet_legacy_op17",
     "resnet_legacy_op20",
+    "transformer_encoder_dynamo_op17",
+    "transformer_encoder_dynamo_op20",
+    "vit_dynamo_op17",
+    "vit_dynamo_op20",
 ]
+
+#: What the transformer fusions find in the zoo's transformers (fuse_nn), per model: the erf
+#: GELU in the order each exporter writes it, its bias, the residual layer norms, attention.
+FUSED = {
+    "vit_dynamo_op17": {
+        "gelu_erf_half_inside": 2, "bias_gelu_erf": 2, "skip_layer_norm": 5,
+        "dot_product_attention": 2,
+    },
+    "vit_dynamo_op20": {
+        "gelu_erf_scaled": 2, "bias_gelu_erf": 2, "skip_layer_norm": 5,
+        "dot_product_attention": 2,
+    },
+    "transformer_encoder_dynamo_op17": {"skip_layer_norm": 4, "dot_product_attention": 2},
+    "mlp_dynamic_legacy_op17": {"gelu_erf": 1, "bias_gelu_erf": 1},
+    "mlp_dynamic_dynamo_op17": {"gelu_erf_half_inside": 1, "bias_gelu_erf": 1},
+}
 
 
 def _load_stages():
@@ -60,6 +80,15 @@ def test_zoo_model_through_every_pipeline_equals_onnxruntime(name, rules):
         outcome = zs.through_pipeline(model, imported, pipeline, rules)
         assert outcome.ok, f"{name} with {pipeline or 'no rules'}: {outcome.cell()}"
         onnx.checker.check_model(outcome.exported, full_check=True)
+
+
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_the_transformer_fusions_fire_on_the_zoo(name, rules):
+    import ngrules as ng
+
+    imported = zs.import_zoo_model(onnx.load(str(zs.ZOO / f"{name}.onnx")))
+    fired = ng.rewrite(imported.outputs, rules, pipeline="fuse_nn").fired()
+    assert {rule: fired.get(rule, 0) for rule in FUSED[name]} == FUSED[name]
 
 
 def test_the_dynamic_batch_model_declares_a_symbolic_batch():

@@ -18,6 +18,9 @@ from ngrules.ir.ops import OPS
 REFERENCE: dict[str, Callable] = {}
 #: op name -> a fast kernel `fn(*arrays, **attrs)` registered with `register_kernel`.
 FAST: dict[str, Callable] = {}
+#: op name -> node -> the outputs of its body built on the node's own arguments and attributes
+#: (what an exporter writes for a declared op that has no export of its own).
+BODIES: dict[str, Callable] = {}
 
 
 def register_kernel(name: str, fn: Callable) -> None:
@@ -64,3 +67,4 @@ def forget(name: str) -> None:
     """Remove a declared op from the table (a load that failed takes back what it declared)."""
     OPS.pop(name, None)
     REFERENCE.pop(name, None)
+    BODIES.pop(name, None)
