@@ -5,7 +5,8 @@ pipeline, then export) and through the peers: onnxsim, onnxscript's optimizer (a
 onnxruntime fusions, which write `com.microsoft` ops), and onnxruntime's offline optimizer
 (the model ORT_ENABLE_ALL saves). For every output: its ONNX node count, and its onnxruntime
 latency as a ratio to the input model's (the denominator), every variant in one process, one
-thread, run in turns (round-robin, `--rounds` rounds of `--runs` runs each, medians). Each
+thread, run in turns (round-robin, `--rounds` rounds of `--runs` runs each; the median over
+rounds of each round's ratio). Each
 output is also run on the same random inputs as the input model and compared (1e-3): a
 differing one is marked. A model ngrules cannot import shows the reason on its ngrules rows.
 
@@ -116,7 +117,9 @@ def peer_variants(model, missing: set[str]) -> dict[str, object]:
 
 
 def timed(sessions: dict[str, tuple], rounds: int, runs: int) -> dict[str, float]:
-    """Median seconds per run of each session, the sessions taking turns each round."""
+    """Each session's time per run over the input's, the median of the rounds' ratios (the
+    sessions take turns in every round, so a busy moment of the machine meets both sides);
+    under "input", the input's median seconds per run."""
     samples: dict[str, list[float]] = {name: [] for name in sessions}
     for _ in range(rounds):
         for name, (session, feeds) in sessions.items():
@@ -124,7 +127,10 @@ def timed(sessions: dict[str, tuple], rounds: int, runs: int) -> dict[str, float
             for _ in range(runs):
                 session.run(None, feeds)
             samples[name].append((time.perf_counter() - start) / runs)
-    return {name: statistics.median(s) for name, s in samples.items()}
+    base = samples["input"]
+    ratios = {n: statistics.median(t / b for t, b in zip(s, base)) for n, s in samples.items()}
+    ratios["input"] = statistics.median(base)
+    return ratios
 
 
 def measure(path: Path, pipelines, rules, rounds: int, runs: int, missing: set[str]) -> list[list]:
@@ -164,7 +170,7 @@ def measure(path: Path, pipelines, rules, rounds: int, runs: int, missing: set[s
             continue
         ratio = nodes[name] / nodes["input"]
         note = notes[name] or ("" if name != "input" else f"{latency['input'] * 1e6:.0f} µs/run")
-        speed = latency[name] / latency["input"]
+        speed = 1.0 if name == "input" else latency[name]
         rows.append([name, nodes[name], f"{ratio:.2f}", f"{speed:.2f}", note])
     return rows
 
