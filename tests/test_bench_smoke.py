@@ -51,3 +51,27 @@ def test_graphfile_bench_loads_both_sizes(capsys):
 def test_parser_setup_bench_measures_both_ways():
     row = _load("parser_setup").main(runs=1)
     assert row["built"] > 0 and row["cached"] > 0
+
+
+def test_output_quality_and_zoo_status_benches_run_on_one_zoo_model():
+    pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    import sys
+
+    sys.path.insert(0, str(BENCH))  # both import bench/zoo_stages.py
+    quality, status = _load("output_quality"), _load("zoo_status")
+    path = BENCH.parent / "tests" / "zoo" / "mlp_dynamic_legacy_op17.onnx"
+    peers_left_out = set(quality.PEERS) - {"onnxruntime ALL (offline)"}
+    rows = quality.measure(path, ["cpu"], ng_library(), rounds=1, runs=1, missing=peers_left_out)
+    by_name = {row[0]: row for row in rows}
+    assert by_name["input"][1] == len(onnx.load(str(path)).graph.node)
+    assert by_name["ngrules cpu"][4] == "" and float(by_name["ngrules cpu"][3]) > 0
+    assert int(by_name["onnxruntime ALL (offline)"][1]) > 0 and "onnxsim" not in by_name
+    row = status.status_row(path, ["cpu"], ng_library())
+    assert row == {"model": path.stem, "import": "ok", "no rules": "ok", "cpu": "ok"}
+
+
+def ng_library():
+    from ngrules.lang.library import load_library
+
+    return load_library()

@@ -125,3 +125,15 @@ def test_an_axis_longer_than_an_int64_is_a_clear_error(tmp_path):
     proc = run("export", "g.json", "-o", "m.onnx", cwd=tmp_path)
     assert_bad_input(proc, "cannot export Placeholder: axis A has length 9223372036854775808")
     assert not (tmp_path / "m.onnx").exists()
+
+
+def test_an_op_declared_in_a_rules_file_exports_through_its_body(tmp_path):
+    """No exporter and no expansion: the declared body is written, and onnxruntime agrees."""
+    path = tmp_path / "silu.rules"
+    path.write_text("op SiluExported(x) = x * Sigmoid(x)\n")
+    ng.load_rules(path)
+    x = ng.placeholder([ng.make_axis(5, "A")], name="x")
+    model = assert_same(
+        [ng.make_node("SiluExported", (x,)) * 2.0], {"x": np.linspace(-2, 2, 5, dtype=np.float32)}
+    )
+    assert "Sigmoid" in {n.op_type for n in model.graph.node}

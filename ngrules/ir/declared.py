@@ -60,6 +60,9 @@ def declare(texts: object, where: str) -> None:
     if not _DECLARER:
         raise NgrulesError(f"{where}: it declares ops; import ngrules to read declarations")
     _DECLARER[0](text, where)
+#: op name -> node -> the outputs of its body built on the node's own arguments and attributes
+#: (what an exporter writes for a declared op that has no export of its own).
+BODIES: dict[str, Callable] = {}
 
 
 def register_kernel(name: str, fn: Callable) -> None:
@@ -108,3 +111,4 @@ def forget(name: str) -> None:
     REFERENCE.pop(name, None)
     SOURCE.pop(name, None)
     USES.pop(name, None)
+    BODIES.pop(name, None)

@@ -316,6 +316,7 @@ def _register(d: OpDecl, attrs: tuple[AttrSpec, ...], problems: Problems) -> Non
     traits, domain = _traits_and_domain(body, attrs)
     reference = _reference(body)
     declared.REFERENCE[d.name] = reference
+    declared.BODIES[d.name] = lambda node: body.build(node.args, node.attrs)
     try:
         register_op(
             d.name,
@@ -332,4 +333,5 @@ def _register(d: OpDecl, attrs: tuple[AttrSpec, ...], problems: Problems) -> Non
         )
     except OpError as e:
         declared.REFERENCE.pop(d.name, None)
+        declared.BODIES.pop(d.name, None)
         problems.add(e.message, d.name_span)

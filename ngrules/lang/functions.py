@@ -112,6 +112,15 @@ def _flatten_axes(axes):
     return make_axes(axes).flatten(force=True)
 
 
+def _attribute(node, name: str):
+    """An op attribute by name, also one a node property shadows (a LayerNorm's `axes`)."""
+    attrs = getattr(node, "attrs", None)
+    if attrs is None or name not in attrs:
+        op = getattr(node, "op", type(node).__name__)
+        raise NgrulesError(f"{op} has no attribute {name!r}")
+    return attrs[name]
+
+
 def _is_scalar(node) -> bool:
 
     return is_scalar(node)
@@ -141,6 +150,7 @@ _PURE: list[tuple[str, Callable, int, int | None, str]] = [
     ),
     ("abs", builtins.abs, 1, 1, "absolute value"),
     ("pow", power, 2, 2, "a to the power b: exact for integers, IEEE for floats (inf on overflow)"),
+    ("attribute", _attribute, 2, 2, "a node's op attribute by name, as `attribute(ln, \"axes\")`"),
     ("is_scalar", _is_scalar, 1, 1, "the node has no axes"),
     ("is_constant", _is_constant, 1, 1, "the node's values are known (through views)"),
     ("value", _value, 1, 1, "the one value a known constant holds everywhere"),

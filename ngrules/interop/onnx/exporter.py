@@ -18,6 +18,7 @@ import numpy as np
 
 from ngrules.interop.onnx import OnnxError, require_onnx
 from ngrules.interop.onnx.functions import DOMAIN, FUNCTIONS
+from ngrules.ir import declared
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import get_op
 
@@ -320,9 +321,19 @@ def register_expansion(op: str, expand: Callable[[Node], Node]) -> None:
     EXPANSIONS[op] = expand
 
 
-def _expanded(em: Emitter, n: Node) -> str:
+def _expansion(n: Node) -> Node | None:
+    """What n exports as when its op has no exporter: a registered expansion, else the body
+    of an op declared in a rules file (single-output ones), built on n's arguments."""
+    if n.op in EXPANSIONS:
+        return EXPANSIONS[n.op](n)
+    body = declared.BODIES.get(n.op)
+    if body is None or n.outputs is not None:
+        return None
+    return body(n)[0]
+
+
+def _expanded(em: Emitter, n: Node, body: Node) -> str:
     """Emit the expansion of n, reusing the names of its arguments."""
-    body = EXPANSIONS[n.op](n)
     if body.axes != n.axes or body.dtype != n.dtype:
         raise OnnxError(f"the ONNX expansion of {n!r} has axes {body.axes!r} {body.dtype}")
     for inner in toposort([body]):
@@ -352,8 +363,9 @@ def _emit(em: Emitter, n: Node) -> None:
         em.names[n] = em.names[n.args[0]][n.attrs["index"]]  # type: ignore[index]
         return
     fn = EXPORTERS.get(n.op)
-    if fn is None and n.op in EXPANSIONS:
-        em.names[n] = _expanded(em, n)
+    body = _expansion(n) if fn is None else None
+    if body is not None:
+        em.names[n] = _expanded(em, n, body)
         return
     if fn is None:
         raise OnnxError(

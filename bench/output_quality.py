@@ -1,0 +1,204 @@
+"""What ngrules writes, beside what the tools a user would pick instead write, on the zoo.
+
+Each network of tests/zoo/ goes through ngrules (import, then no rules and each shipped
+pipeline, then export) and through the peers: onnxsim, onnxscript's optimizer (and its
+onnxruntime fusions, which write `com.microsoft` ops), and onnxruntime's offline optimizer
+(the model ORT_ENABLE_ALL saves). For every output: its ONNX node count, and its onnxruntime
+latency as a ratio to the input model's (the denominator), every variant in one process, one
+thread, run in turns (round-robin, `--rounds` rounds of `--runs` runs each; the median over
+rounds of each round's ratio). Each
+output is also run on the same random inputs as the input model and compared (1e-3): a
+differing one is marked. A model ngrules cannot import shows the reason on its ngrules rows.
+
+The peers are optional; a missing one is skipped with a message. To measure with them:
+    pip install onnxsim onnxscript
+Run: `python bench/output_quality.py [--only resnet_legacy_op17 ...] [--rounds 7 --runs 20]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import zoo_stages as zs  # noqa: E402  (bench/zoo_stages.py)
+
+
+# -- the peers (each: model -> optimised model; ImportError when not installed) ----------------
+def onnxsim_peer(model):
+    import onnxsim
+
+    simplified, ok = onnxsim.simplify(model)
+    if not ok:
+        raise RuntimeError("onnxsim's own check failed")
+    return simplified
+
+
+def onnxscript_peer(model):
+    import onnxscript.optimizer
+
+    return onnxscript.optimizer.optimize(model)
+
+
+def onnxscript_ort_peer(model):
+    import onnx_ir as ir
+    import onnxscript.optimizer
+    from onnxscript.rewriter.ort_fusions import optimize_for_ort
+
+    irmodel = ir.serde.deserialize_model(onnxscript.optimizer.optimize(model))
+    fused, _ = optimize_for_ort(irmodel)
+    return ir.serde.serialize_model(fused)
+
+
+def onnxruntime_peer(model):
+    import onnx
+    import onnxruntime as ort
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "optimized.onnx")
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.optimized_model_filepath = path
+        options.intra_op_num_threads = options.inter_op_num_threads = 1
+        ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        return onnx.load(path)
+
+
+PEERS: dict[str, Callable] = {
+    "onnxsim": onnxsim_peer,
+    "onnxscript optimize": onnxscript_peer,
+    "onnxscript + ort fusions": onnxscript_ort_peer,
+    "onnxruntime ALL (offline)": onnxruntime_peer,
+}
+
+
+# -- variants of one model ---------------------------------------------------------------------
+def ngrules_variants(model, pipelines: list[str], rules) -> dict[str, object]:
+    """name -> exported model, or a string saying why there is none."""
+    try:
+        imported = zs.import_zoo_model(model)
+    except Exception as exc:
+        reason = f"cannot import: {zs.short_reason(exc, 70)}"
+        return {f"ngrules {p or 'round trip'}": reason for p in [None, *pipelines]}
+    out = {}
+    for pipeline in [None, *pipelines]:
+        outcome = zs.through_pipeline(model, imported, pipeline, rules)
+        name = f"ngrules {pipeline or 'round trip'}"
+        if outcome.exported is None:
+            out[name] = f"{outcome.stage}: {outcome.reason[:70]}"
+        elif not outcome.ok:
+            out[name] = (outcome.exported, f"{outcome.stage}: {outcome.reason[:60]}")
+        else:
+            out[name] = outcome.exported
+    return out
+
+
+def peer_variants(model, missing: set[str]) -> dict[str, object]:
+    out = {}
+    for name, peer in PEERS.items():
+        if name in missing:
+            continue
+        try:
+            out[name] = peer(model)
+        except ImportError as exc:
+            print(f"  (skipping {name}: {exc}; pip install onnxsim onnxscript)", file=sys.stderr)
+            missing.add(name)
+        except Exception as exc:
+            out[name] = f"failed: {zs.short_reason(exc, 70)}"
+    return out
+
+
+def timed(sessions: dict[str, tuple], rounds: int, runs: int) -> dict[str, float]:
+    """Each session's time per run over the input's, the median of the rounds' ratios (the
+    sessions take turns in every round, so a busy moment of the machine meets both sides);
+    under "input", the input's median seconds per run."""
+    samples: dict[str, list[float]] = {name: [] for name in sessions}
+    for _ in range(rounds):
+        for name, (session, feeds) in sessions.items():
+            start = time.perf_counter()
+            for _ in range(runs):
+                session.run(None, feeds)
+            samples[name].append((time.perf_counter() - start) / runs)
+    base = samples["input"]
+    ratios = {n: statistics.median(t / b for t, b in zip(s, base)) for n, s in samples.items()}
+    ratios["input"] = statistics.median(base)
+    return ratios
+
+
+def measure(path: Path, pipelines, rules, rounds: int, runs: int, missing: set[str]) -> list[list]:
+    """Rows (variant, nodes, nodes / input's, latency / input's, note) for one zoo model."""
+    import onnx
+
+    model = onnx.load(str(path))
+    feeds = zs.random_feeds(model)
+    want = zs.run_onnxruntime(model, feeds)
+    variants = {"input": model, **ngrules_variants(model, pipelines, rules)}
+    variants.update(peer_variants(model, missing))
+    sessions, notes, nodes = {}, {}, {}
+    for name, variant in variants.items():
+        note = ""
+        if isinstance(variant, tuple):
+            variant, note = variant
+        if isinstance(variant, str):
+            notes[name] = variant
+            continue
+        nodes[name] = len(variant.graph.node)
+        try:
+            session = zs.ort_session(variant)
+            wanted = {i.name for i in session.get_inputs()}
+            own = {k: v for k, v in feeds.items() if k in wanted}
+            got = session.run(None, own)
+        except Exception as exc:
+            notes[name] = f"onnxruntime: {zs.short_reason(exc, 60)}"
+            continue
+        same = all(np.allclose(g, w, rtol=zs.RTOL, atol=zs.ATOL) for g, w in zip(got, want))
+        notes[name] = note or ("" if same else "DIFFERS from the input")
+        sessions[name] = (session, own)
+    latency = timed(sessions, rounds, runs)
+    rows = []
+    for name in variants:
+        if name not in sessions:
+            rows.append([name, nodes.get(name, ""), "", "", notes.get(name, "")])
+            continue
+        ratio = nodes[name] / nodes["input"]
+        note = notes[name] or ("" if name != "input" else f"{latency['input'] * 1e6:.0f} µs/run")
+        speed = 1.0 if name == "input" else latency[name]
+        rows.append([name, nodes[name], f"{ratio:.2f}", f"{speed:.2f}", note])
+    return rows
+
+
+def main() -> None:
+    from ngrules.lang.library import load_library
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", help="file stems of tests/zoo/ (default: all)")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+    rules = load_library()
+    pipelines = zs.shipped_pipelines()
+    missing: set[str] = set()
+    import onnxruntime as ort
+
+    ort.set_default_logger_severity(3)
+    for path in zs.zoo_files():
+        if args.only and path.stem not in args.only:
+            continue
+        rows = measure(path, pipelines, rules, args.rounds, args.runs, missing)
+        print(f"\n### {path.stem}\n")
+        print("| variant | ONNX nodes | nodes / input's | latency / input's | note |")
+        print("|---|---:|---:|---:|---|")
+        for row in rows:
+            print("| " + " | ".join(str(c) for c in row) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The zoo (tests/zoo/, networks exported from torch): each model imports, goes through every
+shipped pipeline, exports, and equals its original under onnxruntime on random inputs.
+
+Only the models that pass today are listed; `python bench/zoo_status.py` shows where the others
+stop. A model joins PASSING when the importer accepts it.
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from ngrules.lang.library import load_library  # noqa: E402
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+PASSING = [
+    "mlp_dynamic_dynamo_op17",
+    "mlp_dynamic_dynamo_op20",
+    "mlp_dynamic_legacy_op17",
+    "mlp_dynamic_legacy_op20",
+    "resnet_dynamo_op18",
+    "resnet_dynamo_op20",
+    "resnet_legacy_op17",
+    "resnet_legacy_op20",
+    "transformer_encoder_dynamo_op17",
+    "transformer_encoder_dynamo_op20",
+    "vit_dynamo_op17",
+    "vit_dynamo_op20",
+]
+
+#: What the transformer fusions find in the zoo's transformers (fuse_nn), per model: the erf
+#: GELU in the order each exporter writes it, its bias, the residual layer norms, attention.
+FUSED = {
+    "vit_dynamo_op17": {
+        "gelu_erf_half_inside": 2, "bias_gelu_erf": 2, "skip_layer_norm": 5,
+        "dot_product_attention": 2,
+    },
+    "vit_dynamo_op20": {
+        "gelu_erf_scaled": 2, "bias_gelu_erf": 2, "skip_layer_norm": 5,
+        "dot_product_attention": 2,
+    },
+    "transformer_encoder_dynamo_op17": {"skip_layer_norm": 4, "dot_product_attention": 2},
+    "mlp_dynamic_legacy_op17": {"gelu_erf": 1, "bias_gelu_erf": 1},
+    "mlp_dynamic_dynamo_op17": {"gelu_erf_half_inside": 1, "bias_gelu_erf": 1},
+}
+
+
+def _load_stages():
+    spec = importlib.util.spec_from_file_location("bench_zoo_stages", BENCH / "zoo_stages.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+zs = _load_stages()
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return load_library()
+
+
+def test_every_listed_model_is_in_the_zoo():
+    assert set(PASSING) <= {p.stem for p in zs.zoo_files()}
+
+
+@pytest.mark.parametrize("name", PASSING)
+def test_zoo_model_through_every_pipeline_equals_onnxruntime(name, rules):
+    model = onnx.load(str(zs.ZOO / f"{name}.onnx"))
+    imported = zs.import_zoo_model(model)
+    pipelines = sorted(rules.pipelines)
+    assert {"cpu", "fuse_nn", "inference"} <= set(pipelines)
+    for pipeline in [None, *pipelines]:
+        outcome = zs.through_pipeline(model, imported, pipeline, rules)
+        assert outcome.ok, f"{name} with {pipeline or 'no rules'}: {outcome.cell()}"
+        onnx.checker.check_model(outcome.exported, full_check=True)
+
+
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_the_transformer_fusions_fire_on_the_zoo(name, rules):
+    import ngrules as ng
+
+    imported = zs.import_zoo_model(onnx.load(str(zs.ZOO / f"{name}.onnx")))
+    fired = ng.rewrite(imported.outputs, rules, pipeline="fuse_nn").fired()
+    assert {rule: fired.get(rule, 0) for rule in FUSED[name]} == FUSED[name]
+
+
+def test_the_dynamic_batch_model_declares_a_symbolic_batch():
+    model = onnx.load(str(zs.ZOO / "mlp_dynamic_legacy_op17.onnx"))
+    assert zs.symbolic_lengths(model) == {"batch": zs.SYMBOLIC_LENGTH}
+    assert zs.random_feeds(model)["x"].shape == (zs.SYMBOLIC_LENGTH, 16)
+
+
+def test_a_wrong_export_is_caught_by_the_comparison(rules):
+    """The comparison can fail: a model against a changed copy of its export differs."""
+    model = onnx.load(str(zs.ZOO / "mlp_dynamic_legacy_op17.onnx"))
+    changed = onnx.load(str(zs.ZOO / "mlp_dynamic_legacy_op17.onnx"))
+    first = changed.graph.initializer[0]
+    array = onnx.numpy_helper.to_array(first) + 1.0
+    first.CopyFrom(onnx.numpy_helper.from_array(array, first.name))
+    imported = zs.import_zoo_model(changed)
+    outcome = zs.through_pipeline(model, imported, None, rules)
+    assert outcome.stage == "compare" and "max abs error" in outcome.reason
