@@ -228,6 +228,7 @@ def conv_reference(x, w, a):
         (xp.shape[i + 1] - (dil[i] * (w.shape[i + 1] - 1) + 1)) // stride[i] + 1 for i in range(3)
     ]
     out = np.zeros((k, *size, x.shape[4]))
+    groups = int(a.get("groups", 1))
     for m, p, q in itertools.product(*(range(n) for n in size)):
         for dt, dr, ds in itertools.product(range(t), range(r), range(s)):
             i = (
@@ -235,9 +236,11 @@ def conv_reference(x, w, a):
                 p * stride[1] + dr * dil[1],
                 q * stride[2] + ds * dil[2],
             )
-            out[:, m, p, q, :] += np.einsum(
-                "ck,cn->kn", w[:, dt, dr, ds, :], xp[:, i[0], i[1], i[2], :]
-            )
+            for g in range(groups):  # channel group g of the input meets filters group g
+                ks, cs = slice(g * k // groups, (g + 1) * k // groups), slice(g * c, (g + 1) * c)
+                out[ks, m, p, q, :] += np.einsum(
+                    "ck,cn->kn", w[:, dt, dr, ds, ks], xp[cs, i[0], i[1], i[2], :]
+                )
     return out
 
 

@@ -272,10 +272,12 @@ def gen_convolution(op: str):
     def gen(draw, leaf):
         st = _st()
         c, n, k = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
+        groups = draw(st.sampled_from((1, 1, 2, 3)))
         spatial, window, out, attrs = window_geometry(draw)
-        x = _named("CDHWN", [c, *spatial, n])
-        w = _named("CTRSK", [c, *window, k])
-        y = _named(("K", "M", "P", "Q", "N"), [k, *out, n])
+        attrs["groups"] = groups
+        x = _named("CDHWN", [c * groups, *spatial, n])
+        w = _named("JTRSK" if groups > 1 else "CTRSK", [c, *window, k * groups])
+        y = _named(("K", "M", "P", "Q", "N"), [k * groups, *out, n])
         args, axes = {
             "Convolution": ((x, w), y),
             "ConvBpropData": ((y, w), x),

@@ -227,7 +227,7 @@ def _convolution(em, n, a):
     x = _to_onnx_layout(em, a[0])
     w = em.node("Transpose", [a[1]], perm=[4, 0, 1, 2, 3])  # (C, T, R, S, K) -> (K, C, T, R, S)
     y = em.node("Conv", [x, w], dilations=[int(d) for d in n.attrs["dilation"]],
-                **_geometry(n.attrs))
+                group=n.attrs["groups"], **_geometry(n.attrs))
     return _from_onnx_layout(em, y)
 
 

@@ -3,7 +3,7 @@
 A convolution is the sum over kernel offsets of a `Dot` between the kernel's tap (output
 channels by input channels) and the input window at that offset, which contracts the input
 channel; a pooling is the maximum (or mean) of the windows. Strides pick every stride-th
-element. Groups other than 1 and auto_pad other than NOTSET are refused.
+element. Grouped convolutions are always the `Convolution` op (its `groups`).
 """
 
 from __future__ import annotations
@@ -89,17 +89,20 @@ def _windows(t: Tensor, out_axes, kernel, strides, dilations):
 @converter("Conv")
 def _conv(ctx: Context):
     x, out = ctx.x(0), ctx.out_axes(0)
-    if ctx.attr("group", 1) != 1:
-        raise ctx.unsupported("grouped convolution")
+    groups = int(ctx.attr("group", 1))
     w = ctx.x(1)
     kernel, strides, dilations, pads, extra = _geometry(ctx, x.shape[2:], ctx.out_shape()[2:],
                                                         w.shape[2:])
-    if fits(len(x.axes) - 2, pads, extra):
-        bias = ctx.x(2) if ctx.has(2) else None
-        y = convolution(x, w, out, strides, dilations, pads)
-        if bias is None:
+    spatial = len(x.axes) - 2
+    if groups != 1 and not fits(spatial, pads, extra) and 1 <= spatial <= 3:
+        x, pads, extra = _padded(x, pads, 0.0, extra), [0] * (2 * spatial), [0] * spatial
+    if fits(spatial, pads, extra):
+        y = convolution(x, w, out, strides, dilations, pads, groups)
+        if not ctx.has(2):
             return [y]
-        return [Tensor(y.node + F.broadcast(conform(bias, (out[1],)).node, y.node.axes), out)]
+        return [Tensor(y.node + F.broadcast(conform(ctx.x(2), (out[1],)).node, y.node.axes), out)]
+    if groups != 1:
+        raise ctx.unsupported(f"grouped convolution over {spatial} spatial dimensions")
     xp = _padded(x, pads, 0.0, extra)
     channel = x.axes[1] if x.axes[1].name not in {a.name for a in out} else temp_axis(x.shape[1])
     xp = conform(xp, (out[0], channel) + xp.axes[2:])
