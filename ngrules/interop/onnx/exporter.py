@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ngrules.interop.onnx import OnnxError, require_onnx
+from ngrules.interop.onnx.exporter_ops import EXPORTERS as NETWORK_OPS
 from ngrules.interop.onnx.functions import DOMAIN, FUNCTIONS
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import get_op
@@ -307,6 +308,7 @@ EXPORTERS: dict[str, Callable] = {
     "ReluBprop": _fused,
     "BatchnormFprop": _fused,
     "BatchnormBprop": _fused,
+    **NETWORK_OPS,
 }
 
 

@@ -12,8 +12,11 @@ from ngrules.ir.builtin import (
     convolution,  # noqa: F401
     elementwise,  # noqa: F401
     fused,  # noqa: F401
+    gather,  # noqa: F401
     indexing,  # noqa: F401
     leaves,  # noqa: F401
+    logic,  # noqa: F401
+    mathops,  # noqa: F401
     pooling,  # noqa: F401
     products,  # noqa: F401
     reductions,  # noqa: F401

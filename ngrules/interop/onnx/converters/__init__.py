@@ -1,3 +1,11 @@
 """ONNX node converters by op family; importing this package registers them all."""
 
-from ngrules.interop.onnx.converters import arithmetic, conv, nn, shape  # noqa: F401
+from ngrules.interop.onnx.converters import (  # noqa: F401
+    arithmetic,
+    conv,
+    gather,
+    logic,
+    mathfn,
+    nn,
+    shape,
+)

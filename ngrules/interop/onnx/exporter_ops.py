@@ -1,0 +1,57 @@
+"""Export of the ops added for what real networks need (gather, logic, rounding, trigonometry),
+kept beside `exporter` and merged into its table: each entry is `(emitter, node, argument
+names) -> output name`, as there."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ngrules.interop.onnx import OnnxError
+
+
+def _same(op: str):
+    return lambda em, n, a: em.node(op, a)
+
+
+def _gather(em, n, a):
+    """ONNX Gather (negative indices count from the end, as the op's; the op clips indices
+    still out of range, which ONNX leaves undefined)."""
+    x = n.args[0]
+    return em.node("Gather", a, axis=x.axes.index(n.attrs["axis"]))
+
+
+def _logic(op: str):
+    def emit(em, n, a):
+        if n.dtype != np.bool_:
+            raise OnnxError(f"cannot export {n!r}: bitwise {op} on integers needs opset 18")
+        return em.node(op, a)
+
+    return emit
+
+
+def _mod(em, n, a):
+    """ONNX Mod; its fmod=0 is for integers only, so a float mod is x - y * floor(x / y)."""
+    if n.attrs["fmod"] or n.dtype.kind in "iu":
+        return em.node("Mod", a, fmod=int(n.attrs["fmod"]))
+    quotient = em.node("Floor", [em.node("Div", a)])
+    return em.node("Sub", [a[0], em.node("Mul", [a[1], quotient])])
+
+
+EXPORTERS: dict[str, Callable] = {
+    "Gather": _gather,
+    "Sin": _same("Sin"),
+    "Cos": _same("Cos"),
+    "Atan": _same("Atan"),
+    "Floor": _same("Floor"),
+    "Ceil": _same("Ceil"),
+    "Round": _same("Round"),
+    "IsNaN": _same("IsNaN"),
+    "IsInf": _same("IsInf"),
+    "And": _logic("And"),
+    "Or": _logic("Or"),
+    "Xor": _logic("Xor"),
+    "Not": _logic("Not"),
+    "Mod": _mod,
+}
