@@ -39,7 +39,25 @@ def _mod(em, n, a):
     return em.node("Sub", [a[0], em.node("Mul", [a[1], quotient])])
 
 
+def _one_hot(em, n, a):
+    """ONNX OneHot along a new first axis; a negative index (ONNX counts it from the end, the
+    op finds no class for it) goes out of range first."""
+    depth = n.attrs["axis"].length
+    index = em.node("Cast", a, to=_elem(np.int64))
+    negative = em.node("Less", [index, em.const(0)])
+    index = em.node("Where", [negative, em.const(depth), index])
+    values = em.const([0, 1], dtype=n.dtype)
+    return em.node("OneHot", [index, em.const(depth), values], axis=0)
+
+
+def _elem(dtype) -> int:
+    from onnx import helper
+
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
 EXPORTERS: dict[str, Callable] = {
+    "OneHot": _one_hot,
     "Gather": _gather,
     "Sin": _same("Sin"),
     "Cos": _same("Cos"),

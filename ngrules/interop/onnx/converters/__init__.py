@@ -4,6 +4,8 @@ from ngrules.interop.onnx.converters import (  # noqa: F401
     arithmetic,
     conv,
     gather,
+    generate,
+    layout,
     logic,
     mathfn,
     nn,
