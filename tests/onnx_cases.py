@@ -26,7 +26,11 @@ def node_model(op: str, feeds: dict, inits: dict | None = None, n_out: int = 1,
                               [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
-    return shape_inference.infer_shapes(model, strict_mode=True)  # the outputs' types
+    model = shape_inference.infer_shapes(model)  # the outputs' types
+    for out in model.graph.output:  # where inference could not tell: the first input's
+        if not out.type.tensor_type.elem_type or not out.type.tensor_type.HasField("shape"):
+            out.type.CopyFrom(inputs[0].type)
+    return model
 
 
 def run_ort(model, feeds: dict) -> list:

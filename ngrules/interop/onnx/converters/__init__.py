@@ -1,6 +1,7 @@
 """ONNX node converters by op family; importing this package registers them all."""
 
 from ngrules.interop.onnx.converters import (  # noqa: F401
+    activations,
     arithmetic,
     conv,
     gather,
@@ -9,5 +10,6 @@ from ngrules.interop.onnx.converters import (  # noqa: F401
     logic,
     mathfn,
     nn,
+    normalization,
     shape,
 )

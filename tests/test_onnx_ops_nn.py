@@ -1,0 +1,61 @@
+"""ONNX activations and normalisations (written from primitives) against onnxruntime."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from onnx_cases import check_against_ort, node_model  # noqa: E402
+
+RNG = np.random.default_rng(0)
+X = RNG.uniform(-4, 4, (2, 6, 3, 4)).astype(np.float32)
+
+
+@pytest.mark.parametrize("op, attrs, opset", [
+    ("HardSwish", {}, 17), ("Selu", {}, 17), ("Selu", {"alpha": 2.0, "gamma": 0.5}, 17),
+    ("Celu", {"alpha": 0.7}, 17), ("Mish", {}, 18), ("Softsign", {}, 17),
+    ("ThresholdedRelu", {"alpha": 0.5}, 17), ("Shrink", {"lambd": 1.0, "bias": 0.3}, 17),
+    ("Hardmax", {"axis": 1}, 17), ("Swish", {"alpha": 1.5}, 24),
+])
+def test_activation(op, attrs, opset):
+    check_against_ort(node_model(op, {"x": X}, opset=opset, **attrs), {"x": X},
+                      export=opset <= 18)
+
+
+def test_prelu_with_a_per_channel_slope():
+    slope = RNG.uniform(0, 1, (6, 1, 1)).astype(np.float32)
+    check_against_ort(node_model("PRelu", {"x": X}, {"s": slope}), {"x": X})
+
+
+def _affine(n):
+    return {"scale": RNG.uniform(0.5, 1.5, n).astype(np.float32),
+            "bias": RNG.standard_normal(n).astype(np.float32)}
+
+
+def test_instance_normalization():
+    check_against_ort(node_model("InstanceNormalization", {"x": X}, _affine(6)), {"x": X})
+
+
+@pytest.mark.parametrize("per", ["channel", "group"])
+def test_group_normalization(per):
+    opset = 21 if per == "channel" else 18
+    m = node_model("GroupNormalization", {"x": X}, _affine(6 if per == "channel" else 3),
+                   opset=opset, num_groups=3)
+    check_against_ort(m, {"x": X}, export=False)
+
+
+def test_rms_normalization():
+    scale = RNG.uniform(0.5, 1.5, (3, 4)).astype(np.float32)
+    m = node_model("RMSNormalization", {"x": X}, {"s": scale}, opset=23, axis=-2)
+    check_against_ort(m, {"x": X}, export=False)
+
+
+@pytest.mark.parametrize("op, attrs", [
+    ("MeanVarianceNormalization", {}), ("LpNormalization", {"axis": 1, "p": 1}),
+    ("LpNormalization", {"p": 2}), ("GlobalLpPool", {"p": 3}), ("LRN", {"size": 3}),
+    ("LRN", {"size": 5, "alpha": 0.01, "beta": 0.5, "bias": 2.0}), ("ReduceL1", {}),
+])
+def test_normalization(op, attrs):
+    x = np.abs(X) + 0.1 if op == "GlobalLpPool" else X
+    check_against_ort(node_model(op, {"x": x}, **attrs), {"x": x})
