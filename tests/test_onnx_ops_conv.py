@@ -51,3 +51,28 @@ def test_groups_must_divide_the_channels():
     with pytest.raises(ng.OpError, match="groups"):
         ng.make_node("Convolution", (x, w), groups=2,
                      axes=ng.make_axes({"K": 3, "M": 1, "P": 3, "Q": 3, "N": 1}))
+
+
+@pytest.mark.parametrize("group, kernel, attrs", [
+    (1, (3, 3), {}),
+    (1, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]}),
+    (2, (2, 3), {"strides": [2, 1], "dilations": [1, 2], "pads": [0, 1, 1, 0]}),
+    (4, (3,), {"strides": [3], "output_padding": [2]}),
+    (1, (3, 3), {"strides": [2, 2], "output_shape": [10, 9], "auto_pad": "SAME_UPPER"}),
+])
+def test_conv_transpose_is_conv_bprop_data_and_matches_onnxruntime(group, kernel, attrs):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 4, *([5] * len(kernel)))).astype(np.float32)
+    w = rng.standard_normal((4, 6 // group if group != 4 else 2, *kernel)).astype(np.float32)
+    b = rng.standard_normal(w.shape[1] * group).astype(np.float32)
+    m = node_model("ConvTranspose", {"x": x}, {"w": w, "b": b}, group=group, **attrs)
+    outputs = check_against_ort(m, {"x": x})
+    assert "ConvBpropData" in {n.op for n in ng.toposort(outputs)}
+
+
+@pytest.mark.parametrize("mode", ["reflect", "edge", "wrap"])
+@pytest.mark.parametrize("pads", [[0, 2, 1, 0, 1, 2], [1, 0, -1, 1, 2, 0]])
+def test_pad_modes(mode, pads):
+    x = np.arange(2 * 4 * 5, dtype=np.float32).reshape(2, 4, 5)
+    m = node_model("Pad", {"x": x}, {"p": np.array(pads, np.int64)}, opset=19, mode=mode)
+    check_against_ort(m, {"x": x})

@@ -56,7 +56,25 @@ def _elem(dtype) -> int:
     return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
 
+def _conv_bprop_data(em, n, a):
+    """ONNX ConvTranspose: delta (K, M, P, Q, N) and filters (C/G, T, R, S, K) in ONNX's
+    layouts; output_padding gives the lengths the symmetric padding leaves open."""
+    delta, w = n.args
+    pads = [int(p) for p in n.attrs["padding"]]
+    strides = [int(s) for s in n.attrs["strides"]]
+    dilation = [int(d) for d in n.attrs["dilation"]]
+    extra = [length - (s * (m - 1) + d * (k - 1) + 1 - 2 * p) for length, m, k, s, d, p in zip(
+        n.axes.lengths[1:4], delta.axes.lengths[1:4], w.axes.lengths[1:4], strides, dilation,
+        pads)]
+    x = em.node("Transpose", [a[0]], perm=[4, 0, 1, 2, 3])
+    filters = em.node("Transpose", [a[1]], perm=[4, 0, 1, 2, 3])
+    y = em.node("ConvTranspose", [x, filters], pads=pads + pads, strides=strides,
+                dilations=dilation, output_padding=extra, group=n.attrs["groups"])
+    return em.node("Transpose", [y], perm=[1, 2, 3, 4, 0])
+
+
 EXPORTERS: dict[str, Callable] = {
+    "ConvBpropData": _conv_bprop_data,
     "OneHot": _one_hot,
     "Gather": _gather,
     "Sin": _same("Sin"),

@@ -12,4 +12,5 @@ from ngrules.interop.onnx.converters import (  # noqa: F401
     nn,
     normalization,
     shape,
+    transpose_conv,
 )

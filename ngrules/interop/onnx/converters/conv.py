@@ -13,6 +13,7 @@ import itertools
 import numpy as np
 
 from ngrules.interop.onnx.context import Context, converter
+from ngrules.interop.onnx.converters.padmodes import padded_by_mode
 from ngrules.interop.onnx.converters.shape import cut, join, strided
 from ngrules.interop.onnx.converters.window import convolution, fits, pooling
 from ngrules.interop.onnx.shaping import Tensor, conform, fit, squeeze, temp_axis
@@ -180,9 +181,11 @@ def _count(ctx, x: Tensor, out, kernel, strides, dilations, pads, extra):
 
 @converter("Pad")
 def _pad_op(ctx: Context):
-    """Constant-mode Pad: zeros by the Pad op, other values by Concat; negative pads crop."""
-    if ctx.attr("mode", "constant") != "constant":
-        raise ctx.unsupported(f"Pad mode {ctx.attr('mode')!r}")
+    """Pad: zeros by the Pad op, other values by Concat, negative pads crop; reflect, edge and
+    wrap modes gather (`padmodes`)."""
+    mode = ctx.attr("mode", "constant")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise ctx.unsupported(f"Pad mode {mode!r}")
     t = ctx.x(0)
     rank = len(t.axes)
     pads = ctx.attr("pads") if ctx.attr("pads") is not None else ctx.need_const(1, "pads")
@@ -193,6 +196,8 @@ def _pad_op(ctx: Context):
     positions = (list(range(rank)) if not ctx.has(3)
                  else [int(a) % rank for a in np.ravel(ctx.need_const(3, "pad axes"))])
     n = len(positions)
+    if mode != "constant":
+        return [conform(padded_by_mode(ctx, t, positions, pads, mode), ctx.out_axes(0))]
     for k, pos in enumerate(positions):
         before, after = pads[k], pads[n + k]
         start, stop = max(-before, 0), t.shape[pos] - max(-after, 0)
