@@ -52,8 +52,15 @@ _FORMS = {
     "Shrink": _shrink,
     "Mish": lambda ctx, x: x * F.tanh(_softplus(x)),
     "Softsign": lambda ctx, x: x / (F.absolute(x) + 1.0),
-    "Swish": lambda ctx, x: x * F.sigmoid(x * ctx.attr("alpha", 1.0)),
+    "Swish": lambda ctx, x: _swish(x, ctx.attr("alpha", 1.0)),
 }
+
+
+def _swish(x: Node, alpha: float) -> Node:
+    """x * sigmoid(alpha x); in float16 as ONNX's formula rounds it, step by step."""
+    if x.dtype.itemsize == 2:
+        return x * F.reciprocal(F.exp(-(x * alpha)) + 1.0)
+    return x * F.sigmoid(x * alpha)
 
 
 @converter(*_FORMS)

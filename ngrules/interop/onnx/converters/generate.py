@@ -6,15 +6,18 @@ from __future__ import annotations
 import numpy as np
 
 from ngrules.interop.onnx.context import Context, converter
-from ngrules.interop.onnx.shaping import Tensor, conform, fit
+from ngrules.interop.onnx.converters.shape import cut
+from ngrules.interop.onnx.shaping import Tensor, conform, fit, squeeze, temp_axis
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
-from ngrules.ir.graph import make_node
+from ngrules.ir.graph import Node, make_node
 
 
 def _constant(ctx: Context, value: np.ndarray) -> list:
-    out = ctx.out_axes(0)
     value = np.asarray(value, dtype=ctx.out_dtype())
+    if value.size == 0:
+        raise ctx.unsupported(f"a result with a dimension of length 0 {value.shape}")
+    out = ctx.out_axes(0)
     return [Tensor(F.constant(value.reshape([a.length for a in out]), out, dtype=value.dtype),
                    out)]
 
@@ -54,16 +57,23 @@ def _size(ctx: Context):
 
 @converter("Trilu")
 def _trilu(ctx: Context):
-    """x where a constant mask of its last two dimensions keeps it, else 0."""
+    """x where its last two dimensions' column - row is >= k (upper; <= k lower), else 0:
+    a constant mask, or with k computed at run time a comparison with it."""
     x = ctx.x(0)
-    k = int(ctx.need_const(1, "diagonal offset").item()) if ctx.has(1) else 0
     rows, cols = x.shape[-2:]
-    keep = np.triu if ctx.attr("upper", 1) else np.tril
-    mask = keep(np.ones((rows, cols), bool), k)
+    offset = np.arange(cols)[None, :] - np.arange(rows)[:, None]
+    upper = ctx.attr("upper", 1)
     node = x.node
-    cond = F.broadcast(F.constant(mask, x.axes[-2:], dtype=np.bool_), node.axes)
+    k = ctx.const(1) if ctx.has(1) else np.zeros((), np.int64)
+    if k is not None:
+        mask = offset >= int(k) if upper else offset <= int(k)
+        cond = F.constant(mask, x.axes[-2:], dtype=np.bool_)
+    else:
+        k_node = F.cast(squeeze(ctx.x(1).node, list(ctx.x(1).node.axes)), np.int64)
+        diagonal = F.constant(offset, x.axes[-2:], dtype=np.int64)
+        cond = F.greater_equal(diagonal, k_node) if upper else F.less_equal(diagonal, k_node)
     zero = F.broadcast(F.constant(0, dtype=node.dtype), node.axes)
-    return [Tensor(make_node("Select", (cond, node, zero)), x.axes)]
+    return [Tensor(make_node("Select", (F.broadcast(cond, node.axes), node, zero)), x.axes)]
 
 
 @converter("OneHot")
@@ -71,7 +81,6 @@ def _one_hot(ctx: Context):
     """off + (on - off) * OneHot(indices), indices below zero counted from the end."""
     out = ctx.out_axes(0)
     depth = int(ctx.need_const(1, "depth").item())
-    off, on = (v.item() for v in np.ravel(ctx.need_const(2, "on/off values")))
     pos = ctx.attr("axis", -1) % len(out)
     indices = ctx.x(0)
     index = conform(indices, out[:pos] + out[pos + 1 :]).node
@@ -82,6 +91,17 @@ def _one_hot(ctx: Context):
                     index + F.constant(depth, dtype=np.int64), index)
     dtype = ctx.out_dtype()
     hot = make_node("OneHot", (index,), axis=out[pos], dtype=dtype)
-    if (off, on) != (0, 1):
+    values = ctx.const(2)
+    if values is None:  # computed at run time: off + (on - off) * hot
+        off, on = (_element(ctx.x(2), i) for i in (0, 1))
+        hot = hot * (on - off) + off
+    elif tuple(np.ravel(values)) != (0, 1):
+        off, on = (v.item() for v in np.ravel(values))
         hot = hot * F.constant(on - off, dtype=dtype) + F.constant(off, dtype=dtype)
     return [Tensor(fit(hot, Axes(out)), out)]
+
+
+def _element(t: Tensor, i: int) -> Node:
+    """Element i of a 1-D tensor, as a scalar node."""
+    part = cut(t, 0, i, i + 1, temp_axis(1))
+    return squeeze(part.node, list(part.node.axes))

@@ -48,7 +48,8 @@ def _space_to_depth(ctx: Context):
     x = ctx.x(0)
     n, c, h, w = x.shape
     b = int(ctx.attr("blocksize"))
-    return _rearranged(ctx, x, (n, c, h // b, b, w // b, b), (0, 3, 5, 1, 2, 4))
+    perm = (0, 3, 5, 1, 2, 4) if ctx.attr("mode", "DCR") == "DCR" else (0, 1, 3, 5, 2, 4)
+    return _rearranged(ctx, x, (n, c, h // b, b, w // b, b), perm)
 
 
 @converter("CumSum")

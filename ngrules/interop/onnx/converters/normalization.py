@@ -92,6 +92,8 @@ def _lp_normalization(ctx: Context):
     x = ctx.x(0)
     axis = x.axes[ctx.attr("axis", -1) % len(x.axes)]
     norm = _lp_norm(x.node, [axis], int(ctx.attr("p", 2)))
+    one = F.constant(1, dtype=norm.dtype)
+    norm = F.where(F.equal(norm, F.constant(0, dtype=norm.dtype)), one, norm)  # 0 / 1 = 0
     return [Tensor(x.node / F.broadcast(norm, x.node.axes), x.axes)]
 
 
