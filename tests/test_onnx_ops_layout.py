@@ -81,3 +81,19 @@ def test_einsum(equation, shapes):
     outputs = check_against_ort(node_model("Einsum", feeds, equation=equation), feeds)
     if equation == "ij,jk->ik":
         assert "Dot" in {n.op for n in ng.toposort(outputs)}
+
+
+@pytest.mark.parametrize("attrs", [
+    {"mode": "nearest"},
+    {"mode": "linear"},
+    {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+    {"mode": "cubic", "coordinate_transformation_mode": "asymmetric"},
+    {"mode": "nearest", "nearest_mode": "floor", "coordinate_transformation_mode": "asymmetric"},
+])
+@pytest.mark.parametrize("scales", [[1.0, 1.0, 2.0, 2.0], [1.0, 1.0, 0.5, 1.5]])
+def test_resize_is_one_dot_per_resized_dimension(attrs, scales):
+    x = RNG.standard_normal((1, 2, 4, 6)).astype(np.float32)
+    inits = {"roi": np.array([], np.float32), "scales": np.array(scales, np.float32)}
+    outputs = check_against_ort(node_model("Resize", {"x": x}, inits, **attrs), {"x": x})
+    dots = [n for n in ng.toposort(outputs) if n.op == "Dot"]
+    assert len(dots) == 2
