@@ -11,6 +11,7 @@ from ngrules.interop.onnx.converters import (  # noqa: F401
     mathfn,
     nn,
     normalization,
+    recurrent,
     resize,
     shape,
     transpose_conv,
