@@ -59,3 +59,16 @@ def test_rms_normalization():
 def test_normalization(op, attrs):
     x = np.abs(X) + 0.1 if op == "GlobalLpPool" else X
     check_against_ort(node_model(op, {"x": x}, **attrs), {"x": x})
+
+
+@pytest.mark.parametrize("op", ["SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"])
+@pytest.mark.parametrize("reduction, weighted, ignore", [
+    ("mean", False, None), ("mean", True, 2), ("sum", True, None), ("none", False, 0),
+])
+def test_losses(op, reduction, weighted, ignore):
+    scores = RNG.standard_normal((3, 4, 2)).astype(np.float32)
+    labels = np.array([[0, 2], [3, 1], [2, 2]], np.int64)
+    inits = {"w": RNG.uniform(0.5, 2, 4).astype(np.float32)} if weighted else {}
+    attrs = {"reduction": reduction, **({"ignore_index": ignore} if ignore is not None else {})}
+    m = node_model(op, {"x": scores, "y": labels}, inits, opset=13, **attrs)
+    check_against_ort(m, {"x": scores, "y": labels})

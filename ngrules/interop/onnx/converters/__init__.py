@@ -8,6 +8,7 @@ from ngrules.interop.onnx.converters import (  # noqa: F401
     generate,
     layout,
     logic,
+    losses,
     mathfn,
     nn,
     normalization,

@@ -22,6 +22,8 @@ def _transpose(ctx: Context):
 @converter("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 def _reshape(ctx: Context):
     """All four keep the row-major order of the data; only the output shape matters."""
+    if not ctx.importer.shapes.known(ctx.node.output[0]):
+        raise ctx.unsupported("an output shape that ONNX's shape inference leaves unknown")
     return [ctx.result(reshape(ctx.x(0), ctx.out_axes(0)))]
 
 
