@@ -70,3 +70,39 @@ def test_gather_gradient_is_a_scatter_add_summing_repeated_indices():
     assert "ScatterAdd" in {n.op for n in ng.toposort([g])}
     got = ng.execute([g], {})[0]  # the gradient of a linear map does not read x
     np.testing.assert_array_equal(got, [[0, 0], [2, 2], [0, 0], [1, 1]])
+
+
+@pytest.mark.parametrize("reduction", ["none", "add"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_scatter_elements(reduction, axis):
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    i = np.array([[0, 1, 2], [2, 0, -2]], np.int64) if axis == 0 else np.array(
+        [[3, 0], [1, 2], [-1, 0]], np.int64)
+    u = RNG.standard_normal(i.shape).astype(np.float32)
+    m = node_model("ScatterElements", {"x": x, "i": i, "u": u}, opset=18, axis=axis,
+                   reduction=reduction)
+    check_against_ort(m, {"x": x, "i": i, "u": u})
+
+
+@pytest.mark.parametrize("reduction", ["none", "add"])
+def test_scatter_nd(reduction):
+    x = RNG.standard_normal((4, 3, 2)).astype(np.float32)
+    i = np.array([[[1, 0]], [[3, 2]]], np.int64)
+    u = RNG.standard_normal((2, 1, 2)).astype(np.float32)
+    m = node_model("ScatterND", {"x": x, "i": i, "u": u}, opset=18, reduction=reduction)
+    check_against_ort(m, {"x": x, "i": i, "u": u})
+
+
+def test_scatter_add_exports_as_scatter_nd():
+    from onnx_cases import run_ort
+
+    from ngrules.interop.onnx.exporter import to_onnx
+
+    d = ng.placeholder({"A": 2, "T": 3, "B": 2}, np.float32, name="d")
+    i = ng.placeholder({"T": 3}, np.int64, name="i")
+    y = ng.make_node("ScatterAdd", (d, i), axis=ng.make_axis(4, "V"),
+                     axes=ng.make_axes({"A": 2, "V": 4, "B": 2}))
+    feeds = {"d": RNG.standard_normal((2, 3, 2)).astype(np.float32),
+             "i": np.array([1, -1, 1], np.int64)}
+    (got,) = run_ort(to_onnx([y], output_names=["y"]), feeds)
+    np.testing.assert_allclose(got, ng.execute([y], feeds)[0], rtol=1e-6)

@@ -22,6 +22,33 @@ def _gather(em, n, a):
     return em.node("Gather", a, axis=x.axes.index(n.attrs["axis"]))
 
 
+def _scatter_add(em, n, a):
+    """ScatterND with reduction add into zeros laid out (axis, the rest), then transposed
+    back; indices normalised and clipped as the op's kernel does."""
+    delta, indices = n.args
+    axis = n.attrs["axis"]
+    pos, size = n.axes.index(axis), axis.length
+    k = len(indices.axes)
+    rest = [i for i in range(len(delta.axes)) if not pos <= i < pos + k]
+    updates = em.node("Transpose", [a[0]], perm=list(range(pos, pos + k)) + rest)
+    index = em.node("Cast", [a[1]], to=_elem(np.int64))
+    negative = em.node("Less", [index, em.const(0)])
+    index = em.node("Where", [negative, em.node("Add", [index, em.const(size)]), index])
+    index = em.node("Clip", [index, em.const(0), em.const(size - 1)])
+    index = em.node("Unsqueeze", [index, em.const([-1])])
+    others = [ax for ax in n.axes if ax != axis]
+    shape = em.const([size] + [ax.length for ax in others])
+    zeros = em.node("ConstantOfShape", [shape],
+                    value=em.numpy_helper.from_array(np.zeros(1, n.dtype)))
+    out = em.node("ScatterND", [zeros, index, updates], reduction="add")
+    return em.node("Transpose", [out], perm=_inverse([pos] + [i for i in range(len(n.axes))
+                                                             if i != pos]))
+
+
+def _inverse(perm):
+    return [perm.index(i) for i in range(len(perm))]
+
+
 def _logic(op: str):
     def emit(em, n, a):
         if n.dtype != np.bool_:
@@ -77,6 +104,7 @@ EXPORTERS: dict[str, Callable] = {
     "ConvBpropData": _conv_bprop_data,
     "OneHot": _one_hot,
     "Gather": _gather,
+    "ScatterAdd": _scatter_add,
     "Sin": _same("Sin"),
     "Cos": _same("Cos"),
     "Atan": _same("Atan"),

@@ -1,10 +1,12 @@
-"""ONNX Gather, GatherElements and GatherND.
+"""ONNX Gather, GatherElements and GatherND; ScatterElements and ScatterND.
 
 Gather with constant indices picks slices (`shape.pick`), which rules and export read as
 plain views; with indices computed at run time (an embedding lookup) it is the `Gather` op.
 GatherElements and GatherND are one `Gather` along the data's leading dimensions flattened into
 one axis, at a linear index computed from the indices (each normalised from negative first)
-and constant position offsets.
+and constant position offsets. The scatters are a `ScatterAdd` at such a linear index: of the
+updates (reduction add), or of the updates less the values they replace (reduction none, whose
+indices ONNX asks to be distinct).
 """
 
 from __future__ import annotations
@@ -84,18 +86,22 @@ def _gather_elements(ctx: Context):
     """out[j] = data[j with position `axis` replaced by indices[j]], at the linear index
     indices[j] * stride(axis) + the other positions' (constant) offsets."""
     data, out = ctx.x(0), ctx.out_axes(0)
+    linear = _element_index(ctx, data, conform(ctx.x(1), out))
+    return [_flat_gather(data, len(data.axes), linear, out)]
+
+
+def _element_index(ctx: Context, data: Tensor, indices: Tensor) -> Node:
+    """The linear index into data (flattened) of each element of the indices along `axis`."""
     pos = ctx.attr("axis", 0) % len(data.axes)
-    shape = ctx.out_shape(0)
+    shape = indices.shape
     strides = _strides(data.shape)
     offsets = np.zeros(shape, np.int64)
     for p, stride in enumerate(strides):
         if p != pos:
             offsets += np.arange(shape[p]).reshape([-1 if q == p else 1 for q in
                                                     range(len(shape))]) * stride
-    index = conform(ctx.x(1), out).node
-    linear = _normalised(index, data.shape[pos]) * _scalar(strides[pos]) + F.constant(
-        offsets, Axes(out), dtype=_INDEX)
-    return [_flat_gather(data, len(data.axes), linear, out)]
+    scaled = _normalised(indices.node, data.shape[pos]) * _scalar(strides[pos])
+    return scaled + F.constant(offsets, Axes(indices.axes), dtype=_INDEX)
 
 
 @converter("GatherND")
@@ -104,10 +110,18 @@ def _gather_nd(ctx: Context):
     a linear index over the data's first b+k dimensions."""
     data, indices, out = ctx.x(0), ctx.x(1), ctx.out_axes(0)
     batch = int(ctx.attr("batch_dims", 0))
+    tuple_axes = out[: len(indices.axes) - 1]
+    linear = _tuple_index(data, indices, batch, tuple_axes)
+    result = _flat_gather(data, batch + indices.shape[-1], linear, tuple_axes)
+    return [conform(result, out)]
+
+
+def _tuple_index(data: Tensor, indices: Tensor, batch: int, tuple_axes) -> Node:
+    """The linear index over data's first batch + k dimensions of each index tuple (the
+    indices' last dimension, k long), on `tuple_axes`."""
     k = indices.shape[-1]
     lead = batch + k
     strides = _strides(data.shape[:lead])
-    tuple_axes = out[: len(indices.axes) - 1]
     last = len(indices.axes) - 1
     linear = None
     for j in range(k):
@@ -122,5 +136,40 @@ def _gather_nd(ctx: Context):
             offsets += np.arange(data.shape[p]).reshape(
                 [-1 if q == p else 1 for q in range(len(tuple_axes))]) * strides[p]
         linear = linear + F.constant(offsets, Axes(tuple_axes), dtype=_INDEX)
-    result = _flat_gather(data, lead, linear, tuple_axes)
-    return [conform(result, out)]
+    return linear
+
+
+def _flat_scatter(ctx: Context, data: Tensor, lead: int, linear: Node, updates: Tensor):
+    """data with the updates written (reduction none) or added (add) at the linear index over
+    its first `lead` dimensions flattened."""
+    reduction = ctx.attr("reduction", "none")
+    if reduction not in ("none", "add"):
+        raise ctx.unsupported(f"reduction {reduction!r}")
+    flat_axis = temp_axis(int(np.prod(data.shape[:lead])))
+    rest = tuple(temp_axis(a.length) for a in data.axes[lead:])
+    flat = conform(Tensor(reshape(data, (flat_axis,) + data.axes[lead:]),
+                          (flat_axis,) + data.axes[lead:]), (flat_axis,) + rest)
+    index_axes = tuple(linear.axes)
+    values = conform(updates, index_axes + rest).node
+    if reduction == "none":
+        values = values - make_node("Gather", (flat.node, linear), axis=flat_axis)
+    added = make_node("ScatterAdd", (F.axes_with_order(values, Axes(index_axes + rest)), linear),
+                      axis=flat_axis, axes=Axes((flat_axis,) + rest))
+    total = Tensor(flat.node + F.axes_with_order(added, flat.node.axes), flat.axes)
+    return [ctx.result(reshape(total, ctx.out_axes(0)))]
+
+
+@converter("ScatterElements", "Scatter")
+def _scatter_elements(ctx: Context):
+    data, indices = ctx.x(0), ctx.x(1)
+    positional = tuple(temp_axis(n) for n in indices.shape)
+    linear = _element_index(ctx, data, conform(indices, positional))
+    return _flat_scatter(ctx, data, len(data.axes), linear, ctx.x(2))
+
+
+@converter("ScatterND")
+def _scatter_nd(ctx: Context):
+    data, indices = ctx.x(0), ctx.x(1)
+    tuple_axes = tuple(temp_axis(n) for n in indices.shape[:-1])
+    linear = _tuple_index(data, indices, 0, tuple_axes)
+    return _flat_scatter(ctx, data, indices.shape[-1], linear, ctx.x(2))
