@@ -349,6 +349,19 @@ def _scatter_add(node, d, indices):
     return out
 
 
+def _top_k_indices(node, x):
+    """Each row along the axis sorted by (value, position), largest first if asked."""
+    a = node.attrs
+    pos, k = node.args[0].axes.index(a["axis"]), a["k_axis"].length
+    rows = np.moveaxis(np.asarray(x), pos, -1)
+    out = np.zeros(rows.shape[:-1] + (k,))
+    for where in np.ndindex(*rows.shape[:-1]):
+        row = rows[where]
+        sign = -1 if a["largest"] else 1
+        out[where] = sorted(range(len(row)), key=lambda i: (sign * row[i], i))[:k]
+    return np.moveaxis(out, -1, pos)
+
+
 _TABLE = {
     "Constant": lambda n, vals, a: a["value"],
     "Variable": lambda n, vals, a: np.full(n.axes.lengths, a["initial"]),
@@ -382,6 +395,7 @@ _TABLE = {
     "BatchnormBprop": lambda n, vals, a: bn_bprop_reference(*vals, a["eps"]),
     "Relu": lambda n, vals, a: np.maximum(vals[0], 0) + a["slope"] * np.minimum(0, vals[0]),
     "Mod": lambda n, vals, a: _mod(*vals, a["fmod"]),
+    "TopKIndices": lambda n, vals, a: _top_k_indices(n, vals[0]),
     "Gather": lambda n, vals, a: _gather(n, *vals),
     "ScatterAdd": lambda n, vals, a: _scatter_add(n, *vals),
     "ReluBprop": lambda n, vals, a: vals[0] * ((vals[1] > 0) + a["slope"] * (vals[1] <= 0)),

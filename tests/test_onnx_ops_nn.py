@@ -72,3 +72,11 @@ def test_losses(op, reduction, weighted, ignore):
     attrs = {"reduction": reduction, **({"ignore_index": ignore} if ignore is not None else {})}
     m = node_model(op, {"x": scores, "y": labels}, inits, opset=13, **attrs)
     check_against_ort(m, {"x": scores, "y": labels})
+
+
+@pytest.mark.parametrize("axis, largest", [(-1, 1), (1, 0), (0, 1)])
+def test_top_k_values_and_indices_with_ties_to_the_lower_index(axis, largest):
+    x = np.round(RNG.standard_normal((4, 5, 3)), 0).astype(np.float32)  # many ties
+    m = node_model("TopK", {"x": x}, {"k": np.array([2], np.int64)}, n_out=2, axis=axis,
+                   largest=largest)
+    check_against_ort(m, {"x": x})

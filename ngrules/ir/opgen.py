@@ -372,3 +372,12 @@ def gen_logical(op: str):
 def gen_mod(draw, leaf):
     axes = some_axes(draw, axis_pool(draw))
     return make_node("Mod", (leaf(axes), leaf(axes)), fmod=draw(_st().integers(0, 1)))
+
+
+def gen_top_k(draw, leaf):
+    st = _st()
+    x_axes = some_axes(draw, axis_pool(draw), min_size=1)
+    axis = draw(st.sampled_from(list(x_axes)))
+    k = Axis("J", draw(st.integers(1, axis.length)))
+    return make_node("TopKIndices", (leaf(x_axes),), axis=axis, k_axis=k,
+                     largest=draw(st.integers(0, 1)))

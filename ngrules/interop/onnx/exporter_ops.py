@@ -49,6 +49,14 @@ def _inverse(perm):
     return [perm.index(i) for i in range(len(perm))]
 
 
+def _top_k_indices(em, n, a):
+    x = n.args[0]
+    k = em.const([n.attrs["k_axis"].length])
+    _, indices = em.node("TopK", [a[0], k], n_out=2, axis=x.axes.index(n.attrs["axis"]),
+                         largest=n.attrs["largest"])
+    return indices
+
+
 def _logic(op: str):
     def emit(em, n, a):
         if n.dtype != np.bool_:
@@ -105,6 +113,7 @@ EXPORTERS: dict[str, Callable] = {
     "OneHot": _one_hot,
     "Gather": _gather,
     "ScatterAdd": _scatter_add,
+    "TopKIndices": _top_k_indices,
     "Sin": _same("Sin"),
     "Cos": _same("Cos"),
     "Atan": _same("Atan"),

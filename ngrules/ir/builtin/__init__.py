@@ -21,5 +21,6 @@ from ngrules.ir.builtin import (
     products,  # noqa: F401
     reductions,  # noqa: F401
     slicing,  # noqa: F401
+    sorting,  # noqa: F401
     views,  # noqa: F401
 )

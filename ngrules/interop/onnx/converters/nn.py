@@ -171,3 +171,20 @@ def _global_pool(ctx: Context):
     red = [x.axes[i] for i in positions]
     reduce = F.mean if ctx.op == "GlobalAveragePool" else F.max
     return [keep_dims(ctx.out_axes(0), x, reduce(x.node, reduction_axes=red), positions)]
+
+
+@converter("TopK")
+def _top_k(ctx: Context):
+    """Indices by the TopKIndices op; values picked from x by their OneHot (so they are
+    differentiable in x)."""
+    x = ctx.x(0)
+    k = int(np.ravel(ctx.need_const(1, "K"))[0])
+    pos = ctx.attr("axis", -1) % len(x.axes)
+    out = ctx.out_axes(0)
+    k_axis = out[pos] if out[pos].name not in {a.name for a in x.axes} else temp_axis(k)
+    indices = make_node("TopKIndices", (x.node,), axis=x.axes[pos], k_axis=k_axis,
+                        largest=int(ctx.attr("largest", 1)))
+    hot = make_node("OneHot", (indices,), axis=x.axes[pos], dtype=x.node.dtype)
+    values = F.sum(hot * fit(x.node, hot.axes), reduction_axes=[x.axes[pos]])
+    positional = x.axes[:pos] + (k_axis,) + x.axes[pos + 1 :]
+    return [Tensor(values, positional), Tensor(indices, positional)]
