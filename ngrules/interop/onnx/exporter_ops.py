@@ -81,8 +81,9 @@ def _one_hot(em, n, a):
     index = em.node("Cast", a, to=_elem(np.int64))
     negative = em.node("Less", [index, em.const(0)])
     index = em.node("Where", [negative, em.const(depth), index])
-    values = em.const([0, 1], dtype=n.dtype)
-    return em.node("OneHot", [index, em.const(depth), values], axis=0)
+    values = em.const([0, 1], dtype=np.float32)  # onnxruntime's OneHot kernels are few
+    hot = em.node("OneHot", [index, em.const(depth), values], axis=0)
+    return hot if n.dtype == np.float32 else em.node("Cast", [hot], to=_elem(n.dtype))
 
 
 def _elem(dtype) -> int:
