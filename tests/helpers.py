@@ -352,7 +352,7 @@ def _scatter_add(node, d, indices):
 def _top_k_indices(node, x):
     """Each row along the axis sorted by (value, position), largest first if asked."""
     a = node.attrs
-    pos, k = node.args[0].axes.index(a["axis"]), a["k_axis"].length
+    pos, k = node.args[0].axes.index(a["axis"]), a["top"].length
     rows = np.moveaxis(np.asarray(x), pos, -1)
     out = np.zeros(rows.shape[:-1] + (k,))
     for where in np.ndindex(*rows.shape[:-1]):

@@ -379,5 +379,5 @@ def gen_top_k(draw, leaf):
     x_axes = some_axes(draw, axis_pool(draw), min_size=1)
     axis = draw(st.sampled_from(list(x_axes)))
     k = Axis("J", draw(st.integers(1, axis.length)))
-    return make_node("TopKIndices", (leaf(x_axes),), axis=axis, k_axis=k,
+    return make_node("TopKIndices", (leaf(x_axes),), axis=axis, top=k,
                      largest=draw(st.integers(0, 1)))

@@ -51,7 +51,7 @@ def _inverse(perm):
 
 def _top_k_indices(em, n, a):
     x = n.args[0]
-    k = em.const([n.attrs["k_axis"].length])
+    k = em.const([n.attrs["top"].length])
     _, indices = em.node("TopK", [a[0], k], n_out=2, axis=x.axes.index(n.attrs["axis"]),
                          largest=n.attrs["largest"])
     return indices

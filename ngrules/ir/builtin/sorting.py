@@ -15,7 +15,7 @@ from ngrules.ir.ops import AttrSpec, NotDifferentiable, register_op
 
 def _infer(args, attrs):
     (x,) = args
-    axis, k = attrs["axis"], attrs["k_axis"]
+    axis, k = attrs["axis"], attrs["top"]
     check_subset("TopKIndices", Axes((axis,)), x.axes, "sorted")
     if k.length > axis.length:
         raise OpError(f"TopKIndices: k={k.length} is more than the {axis!r} sorted")
@@ -27,7 +27,7 @@ def _infer(args, attrs):
 
 def _kernel(node):
     x = node.args[0]
-    pos, k = x.axes.index(node.attrs["axis"]), node.attrs["k_axis"].length
+    pos, k = x.axes.index(node.attrs["axis"]), node.attrs["top"].length
     largest = node.attrs["largest"]
 
     def run(a):
@@ -45,7 +45,7 @@ register_op(
     arity=1,
     attrs=(
         AttrSpec("axis", "axis", doc="the axis sorted along"),
-        AttrSpec("k_axis", "axis", doc="the result's axis in its place: k positions"),
+        AttrSpec("top", "axis", doc="the result's axis in its place: k positions"),
         AttrSpec("largest", "int", 1, doc="1: the largest values first; 0: the smallest"),
     ),
     infer=_infer,

@@ -181,10 +181,10 @@ def _top_k(ctx: Context):
     k = int(np.ravel(ctx.need_const(1, "K"))[0])
     pos = ctx.attr("axis", -1) % len(x.axes)
     out = ctx.out_axes(0)
-    k_axis = out[pos] if out[pos].name not in {a.name for a in x.axes} else temp_axis(k)
-    indices = make_node("TopKIndices", (x.node,), axis=x.axes[pos], k_axis=k_axis,
+    top = out[pos] if out[pos].name not in {a.name for a in x.axes} else temp_axis(k)
+    indices = make_node("TopKIndices", (x.node,), axis=x.axes[pos], top=top,
                         largest=int(ctx.attr("largest", 1)))
     hot = make_node("OneHot", (indices,), axis=x.axes[pos], dtype=x.node.dtype)
     values = F.sum(hot * fit(x.node, hot.axes), reduction_axes=[x.axes[pos]])
-    positional = x.axes[:pos] + (k_axis,) + x.axes[pos + 1 :]
+    positional = x.axes[:pos] + (top,) + x.axes[pos + 1 :]
     return [Tensor(values, positional), Tensor(indices, positional)]
