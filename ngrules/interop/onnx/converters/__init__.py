@@ -3,6 +3,7 @@
 from ngrules.interop.onnx.converters import (  # noqa: F401
     activations,
     arithmetic,
+    attention,
     conv,
     gather,
     generate,
