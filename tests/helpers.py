@@ -138,6 +138,15 @@ _UNARY = {
     "Erf": lambda x: erf_reference(x),
     "Absolute": lambda x: np.where(x < 0, -x, x),
     "Sign": lambda x: (x > 0) * 1.0 - (x < 0) * 1.0,
+    "Sin": lambda x: np.imag(np.exp(1j * x)),
+    "Cos": lambda x: np.real(np.exp(1j * x)),
+    "Atan": lambda x: np.angle(1.0 + 1j * x),
+    "Floor": lambda x: x - np.mod(x, 1.0),
+    "Ceil": lambda x: -(-x - np.mod(-x, 1.0)),
+    "Round": lambda x: np.array([float(round(v)) for v in np.ravel(x)]).reshape(np.shape(x)),
+    "IsNaN": lambda x: x != x,
+    "IsInf": lambda x: np.abs(x) == np.inf,
+    "Not": lambda x: np.logical_not(x),
 }
 _BINARY = {
     "Add": np.add,
@@ -153,6 +162,9 @@ _BINARY = {
     "Less": lambda a, b: a < b,
     "GreaterEqual": lambda a, b: ~(a < b),
     "LessEqual": lambda a, b: ~(a > b),
+    "And": np.logical_and,
+    "Or": np.logical_or,
+    "Xor": np.not_equal,
 }
 _REDUCE = {
     "Sum": np.sum,
@@ -228,6 +240,7 @@ def conv_reference(x, w, a):
         (xp.shape[i + 1] - (dil[i] * (w.shape[i + 1] - 1) + 1)) // stride[i] + 1 for i in range(3)
     ]
     out = np.zeros((k, *size, x.shape[4]))
+    groups = int(a.get("groups", 1))
     for m, p, q in itertools.product(*(range(n) for n in size)):
         for dt, dr, ds in itertools.product(range(t), range(r), range(s)):
             i = (
@@ -235,9 +248,11 @@ def conv_reference(x, w, a):
                 p * stride[1] + dr * dil[1],
                 q * stride[2] + ds * dil[2],
             )
-            out[:, m, p, q, :] += np.einsum(
-                "ck,cn->kn", w[:, dt, dr, ds, :], xp[:, i[0], i[1], i[2], :]
-            )
+            for g in range(groups):  # channel group g of the input meets filters group g
+                ks, cs = slice(g * k // groups, (g + 1) * k // groups), slice(g * c, (g + 1) * c)
+                out[ks, m, p, q, :] += np.einsum(
+                    "ck,cn->kn", w[:, dt, dr, ds, ks], xp[cs, i[0], i[1], i[2], :]
+                )
     return out
 
 
@@ -299,6 +314,54 @@ def bprop_pool_reference(d, x, a):
     return grad[(slice(None),) + tuple(slice(p, grad.shape[i + 1] - p) for i, p in enumerate(pad))]
 
 
+def _mod(x, y, fmod):
+    """x - y * q, q the quotient rounded down (or toward zero with fmod)."""
+    q = x / y
+    q = np.trunc(q) if fmod else np.floor(q)
+    return x - y * q
+
+
+def _clipped_index(i, n):
+    i = int(i)
+    return min(max(i + n if i < 0 else i, 0), n - 1)
+
+
+def _gather(node, x, indices):
+    """One element at a time: out[pre, idx, post] = x[pre, indices[idx], post]."""
+    axis = node.attrs["axis"]
+    pos, n = node.args[0].axes.index(axis), axis.length
+    out = np.zeros(node.axes.lengths)
+    k = np.ndim(indices)
+    for where in np.ndindex(*node.axes.lengths):
+        i = _clipped_index(np.asarray(indices)[where[pos : pos + k]], n)
+        out[where] = x[where[:pos] + (i,) + where[pos + k :]]
+    return out
+
+
+def _scatter_add(node, d, indices):
+    axis = node.attrs["axis"]
+    pos, n = node.axes.index(axis), axis.length
+    out = np.zeros(node.axes.lengths)
+    k = np.ndim(indices)
+    for where in np.ndindex(*np.shape(d)):
+        i = _clipped_index(np.asarray(indices)[where[pos : pos + k]], n)
+        out[where[:pos] + (i,) + where[pos + k :]] += d[where]
+    return out
+
+
+def _top_k_indices(node, x):
+    """Each row along the axis sorted by (value, position), largest first if asked."""
+    a = node.attrs
+    pos, k = node.args[0].axes.index(a["axis"]), a["top"].length
+    rows = np.moveaxis(np.asarray(x), pos, -1)
+    out = np.zeros(rows.shape[:-1] + (k,))
+    for where in np.ndindex(*rows.shape[:-1]):
+        row = rows[where]
+        sign = -1 if a["largest"] else 1
+        out[where] = sorted(range(len(row)), key=lambda i: (sign * row[i], i))[:k]
+    return np.moveaxis(out, -1, pos)
+
+
 _TABLE = {
     "Constant": lambda n, vals, a: a["value"],
     "Variable": lambda n, vals, a: np.full(n.axes.lengths, a["initial"]),
@@ -334,6 +397,10 @@ _TABLE = {
     "BatchnormFprop": lambda n, vals, a: bn_reference(*vals, a["eps"]),
     "BatchnormBprop": lambda n, vals, a: bn_bprop_reference(*vals, a["eps"]),
     "Relu": lambda n, vals, a: np.maximum(vals[0], 0) + a["slope"] * np.minimum(0, vals[0]),
+    "Mod": lambda n, vals, a: _mod(*vals, a["fmod"]),
+    "TopKIndices": lambda n, vals, a: _top_k_indices(n, vals[0]),
+    "Gather": lambda n, vals, a: _gather(n, *vals),
+    "ScatterAdd": lambda n, vals, a: _scatter_add(n, *vals),
     "ReluBprop": lambda n, vals, a: vals[0] * ((vals[1] > 0) + a["slope"] * (vals[1] <= 0)),
 }
 

@@ -1,7 +1,7 @@
 """ONNX's own backend node tests (from the installed onnx package) through import and the numpy
 executor; a sample of them also through rewrite (cpu pipeline), export and onnxruntime.
 
-Every test whose ops all have converters runs (717 of ONNX 1.23's ~1,900; the table
+Every test whose ops all have converters runs (1,095 of ONNX 1.23's 1,884; the table
 below prints per op with `pytest -s`). A test the importer refuses for a documented reason
 (an element type ngrules has no tensor for, a zero-length dimension, an attribute value such
 as `select_last_index=1`) counts as unsupported; nothing may fail. The round trip runs on the
@@ -20,16 +20,22 @@ pytest.importorskip("onnxruntime")
 from ngrules.interop.onnx.backend import node_testcases, run_node_tests  # noqa: E402
 from ngrules.lang.library import load_library  # noqa: E402
 
-#: Round trips onnxruntime cannot run, with why (its kernels, not ngrules).
+#: Round trips that cannot run, with why (onnxruntime's kernels; the opset ngrules exports).
 ORT_LIMITS = {
     "test_max_int16": "onnxruntime has no Max kernel for int16",
     "test_max_uint16": "onnxruntime has no Max kernel for uint16",
     "test_min_int16": "onnxruntime has no Min kernel for int16",
     "test_min_uint16": "onnxruntime has no Min kernel for uint16",
+    "test_top_k_uint64": "onnxruntime has no TopK kernel for uint64",
+    **{f"test_bitwise_{op}": "ngrules exports opset 17; ONNX's bitwise ops are from opset 18"
+       for op in ("and_i32_2d", "and_i16_3d", "not_2d", "not_3d", "not_4d", "or_i32_2d",
+                  "or_i16_4d", "xor_i32_2d", "xor_i16_3d", "and_ui64_bcast_3v1d",
+                  "and_ui8_bcast_4v3d", "or_ui64_bcast_3v1d", "or_ui8_bcast_4v3d",
+                  "xor_ui64_bcast_3v1d", "xor_ui8_bcast_4v3d")},
 }
 
 #: Fewest passing tests: a converter that regresses makes this fail.
-MIN_PASSING = 490
+MIN_PASSING = 850
 
 
 @pytest.fixture(scope="module")

@@ -127,3 +127,9 @@ def concat_along_axis(xs: Sequence[Node], axis: Axis) -> Node:
 
 
 OPERATORS["getitem"] = getitem
+
+
+def gather(x: Node, indices: Node, axis: Axis) -> Node:
+    """x indexed along `axis` by integer indices computed at run time (an embedding lookup);
+    the indices' axes take the place of `axis`."""
+    return make_node("Gather", (x, indices), axis=axis)

@@ -74,3 +74,48 @@ def cast(x: Node, dtype) -> Node:
     if x.dtype == np.dtype(dtype):
         return x
     return make_node("Cast", (x,), dtype=dtype)
+
+
+# -- functions, rounding, logic (the ops ONNX networks use) ------------------------------------
+def sin(x: Node) -> Node:
+    return make_node("Sin", (x,))
+
+
+def cos(x: Node) -> Node:
+    return make_node("Cos", (x,))
+
+
+def atan(x: Node) -> Node:
+    return make_node("Atan", (x,))
+
+
+def floor(x: Node) -> Node:
+    return make_node("Floor", (x,))
+
+
+def ceil(x: Node) -> Node:
+    return make_node("Ceil", (x,))
+
+
+def mod(x: F.Operand, y: F.Operand, fmod: bool = False) -> Node:
+    """x - y * floor(x / y) (the sign of y), or with fmod x - y * trunc(x / y) (of x)."""
+    if fmod:
+        node = F.apply_op("Add", (x, y))  # the operands broadcast as for any binary op
+        return make_node("Mod", node.args, fmod=1)
+    return F.apply_op("Mod", (x, y))
+
+
+def logical_and(x: F.Operand, y: F.Operand) -> Node:
+    return F.apply_op("And", (x, y))
+
+
+def logical_or(x: F.Operand, y: F.Operand) -> Node:
+    return F.apply_op("Or", (x, y))
+
+
+def logical_not(x: Node) -> Node:
+    return make_node("Not", (x,))
+
+
+def isnan(x: Node) -> Node:
+    return make_node("IsNaN", (x,))

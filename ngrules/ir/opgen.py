@@ -272,10 +272,12 @@ def gen_convolution(op: str):
     def gen(draw, leaf):
         st = _st()
         c, n, k = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
+        groups = draw(st.sampled_from((1, 1, 2, 3)))
         spatial, window, out, attrs = window_geometry(draw)
-        x = _named("CDHWN", [c, *spatial, n])
-        w = _named("CTRSK", [c, *window, k])
-        y = _named(("K", "M", "P", "Q", "N"), [k, *out, n])
+        attrs["groups"] = groups
+        x = _named("CDHWN", [c * groups, *spatial, n])
+        w = _named("JTRSK" if groups > 1 else "CTRSK", [c, *window, k * groups])
+        y = _named(("K", "M", "P", "Q", "N"), [k * groups, *out, n])
         args, axes = {
             "Convolution": ((x, w), y),
             "ConvBpropData": ((y, w), x),
@@ -326,3 +328,56 @@ def gen_bn_bprop(draw, leaf):
 def gen_output(draw, leaf):
     node = gen_bn_fprop(draw, leaf)
     return make_node("Output", (node,), index=draw(_st().integers(0, 2)))
+
+
+def gen_gather(op: str):
+    """Gather of x along one of its axes by integer indices (an Argmax, so in range), or
+    ScatterAdd of a delta shaped like that Gather's result back into x's axes."""
+    import numpy as np
+
+    def gen(draw, leaf):
+        st = _st()
+        pool = axis_pool(draw)
+        x_axes = some_axes(draw, pool[:3], min_size=1)
+        axis = draw(st.sampled_from(list(x_axes)))
+        index_axes = some_axes(draw, pool[3:5])
+        choices = leaf(index_axes + Axes((Axis("L", axis.length + draw(st.integers(0, 1))),)))
+        dtype = draw(st.sampled_from((np.int32, np.int64)))
+        indices = make_node("Argmax", (choices,), reduction_axes=choices.axes[-1:], dtype=dtype)
+        if draw(st.booleans()):  # negative indices count from the end
+            indices = make_node("Subtract", (indices, make_node(
+                "Constant", value=np.full(index_axes.lengths, axis.length, dtype),
+                axes=index_axes)))
+        if op == "Gather":
+            return make_node("Gather", (leaf(x_axes), indices), axis=axis)
+        pos = x_axes.index(axis)
+        delta = leaf(x_axes[:pos] + index_axes + x_axes[pos + 1 :])
+        return make_node("ScatterAdd", (delta, indices), axis=axis, axes=x_axes)
+
+    return gen
+
+
+def gen_logical(op: str):
+    """A logic op on comparisons of inputs (so its operands are bool tensors)."""
+    from ngrules.ir.ops import OPS
+
+    def gen(draw, leaf):
+        axes = some_axes(draw, axis_pool(draw))
+        args = tuple(make_node("Greater", (leaf(axes), leaf(axes))) for _ in range(OPS[op].arity))
+        return make_node(op, args)
+
+    return gen
+
+
+def gen_mod(draw, leaf):
+    axes = some_axes(draw, axis_pool(draw))
+    return make_node("Mod", (leaf(axes), leaf(axes)), fmod=draw(_st().integers(0, 1)))
+
+
+def gen_top_k(draw, leaf):
+    st = _st()
+    x_axes = some_axes(draw, axis_pool(draw), min_size=1)
+    axis = draw(st.sampled_from(list(x_axes)))
+    k = Axis("J", draw(st.integers(1, axis.length)))
+    return make_node("TopKIndices", (leaf(x_axes),), axis=axis, top=k,
+                     largest=draw(st.integers(0, 1)))

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ngrules.interop.onnx import OnnxError, require_onnx
+from ngrules.interop.onnx.exporter_ops import EXPORTERS as NETWORK_OPS
 from ngrules.interop.onnx.functions import DOMAIN, FUNCTIONS
 from ngrules.ir import declared
 from ngrules.ir.graph import Node, toposort
@@ -228,7 +229,7 @@ def _convolution(em, n, a):
     x = _to_onnx_layout(em, a[0])
     w = em.node("Transpose", [a[1]], perm=[4, 0, 1, 2, 3])  # (C, T, R, S, K) -> (K, C, T, R, S)
     y = em.node("Conv", [x, w], dilations=[int(d) for d in n.attrs["dilation"]],
-                **_geometry(n.attrs))
+                group=n.attrs["groups"], **_geometry(n.attrs))
     return _from_onnx_layout(em, y)
 
 
@@ -308,6 +309,7 @@ EXPORTERS: dict[str, Callable] = {
     "ReluBprop": _fused,
     "BatchnormFprop": _fused,
     "BatchnormBprop": _fused,
+    **NETWORK_OPS,
 }
 
 

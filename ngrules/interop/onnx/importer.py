@@ -73,9 +73,11 @@ class Importer:
             return self.values[name]
         if name in self.consts:
             value = self.consts[name]
+            where = ctx.label if ctx else "the graph"
             if graph_dtype(_np_elem(value.dtype)) is None:
-                where = ctx.label if ctx else "the graph"
                 raise UnsupportedOp(f"{where}: {value.dtype} tensor {name!r} is not supported")
+            if value.size == 0:
+                raise UnsupportedOp(f"{where}: {name!r} has a dimension of length 0 {value.shape}")
             axes = self.naming.axes(name)
             t = Tensor(F.constant(value, axes, dtype=value.dtype), axes)
             self.values[name] = t

@@ -12,12 +12,16 @@ from ngrules.ir.builtin import (
     convolution,  # noqa: F401
     elementwise,  # noqa: F401
     fused,  # noqa: F401
+    gather,  # noqa: F401
     indexing,  # noqa: F401
     leaves,  # noqa: F401
+    logic,  # noqa: F401
+    mathops,  # noqa: F401
     pooling,  # noqa: F401
     products,  # noqa: F401
     reductions,  # noqa: F401
     slicing,  # noqa: F401
     state,  # noqa: F401
+    sorting,  # noqa: F401
     views,  # noqa: F401
 )

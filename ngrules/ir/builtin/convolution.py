@@ -1,6 +1,11 @@
 """Convolution in ngraph's layout: inputs (C, D, H, W, N), filters (C, T, R, S, K), result
 (K, M, P, Q, N); padding, strides and dilation per spatial axis. The three ops (forward, data
-gradient, filter gradient) are bilinear and each one's gradient is built from the others."""
+gradient, filter gradient) are bilinear and each one's gradient is built from the others.
+
+`groups` G splits the channels: input channel group g (C/G of them) meets only output channel
+group g (K/G), and filters hold C/G input channels (G = C is a depthwise convolution). One
+attribute rather than G convolutions and a Concat: a depthwise layer of MobileNet has hundreds
+of groups, and rules see one node."""
 
 from __future__ import annotations
 
@@ -22,19 +27,26 @@ from ngrules.ir.graph import make_node
 from ngrules.ir.ops import AttrSpec, register_op
 
 _AXES = AttrSpec("axes", "axes", doc="the result's axes")
-_ATTRS = GEOMETRY + (_AXES,)
+_GROUPS = AttrSpec("groups", "int", 1, doc="channel groups (C and K divisible by it)")
+_ATTRS = GEOMETRY + (_AXES, _GROUPS)
 
 
 def _geometry_of(node) -> dict:
-    return {k: node.attrs[k] for k in ("padding", "strides", "dilation")}
+    return {k: node.attrs[k] for k in ("padding", "strides", "dilation", "groups")}
 
 
 def _conv_lengths(op, inputs, filters, attrs):
     """(input lengths, filter lengths, result lengths) after checking the layouts agree."""
     check_rank5(op, "the input", inputs)
     check_rank5(op, "the filter", filters)
-    if inputs[0].name != filters[0].name or inputs[0].length != filters[0].length:
+    groups = attrs["groups"]
+    if groups < 1 or filters[4].length % groups:
+        raise OpError(f"{op}: groups={groups} must be >= 1 and divide the {filters[4]!r} filters")
+    if groups == 1 and (inputs[0].name != filters[0].name or inputs[0].length != filters[0].length):
         raise OpError(f"{op}: input channel {inputs[0]!r} and filter channel {filters[0]!r} differ")
+    if inputs[0].length != filters[0].length * groups:
+        raise OpError(f"{op}: input channel {inputs[0]!r} is not {groups} groups of the filter "
+                      f"channel {filters[0]!r}")
     spatial = out_lengths(op, inputs.lengths[1:4], filters.lengths[1:4], attrs)
     return (filters.lengths[4],) + spatial + (inputs.lengths[4],)
 
@@ -59,15 +71,50 @@ def _update_infer(args, attrs):
     return attrs["axes"], result_dtype("ConvUpdate", args)
 
 
+def _split(a: np.ndarray, groups: int) -> np.ndarray:
+    """(C, ...) as (G, C/G, ...)."""
+    return a.reshape((groups, a.shape[0] // groups) + a.shape[1:])
+
+
+def _tap(f: np.ndarray, groups: int) -> np.ndarray:
+    """A filter tap (C/G, K) as (C/G, G, K/G)."""
+    return f.reshape(f.shape[0], groups, f.shape[1] // groups)
+
+
+def _forward(f, a, groups: int):
+    """Sum over input channels of tap f (C/G, K) times window a (C, ...): (K, ...)."""
+    if groups == 1:
+        return np.tensordot(f, a, axes=([0], [0]))
+    out = np.einsum("cgk,gc...->gk...", _tap(f, groups), _split(a, groups))
+    return out.reshape((-1,) + out.shape[2:])
+
+
+def _backward(f, d, groups: int):
+    """Sum over output channels of tap f (C/G, K) times delta d (K, ...): (C, ...)."""
+    if groups == 1:
+        return np.tensordot(f, d, axes=([1], [0]))
+    out = np.einsum("cgk,gk...->gc...", _tap(f, groups), _split(d, groups))
+    return out.reshape((-1,) + out.shape[2:])
+
+
+def _filter(a, d, groups: int):
+    """Window a (C, ...) against delta d (K, ...) over the rest: a filter tap (C/G, K)."""
+    if groups == 1:
+        return np.tensordot(a, d, axes=([1, 2, 3, 4], [1, 2, 3, 4]))
+    out = np.einsum("gcdhwn,gkdhwn->cgk", _split(a, groups), _split(d, groups))
+    return out.reshape(out.shape[0], -1)
+
+
 def _conv_kernel(node):
     x, w = node.args
     window, out_shape = w.axes.lengths[1:4], node.axes.lengths
+    groups = node.attrs["groups"]
 
     def run(a, f):
         a = padded(a, node.attrs)
         out = np.zeros(out_shape, np.result_type(a, f))
         for (t, r, s), where in taps(window, node.attrs, out_shape[1:4]):
-            out += np.tensordot(f[:, t, r, s, :], a[where], axes=([0], [0]))
+            out += _forward(f[:, t, r, s, :], a[where], groups)
         return out
 
     return run
@@ -76,13 +123,13 @@ def _conv_kernel(node):
 def _bprop_data_kernel(node):
     delta, w = node.args
     window, in_shape = w.axes.lengths[1:4], node.axes.lengths
-    pad = node.attrs["padding"]
+    pad, groups = node.attrs["padding"], node.attrs["groups"]
     shape = (in_shape[0],) + tuple(n + 2 * p for n, p in zip(in_shape[1:4], pad)) + in_shape[4:]
 
     def run(d, f):
         out = np.zeros(shape, np.result_type(d, f))
         for (t, r, s), where in taps(window, node.attrs, d.shape[1:4]):
-            out[where] += np.tensordot(f[:, t, r, s, :], d, axes=([1], [0]))
+            out[where] += _backward(f[:, t, r, s, :], d, groups)
         return cropped(out, node.attrs)
 
     return run
@@ -90,13 +137,13 @@ def _bprop_data_kernel(node):
 
 def _update_kernel(node):
     delta, x = node.args
-    w_shape = node.axes.lengths
+    w_shape, groups = node.axes.lengths, node.attrs["groups"]
 
     def run(d, a):
         a = padded(a, node.attrs)
         out = np.zeros(w_shape, np.result_type(d, a))
         for (t, r, s), where in taps(w_shape[1:4], node.attrs, d.shape[1:4]):
-            out[:, t, r, s, :] = np.tensordot(a[where], d, axes=([1, 2, 3, 4], [1, 2, 3, 4]))
+            out[:, t, r, s, :] = _filter(a[where], d, groups)
         return out
 
     return run

@@ -1,3 +1,20 @@
 """ONNX node converters by op family; importing this package registers them all."""
 
-from ngrules.interop.onnx.converters import arithmetic, conv, nn, shape  # noqa: F401
+from ngrules.interop.onnx.converters import (  # noqa: F401
+    activations,
+    arithmetic,
+    attention,
+    conv,
+    gather,
+    generate,
+    layout,
+    logic,
+    losses,
+    mathfn,
+    nn,
+    normalization,
+    recurrent,
+    resize,
+    shape,
+    transpose_conv,
+)

@@ -104,13 +104,6 @@ def _cast(ctx: Context):
     return _same(ctx, F.cast(ctx.x(0).node, ctx.out_dtype()))
 
 
-@converter("Not")
-def _not(ctx: Context):
-    x = ctx.x(0).node
-    return _same(ctx, make_node("Equal", (x, F.broadcast(F.constant(False, dtype=x.dtype),
-                                                           x.axes))))
-
-
 @converter("Erf")
 def _erf(ctx: Context):
     return _same(ctx, F.erf(ctx.x(0).node))

@@ -3,7 +3,7 @@
 A convolution is the sum over kernel offsets of a `Dot` between the kernel's tap (output
 channels by input channels) and the input window at that offset, which contracts the input
 channel; a pooling is the maximum (or mean) of the windows. Strides pick every stride-th
-element. Groups other than 1 and auto_pad other than NOTSET are refused.
+element. Grouped convolutions are always the `Convolution` op (its `groups`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import itertools
 import numpy as np
 
 from ngrules.interop.onnx.context import Context, converter
+from ngrules.interop.onnx.converters.padmodes import padded_by_mode
 from ngrules.interop.onnx.converters.shape import cut, join, strided
 from ngrules.interop.onnx.converters.window import convolution, fits, pooling
 from ngrules.interop.onnx.shaping import Tensor, conform, fit, squeeze, temp_axis
@@ -89,17 +90,20 @@ def _windows(t: Tensor, out_axes, kernel, strides, dilations):
 @converter("Conv")
 def _conv(ctx: Context):
     x, out = ctx.x(0), ctx.out_axes(0)
-    if ctx.attr("group", 1) != 1:
-        raise ctx.unsupported("grouped convolution")
+    groups = int(ctx.attr("group", 1))
     w = ctx.x(1)
     kernel, strides, dilations, pads, extra = _geometry(ctx, x.shape[2:], ctx.out_shape()[2:],
                                                         w.shape[2:])
-    if fits(len(x.axes) - 2, pads, extra):
-        bias = ctx.x(2) if ctx.has(2) else None
-        y = convolution(x, w, out, strides, dilations, pads)
-        if bias is None:
+    spatial = len(x.axes) - 2
+    if groups != 1 and not fits(spatial, pads, extra) and 1 <= spatial <= 3:
+        x, pads, extra = _padded(x, pads, 0.0, extra), [0] * (2 * spatial), [0] * spatial
+    if fits(spatial, pads, extra):
+        y = convolution(x, w, out, strides, dilations, pads, groups)
+        if not ctx.has(2):
             return [y]
-        return [Tensor(y.node + F.broadcast(conform(bias, (out[1],)).node, y.node.axes), out)]
+        return [Tensor(y.node + F.broadcast(conform(ctx.x(2), (out[1],)).node, y.node.axes), out)]
+    if groups != 1:
+        raise ctx.unsupported(f"grouped convolution over {spatial} spatial dimensions")
     xp = _padded(x, pads, 0.0, extra)
     channel = x.axes[1] if x.axes[1].name not in {a.name for a in out} else temp_axis(x.shape[1])
     xp = conform(xp, (out[0], channel) + xp.axes[2:])
@@ -177,9 +181,11 @@ def _count(ctx, x: Tensor, out, kernel, strides, dilations, pads, extra):
 
 @converter("Pad")
 def _pad_op(ctx: Context):
-    """Constant-mode Pad: zeros by the Pad op, other values by Concat; negative pads crop."""
-    if ctx.attr("mode", "constant") != "constant":
-        raise ctx.unsupported(f"Pad mode {ctx.attr('mode')!r}")
+    """Pad: zeros by the Pad op, other values by Concat, negative pads crop; reflect, edge and
+    wrap modes gather (`padmodes`)."""
+    mode = ctx.attr("mode", "constant")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise ctx.unsupported(f"Pad mode {mode!r}")
     t = ctx.x(0)
     rank = len(t.axes)
     pads = ctx.attr("pads") if ctx.attr("pads") is not None else ctx.need_const(1, "pads")
@@ -190,6 +196,8 @@ def _pad_op(ctx: Context):
     positions = (list(range(rank)) if not ctx.has(3)
                  else [int(a) % rank for a in np.ravel(ctx.need_const(3, "pad axes"))])
     n = len(positions)
+    if mode != "constant":
+        return [conform(padded_by_mode(ctx, t, positions, pads, mode), ctx.out_axes(0))]
     for k, pos in enumerate(positions):
         before, after = pads[k], pads[n + k]
         start, stop = max(-before, 0), t.shape[pos] - max(-after, 0)

@@ -26,7 +26,7 @@ def _reduced_positions(ctx: Context, rank: int) -> list[int]:
     return sorted(int(a) % rank for a in axes)
 
 
-def _keep(out, x: Tensor, node, positions) -> Tensor:
+def keep_dims(out, x: Tensor, node, positions) -> Tensor:
     """A reduction's result with ONNX's keepdims: length-1 axes where dimensions were."""
     kept = tuple(a for i, a in enumerate(x.axes) if i not in positions)
     if len(out) == len(kept):
@@ -44,6 +44,7 @@ _REDUCERS = {
     "ReduceMin": lambda x, red: F.min(x, reduction_axes=red),
     "ReduceProd": lambda x, red: F.prod(x, reduction_axes=red),
     "ReduceSumSquare": lambda x, red: F.sum(F.square(x), reduction_axes=red),
+    "ReduceL1": lambda x, red: F.sum(F.absolute(x), reduction_axes=red),
     "ReduceL2": lambda x, red: F.sqrt(F.sum(F.square(x), reduction_axes=red)),
     "ReduceLogSum": lambda x, red: F.log(F.sum(x, reduction_axes=red)),
     "ReduceLogSumExp": lambda x, red: F.log(F.sum(F.exp(x), reduction_axes=red)),
@@ -58,7 +59,7 @@ def _reduce(ctx: Context):
     node = _REDUCERS[ctx.op](x.node, red) if red else x.node
     if not ctx.attr("keepdims", 1):
         return [Tensor(node, tuple(a for i, a in enumerate(x.axes) if i not in positions))]
-    return [_keep(ctx.out_axes(0), x, node, positions)]
+    return [keep_dims(ctx.out_axes(0), x, node, positions)]
 
 
 def _softmax_axes(ctx: Context, x: Tensor) -> list:
@@ -66,7 +67,7 @@ def _softmax_axes(ctx: Context, x: Tensor) -> list:
     return list(x.axes[axis:]) if ctx.importer.opset < 13 else [x.axes[axis]]
 
 
-def _log_softmax(x, red):
+def log_softmax(x, red):
     """(x - max) - log(sum(exp(x - max))) over `red`, written from primitives (Softmax itself
     is one op)."""
     shifted = x - F.broadcast(F.max(x, reduction_axes=red), x.axes)
@@ -79,7 +80,7 @@ def _softmax(ctx: Context):
     red = _softmax_axes(ctx, x)
     if ctx.op == "Softmax":
         return [Tensor(make_node("Softmax", (x.node,), normalization_axes=red), x.axes)]
-    return [Tensor(_log_softmax(x.node, red), x.axes)]
+    return [Tensor(log_softmax(x.node, red), x.axes)]
 
 
 @converter("ArgMax", "ArgMin")
@@ -93,7 +94,7 @@ def _argmax(ctx: Context):
     kept = tuple(a for i, a in enumerate(x.axes) if i != pos)
     if not ctx.attr("keepdims", 1):
         return [Tensor(node, kept)]
-    return [_keep(ctx.out_axes(0), x, node, [pos])]
+    return [keep_dims(ctx.out_axes(0), x, node, [pos])]
 
 
 @converter("BatchNormalization")
@@ -159,7 +160,7 @@ def _layernorm(ctx: Context):
     outs = [Tensor(fit(y, x.axes), x.axes)]
     for i, stat in ((1, mean), (2, inv)):
         if len(ctx.node.output) > i and ctx.node.output[i]:
-            outs.append(_keep(ctx.out_axes(i), x, stat, list(range(axis, len(x.axes)))))
+            outs.append(keep_dims(ctx.out_axes(i), x, stat, list(range(axis, len(x.axes)))))
     return outs
 
 
@@ -169,4 +170,21 @@ def _global_pool(ctx: Context):
     positions = list(range(2, len(x.axes)))
     red = [x.axes[i] for i in positions]
     reduce = F.mean if ctx.op == "GlobalAveragePool" else F.max
-    return [_keep(ctx.out_axes(0), x, reduce(x.node, reduction_axes=red), positions)]
+    return [keep_dims(ctx.out_axes(0), x, reduce(x.node, reduction_axes=red), positions)]
+
+
+@converter("TopK")
+def _top_k(ctx: Context):
+    """Indices by the TopKIndices op; values picked from x by their OneHot (so they are
+    differentiable in x)."""
+    x = ctx.x(0)
+    k = int(np.ravel(ctx.need_const(1, "K"))[0])
+    pos = ctx.attr("axis", -1) % len(x.axes)
+    out = ctx.out_axes(0)
+    top = out[pos] if out[pos].name not in {a.name for a in x.axes} else temp_axis(k)
+    indices = make_node("TopKIndices", (x.node,), axis=x.axes[pos], top=top,
+                        largest=int(ctx.attr("largest", 1)))
+    hot = make_node("OneHot", (indices,), axis=x.axes[pos], dtype=x.node.dtype)
+    values = F.sum(hot * fit(x.node, hot.axes), reduction_axes=[x.axes[pos]])
+    positional = x.axes[:pos] + (top,) + x.axes[pos + 1 :]
+    return [Tensor(values, positional), Tensor(indices, positional)]

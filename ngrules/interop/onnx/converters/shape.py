@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ngrules.interop.onnx.context import Context, converter
-from ngrules.interop.onnx.shaping import Tensor, broadcast_to, conform, reshape, squeeze, temp_axis
+from ngrules.interop.onnx.shaping import Tensor, broadcast_to, conform, reshape, temp_axis
 from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.graph import make_node
 
@@ -22,6 +22,8 @@ def _transpose(ctx: Context):
 @converter("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 def _reshape(ctx: Context):
     """All four keep the row-major order of the data; only the output shape matters."""
+    if not ctx.importer.shapes.known(ctx.node.output[0]):
+        raise ctx.unsupported("an output shape that ONNX's shape inference leaves unknown")
     return [ctx.result(reshape(ctx.x(0), ctx.out_axes(0)))]
 
 
@@ -135,18 +137,3 @@ def _split(ctx: Context):
         outs.append(cut(t, pos, start, start + length, ctx.out_axes(i)[pos]))
         start += length
     return outs
-
-
-@converter("Gather")
-def _gather(ctx: Context):
-    t = ctx.x(0)
-    indices = ctx.need_const(1, "Gather index (indices must be constants)")
-    pos = ctx.attr("axis", 0) % len(t.axes)
-    flat = [int(i) % t.shape[pos] for i in np.ravel(indices)]
-    picked = pick(t, pos, flat)
-    out = ctx.out_axes(0)
-    if indices.ndim == 0:
-        gone = picked.axes[pos]
-        node = squeeze(picked.node, [gone])
-        return [conform(Tensor(node, picked.axes[:pos] + picked.axes[pos + 1 :]), out)]
-    return [ctx.result(reshape(picked, out))]

@@ -1,0 +1,175 @@
+"""ONNX Gather, GatherElements and GatherND; ScatterElements and ScatterND.
+
+Gather with constant indices picks slices (`shape.pick`), which rules and export read as
+plain views; with indices computed at run time (an embedding lookup) it is the `Gather` op.
+GatherElements and GatherND are one `Gather` along the data's leading dimensions flattened into
+one axis, at a linear index computed from the indices (each normalised from negative first)
+and constant position offsets. The scatters are a `ScatterAdd` at such a linear index: of the
+updates (reduction add), or of the updates less the values they replace (reduction none, whose
+indices ONNX asks to be distinct).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ngrules.interop.onnx.context import Context, converter
+from ngrules.interop.onnx.converters.shape import cut, pick
+from ngrules.interop.onnx.shaping import Tensor, conform, reshape, squeeze, temp_axis
+from ngrules.ir import builders as F
+from ngrules.ir.axes import Axes
+from ngrules.ir.graph import Node, make_node
+
+_INDEX = np.dtype(np.int64)
+
+
+def _free(t: Tensor, taken) -> Tensor:
+    """t with temporary names for its axes whose names are in `taken`."""
+    names = {a.name for a in taken}
+    return conform(t, tuple(temp_axis(a.length) if a.name in names else a for a in t.axes))
+
+
+@converter("Gather")
+def _gather(ctx: Context):
+    t, out = ctx.x(0), ctx.out_axes(0)
+    pos = ctx.attr("axis", 0) % len(t.axes)
+    indices = ctx.const(1)
+    if indices is None:
+        return [_run_time_gather(t, ctx.x(1), pos, out)]
+    flat = [int(i) % t.shape[pos] for i in np.ravel(indices)]
+    picked = pick(t, pos, flat)
+    if indices.ndim == 0:
+        gone = picked.axes[pos]
+        node = squeeze(picked.node, [gone])
+        return [conform(Tensor(node, picked.axes[:pos] + picked.axes[pos + 1 :]), out)]
+    return [ctx.result(reshape(picked, out))]
+
+
+def _run_time_gather(t: Tensor, indices: Tensor, pos: int, out) -> Tensor:
+    """The Gather op, x's other axes and the indices' axes named as the output's."""
+    k = len(indices.axes)
+    indices = conform(indices, out[pos : pos + k])
+    t = _free(t, out)
+    t = conform(t, out[:pos] + (t.axes[pos],) + out[pos + k :])
+    node = make_node("Gather", (t.node, indices.node), axis=t.axes[pos])
+    return Tensor(node, tuple(out))
+
+
+def _normalised(index: Node, length: int) -> Node:
+    """index + length where it is negative (int64)."""
+    index = F.cast(index, _INDEX)
+    return F.where(F.less(index, F.constant(0, dtype=_INDEX)), index + _scalar(length), index)
+
+
+def _scalar(value: int) -> Node:
+    return F.constant(value, dtype=_INDEX)
+
+
+def _flat_gather(data: Tensor, lead: int, linear: Node, linear_axes) -> Tensor:
+    """Gather along data's first `lead` dimensions flattened into one axis."""
+    size = int(np.prod(data.shape[:lead]))
+    flat_axis = temp_axis(size)
+    rest = data.axes[lead:]
+    flat = Tensor(reshape(data, (flat_axis,) + rest), (flat_axis,) + rest)
+    flat = conform(flat, (flat_axis,) + tuple(temp_axis(a.length) for a in rest))
+    node = make_node("Gather", (flat.node, F.axes_with_order(linear, Axes(linear_axes))),
+                     axis=flat_axis)
+    return Tensor(node, tuple(linear_axes) + flat.axes[1:])
+
+
+def _strides(shape) -> list[int]:
+    return [int(np.prod(shape[i + 1 :])) for i in range(len(shape))]
+
+
+@converter("GatherElements")
+def _gather_elements(ctx: Context):
+    """out[j] = data[j with position `axis` replaced by indices[j]], at the linear index
+    indices[j] * stride(axis) + the other positions' (constant) offsets."""
+    data, out = ctx.x(0), ctx.out_axes(0)
+    linear = _element_index(ctx, data, conform(ctx.x(1), out))
+    return [_flat_gather(data, len(data.axes), linear, out)]
+
+
+def _element_index(ctx: Context, data: Tensor, indices: Tensor) -> Node:
+    """The linear index into data (flattened) of each element of the indices along `axis`."""
+    pos = ctx.attr("axis", 0) % len(data.axes)
+    shape = indices.shape
+    strides = _strides(data.shape)
+    offsets = np.zeros(shape, np.int64)
+    for p, stride in enumerate(strides):
+        if p != pos:
+            offsets += np.arange(shape[p]).reshape([-1 if q == p else 1 for q in
+                                                    range(len(shape))]) * stride
+    scaled = _normalised(indices.node, data.shape[pos]) * _scalar(strides[pos])
+    return scaled + F.constant(offsets, Axes(indices.axes), dtype=_INDEX)
+
+
+@converter("GatherND")
+def _gather_nd(ctx: Context):
+    """Index tuples of length k into the data's dimensions b..b+k (after b batch dimensions):
+    a linear index over the data's first b+k dimensions."""
+    data, indices, out = ctx.x(0), ctx.x(1), ctx.out_axes(0)
+    batch = int(ctx.attr("batch_dims", 0))
+    tuple_axes = out[: len(indices.axes) - 1]
+    linear = _tuple_index(data, indices, batch, tuple_axes)
+    result = _flat_gather(data, batch + indices.shape[-1], linear, tuple_axes)
+    return [conform(result, out)]
+
+
+def _tuple_index(data: Tensor, indices: Tensor, batch: int, tuple_axes) -> Node:
+    """The linear index over data's first batch + k dimensions of each index tuple (the
+    indices' last dimension, k long), on `tuple_axes`."""
+    k = indices.shape[-1]
+    lead = batch + k
+    strides = _strides(data.shape[:lead])
+    last = len(indices.axes) - 1
+    linear = None
+    for j in range(k):
+        part = cut(indices, last, j, j + 1, temp_axis(1))
+        part = conform(Tensor(squeeze(part.node, [part.axes[last]]), part.axes[:last]),
+                       tuple_axes)
+        term = _normalised(part.node, data.shape[batch + j]) * _scalar(strides[batch + j])
+        linear = term if linear is None else linear + term
+    if batch:
+        offsets = np.zeros(tuple(a.length for a in tuple_axes), np.int64)
+        for p in range(batch):
+            offsets += np.arange(data.shape[p]).reshape(
+                [-1 if q == p else 1 for q in range(len(tuple_axes))]) * strides[p]
+        linear = linear + F.constant(offsets, Axes(tuple_axes), dtype=_INDEX)
+    return linear
+
+
+def _flat_scatter(ctx: Context, data: Tensor, lead: int, linear: Node, updates: Tensor):
+    """data with the updates written (reduction none) or added (add) at the linear index over
+    its first `lead` dimensions flattened."""
+    reduction = ctx.attr("reduction", "none")
+    if reduction not in ("none", "add"):
+        raise ctx.unsupported(f"reduction {reduction!r}")
+    flat_axis = temp_axis(int(np.prod(data.shape[:lead])))
+    rest = tuple(temp_axis(a.length) for a in data.axes[lead:])
+    flat = conform(Tensor(reshape(data, (flat_axis,) + data.axes[lead:]),
+                          (flat_axis,) + data.axes[lead:]), (flat_axis,) + rest)
+    index_axes = tuple(linear.axes)
+    values = conform(updates, index_axes + rest).node
+    if reduction == "none":
+        values = values - make_node("Gather", (flat.node, linear), axis=flat_axis)
+    added = make_node("ScatterAdd", (F.axes_with_order(values, Axes(index_axes + rest)), linear),
+                      axis=flat_axis, axes=Axes((flat_axis,) + rest))
+    total = Tensor(flat.node + F.axes_with_order(added, flat.node.axes), flat.axes)
+    return [ctx.result(reshape(total, ctx.out_axes(0)))]
+
+
+@converter("ScatterElements", "Scatter")
+def _scatter_elements(ctx: Context):
+    data, indices = ctx.x(0), ctx.x(1)
+    positional = tuple(temp_axis(n) for n in indices.shape)
+    linear = _element_index(ctx, data, conform(indices, positional))
+    return _flat_scatter(ctx, data, len(data.axes), linear, ctx.x(2))
+
+
+@converter("ScatterND")
+def _scatter_nd(ctx: Context):
+    data, indices = ctx.x(0), ctx.x(1)
+    tuple_axes = tuple(temp_axis(n) for n in indices.shape[:-1])
+    linear = _tuple_index(data, indices, 0, tuple_axes)
+    return _flat_scatter(ctx, data, indices.shape[-1], linear, ctx.x(2))

@@ -1,0 +1,39 @@
+"""Pad's reflect, edge and wrap modes: each padded dimension one `Gather` at constant
+positions (those numpy's `pad` of the mode reads)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ngrules.interop.onnx.context import Context
+from ngrules.interop.onnx.shaping import Tensor, temp_axis
+from ngrules.ir import builders as F
+from ngrules.ir.graph import make_node
+
+
+def _gather_positions(t: Tensor, pos: int, positions: np.ndarray) -> Tensor:
+    """t at the given constant positions along position pos (a Gather)."""
+    axis = temp_axis(len(positions))
+    index = F.constant(positions.astype(np.int64), [axis], dtype=np.int64)
+    node = make_node("Gather", (t.node, index), axis=t.axes[pos])
+    return Tensor(node, t.axes[:pos] + (axis,) + t.axes[pos + 1 :])
+
+
+_NUMPY_MODES = {"reflect": "reflect", "edge": "edge", "wrap": "wrap"}
+
+
+def padded_by_mode(ctx: Context, t: Tensor, positions, pads, mode: str) -> Tensor:
+    """Pad's reflect, edge and wrap modes: each padded dimension is one Gather at the positions
+    numpy's pad of that mode would read (negative pads crop)."""
+    n = len(positions)
+    for k, pos in enumerate(positions):
+        before, after = pads[k], pads[n + k]
+        if not before and not after:
+            continue
+        length = t.shape[pos]
+        index = np.arange(length)[max(-before, 0) : length - max(-after, 0)]
+        if mode == "reflect" and max(before, after) >= len(index):
+            raise ctx.unsupported("reflect padding as long as the dimension")
+        index = np.pad(index, (max(before, 0), max(after, 0)), mode=_NUMPY_MODES[mode])
+        t = _gather_positions(t, pos, index)
+    return t
