@@ -35,8 +35,9 @@ class Shapes:
     def __init__(self, model, lengths: Mapping[str, int]):
         from onnx import shape_inference
 
-        try:
-            model = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        try:  # no data propagation: onnx's materialises values (a Range to 1e8) unbounded;
+            # the importer's folding (`folding`) computes shape values within its budget
+            model = shape_inference.infer_shapes(model, strict_mode=False, data_prop=False)
         except Exception as e:  # onnx raises its own checker/inference errors
             raise OnnxError(f"ONNX shape inference failed: {e}") from None
         self.model = model
@@ -82,7 +83,7 @@ class Shapes:
                 else ""
             )
             where = f" (node {node_name})" if node_name else ""
-            raise OnnxError(f"the shape of {value!r}{where} is not static: {shape}{hint}")
+            raise UnsupportedOp(f"the shape of {value!r}{where} is not static: {shape}{hint}")
         return shape  # type: ignore[return-value]
 
     def known(self, value: str) -> bool:
@@ -190,8 +191,10 @@ class Naming:
         self._axis[root] = axis
         return axis
 
-    def axes(self, value: str) -> tuple[Axis, ...]:
-        """The named axes of a value, in ONNX's positional order."""
+    def axes(self, value: str, node_name: str = "") -> tuple[Axis, ...]:
+        """The named axes of a value, in ONNX's positional order (an error when its shape is
+        not static: never the empty axes of a scalar)."""
+        self.shapes.of(value, node_name)
         return tuple(self._axis[self.find(s)] for s in self.slots(value))
 
 

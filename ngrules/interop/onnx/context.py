@@ -91,7 +91,7 @@ class Context:
         return value.decode() if isinstance(value, bytes) else value
 
     def out_axes(self, i: int = 0) -> tuple[Axis, ...]:
-        return self.importer.naming.axes(self.node.output[i])
+        return self.importer.naming.axes(self.node.output[i], self.node.name)
 
     def out_shape(self, i: int = 0) -> tuple[int, ...]:
         return self.importer.shapes.of(self.node.output[i], self.node.name)

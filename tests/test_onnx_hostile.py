@@ -1,0 +1,208 @@
+"""ONNX models as an attacker or a careless exporter writes them (issues 20 and 25): odd files,
+tensors whose data lies about their dims, duplicate names, constants that would take gigabytes
+to fold. Each is one `OnnxError` naming the file or the node, quickly and with little memory;
+shape computations an exporter spells out in primitives are folded, so they import."""
+
+import os
+import resource
+import time
+
+import numpy as np
+import pytest
+
+import ngrules as ng
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from ngrules.interop.onnx import OnnxError, UnsupportedOp  # noqa: E402
+from ngrules.interop.onnx.importer import import_model  # noqa: E402
+from ngrules.interop.onnx.loading import Limits  # noqa: E402
+
+F32, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17):
+    graph = helper.make_graph(nodes, "t", inputs, outputs, list(inits))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def value(name, shape, elem=F32):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def ints(name, values):
+    return numpy_helper.from_array(np.asarray(values, dtype=np.int64), name)
+
+
+def relu(tmp_path=None):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="r")], [value("x", [2, 3])],
+                 [value("y", [2, 3])])
+
+
+def _error(m, **kw) -> str:
+    start = time.perf_counter()
+    with pytest.raises(OnnxError) as info:
+        import_model(m, **kw)
+    assert time.perf_counter() - start < 5
+    message = str(info.value)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+# -- files --------------------------------------------------------------------------------------
+def test_a_fifo_a_device_and_a_folder_are_refused_before_reading(tmp_path):
+    fifo = tmp_path / "m.onnx"
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero", tmp_path):
+        assert "not a regular file" in _error(str(path))
+
+
+def test_an_empty_file_is_not_a_model(tmp_path):
+    (tmp_path / "e.onnx").write_bytes(b"")
+    assert "0 bytes" in _error(tmp_path / "e.onnx")
+
+
+def test_a_model_over_the_size_limit_is_refused_unread(tmp_path):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(relu().SerializeToString())
+    assert "more than the limit" in _error(path, limits=Limits(model_bytes=10))
+    assert import_model(path).output_names == ["y"]
+
+
+def test_external_data_outside_the_models_folder_is_refused(tmp_path):
+    w = numpy_helper.from_array(np.ones((2, 3), np.float32), "w")
+    w.data_location = TensorProto.EXTERNAL
+    w.ClearField("raw_data")
+    w.external_data.add(key="location", value="../../etc/passwd")
+    m = model([helper.make_node("Add", ["x", "w"], ["y"], name="a")], [value("x", [2, 3])],
+              [value("y", [2, 3])], [w])
+    (tmp_path / "m.onnx").write_bytes(m.SerializeToString())
+    assert "outside the model's folder" in _error(tmp_path / "m.onnx")
+
+
+def test_external_data_inside_the_folder_is_read(tmp_path):
+    w = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+    (tmp_path / "w.bin").write_bytes(w.raw_data)
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    w.external_data.add(key="location", value="w.bin")
+    m = model([helper.make_node("Add", ["x", "w"], ["y"], name="a")], [value("x", [2, 3])],
+              [value("y", [2, 3])], [w])
+    (tmp_path / "m.onnx").write_bytes(m.SerializeToString())
+    (y,) = ng.from_onnx(tmp_path / "m.onnx")
+    got = ng.execute([y], {"x": np.zeros((2, 3), np.float32)})[0]
+    np.testing.assert_array_equal(got, np.arange(6).reshape(2, 3))
+
+
+# -- structure ----------------------------------------------------------------------------------
+def test_duplicate_producers_are_a_located_error():
+    m = model([helper.make_node("Relu", ["x"], ["y"], name="a"),
+               helper.make_node("Neg", ["x"], ["y"], name="b")],
+              [value("x", [2])], [value("y", [2])])
+    assert "'y'" in _error(m) and "invalid ONNX model" in _error(m)
+
+
+def test_duplicate_initializers_are_a_located_error():
+    w1 = numpy_helper.from_array(np.ones(2, np.float32), "w")
+    w2 = numpy_helper.from_array(np.zeros(2, np.float32), "w")
+    m = model([helper.make_node("Add", ["x", "w"], ["y"])], [value("x", [2])],
+              [value("y", [2])], [w1, w2])
+    assert "w initializer name is not unique" in _error(m)
+
+
+@pytest.mark.parametrize("where", ["initializer", "constant"])
+def test_tensor_data_that_does_not_fill_its_dims_is_a_located_error(where):
+    t = numpy_helper.from_array(np.ones(4, np.float32), "w")
+    t.dims[:] = [2, 3]
+    if where == "initializer":
+        m = model([helper.make_node("Add", ["x", "w"], ["y"])], [value("x", [2, 3])],
+                  [value("y", [2, 3])], [t])
+    else:
+        m = model([helper.make_node("Constant", [], ["w"], name="c", value=t),
+                   helper.make_node("Add", ["x", "w"], ["y"])],
+                  [value("x", [2, 3])], [value("y", [2, 3])])
+    message = _error(m)
+    assert "name: w)" in message and "too small for the declared shape" in message, message
+
+
+def test_typed_data_of_the_wrong_length_is_a_located_error():
+    """float_data (not raw bytes), which the checker does not measure."""
+    t = TensorProto(name="w", data_type=F32, dims=[2, 3], float_data=[1.0, 2.0])
+    m = model([helper.make_node("Constant", [], ["w"], name="c", value=t),
+               helper.make_node("Add", ["x", "w"], ["y"])],
+              [value("x", [2, 3])], [value("y", [2, 3])])
+    message = _error(m)
+    assert "name: w)" in message and "float_data size (2) is too small" in message, message
+
+
+# -- the size budget ----------------------------------------------------------------------------
+def _peak_rss_grows_less_than(megabytes, fn):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    fn()
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown < megabytes * 1024, grown
+
+
+@pytest.mark.parametrize("op, inputs, inits", [
+    ("ConstantOfShape", ["s"], [ints("s", [15000, 15000])]),
+    ("Range", ["a", "b", "c"], [ints("a", 0), ints("b", 10**8), ints("c", 1)]),
+    ("Tile", ["t", "r"], [ints("t", [1, 2]), ints("r", [10**5, 10**4])]),
+    ("Expand", ["t", "s"], [ints("t", [[1], [2]]), ints("s", [2, 10**9])]),
+])
+def test_a_constant_over_the_budget_is_refused_before_it_is_computed(op, inputs, inits):
+    m = model([helper.make_node(op, inputs, ["big"], name="huge"),
+               helper.make_node("Cast", ["big"], ["y"], to=F32)],
+              [], [value("y", ["d0", "d1"][: 1 + (op != "Range")])], inits)
+    message = []
+    _peak_rss_grows_less_than(100, lambda: message.append(_error(m)))
+    assert f"{op} node 'huge'" in message[0] and "more than the limit of" in message[0]
+
+
+def test_the_budget_is_configurable():
+    m = model([helper.make_node("ConstantOfShape", ["s"], ["big"], name="c"),
+               helper.make_node("Cast", ["big"], ["y"], to=F32)],
+              [], [value("y", [100])], [ints("s", [100])])
+    assert "800 bytes" in _error(m, limits=Limits(constant_bytes=100))
+    (y,) = ng.from_onnx(m)
+    np.testing.assert_array_equal(ng.execute([y], {})[0], np.zeros(100))
+
+
+def test_a_loop_is_never_evaluated_at_import():
+    body = helper.make_graph([helper.make_node("Identity", ["c"], ["c_out"])], "body",
+                             [value("i", [], I64), value("c", [], TensorProto.BOOL)],
+                             [value("c_out", [], TensorProto.BOOL)])
+    m = model([helper.make_node("Loop", ["n", "t"], [], name="spin", body=body)],
+              [], [], [ints("n", 10**15), numpy_helper.from_array(np.array(True), "t")])
+    m.graph.output.append(value("n_out", [], I64))
+    m.graph.node.append(helper.make_node("Identity", ["n"], ["n_out"]))
+    message = _error(m)
+    assert "Loop" in message or "int64" in message
+
+
+# -- shapes computed in primitives --------------------------------------------------------------
+def test_a_reshape_target_computed_by_division_is_folded_and_imports():
+    """DepthToSpace as exporters expand it: Shape, Slice, Div, Concat, Reshape (shape
+    inference alone leaves the Reshape's output unknown)."""
+    k = lambda name, v: helper.make_node("Constant", [], [name], value=ints(name, v))  # noqa: E731
+    nodes = [
+        k("two", [2]), k("zero", [0]), k("one", [1]), k("four", [4]),
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Slice", ["s", "one", "two"], ["c"]),
+        helper.make_node("Div", ["c", "two"], ["half"]),
+        helper.make_node("Concat", ["half", "two", "four"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"], name="rs"),
+    ]
+    m = model(nodes, [value("x", [1, 4, 4])], [value("y", ["a", "b", "c"])])
+    (y,) = ng.from_onnx(m)
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 4)
+    np.testing.assert_array_equal(ng.execute([y], {"x": x})[0], x.reshape(2, 2, 4))
+
+
+def test_a_value_whose_shape_stays_unknown_is_refused_not_made_a_scalar():
+    m = model([helper.make_node("Reshape", ["x", "t"], ["y"], name="rs")],
+              [value("x", [2, 3]), value("t", [2], I64)], [value("y", ["a", "b"])])
+    with pytest.raises(UnsupportedOp, match="not static"):
+        import_model(m)
