@@ -206,3 +206,16 @@ def test_a_value_whose_shape_stays_unknown_is_refused_not_made_a_scalar():
               [value("x", [2, 3]), value("t", [2], I64)], [value("y", ["a", "b"])])
     with pytest.raises(UnsupportedOp, match="not static"):
         import_model(m)
+
+
+def test_a_flattening_that_names_its_own_axis_imports_without_recursion():
+    """x [1, 6] reshaped to [6] and squeezed to [6], both added: the flattened class is one of
+    its own parts (the ViT of the legacy exporter recursed without end here)."""
+    nodes = [helper.make_node("Reshape", ["x", "t"], ["y"]),
+             helper.make_node("Squeeze", ["x", "ax"], ["s"]),
+             helper.make_node("Add", ["s", "y"], ["z"])]
+    m = model(nodes, [value("x", [1, 6])], [value("z", [6])], [ints("t", [6]), ints("ax", [0])])
+    (z,) = ng.from_onnx(m)
+    x = np.arange(6, dtype=np.float32).reshape(1, 6)
+    np.testing.assert_array_equal(ng.execute([z], {"x": x})[0], 2 * x[0])
+

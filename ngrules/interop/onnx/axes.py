@@ -168,18 +168,36 @@ class Naming:
             self._resolve(self.find(slot), taken)
 
     def _resolve(self, root: Slot, taken: set[str]) -> Axis:
-        if root in self._axis:
-            return self._axis[root]
+        """Name a class after the classes its recipe flattens (depth first, with a stack: a
+        recipe may be long, or name the class itself through a length-1 dimension)."""
+        stack, active = [root], set()
+        while stack:
+            slot = stack[-1]
+            if slot in self._axis:
+                stack.pop()
+                continue
+            parts = [self.find(p) for p in self._recipe.get(slot, ())]
+            pending = [p for p in parts if p not in self._axis and p not in active]
+            if pending and slot not in active and slot not in self._named:
+                active.add(slot)
+                stack.extend(reversed(pending))
+                continue
+            stack.pop()
+            active.discard(slot)
+            self._axis[slot] = self._name(slot, parts, taken)
+        return self._axis[root]
+
+    def _name(self, root: Slot, parts: list[Slot], taken: set[str]) -> Axis:
         length = self.length(root)
         axis = None
-        if root not in self._named and root in self._recipe:
-            parts = [self._resolve(self.find(p), taken) for p in self._recipe[root]]
-            if len({p.name for p in parts}) == len(parts):
-                flat = FlattenedAxis(parts)
-                free = flat.name not in taken or flat.name in self._flats
-                if free and flat.length == length:  # one flattening of the same axes: one axis
-                    axis = flat
-                    self._flats.add(flat.name)
+        named = [self._axis.get(p) for p in parts]
+        distinct = all(named) and len({p.name for p in named}) == len(named)
+        if root not in self._named and parts and distinct:
+            flat = FlattenedAxis(named)
+            free = flat.name not in taken or flat.name in self._flats
+            if free and flat.length == length:  # one flattening of the same axes: one axis
+                axis = flat
+                self._flats.add(flat.name)
         if axis is None:
             base = self._named.get(root) or self._hint.get(root) or f"{root[0]}.{root[1]}"
             name, k = base, 0
@@ -188,7 +206,6 @@ class Naming:
                 name = f"{base}_{k}"
             axis = Axis(name, length)
         taken.add(axis.name)
-        self._axis[root] = axis
         return axis
 
     def axes(self, value: str, node_name: str = "") -> tuple[Axis, ...]:
