@@ -23,6 +23,7 @@ from ngrules.interop.onnx.loading import Limits, one_line, tensor_array
 
 _FLOAT_ELEMS = (1, 10, 11, 16)  # float32, float16, float64, bfloat16
 _MAX_ROUNDS = 8
+_STEERING_SIZE = 1 << 12
 
 
 def node_label(node) -> str:
@@ -66,7 +67,7 @@ class Folding:
         """The model without the folded nodes, their values as initializers."""
         if not self.done:
             return self.base
-        from onnx import ModelProto, numpy_helper
+        from onnx import ModelProto
 
         model = ModelProto()
         model.CopyFrom(self.base)
@@ -78,7 +79,7 @@ class Folding:
         for i in sorted(self.done):
             for name in self.base.graph.node[i].output:
                 if name and name not in have and name in self.consts:
-                    graph.initializer.append(numpy_helper.from_array(self.consts[name], name))
+                    _known(graph, name, self.consts[name], model.ir_version)
         return model
 
     def _fold_round(self) -> bool:
@@ -146,7 +147,7 @@ class Folding:
 
     def _estimate(self, node) -> float:
         """Bytes of the largest output: the inferred shape's size, or what the inputs'
-        values say (8 bytes an element), whichever is larger."""
+        values say, whichever is larger (in elements of the output's type)."""
         sizes = [0.0]
         for out in node.output:
             shape = self.shapes.shape.get(out)
@@ -157,7 +158,7 @@ class Folding:
             sizes.append(float(_elements(node.op_type, values)))
         except (ArithmeticError, ValueError, TypeError, IndexError):
             sizes.append(math.inf)
-        return 8.0 * max(sizes)
+        return _itemsize(self.shapes.elem.get(node.output[0])) * max(sizes)
 
     def _single_node_model(self, node):
         from onnx import helper
@@ -168,6 +169,18 @@ class Folding:
         outs = [helper.make_tensor_value_info(n, 0, None) for n in node.output if n]
         graph = helper.make_graph([node], "fold", ins, outs)
         return helper.make_model(graph, opset_imports=self.base.opset_import)
+
+
+def _known(graph, name: str, value: np.ndarray, ir_version: int) -> None:
+    """A folded value for shape inference: small ones as initializers (their values steer
+    shapes), large ones (weights a ConstantOfShape made) by their type alone, as an input."""
+    from onnx import helper, numpy_helper
+
+    if value.size <= _STEERING_SIZE:
+        graph.initializer.append(numpy_helper.from_array(value, name))
+    if value.size > _STEERING_SIZE or ir_version < 4:  # before IR 4 initializers are inputs
+        elem = np_elem(value.dtype)
+        graph.input.append(helper.make_tensor_value_info(name, elem, value.shape))
 
 
 def _elements(op: str, values: list) -> float:
@@ -196,6 +209,15 @@ def _elements(op: str, values: list) -> float:
         scales = [abs(float(s)) for v in values[1:] for s in np.ravel(v)]
         return first.size * max(math.prod(scales), 1) if scales else first.size
     return max(math.prod(_aligned_max(arrays)), max(a.size for a in arrays))
+
+
+def _itemsize(elem) -> float:
+    from onnx import helper
+
+    try:
+        return float(np.dtype(helper.tensor_dtype_to_np_dtype(elem)).itemsize)
+    except (KeyError, TypeError, ValueError):
+        return 8.0
 
 
 def _aligned(a, b):

@@ -104,8 +104,12 @@ class Importer:
         for i, t in enumerate(outs):
             if t is None or i >= len(node.output) or not node.output[i]:
                 continue
+            got = tuple(t.axes) if isinstance(t, Node) else None
+            if not self.shapes.known(node.output[i]):  # inference left it open (the mask
+                t = Tensor(t, got) if got is not None else t  # of an old Dropout): the
+                self.values[node.output[i]] = t  # converter's axes stand
+                continue
             want = ctx.out_axes(i)
-            got = tuple(t.node.axes) if isinstance(t, Node) else None
             t = Tensor(t, self._positional(got, want)) if got is not None else t
             self.values[node.output[i]] = conform(t, want)
 

@@ -27,7 +27,7 @@ class Limits:
     importer computes (a folded shape computation, a ConstantOfShape, a Range, a Tile...)."""
 
     model_bytes: int = 1 << 31  # protobuf's own limit for one message
-    constant_bytes: int = 1 << 27  # 128 MiB
+    constant_bytes: int = 1 << 28  # 256 MiB
 
 
 DEFAULT_LIMITS = Limits()
