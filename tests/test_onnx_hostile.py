@@ -249,3 +249,45 @@ def test_an_output_inference_leaves_open_takes_the_converters_axes():
     (z,) = ng.from_onnx(m)
     x = np.arange(-3, 3, dtype=np.float32).reshape(2, 3)
     np.testing.assert_array_equal(ng.execute([z], {"x": x})[0], np.maximum(x, 0))
+
+
+# -- models that contradict themselves ----------------------------------------------------------
+def _gemm(k_weights, opset=17, x_shape=("N", 4)):
+    w = numpy_helper.from_array(np.ones((3, k_weights), np.float32), "w")
+    b = numpy_helper.from_array(np.zeros(3, np.float32), "b")
+    return model([helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="fc", transB=1)],
+                 [value("x", list(x_shape))], [value("y", ["N", 3])], [w, b], opset=opset)
+
+
+def test_a_contradiction_shape_inference_sees_once_lengths_are_given_is_located():
+    message = _error(_gemm(5, opset=17), lengths={"N": 2})
+    assert "Gemm node 'fc'" in message and "shape inference" in message, message
+
+
+def test_a_contradiction_shape_inference_misses_is_located_by_the_converter():
+    """Gemm of opset 6 is inferred without checking the contracted dimension."""
+    message = _error(_gemm(5, opset=6, x_shape=(2, 4)))
+    assert message.startswith("Gemm node 'fc': an input of shape"), message
+    (y,) = ng.from_onnx(_gemm(4, opset=6, x_shape=(2, 4)), lengths={"N": 2})
+    np.testing.assert_array_equal(ng.execute([y], {"x": np.ones((2, 4), np.float32)})[0],
+                                  np.full((2, 3), 4.0))
+
+
+@pytest.mark.parametrize("attrs, out, expected", [
+    ({"strides": [2**63 - 1, 1]}, [1, 1, 1, 3], "strides"),
+    ({"pads": [0, 0, 0]}, [1, 1, 3, 3], "one value per spatial dimension"),
+    ({"kernel_shape": [2, 15000]}, [1, 1, 3, 3], None),
+])
+def test_window_geometry_out_of_range_is_located(attrs, out, expected):
+    attrs = {"kernel_shape": [2, 2], **attrs}
+    m = model([helper.make_node("AveragePool", ["x"], ["y"], name="pool", **attrs)],
+              [value("x", [1, 1, 4, 4])], [value("y", out)])
+    message = _error(m)
+    assert "AveragePool node 'pool'" in message, message
+    assert expected is None or expected in message, message
+
+
+def test_a_string_attribute_that_is_not_text_is_located():
+    m = model([helper.make_node("Pad", ["x", "p"], ["y"], name="pad", mode=b"\xff")],
+              [value("x", [2])], [value("y", [4])], [ints("p", [1, 1])])
+    assert "Pad node 'pad': attribute mode is not UTF-8 text" in _error(m)

@@ -17,6 +17,7 @@ another class gets a suffix (`C_1`). The naming is deterministic: it follows the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -29,17 +30,82 @@ from ngrules.ir.ops import did_you_mean
 Slot = tuple[str, int]
 
 
+def _infer(model, lengths: Mapping[str, int]):
+    """The model with inferred shapes, and the nodes strict inference found inconsistent:
+    [(op_type, node name, message)], with the given lengths in place of symbolic dimensions.
+    No data propagation: onnx's materialises values (a Range to 1e8) without bound; the
+    importer's folding computes shape values within its budget."""
+    from onnx import shape_inference
+
+    try:
+        inferred = shape_inference.infer_shapes(model, strict_mode=True)
+        return inferred, _inference_errors(_strict(_with_lengths(model, lengths)))
+    except Exception as e:  # InferenceError: its text lists the nodes
+        errors = _inference_errors(str(e))
+    try:
+        return shape_inference.infer_shapes(model, strict_mode=False), errors
+    except Exception as e:
+        raise OnnxError(f"ONNX shape inference failed: {e}") from None
+
+
+def _strict(model) -> str:
+    """The text of strict inference's error ("" when there is none)."""
+    from onnx import shape_inference
+
+    if model is None:
+        return ""
+    try:
+        shape_inference.infer_shapes(model, strict_mode=True)
+    except Exception as e:
+        return str(e)
+    return ""
+
+
+def _with_lengths(model, lengths: Mapping[str, int]):
+    """A copy whose inputs and outputs have the given lengths for their symbolic dimensions
+    (None when no dimension is given one)."""
+    from onnx import ModelProto
+
+    infos = list(model.graph.input) + list(model.graph.output)
+    dims = [d for v in infos for d in v.type.tensor_type.shape.dim]
+    if not any(d.HasField("dim_param") and d.dim_param in lengths for d in dims):
+        return None
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    for v in list(copy.graph.input) + list(copy.graph.output):
+        for d in v.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and d.dim_param in lengths:
+                d.dim_value = int(lengths[d.dim_param])
+    return copy
+
+
+_NODE_ERROR = re.compile(r"^\(op_type:([^,)]*)(?:, node name: ([^)]*))?\): (.*)$")
+
+
+def _inference_errors(text: str) -> list[tuple[str, str, str]]:
+    """(op_type, node name, message) of each node in an InferenceError's text; an error
+    inside a function's body (onnx's own expansion) is left out."""
+    text = text.split("Inference error(s): ", 1)[-1]
+    errors = []
+    for line in text.splitlines():
+        found = _NODE_ERROR.match(line.strip())
+        message = found.group(3).strip() if found else ""
+        if found and "Inference error(s)" not in message and _ABOUT_SHAPES.search(message):
+            errors.append((found.group(1), found.group(2) or "", message))
+    return errors
+
+
+#: Errors about dimensions (others, such as BatchNormalization's count of outputs in training
+#: mode, are onnx's stricter reading of an op, not a contradiction in the model).
+_ABOUT_SHAPES = re.compile(r"\].*(dimension|shape|rank|perm|incompatible|mismatch|axis|axes)",
+                           re.IGNORECASE)
+
+
 class Shapes:
     """The static shape of every value, with the `dim_param` of each symbolic dimension."""
 
     def __init__(self, model, lengths: Mapping[str, int]):
-        from onnx import shape_inference
-
-        try:  # no data propagation: onnx's materialises values (a Range to 1e8) unbounded;
-            # the importer's folding (`folding`) computes shape values within its budget
-            model = shape_inference.infer_shapes(model, strict_mode=False, data_prop=False)
-        except Exception as e:  # onnx raises its own checker/inference errors
-            raise OnnxError(f"ONNX shape inference failed: {e}") from None
+        model, self.errors = _infer(model, lengths)
         self.model = model
         self.shape: dict[str, tuple[int | None, ...]] = {}
         self.params: dict[str, tuple[str | None, ...]] = {}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, UnsupportedOp, require_onnx
+from ngrules.interop.onnx import OnnxError, ShapeMismatch, UnsupportedOp, require_onnx
 from ngrules.interop.onnx.axes import Naming, name_axes
 from ngrules.interop.onnx.context import CONVERTERS, Context, elem_name, graph_dtype
 from ngrules.interop.onnx.folding import Folding, np_elem
@@ -58,7 +58,17 @@ class Importer:
         self.consts: dict[str, np.ndarray] = self.folding.consts
         self.values: dict[str, Tensor] = {}
         self.placeholders: dict[str, Node] = {}
+        self._check_inference()
         self.naming = name_axes(self.shapes, self.consts, axis_names)
+
+    def _check_inference(self) -> None:
+        """A node onnx's strict shape inference rejects, of an op the importer converts, is an
+        inconsistent model: one line naming the node (ops it refuses are refused later)."""
+        for op, name, message in self.shapes.errors:
+            if op in CONVERTERS:
+                name = name or next((n.name for n in self.graph.node if n.op_type == op), "")
+                where = f"{op} node {name!r}" if name else f"a {op} node"
+                raise OnnxError(f"{where} does not fit its inputs (shape inference: {message})")
 
     # -- values -------------------------------------------------------------------------------
     def tensor(self, name: str, ctx: Context | None = None) -> Tensor:
@@ -100,7 +110,10 @@ class Importer:
                 f"unsupported ONNX op {node.op_type} (node {node.name or node.output[0]!r}); "
                 f"supported: {', '.join(sorted(CONVERTERS))}"
             )
-        outs = fn(ctx)
+        try:
+            outs = fn(ctx)
+        except ShapeMismatch as e:
+            raise ShapeMismatch(f"{ctx.label}: {e.message}") from None
         for i, t in enumerate(outs):
             if t is None or i >= len(node.output) or not node.output[i]:
                 continue
