@@ -1,28 +1,53 @@
-"""Graph files by extension: `.onnx` through the ONNX interop (the `onnx` extra), anything
-else as ngrules' JSON graph format. Commands that read or write graphs go through here."""
+"""Graph files by suffix: `.onnx` through the ONNX interop (the `onnx` extra), anything else
+as ngrules' JSON graph format. Every command reads graphs with `load` and writes them with
+`save` (or `stage_any`): none chooses a format of its own."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ngrules.ir.graph import Node
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How to read an ONNX model: lengths of symbolic dimensions, axis names for inputs, the
+    budget for constants computed while importing (None: the importer's default)."""
+
+    lengths: Mapping[str, int] = field(default_factory=dict)
+    axis_names: Mapping[str, Sequence[str | None]] = field(default_factory=dict)
+    max_constant_bytes: int | None = None
 
 
 def is_onnx(path: str) -> bool:
     return Path(path).suffix.lower() == ".onnx"
 
 
-def load(path: str, lengths: dict[str, int] | None = None) -> tuple[list[Node], list[str] | None]:
+def load(path: str, options: ReadOptions | None = None) -> tuple[list[Node], list[str] | None]:
     """The graph's outputs, and their names when the file is an ONNX model."""
+    options = options or ReadOptions()
     if is_onnx(path):
         from ngrules.interop.onnx.importer import import_model
+        from ngrules.interop.onnx.loading import DEFAULT_LIMITS, Limits
 
-        imported = import_model(path, lengths=lengths)
+        limits = DEFAULT_LIMITS
+        if options.max_constant_bytes is not None:
+            limits = Limits(DEFAULT_LIMITS.model_bytes, options.max_constant_bytes)
+        imported = import_model(path, lengths=options.lengths, axis_names=options.axis_names,
+                                limits=limits)
         return imported.outputs, imported.output_names
     from ngrules.ir.graphfile import load_graph
 
     return load_graph(path), None
+
+
+def read_options(args) -> ReadOptions:
+    """The ONNX reading options of a command's arguments (`common.add_length_option`)."""
+    return ReadOptions(parse_lengths(getattr(args, "length", None)),
+                       parse_axis_names(getattr(args, "axes", None)),
+                       getattr(args, "max_constant_bytes", None))
 
 
 def files(path: str) -> list:
@@ -77,4 +102,17 @@ def parse_lengths(items: Sequence[str] | None) -> dict[str, int]:
         if not name or not value.isdigit() or int(value) < 1:
             raise NgrulesError(f"--length expects NAME=LENGTH with a positive length, got {item!r}")
         out[name] = int(value)
+    return out
+
+
+def parse_axis_names(items: Sequence[str] | None) -> dict[str, list[str | None]]:
+    """`INPUT=A,B,C` (an empty name keeps the default) as {input: [names]}."""
+    from ngrules.errors import NgrulesError
+
+    out: dict[str, list[str | None]] = {}
+    for item in items or ():
+        value, _, names = item.partition("=")
+        if not value or not names:
+            raise NgrulesError(f"--axes expects INPUT=NAME,NAME,..., got {item!r}")
+        out[value] = [n or None for n in names.split(",")]
     return out
