@@ -291,3 +291,19 @@ def test_a_string_attribute_that_is_not_text_is_located():
     m = model([helper.make_node("Pad", ["x", "p"], ["y"], name="pad", mode=b"\xff")],
               [value("x", [2])], [value("y", [4])], [ints("p", [1, 1])])
     assert "Pad node 'pad': attribute mode is not UTF-8 text" in _error(m)
+
+
+@pytest.mark.parametrize("node", [
+    helper.make_node("Conv", ["x", "b", "b"], ["y"], name="conv"),  # 1-D weights
+    helper.make_node("Transpose", ["x"], ["y"], name="t", perm=[0, 5, 1, 2]),
+    helper.make_node("MaxPool", ["b"], ["y"], name="pool", kernel_shape=[1]),
+])
+def test_naming_axes_never_assumes_the_ranks_an_op_requires(node):
+    """Naming runs before any converter checks its node: a fuzzed Conv reading its 1-D bias
+    as weights made it index past the weights' dimensions."""
+    from ngrules.interop.onnx.axes import Shapes, name_axes
+
+    b = numpy_helper.from_array(np.ones(2, np.float32), "b")
+    m = model([node], [value("x", [1, 1, 3, 3])], [value("y", [1, 2, 3, 3])], [b])
+    naming = name_axes(Shapes(m, {}), {}, {})
+    assert [a.length for a in naming.axes("x")] == [1, 1, 3, 3]

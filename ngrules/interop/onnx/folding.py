@@ -119,6 +119,9 @@ class Folding:
             self.consts[node.output[0]] = shape[start:end]
             return
         self._check_size(node, self._estimate(node))
+        if node.op_type == "ConstantOfShape" and node.input and node.input[0]:
+            self.consts[node.output[0]] = self._constant_of_shape(node)  # weights of light
+            return  # models: hundreds of them, without an evaluator each
         from onnx.reference import ReferenceEvaluator
 
         inputs = [n for n in node.input if n]
@@ -135,6 +138,16 @@ class Folding:
             value = np.asarray(value)
             self._check_size(node, value.nbytes)
             self.consts[name] = value
+
+    def _constant_of_shape(self, node) -> np.ndarray:
+        shape = [int(d) for d in np.ravel(self.consts[node.input[0]])]
+        if any(d < 0 for d in shape):
+            raise OnnxError(f"{node_label(node)}: a negative dimension in {shape}")
+        value = next((a.t for a in node.attribute if a.name == "value"), None)
+        fill = np.zeros(1, np.float32) if value is None else tensor_array(value, node_label(node))
+        if fill.size != 1:
+            raise OnnxError(f"{node_label(node)}: its value must have one element")
+        return np.full(shape, fill.reshape(()), dtype=fill.dtype)
 
     def _check_size(self, node, nbytes: float) -> None:
         if nbytes > self.limits.constant_bytes:
