@@ -14,6 +14,7 @@ import ngrules as ng
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from test_onnx_import import model, value  # noqa: E402
 
 from ngrules.interop.onnx import OnnxError, UnsupportedOp  # noqa: E402
 from ngrules.interop.onnx.importer import import_model  # noqa: E402
@@ -22,22 +23,11 @@ from ngrules.interop.onnx.loading import Limits  # noqa: E402
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 
 
-def model(nodes, inputs, outputs, inits=(), opset=17):
-    graph = helper.make_graph(nodes, "t", inputs, outputs, list(inits))
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m
-
-
-def value(name, shape, elem=F32):
-    return helper.make_tensor_value_info(name, elem, shape)
-
-
 def ints(name, values):
     return numpy_helper.from_array(np.asarray(values, dtype=np.int64), name)
 
 
-def relu(tmp_path=None):
+def relu():
     return model([helper.make_node("Relu", ["x"], ["y"], name="r")], [value("x", [2, 3])],
                  [value("y", [2, 3])])
 
