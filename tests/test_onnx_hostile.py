@@ -297,3 +297,12 @@ def test_naming_axes_never_assumes_the_ranks_an_op_requires(node):
     m = model([node], [value("x", [1, 1, 3, 3])], [value("y", [1, 2, 3, 3])], [b])
     naming = name_axes(Shapes(m, {}), {}, {})
     assert [a.length for a in naming.axes("x")] == [1, 1, 3, 3]
+
+
+def test_pooling_a_bool_tensor_is_refused_by_name():
+    m = model([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+                                pads=[0, 0, 1, 0])],
+              [value("x", [1, 1, 3, 3], elem=TensorProto.BOOL)],
+              [value("y", [1, 1, 3, 2], elem=TensorProto.BOOL)])
+    with pytest.raises(UnsupportedOp, match="MaxPool node 'pool': a bool input"):
+        import_model(m)

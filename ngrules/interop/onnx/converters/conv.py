@@ -148,6 +148,8 @@ def _pool(ctx: Context):
     x, out = ctx.x(0), ctx.out_axes(0)
     if len(ctx.node.output) > 1 and ctx.node.output[1]:
         raise ctx.unsupported("MaxPool's indices output")
+    if x.node.dtype.kind not in "fiu":  # ONNX pools numbers only
+        raise ctx.unsupported(f"a {x.node.dtype} input")
     kernel, strides, dilations, pads, extra = _geometry(
         ctx, x.shape[2:], ctx.out_shape()[2:], ctx.attr("kernel_shape")
     )
