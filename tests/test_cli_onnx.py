@@ -126,10 +126,10 @@ def test_unsupported_op_is_one_line_naming_op_and_node(cli, models):
 
 
 def test_an_unreadable_model_is_one_line_even_when_the_parser_writes_several(cli, models):
-    # protobuf's JSON parser lists the fields it knows on a line of their own
-    (models / "g.json").write_text('{"format": "ngrules-graph"}')
-    proc = cli("import", "g.json", "-o", "h.json", cwd=models)
-    assert_bad_input(proc, "g.json: not a readable ONNX model")
+    # protobuf's parser may write several lines; a `.onnx` is read as a binary model
+    (models / "g.onnx").write_text('{"format": "ngrules-graph"}')
+    proc = cli("import", "g.onnx", "-o", "h.json", cwd=models)
+    assert_bad_input(proc, "g.onnx: not a readable ONNX model")
     assert not (models / "h.json").exists()
 
 
@@ -178,3 +178,59 @@ def test_help_of_the_onnx_commands_has_an_example(capsys):
         with pytest.raises(SystemExit) as done:
             main([cmd, "--help"])
         assert done.value.code == 0 and "example: ngrules" in capsys.readouterr().out
+
+
+def test_coverage_goes_on_past_a_model_it_cannot_read(cli, models):
+    from ngrules.lang.library import library_path
+
+    proc = cli("coverage", library_path(), "bad.onnx", "mlp.onnx", "--length", "N=8", "--json",
+               cwd=models)
+    assert proc.returncode == 1, proc.stderr
+    table = json.loads(proc.stdout)
+    assert "Hardmax" in table["not_read"]["bad.onnx"]
+    rows = {r["rule"]: r for r in table["rules"]}
+    assert rows["dot_matrix_matrix"]["fired"] == {"mlp.onnx": 3}
+    text = cli("coverage", library_path(), "bad.onnx", "mlp.onnx", "--length", "N=8",
+               cwd=models)
+    assert text.returncode == 1 and "bad.onnx: not read: unsupported ONNX op Hardmax" in text.stdout
+
+
+def test_coverage_says_a_rule_outside_the_pipeline_did_not_run(cli, models):
+    (models / "r.rules").write_text(
+        "pass used\nrule mul_one: x * 1 => x\n\npass unused\nrule add_zero: x + 0 => x\n\n"
+        "pipeline cpu: used\n")
+    ng.save_graph(models / "g.json", [ng.placeholder([ng.make_axis(3, "A")]) + 0.0])
+    proc = cli("coverage", "r.rules", "g.json", "--json", cwd=models)
+    rows = {r["rule"]: r for r in json.loads(proc.stdout)["rules"]}
+    assert rows["add_zero"]["in_pipeline"] is False and not rows["add_zero"]["near_misses"]
+    assert rows["mul_one"]["in_pipeline"] is True and rows["mul_one"]["near_misses"]
+    text = cli("coverage", "r.rules", "g.json", cwd=models).stdout
+    assert "add_zero  not in pipeline cpu" in text and "closest on g.json: `x + 0`" not in text
+
+
+def test_export_and_import_read_any_format_by_suffix(cli, models):
+    proc = cli("export", "mlp.onnx", "-o", "again.onnx", "--length", "N=8", cwd=models)
+    assert proc.returncode == 0, proc.stderr
+    x = np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32)
+    np.testing.assert_allclose(ort_run(models / "again.onnx", x), ort_run(models / "mlp.onnx", x),
+                               rtol=1e-5, atol=1e-6)
+    assert cli("import", "mlp.onnx", "-o", "g.json", "--length", "N=8", cwd=models).returncode == 0
+    assert cli("import", "g.json", "-o", "copy.json", cwd=models).returncode == 0
+    assert len(ng.toposort(ng.load_graph(models / "copy.json"))) == len(
+        ng.toposort(ng.load_graph(models / "g.json")))
+
+
+def test_the_constant_budget_is_an_option_of_every_command_reading_onnx(cli, models):
+    shape = onnx.numpy_helper.from_array(np.array([64], np.int64), "s")
+    graph = helper.make_graph(
+        [helper.make_node("ConstantOfShape", ["s"], ["c"], name="fill"),
+         helper.make_node("Add", ["x", "c"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", 1, [64])],
+        [helper.make_tensor_value_info("y", 1, [64])], [shape])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              models / "fill.onnx")
+    for command in (["import", "fill.onnx", "-o", "f.json"], ["show", "fill.onnx"]):
+        proc = cli(*command, "--max-constant-bytes", "100", cwd=models)
+        assert proc.returncode == 2 and "ConstantOfShape node 'fill'" in proc.stderr, proc.stderr
+        assert "256 bytes, more than the limit of 100" in proc.stderr
+        assert cli(*command, cwd=models).returncode == 0

@@ -99,9 +99,12 @@ def add_rules_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_length_option(p: argparse.ArgumentParser) -> None:
-    """`--length DIM=N` for commands that read ONNX models (`graphio.parse_lengths` reads it)."""
+    """`--length DIM=N` and `--max-constant-bytes` for commands that read ONNX models
+    (`graphio.read_options` reads them)."""
     p.add_argument("--length", action="append", metavar="DIM=N",
                    help="the length of a symbolic ONNX dimension (repeatable)")
+    p.add_argument("--max-constant-bytes", type=at_least(1), metavar="BYTES",
+                   help="the largest constant an ONNX import may compute (default 256 MiB)")
 
 
 def add_graph_argument(p: argparse.ArgumentParser) -> None:
@@ -115,7 +118,7 @@ def load_graph_argument(args):
     """The graph `add_graph_argument` named: its outputs, and their names if it is an ONNX model."""
     from ngrules.cli import graphio
 
-    return graphio.load(args.graph, graphio.parse_lengths(args.length))
+    return graphio.load(args.graph, graphio.read_options(args))
 
 
 def add_disable_option(p: argparse.ArgumentParser) -> None:

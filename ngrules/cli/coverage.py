@@ -3,7 +3,9 @@ came closest to matching when it did not: the table that says whether a rule ear
 
 Models are ONNX files (`.onnx`, the `onnx` extra) or ngrules graph files. Each is rewritten
 with the rules (the `cpu` pipeline when they define it, else every pass); near misses are
-`explain`'s closest partial matches on the model as it was read.
+`explain`'s closest partial matches on the model as it was read. A rule whose pass is not in
+the pipeline that ran is marked so (it could not fire). A model that cannot be read gets its
+reason on its row; the others are still counted, and the command exits 1.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) 
     from ngrules.ir.graph import toposort
 
     pipeline = default_pipeline(rules, pipeline)
-    table = {"models": {}, "rules": []}
+    ran = set(rules.pipelines[pipeline]) if pipeline in rules.pipelines else None
+    table = {"models": {}, "rules": [], "pipeline": pipeline}
     fired = {}
     for name, outputs in models.items():
         result = rewrite(outputs, rules, pipeline=pipeline)
@@ -40,10 +43,11 @@ def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) 
             "stop": result.stop,
         }
     for rule in rules:
-        row = {"rule": rule.name, "location": rule.location, "fired": {}, "near_misses": {}}
+        row = {"rule": rule.name, "location": rule.location, "fired": {}, "near_misses": {},
+               "in_pipeline": ran is None or rule.pass_name in ran}
         for name, outputs in models.items():
             row["fired"][name] = fired[name].get(rule.name, 0)
-            if misses and not row["fired"][name]:
+            if misses and not row["fired"][name] and row["in_pipeline"]:
                 found = explain(rule, outputs, limit=misses)
                 row["near_misses"][name] = [
                     {"at": found.names.get(m.root, m.root.op), "element": m.text,
@@ -54,11 +58,15 @@ def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) 
     return table
 
 
-def _print(table: dict) -> None:
+def _print(table: dict, failed: dict[str, str]) -> None:
     names = list(table["models"])
     width = max([len(r["rule"]) for r in table["rules"]] + [4])
     print(f"{'rule':{width}s}  " + "  ".join(f"{Path(n).name:>12s}" for n in names))
     for row in table["rules"]:
+        if not row["in_pipeline"]:
+            print(f"{row['rule']:{width}s}  not in pipeline {table['pipeline']} (its pass "
+                  "did not run)")
+            continue
         counts = "  ".join(f"{row['fired'][n]:12d}" for n in names)
         print(f"{row['rule']:{width}s}  {counts}")
         for n, misses in row["near_misses"].items():
@@ -67,20 +75,38 @@ def _print(table: dict) -> None:
                       + (f" at {m['where']}" if m["where"] else "") + f": {m['found']}")
     for n, info in table["models"].items():
         print(f"{n}: {info['nodes_before']} -> {info['nodes_after']} nodes ({info['stop']})")
+    for n, reason in failed.items():
+        print(f"{n}: not read: {reason}")
+
+
+def _read(paths, options) -> tuple[dict[str, list], dict[str, str]]:
+    """The models that could be read, and the reason for each of the others."""
+    from ngrules.cli import graphio
+    from ngrules.errors import NgrulesError
+
+    models, failed = {}, {}
+    for path, own in graphio.options_per_model(paths, options).items():
+        try:
+            models[path] = graphio.load(path, own)[0]
+        except NgrulesError as e:
+            failed[path] = " ".join(e.message.split())
+        except OSError as e:
+            failed[path] = e.strerror or str(e)
+    return models, failed
 
 
 def run(args) -> int:
     from ngrules.cli import graphio
 
     rules = rules_or_library([args.rules], args.import_path)
-    lengths = graphio.parse_lengths(args.length)
-    models = graphio.load_all(args.models, lengths)
+    models, failed = _read(args.models, graphio.read_options(args))
     table = coverage(rules, models, args.pipeline, args.misses)
+    table["not_read"] = failed
     if args.json:
         print(json.dumps(table, indent=2))
     else:
-        _print(table)
-    return 0
+        _print(table, failed)
+    return 1 if failed else 0
 
 
 def register(sub) -> None:

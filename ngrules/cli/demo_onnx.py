@@ -31,25 +31,27 @@ def _session(model):
 
 def demo_model(name: str, out: Path, rules) -> float:
     """Import, rewrite, export and compare one example model; the largest difference."""
+    import onnx
+
+    from ngrules.cli import graphio
     from ngrules.interop.onnx.examples import MODELS
-    from ngrules.interop.onnx.exporter import to_onnx
-    from ngrules.interop.onnx.importer import import_model
 
     build, lengths = MODELS[name]
     model = build()
-    imported = import_model(model, lengths=lengths)
-    result = rewrite(imported.outputs, rules, pipeline="cpu")
-    exported = to_onnx(result.outputs, output_names=imported.output_names)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.onnx").write_bytes(model.SerializeToString())
-    (out / f"{name}.rewritten.onnx").write_bytes(exported.SerializeToString())
+    original, rewritten = out / f"{name}.onnx", out / f"{name}.rewritten.onnx"
+    original.write_bytes(model.SerializeToString())  # the example, as a user's file
+    outputs, names = graphio.load(str(original), graphio.ReadOptions(lengths))
+    result = rewrite(outputs, rules, pipeline="cpu")
+    graphio.save(str(rewritten), result.outputs, names)
+    exported = onnx.load(str(rewritten))
     x = _input(model, lengths)
     want = _session(model).run(None, {"x": x})[0]
     got = _session(exported).run(None, {"x": x})[0]
     diff = float(np.max(np.abs(want - got)) / (1.0 + np.max(np.abs(want))))
-    before = Counter(n.op for n in toposort(imported.outputs))
+    before = Counter(n.op for n in toposort(outputs))
     after = Counter(n.op for n in toposort(result.outputs))
-    axes = ", ".join(f"{a.name}:{a.length}" for a in imported.outputs[0].axes)
+    axes = ", ".join(f"{a.name}:{a.length}" for a in outputs[0].axes)
     print(f"{name}: {len(model.graph.node)} ONNX nodes -> {sum(before.values())} ngrules nodes "
           f"-> {sum(after.values())} after the cpu pipeline ({result.stop}); output axes [{axes}]")
     fired = ", ".join(f"{rule} x{count}" for rule, count in result.fired().items())

@@ -1,19 +1,19 @@
-"""`ngrules export GRAPH.json -o MODEL.onnx`: an ngrules graph file as a checked ONNX model."""
+"""`ngrules export GRAPH.json -o MODEL.onnx`: an ngrules graph file as a checked ONNX model (read
+and written by suffix through `graphio`, like every command)."""
 
 from __future__ import annotations
 
-from ngrules.cli.common import add_command
+from ngrules.cli.common import add_command, add_length_option
 
 
 def run(args) -> int:
-    from ngrules.cli.graphio import check_graph_output, files, output_files, save
+    from ngrules.cli import graphio
     from ngrules.ir.fileio import check_outputs
-    from ngrules.ir.graphfile import load_graph
 
-    check_outputs(output_files(args.output), files(args.graph))  # before any work
-    check_graph_output(args.output)
-    outputs = load_graph(args.graph)
-    save(args.output, outputs, args.names.split(",") if args.names else None)
+    check_outputs(graphio.output_files(args.output), graphio.files(args.graph))  # before work
+    graphio.check_graph_output(args.output)
+    outputs, names = graphio.load(args.graph, graphio.read_options(args))
+    graphio.save(args.output, outputs, args.names.split(",") if args.names else names)
     print(f"exported {len(outputs)} output(s) to {args.output}")
     return 0
 
@@ -29,3 +29,4 @@ def register(sub) -> None:
     p.add_argument("graph", metavar="GRAPH.json")
     p.add_argument("-o", "--output", required=True, metavar="MODEL.onnx")
     p.add_argument("--names", metavar="A,B,..", help="output names (default output_0, ...)")
+    add_length_option(p)

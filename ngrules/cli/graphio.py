@@ -1,53 +1,83 @@
-"""Graph files by extension: `.onnx` through the ONNX interop (the `onnx` extra), anything
-else as ngrules' JSON graph format. Commands that read or write graphs go through here."""
+"""Graph files by suffix: `.onnx` through the ONNX interop (the `onnx` extra), anything else
+as ngrules' JSON graph format. Every command reads graphs with `load` and writes them with
+`save` (or `stage_any`): none chooses a format of its own."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ngrules.ir.graph import Node
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How to read an ONNX model: lengths of symbolic dimensions, axis names for inputs, the
+    budget for constants computed while importing (None: the importer's default)."""
+
+    lengths: Mapping[str, int] = field(default_factory=dict)
+    axis_names: Mapping[str, Sequence[str | None]] = field(default_factory=dict)
+    max_constant_bytes: int | None = None
 
 
 def is_onnx(path: str) -> bool:
     return Path(path).suffix.lower() == ".onnx"
 
 
-def load(path: str, lengths: dict[str, int] | None = None) -> tuple[list[Node], list[str] | None]:
+def load(path: str, options: ReadOptions | None = None) -> tuple[list[Node], list[str] | None]:
     """The graph's outputs, and their names when the file is an ONNX model."""
+    options = options or ReadOptions()
     if is_onnx(path):
         from ngrules.interop.onnx.importer import import_model
+        from ngrules.interop.onnx.loading import DEFAULT_LIMITS, Limits
 
-        imported = import_model(path, lengths=lengths)
+        limits = DEFAULT_LIMITS
+        if options.max_constant_bytes is not None:
+            limits = Limits(DEFAULT_LIMITS.model_bytes, options.max_constant_bytes)
+        imported = import_model(path, lengths=options.lengths, axis_names=options.axis_names,
+                                limits=limits)
         return imported.outputs, imported.output_names
     from ngrules.errors import NgrulesError
     from ngrules.ir.graphfile import load_graph
 
-    if lengths:
-        raise NgrulesError(f"--length {next(iter(lengths))}: {path} is a graph file, whose "
+    if options.lengths:
+        raise NgrulesError(f"--length {next(iter(options.lengths))}: {path} is a graph file, whose "
                            "axes have their lengths (--length is for ONNX models)")
     return load_graph(path), None
 
 
-def load_all(paths: Sequence[str], lengths: dict[str, int]) -> dict[str, list[Node]]:
-    """Several graphs: each ONNX model gets the lengths of its own symbolic dimensions, and
-    every length given must name a dimension of some model."""
+def options_per_model(paths: Sequence[str], options: ReadOptions) -> dict[str, ReadOptions]:
+    """Each model's options with only the lengths of its own symbolic dimensions; a length
+    that no model given has is an error (a model that cannot be read has none)."""
     from ngrules.errors import NgrulesError
 
     dims = {p: _symbolic_dims(p) for p in paths}
-    unused = sorted(set(lengths) - set().union(*dims.values()))
+    unused = sorted(set(options.lengths) - set().union(*dims.values()))
     if unused:
         raise NgrulesError(f"--length {unused[0]}: no model given has a symbolic dimension "
                            f"of that name")
-    return {p: load(p, {k: v for k, v in lengths.items() if k in dims[p]})[0] for p in paths}
+    return {p: replace(options, lengths={k: v for k, v in options.lengths.items()
+                                         if k in dims[p]}) for p in paths}
 
 
 def _symbolic_dims(path: str) -> set[str]:
     if not is_onnx(path):
         return set()
+    from ngrules.errors import NgrulesError
     from ngrules.interop.onnx.importer import symbolic_dims
 
-    return symbolic_dims(path)
+    try:
+        return symbolic_dims(path)
+    except (NgrulesError, OSError):
+        return set()  # reported when the model is read
+
+
+def read_options(args) -> ReadOptions:
+    """The ONNX reading options of a command's arguments (`common.add_length_option`)."""
+    return ReadOptions(parse_lengths(getattr(args, "length", None)),
+                       parse_axis_names(getattr(args, "axes", None)),
+                       getattr(args, "max_constant_bytes", None))
 
 
 def files(path: str) -> list:
@@ -112,4 +142,17 @@ def parse_lengths(items: Sequence[str] | None) -> dict[str, int]:
         if not name or not value.isdigit() or int(value) < 1:
             raise NgrulesError(f"--length expects NAME=LENGTH with a positive length, got {item!r}")
         out[name] = int(value)
+    return out
+
+
+def parse_axis_names(items: Sequence[str] | None) -> dict[str, list[str | None]]:
+    """`INPUT=A,B,C` (an empty name keeps the default) as {input: [names]}."""
+    from ngrules.errors import NgrulesError
+
+    out: dict[str, list[str | None]] = {}
+    for item in items or ():
+        value, _, names = item.partition("=")
+        if not value or not names:
+            raise NgrulesError(f"--axes expects INPUT=NAME,NAME,..., got {item!r}")
+        out[value] = [n or None for n in names.split(",")]
     return out

@@ -1,5 +1,6 @@
-"""`ngrules import MODEL.onnx -o GRAPH.json`: an ONNX model as an ngrules graph file (an `-o`
-ending in `.onnx` writes the imported graph back as ONNX, as every command writes by extension)."""
+"""`ngrules import MODEL.onnx -o GRAPH.json`: an ONNX model as an ngrules graph file. Both files
+are read and written by suffix (`graphio`), as every command does: an `-o` ending in `.onnx`
+writes the imported graph back as ONNX."""
 
 from __future__ import annotations
 
@@ -8,32 +9,18 @@ from ngrules.cli.common import add_command, add_length_option
 
 def run(args) -> int:
     from ngrules.cli import graphio
-    from ngrules.interop.onnx.importer import import_model
     from ngrules.ir.fileio import check_outputs
     from ngrules.ir.graph import toposort
 
-    check_outputs(graphio.output_files(args.output), [args.model])  # before any work
+    check_outputs(graphio.output_files(args.output), graphio.files(args.model))  # before work
     graphio.check_graph_output(args.output)
-    imported = import_model(args.model, lengths=graphio.parse_lengths(args.length),
-                            axis_names=_axis_names(args.axes))
-    graphio.save(args.output, imported.outputs, imported.output_names)
-    nodes = len(toposort(imported.outputs))
+    outputs, names = graphio.load(args.model, graphio.read_options(args))
+    graphio.save(args.output, outputs, names)
+    nodes = len(toposort(outputs))
+    labels = names or [f"output_{i}" for i in range(len(outputs))]
     print(f"imported {args.model}: {nodes} nodes, outputs "
-          + ", ".join(f"{n} {o.axes!r}" for n, o in zip(imported.output_names, imported.outputs)))
+          + ", ".join(f"{n} {o.axes!r}" for n, o in zip(labels, outputs)))
     return 0
-
-
-def _axis_names(items) -> dict[str, list[str | None]]:
-    """`INPUT=A,B,C` (an empty name keeps the default) as {input: [names]}."""
-    from ngrules.errors import NgrulesError
-
-    out: dict[str, list[str | None]] = {}
-    for item in items or ():
-        value, _, names = item.partition("=")
-        if not value or not names:
-            raise NgrulesError(f"--axes expects INPUT=NAME,NAME,..., got {item!r}")
-        out[value] = [n or None for n in names.split(",")]
-    return out
 
 
 def register(sub) -> None:

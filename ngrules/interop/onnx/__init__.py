@@ -13,6 +13,11 @@ class OnnxError(NgrulesError):
     """An ONNX model ngrules cannot read or a graph it cannot write, with the node named."""
 
 
+class ShapeMismatch(OnnxError):
+    """Values whose shapes do not fit the op that combines them (a model that contradicts
+    itself); the importer adds the node's name."""
+
+
 class UnsupportedOp(OnnxError):
     """An ONNX op (or an attribute value of one) the importer has no translation for."""
 

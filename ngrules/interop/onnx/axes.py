@@ -30,16 +30,82 @@ from ngrules.ir.ops import did_you_mean
 Slot = tuple[str, int]
 
 
+def _infer(model, lengths: Mapping[str, int]):
+    """The model with inferred shapes, and the nodes strict inference found inconsistent:
+    [(op_type, node name, message)], with the given lengths in place of symbolic dimensions.
+    No data propagation: onnx's materialises values (a Range to 1e8) without bound; the
+    importer's folding computes shape values within its budget."""
+    from onnx import shape_inference
+
+    try:
+        inferred = shape_inference.infer_shapes(model, strict_mode=True)
+        return inferred, _inference_errors(_strict(_with_lengths(model, lengths)))
+    except Exception as e:  # InferenceError: its text lists the nodes
+        errors = _inference_errors(str(e))
+    try:
+        return shape_inference.infer_shapes(model, strict_mode=False), errors
+    except Exception as e:
+        raise OnnxError(f"ONNX shape inference failed: {e}") from None
+
+
+def _strict(model) -> str:
+    """The text of strict inference's error ("" when there is none)."""
+    from onnx import shape_inference
+
+    if model is None:
+        return ""
+    try:
+        shape_inference.infer_shapes(model, strict_mode=True)
+    except Exception as e:
+        return str(e)
+    return ""
+
+
+def _with_lengths(model, lengths: Mapping[str, int]):
+    """A copy whose inputs and outputs have the given lengths for their symbolic dimensions
+    (None when no dimension is given one)."""
+    from onnx import ModelProto
+
+    infos = list(model.graph.input) + list(model.graph.output)
+    dims = [d for v in infos for d in v.type.tensor_type.shape.dim]
+    if not any(d.HasField("dim_param") and d.dim_param in lengths for d in dims):
+        return None
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    for v in list(copy.graph.input) + list(copy.graph.output):
+        for d in v.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and d.dim_param in lengths:
+                d.dim_value = int(lengths[d.dim_param])
+    return copy
+
+
+_NODE_ERROR = re.compile(r"^\(op_type:([^,)]*)(?:, node name: ([^)]*))?\): (.*)$")
+
+
+def _inference_errors(text: str) -> list[tuple[str, str, str]]:
+    """(op_type, node name, message) of each node in an InferenceError's text; an error
+    inside a function's body (onnx's own expansion) is left out."""
+    text = text.split("Inference error(s): ", 1)[-1]
+    errors = []
+    for line in text.splitlines():
+        found = _NODE_ERROR.match(line.strip())
+        message = found.group(3).strip() if found else ""
+        if found and "Inference error(s)" not in message and _ABOUT_SHAPES.search(message):
+            errors.append((found.group(1), found.group(2) or "", message))
+    return errors
+
+
+#: Errors about dimensions (others, such as BatchNormalization's count of outputs in training
+#: mode, are onnx's stricter reading of an op, not a contradiction in the model).
+_ABOUT_SHAPES = re.compile(r"\].*(dimension|shape|rank|perm|incompatible|mismatch|axis|axes)",
+                           re.IGNORECASE)
+
+
 class Shapes:
     """The static shape of every value, with the `dim_param` of each symbolic dimension."""
 
     def __init__(self, model, lengths: Mapping[str, int]):
-        from onnx import shape_inference
-
-        try:
-            model = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
-        except Exception as e:  # onnx raises its own checker/inference errors
-            raise OnnxError(f"ONNX shape inference failed: {e}") from None
+        model, self.errors = _infer(model, lengths)
         self.model = model
         self.shape: dict[str, tuple[int | None, ...]] = {}
         self.params: dict[str, tuple[str | None, ...]] = {}
@@ -93,7 +159,7 @@ class Shapes:
                 else ""
             )
             where = f" (node {node_name})" if node_name else ""
-            raise OnnxError(f"the shape of {value!r}{where} is not static: {shape}{hint}")
+            raise UnsupportedOp(f"the shape of {value!r}{where} is not static: {shape}{hint}")
         return shape  # type: ignore[return-value]
 
     def known(self, value: str) -> bool:
@@ -178,18 +244,36 @@ class Naming:
             self._resolve(self.find(slot), taken)
 
     def _resolve(self, root: Slot, taken: set[str]) -> Axis:
-        if root in self._axis:
-            return self._axis[root]
+        """Name a class after the classes its recipe flattens (depth first, with a stack: a
+        recipe may be long, or name the class itself through a length-1 dimension)."""
+        stack, active = [root], set()
+        while stack:
+            slot = stack[-1]
+            if slot in self._axis:
+                stack.pop()
+                continue
+            parts = [self.find(p) for p in self._recipe.get(slot, ())]
+            pending = [p for p in parts if p not in self._axis and p not in active]
+            if pending and slot not in active and slot not in self._named:
+                active.add(slot)
+                stack.extend(reversed(pending))
+                continue
+            stack.pop()
+            active.discard(slot)
+            self._axis[slot] = self._name(slot, parts, taken)
+        return self._axis[root]
+
+    def _name(self, root: Slot, parts: list[Slot], taken: set[str]) -> Axis:
         length = self.length(root)
         axis = None
-        if root not in self._named and root in self._recipe:
-            parts = [self._resolve(self.find(p), taken) for p in self._recipe[root]]
-            if len({p.name for p in parts}) == len(parts):
-                flat = FlattenedAxis(parts)
-                free = flat.name not in taken or flat.name in self._flats
-                if free and flat.length == length:  # one flattening of the same axes: one axis
-                    axis = flat
-                    self._flats.add(flat.name)
+        named = [self._axis.get(p) for p in parts]
+        distinct = all(named) and len({p.name for p in named}) == len(named)
+        if root not in self._named and parts and distinct:
+            flat = FlattenedAxis(named)
+            free = flat.name not in taken or flat.name in self._flats
+            if free and flat.length == length:  # one flattening of the same axes: one axis
+                axis = flat
+                self._flats.add(flat.name)
         if axis is None:
             base = self._named.get(root) or self._hint.get(root) or default_name(*root)
             name, k = base, 0
@@ -198,11 +282,12 @@ class Naming:
                 name = f"{base}_{k}"
             axis = Axis(name, length)
         taken.add(axis.name)
-        self._axis[root] = axis
         return axis
 
-    def axes(self, value: str) -> tuple[Axis, ...]:
-        """The named axes of a value, in ONNX's positional order."""
+    def axes(self, value: str, node_name: str = "") -> tuple[Axis, ...]:
+        """The named axes of a value, in ONNX's positional order (an error when its shape is
+        not static: never the empty axes of a scalar)."""
+        self.shapes.of(value, node_name)
         return tuple(self._axis[self.find(s)] for s in self.slots(value))
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ngrules.interop.onnx import UnsupportedOp
+from ngrules.interop.onnx import OnnxError, UnsupportedOp
 from ngrules.interop.onnx.shaping import Tensor, broadcast_to
 from ngrules.ir.axes import Axis
 from ngrules.ir.graph import Node, make_node
@@ -88,10 +88,15 @@ class Context:
         from onnx import helper
 
         value = helper.get_attribute_value(a)
-        return value.decode() if isinstance(value, bytes) else value
+        if not isinstance(value, bytes):
+            return value
+        try:
+            return value.decode()
+        except UnicodeDecodeError:
+            raise OnnxError(f"{self.label}: attribute {name} is not UTF-8 text") from None
 
     def out_axes(self, i: int = 0) -> tuple[Axis, ...]:
-        return self.importer.naming.axes(self.node.output[i])
+        return self.importer.naming.axes(self.node.output[i], self.node.name)
 
     def out_shape(self, i: int = 0) -> tuple[int, ...]:
         return self.importer.shapes.of(self.node.output[i], self.node.name)

@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, UnsupportedOp, require_onnx
-from ngrules.interop.onnx.axes import Naming, Shapes, name_axes
+from ngrules.interop.onnx import OnnxError, ShapeMismatch, UnsupportedOp, require_onnx
+from ngrules.interop.onnx.axes import Naming, name_axes
 from ngrules.interop.onnx.context import CONVERTERS, Context, elem_name, graph_dtype
+from ngrules.interop.onnx.folding import Folding, np_elem
+from ngrules.interop.onnx.loading import DEFAULT_LIMITS, Limits, check_model, read_model
 from ngrules.interop.onnx.shaping import Tensor, conform
 from ngrules.ir import builders as F
 from ngrules.ir.graph import Node
@@ -44,28 +46,29 @@ class Imported:
 
 
 class Importer:
-    def __init__(self, model, lengths: Mapping[str, int], axis_names, constants):
+    def __init__(self, model, lengths: Mapping[str, int], axis_names, constants,
+                 limits: Limits = DEFAULT_LIMITS):
         model = _bind_constants(model, constants) if constants else model
-        self.shapes = Shapes(model, lengths)
+        self.folding = Folding(model, lengths, limits)
+        self.shapes = self.folding.shapes
         self.graph = self.shapes.model.graph
         self.opset = next(
             (o.version for o in self.shapes.model.opset_import if o.domain in ("", "ai.onnx")), 1
         )
-        self.consts: dict[str, np.ndarray] = {}
+        self.consts: dict[str, np.ndarray] = self.folding.consts
         self.values: dict[str, Tensor] = {}
         self.placeholders: dict[str, Node] = {}
-        from onnx import numpy_helper
-
-        for init in self.graph.initializer:
-            self.consts[init.name] = numpy_helper.to_array(init)
-        self._fold_constants_first()
+        self._check_inference()
         self.naming = name_axes(self.shapes, self.consts, axis_names)
 
-    def _fold_constants_first(self) -> None:
-        """Constant nodes' values, so that the naming can read reduction axes and the like."""
-        for node in self.graph.node:
-            if node.op_type == "Constant":
-                self.consts[node.output[0]] = _constant_value(node)
+    def _check_inference(self) -> None:
+        """A node onnx's strict shape inference rejects, of an op the importer converts, is an
+        inconsistent model: one line naming the node (ops it refuses are refused later)."""
+        for op, name, message in self.shapes.errors:
+            if op in CONVERTERS:
+                name = name or next((n.name for n in self.graph.node if n.op_type == op), "")
+                where = f"{op} node {name!r}" if name else f"a {op} node"
+                raise OnnxError(f"{where} does not fit its inputs (shape inference: {message})")
 
     # -- values -------------------------------------------------------------------------------
     def tensor(self, name: str, ctx: Context | None = None) -> Tensor:
@@ -74,7 +77,7 @@ class Importer:
         if name in self.consts:
             value = self.consts[name]
             where = ctx.label if ctx else "the graph"
-            if graph_dtype(_np_elem(value.dtype)) is None:
+            if graph_dtype(np_elem(value.dtype)) is None:
                 raise UnsupportedOp(f"{where}: {value.dtype} tensor {name!r} is not supported")
             if value.size == 0:
                 raise UnsupportedOp(f"{where}: {name!r} has a dimension of length 0 {value.shape}")
@@ -99,10 +102,8 @@ class Importer:
 
     # -- nodes --------------------------------------------------------------------------------
     def convert(self, node) -> None:
-        if node.op_type == "Constant":
-            return
-        if self._foldable(node):
-            self._fold(node)
+        if self.folding.foldable(node):  # left by the last round of folding
+            self.folding.fold(node)
             return
         fn = CONVERTERS.get(node.op_type)
         ctx = Context(self, node)
@@ -111,12 +112,19 @@ class Importer:
                 f"unsupported ONNX op {node.op_type} (node {node.name or node.output[0]!r}); "
                 f"supported: {', '.join(sorted(CONVERTERS))}"
             )
-        outs = fn(ctx)
+        try:
+            outs = fn(ctx)
+        except ShapeMismatch as e:
+            raise ShapeMismatch(f"{ctx.label}: {e.message}") from None
         for i, t in enumerate(outs):
             if t is None or i >= len(node.output) or not node.output[i]:
                 continue
+            got = tuple(t.axes) if isinstance(t, Node) else None
+            if not self.shapes.known(node.output[i]):  # inference left it open (the mask
+                t = Tensor(t, got) if got is not None else t  # of an old Dropout): the
+                self.values[node.output[i]] = t  # converter's axes stand
+                continue
             want = ctx.out_axes(i)
-            got = tuple(t.node.axes) if isinstance(t, Node) else None
             t = Tensor(t, self._positional(got, want)) if got is not None else t
             self.values[node.output[i]] = conform(t, want)
 
@@ -128,80 +136,9 @@ class Importer:
             return want
         return got
 
-    def _foldable(self, node) -> bool:
-        """Shape computations: every input known, and some value an integer or bool array."""
-        inputs = [n for n in node.input if n]
-        if node.op_type == "Shape" and inputs and self.shapes.known(inputs[0]):
-            return True
-        if not inputs or not all(n in self.consts for n in inputs):
-            return False
-        types = [_np_elem(self.consts[n].dtype) for n in inputs]
-        types += [self.shapes.elem.get(o) for o in node.output]
-        return any(t not in _FLOAT_ELEMS for t in types)
-
-    def _fold(self, node) -> None:
-        if node.op_type == "Shape":
-            shape = np.array(self.shapes.of(node.input[0]), dtype=np.int64)
-            start, end = (_int_attr(node, "start", 0), _int_attr(node, "end", None))
-            self.consts[node.output[0]] = shape[start:end]
-            return
-        from onnx.reference import ReferenceEvaluator
-
-        inputs = [n for n in node.input if n]
-        try:
-            results = ReferenceEvaluator(_single_node_model(node, self)).run(
-                None, {n: self.consts[n] for n in inputs}
-            )
-        except Exception as e:
-            raise OnnxError(f"cannot fold {node.op_type} node {node.name!r}: {e}") from None
-        for name, value in zip(node.output, results):
-            self.consts[name] = np.asarray(value)
-
     def output(self, name: str) -> Node:
         """A graph output, its axes in ONNX's order."""
         return self.tensor(name).ordered()
-
-
-_FLOAT_ELEMS = (1, 10, 11)  # float32, float16, float64
-
-
-def _np_elem(dtype) -> int:
-    from onnx import helper
-
-    try:
-        return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-    except (KeyError, TypeError, ValueError):
-        return 0
-
-
-def _int_attr(node, name: str, default):
-    return next((a.i for a in node.attribute if a.name == name), default)
-
-
-def _constant_value(node) -> np.ndarray:
-    from onnx import numpy_helper
-
-    attr = node.attribute[0]
-    if attr.name == "value":
-        return numpy_helper.to_array(attr.t)
-    if attr.name in ("value_float", "value_int"):
-        kind = np.float32 if attr.name == "value_float" else np.int64
-        return np.array(attr.f if attr.name == "value_float" else attr.i, dtype=kind)
-    if attr.name in ("value_floats", "value_ints"):
-        kind = np.float32 if attr.name == "value_floats" else np.int64
-        return np.array(attr.floats if attr.name == "value_floats" else attr.ints, dtype=kind)
-    raise UnsupportedOp(f"Constant node {node.name!r}: attribute {attr.name} is not supported")
-
-
-def _single_node_model(node, importer: Importer):
-    from onnx import helper
-
-    inputs = [n for n in node.input if n]
-    ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(
-        importer.consts[n].dtype), None) for n in inputs]
-    outs = [helper.make_tensor_value_info(n, 0, None) for n in node.output if n]
-    graph = helper.make_graph([node], "fold", ins, outs)
-    return helper.make_model(graph, opset_imports=importer.shapes.model.opset_import)
 
 
 def _bind_constants(model, constants: Mapping[str, np.ndarray]):
@@ -221,25 +158,24 @@ def _bind_constants(model, constants: Mapping[str, np.ndarray]):
     return copy
 
 
-def _load_model(model_or_path):
+def _load_model(model_or_path, limits: Limits):
+    """The model, read from its file when given a path, and checked."""
     onnx = require_onnx()
     if isinstance(model_or_path, (str, os.PathLike)):
-        try:
-            return onnx.load(os.fspath(model_or_path))
-        except OSError:
-            raise
-        except Exception as e:
-            path = os.fspath(model_or_path)
-            raise OnnxError(f"{path}: not a readable ONNX model ({e})") from None
-    if not isinstance(model_or_path, onnx.ModelProto):
+        model = read_model(model_or_path, limits)
+        where = os.fspath(model_or_path)
+    elif isinstance(model_or_path, onnx.ModelProto):
+        model, where = model_or_path, "the model"
+    else:
         kind = type(model_or_path).__name__
         raise OnnxError(f"from_onnx takes a ModelProto or a path, got {kind}")
-    return model_or_path
+    check_model(model, where)
+    return model
 
 
 def symbolic_dims(model_or_path) -> set[str]:
     """The names of the model's symbolic dimensions (the `dim_param`s of its values)."""
-    graph = _load_model(model_or_path).graph
+    graph = _load_model(model_or_path, DEFAULT_LIMITS).graph
     values = [*graph.input, *graph.output, *graph.value_info]
     return {d.dim_param for v in values for d in v.type.tensor_type.shape.dim if d.dim_param}
 
@@ -250,11 +186,13 @@ def import_model(
     lengths: Mapping[str, int] | None = None,
     axis_names: Mapping[str, Sequence[str | None]] | None = None,
     constants: Mapping[str, np.ndarray] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Imported:
-    """The model as an ngrules graph, with its input and output names."""
+    """The model as an ngrules graph, with its input and output names. `limits` bounds the
+    model file's size and every constant computed while importing (`loading.Limits`)."""
     _load_converters()
-    model = _load_model(model_or_path)
-    importer = Importer(model, lengths or {}, axis_names or {}, constants or {})
+    model = _load_model(model_or_path, limits)
+    importer = Importer(model, lengths or {}, axis_names or {}, constants or {}, limits)
     for vi in importer.graph.input:
         importer.add_input(vi)
     for node in importer.graph.node:
@@ -270,6 +208,7 @@ def from_onnx(
     lengths: Mapping[str, int] | None = None,
     axis_names: Mapping[str, Sequence[str | None]] | None = None,
     constants: Mapping[str, np.ndarray] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> list[Node]:
     """The output nodes of an ngrules graph computing the ONNX model (a ModelProto or a path).
 
@@ -279,7 +218,7 @@ def from_onnx(
     as a Reshape's target). Each output's axes are in the ONNX output's order of dimensions.
     """
     return import_model(
-        model_or_path, lengths=lengths, axis_names=axis_names, constants=constants
+        model_or_path, lengths=lengths, axis_names=axis_names, constants=constants, limits=limits
     ).outputs
 
 

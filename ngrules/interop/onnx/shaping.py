@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ngrules.interop.onnx import ShapeMismatch
 from ngrules.interop.onnx.unify import reshape_groups
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes, Axis, FlattenedAxis
@@ -52,9 +53,16 @@ def rename(node: Node, old: Axis, new: Axis) -> Node:
     return cast_axes(node, {old.name: new})
 
 
+def mismatch(got: Sequence[int], want: Sequence[int], why: str) -> ShapeMismatch:
+    return ShapeMismatch(f"an input of shape {tuple(got)} {why} {tuple(want)}")
+
+
 def conform(t: Tensor, axes: Sequence[Axis]) -> Tensor:
     """The tensor with its positions renamed to `axes` (lengths must agree)."""
     axes = tuple(axes)
+    lengths = tuple(a.length for a in axes)
+    if t.shape != lengths:
+        raise mismatch(t.shape, lengths, "where the model says")
     if t.axes == axes and all(a.length == b.length for a, b in zip(t.axes, axes)):
         return t
     return Tensor(cast_axes(t.node, {a.name: b for a, b in zip(t.axes, axes)}), axes)
@@ -66,6 +74,8 @@ def squeeze(node: Node, drop: Sequence[Axis]) -> Node:
     drop = Axes(drop)
     if not len(drop):
         return node
+    if any(a.length != 1 for a in drop):
+        raise mismatch(node.axes.lengths, drop.lengths, "cannot drop the dimensions")
     keep = node.axes - drop
     if node.op == "Constant":
         value = np.asarray(node.attrs["value"]).reshape(keep.lengths)
@@ -86,6 +96,8 @@ def broadcast_to(t: Tensor, out: Sequence[Axis]) -> Node:
     """numpy broadcasting of t to the output axes `out` (t's dimensions align to the right)."""
     out = tuple(out)
     offset = len(out) - len(t.axes)
+    if offset < 0:
+        raise mismatch(t.shape, [a.length for a in out], "cannot broadcast to")
     drop, want = [], []
     for i, axis in enumerate(t.axes):
         target = out[offset + i]
@@ -101,6 +113,8 @@ def reshape(t: Tensor, out: Sequence[Axis]) -> Node:
     """t's data in row-major order laid out as `out` (Reshape, Flatten, Squeeze, Unsqueeze):
     Flatten where dimensions merge, Unflatten where they split, renames in between."""
     out = tuple(out)
+    if np.prod(t.shape, dtype=object) != np.prod([a.length for a in out], dtype=object):
+        raise mismatch(t.shape, [a.length for a in out], "cannot be reshaped to")
     ones = [a for a in t.axes if a.length == 1]
     src = [a for a in t.axes if a.length > 1]
     node = F.axes_with_order(squeeze(t.node, ones), src)

@@ -72,7 +72,7 @@ def _spatial_hints(n: Naming, slots: list[Slot]) -> None:
 
 def _conv(n: Naming, node, consts) -> None:
     x, w, y = (n.slots(v) for v in (node.input[0], node.input[1], node.output[0]))
-    if not x or not y:
+    if len(x) < 2 or len(y) < 2 or 0 < len(w) < 2:  # ranks a Conv cannot have: no axes shared
         return
     n.unify(x[0], y[0])
     group = next((a.i for a in node.attribute if a.name == "group"), 1)
@@ -90,7 +90,7 @@ def _conv(n: Naming, node, consts) -> None:
 
 def _pool(n: Naming, node, consts) -> None:
     x, y = n.slots(node.input[0]), n.slots(node.output[0])
-    if x and y:
+    if len(x) >= 2 and len(y) >= 2:
         n.unify(x[0], y[0])
         n.unify(x[1], y[1])
         _spatial_hints(n, x)
@@ -123,7 +123,7 @@ def _transpose(n: Naming, node, consts) -> None:
     x, y = n.slots(node.input[0]), n.slots(node.output[0])
     perm = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
     perm = perm if perm else list(range(len(x)))[::-1]
-    if len(perm) == len(y) == len(x):
+    if len(perm) == len(y) == len(x) and sorted(perm) == list(range(len(x))):
         for i, p in enumerate(perm):
             n.unify(y[i], x[p])
 

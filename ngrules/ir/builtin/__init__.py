@@ -21,7 +21,7 @@ from ngrules.ir.builtin import (
     products,  # noqa: F401
     reductions,  # noqa: F401
     slicing,  # noqa: F401
-    state,  # noqa: F401
     sorting,  # noqa: F401
+    state,  # noqa: F401
     views,  # noqa: F401
 )

@@ -12,6 +12,7 @@ import itertools
 
 import numpy as np
 
+from ngrules.interop.onnx import ShapeMismatch
 from ngrules.interop.onnx.context import Context, converter
 from ngrules.interop.onnx.converters.padmodes import padded_by_mode
 from ngrules.interop.onnx.converters.shape import cut, join, strided
@@ -48,6 +49,20 @@ def window(t: Tensor, pos: int, start: int, count: int, stride: int, axis) -> Te
     return strided(t, pos, start, stop, stride, axis)
 
 
+def _check_geometry(ins, kernel, strides, dilations, pads) -> None:
+    """One value per spatial dimension (two pads), each within what the input allows."""
+    spatial = len(ins)
+    if (len(kernel), len(strides), len(dilations), len(pads)) != (spatial,) * 3 + (2 * spatial,):
+        raise ShapeMismatch("kernel_shape, strides, dilations or pads do not have "
+                            f"one value per spatial dimension of the input {tuple(ins)}")
+    bound = 2 * max(ins) + 1
+    for what, values, low in (("kernel_shape", kernel, 1), ("strides", strides, 1),
+                              ("dilations", dilations, 1), ("pads", pads, 0)):
+        if any(not low <= int(v) <= bound for v in values):
+            raise ShapeMismatch(f"{what} {list(values)} out of range for an input "
+                                f"of spatial shape {tuple(ins)}")
+
+
 def _geometry(ctx: Context, ins, outs, kernel):
     """Kernel, strides, dilations, the pads ONNX states (or SAME implies) and the pads the
     output's size needs beyond them (ceil_mode's last windows), per spatial dimension."""
@@ -56,6 +71,7 @@ def _geometry(ctx: Context, ins, outs, kernel):
     dilations = ctx.attr("dilations") or [1] * spatial
     pads = list(ctx.attr("pads") or [0] * (2 * spatial))
     auto = ctx.attr("auto_pad", "NOTSET")
+    _check_geometry(ins, kernel, strides, dilations, pads)
     extra = [0] * spatial
     for i in range(spatial):
         span = (outs[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1
@@ -136,6 +152,8 @@ def _pool(ctx: Context):
     x, out = ctx.x(0), ctx.out_axes(0)
     if len(ctx.node.output) > 1 and ctx.node.output[1]:
         raise ctx.unsupported("MaxPool's indices output")
+    if x.node.dtype.kind not in "fiu":  # ONNX pools numbers only
+        raise ctx.unsupported(f"a {x.node.dtype} input")
     kernel, strides, dilations, pads, extra = _geometry(
         ctx, x.shape[2:], ctx.out_shape()[2:], ctx.attr("kernel_shape")
     )

@@ -1,0 +1,267 @@
+"""Shape computations folded at import time, under a size budget.
+
+Constant nodes, and nodes whose inputs are all known and that compute integer or boolean values
+(the shape arithmetic exporters write: Shape, Gather, Concat, Range, ConstantOfShape...), are
+evaluated with onnx's reference evaluator. Folded values become initializers and shape inference
+runs again, so a Reshape whose target was computed gets a static output shape; this repeats
+until nothing more folds. Before a node is evaluated its output's size is estimated (from the
+inferred shape and from its inputs' values), and a value over `Limits.constant_bytes` is refused
+naming the node and the size, so a small model cannot make the importer allocate gigabytes.
+Nodes with subgraphs (Loop, If, Scan...) are never evaluated here: their cost has no bound.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from ngrules.interop.onnx import OnnxError, UnsupportedOp
+from ngrules.interop.onnx.axes import Shapes
+from ngrules.interop.onnx.loading import Limits, one_line, tensor_array
+
+_FLOAT_ELEMS = (1, 10, 11, 16)  # float32, float16, float64, bfloat16
+_MAX_ROUNDS = 8
+_STEERING_SIZE = 1 << 12
+
+
+def node_label(node) -> str:
+    return f"{node.op_type} node {node.name or node.output[0]!r}"
+
+
+def np_elem(dtype) -> int:
+    """The ONNX element type of a numpy dtype (0 when there is none)."""
+    from onnx import helper
+
+    try:
+        return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    except (KeyError, TypeError, ValueError):
+        return 0
+
+
+class Folding:
+    """The values known at import time (`consts`) and the shapes of the model as folded."""
+
+    def __init__(self, model, lengths: Mapping[str, int], limits: Limits):
+        self.limits = limits
+        self.lengths = lengths
+        self.consts: dict[str, np.ndarray] = {}
+        self.base = model
+        self.done: set[int] = set()
+        self.shapes = self._infer()
+        for _ in range(_MAX_ROUNDS):
+            if not self._fold_round():
+                break
+            self.shapes = self._infer()
+
+    # -- rounds -------------------------------------------------------------------------------
+    def _infer(self) -> Shapes:
+        shapes = Shapes(self._current(), self.lengths)
+        for init in shapes.model.graph.initializer:
+            if init.name not in self.consts:
+                self.consts[init.name] = tensor_array(init, f"initializer {init.name!r}")
+        return shapes
+
+    def _current(self):
+        """The model without the folded nodes, their values as initializers."""
+        if not self.done:
+            return self.base
+        from onnx import ModelProto
+
+        model = ModelProto()
+        model.CopyFrom(self.base)
+        graph = model.graph
+        kept = [n for i, n in enumerate(self.base.graph.node) if i not in self.done]
+        del graph.node[:]
+        graph.node.extend(kept)
+        have = {i.name for i in graph.initializer}
+        for i in sorted(self.done):
+            for name in self.base.graph.node[i].output:
+                if name and name not in have and name in self.consts:
+                    _known(graph, name, self.consts[name], model.ir_version)
+        return model
+
+    def _fold_round(self) -> bool:
+        progress = False
+        for i, node in enumerate(self.base.graph.node):
+            if i in self.done:
+                continue
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                self.consts[node.output[0]] = constant_value(node)
+            elif self.foldable(node):
+                self.fold(node)
+            else:
+                continue
+            self.done.add(i)
+            progress = True
+        return progress
+
+    # -- one node -----------------------------------------------------------------------------
+    def foldable(self, node) -> bool:
+        """A shape computation: every input known, some value an integer or bool array, no
+        subgraph, an op of the standard domain."""
+        if node.domain not in ("", "ai.onnx") or any(a.type in (5, 10) for a in node.attribute):
+            return False
+        inputs = [n for n in node.input if n]
+        if node.op_type == "Shape" and inputs and self.shapes.known(inputs[0]):
+            return True
+        if not inputs or not all(n in self.consts for n in inputs):
+            return False
+        types = [np_elem(self.consts[n].dtype) for n in inputs]
+        types += [self.shapes.elem.get(o) for o in node.output]
+        return any(t not in _FLOAT_ELEMS for t in types)
+
+    def fold(self, node) -> None:
+        if node.op_type == "Shape":
+            shape = np.array(self.shapes.of(node.input[0]), dtype=np.int64)
+            start, end = _int_attr(node, "start", 0), _int_attr(node, "end", None)
+            self.consts[node.output[0]] = shape[start:end]
+            return
+        self._check_size(node, self._estimate(node))
+        if node.op_type == "ConstantOfShape" and node.input and node.input[0]:
+            self.consts[node.output[0]] = self._constant_of_shape(node)  # weights of light
+            return  # models: hundreds of them, without an evaluator each
+        from onnx.reference import ReferenceEvaluator
+
+        inputs = [n for n in node.input if n]
+        try:
+            results = ReferenceEvaluator(self._single_node_model(node)).run(
+                None, {n: self.consts[n] for n in inputs}
+            )
+        except Exception as e:  # the reference evaluator's own errors, of many types
+            raise OnnxError(f"cannot fold {node_label(node)}: {one_line(e)[:300]}") from None
+        for name, value in zip(node.output, results):
+            if not isinstance(value, np.ndarray | np.generic):
+                raise UnsupportedOp(f"{node_label(node)}: a {type(value).__name__} value "
+                                    f"({name!r}) is not supported")
+            value = np.asarray(value)
+            self._check_size(node, value.nbytes)
+            self.consts[name] = value
+
+    def _constant_of_shape(self, node) -> np.ndarray:
+        shape = [int(d) for d in np.ravel(self.consts[node.input[0]])]
+        if any(d < 0 for d in shape):
+            raise OnnxError(f"{node_label(node)}: a negative dimension in {shape}")
+        value = next((a.t for a in node.attribute if a.name == "value"), None)
+        fill = np.zeros(1, np.float32) if value is None else tensor_array(value, node_label(node))
+        if fill.size != 1:
+            raise OnnxError(f"{node_label(node)}: its value must have one element")
+        return np.full(shape, fill.reshape(()), dtype=fill.dtype)
+
+    def _check_size(self, node, nbytes: float) -> None:
+        if nbytes > self.limits.constant_bytes:
+            size = f"{nbytes:.3g}" if nbytes >= 1e15 else f"{int(nbytes)}"
+            raise OnnxError(
+                f"{node_label(node)}: its value would take {size} bytes, more than the limit "
+                f"of {self.limits.constant_bytes} for a constant computed at import "
+                "(raise it with --max-constant-bytes or Limits(constant_bytes=...))"
+            )
+
+    def _estimate(self, node) -> float:
+        """Bytes of the largest output: the inferred shape's size, or what the inputs'
+        values say, whichever is larger (in elements of the output's type)."""
+        sizes = [0.0]
+        for out in node.output:
+            shape = self.shapes.shape.get(out)
+            if shape is not None and all(d is not None and d >= 0 for d in shape):
+                sizes.append(float(math.prod(shape)))
+        values = [self.consts.get(n) if n else None for n in node.input]
+        try:
+            sizes.append(float(_elements(node.op_type, values)))
+        except (ArithmeticError, ValueError, TypeError, IndexError):
+            sizes.append(math.inf)
+        return _itemsize(self.shapes.elem.get(node.output[0])) * max(sizes)
+
+    def _single_node_model(self, node):
+        from onnx import helper
+
+        inputs = [n for n in node.input if n]
+        ins = [helper.make_tensor_value_info(n, np_elem(self.consts[n].dtype), None)
+               for n in inputs]
+        outs = [helper.make_tensor_value_info(n, 0, None) for n in node.output if n]
+        graph = helper.make_graph([node], "fold", ins, outs)
+        return helper.make_model(graph, opset_imports=self.base.opset_import)
+
+
+def _known(graph, name: str, value: np.ndarray, ir_version: int) -> None:
+    """A folded value for shape inference: small ones as initializers (their values steer
+    shapes), large ones (weights a ConstantOfShape made) by their type alone, as an input."""
+    from onnx import helper, numpy_helper
+
+    if value.size <= _STEERING_SIZE:
+        graph.initializer.append(numpy_helper.from_array(value, name))
+    if value.size > _STEERING_SIZE or ir_version < 4:  # before IR 4 initializers are inputs
+        elem = np_elem(value.dtype)
+        graph.input.append(helper.make_tensor_value_info(name, elem, value.shape))
+
+
+def _elements(op: str, values: list) -> float:
+    """An upper bound on the elements of the op's output from its inputs' values."""
+    arrays = [v for v in values if v is not None]
+    if not arrays:
+        return 0
+    first = arrays[0]
+    if op == "ConstantOfShape":
+        return math.prod(int(d) for d in np.ravel(first))
+    if op == "Range":
+        start, limit, delta = (float(np.ravel(v)[0]) for v in values[:3])
+        return max(math.ceil((limit - start) / delta), 0)
+    if op == "Tile":
+        return first.size * math.prod(int(r) for r in np.ravel(values[1]))
+    if op == "Expand":
+        shape = [int(d) for d in np.ravel(values[1])]
+        return math.prod(max(a, b) for a, b in _aligned(first.shape, shape))
+    if op in ("MatMul", "MatMulInteger", "Gemm", "Einsum"):
+        return math.prod(a.size for a in arrays)
+    if op == "OneHot":
+        return first.size * abs(int(np.ravel(values[1])[0]))
+    if op == "Pad" and len(values) > 1:
+        return math.prod(first.shape) + abs(int(np.sum(values[1]))) * max(first.size, 1)
+    if op in ("Resize", "Upsample"):
+        scales = [abs(float(s)) for v in values[1:] for s in np.ravel(v)]
+        return first.size * max(math.prod(scales), 1) if scales else first.size
+    return max(math.prod(_aligned_max(arrays)), max(a.size for a in arrays))
+
+
+def _itemsize(elem) -> float:
+    from onnx import helper
+
+    try:
+        return float(np.dtype(helper.tensor_dtype_to_np_dtype(elem)).itemsize)
+    except (KeyError, TypeError, ValueError):
+        return 8.0
+
+
+def _aligned(a, b):
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    return zip(a, b)
+
+
+def _aligned_max(arrays) -> list[int]:
+    """numpy broadcasting's output shape, taking the larger length where they disagree."""
+    shape: tuple = ()
+    for a in arrays:
+        shape = tuple(max(x, y) for x, y in _aligned(shape, a.shape))
+    return list(shape)
+
+
+def _int_attr(node, name: str, default):
+    return next((a.i for a in node.attribute if a.name == name), default)
+
+
+def constant_value(node) -> np.ndarray:
+    """A Constant node's value (its data checked against its dims)."""
+    if len(node.attribute) != 1:
+        raise OnnxError(f"{node_label(node)}: a Constant needs exactly one value attribute")
+    attr = node.attribute[0]
+    if attr.name == "value":
+        return tensor_array(attr.t, node_label(node))
+    if attr.name in ("value_float", "value_int"):
+        kind = np.float32 if attr.name == "value_float" else np.int64
+        return np.array(attr.f if attr.name == "value_float" else attr.i, dtype=kind)
+    if attr.name in ("value_floats", "value_ints"):
+        kind = np.float32 if attr.name == "value_floats" else np.int64
+        return np.array(attr.floats if attr.name == "value_floats" else attr.ints, dtype=kind)
+    raise UnsupportedOp(f"{node_label(node)}: attribute {attr.name} is not supported")

@@ -1,0 +1,123 @@
+"""Reading an ONNX model as untrusted input: the file, its tensors, its structure.
+
+A model path must name a regular file (a FIFO, a device or a folder is refused before anything
+is read) of at most `Limits.model_bytes`, and a file of 0 bytes is not a model. Tensors kept in
+external files are read only from regular files inside the model's folder. Every model then
+passes onnx's checker (single assignment, unique initializer names, topological order, tensor
+data against dims), so a malformed model is one line naming what is wrong, never a traceback
+from deeper in the importer. `tensor_array` reads one tensor, checking its data against its dims.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ngrules.errors import FileError
+from ngrules.interop.onnx import OnnxError, require_onnx
+from ngrules.ir.fileio import open_regular, read_regular
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What an import may cost: the model file's size, and the size of any constant the
+    importer computes (a folded shape computation, a ConstantOfShape, a Range, a Tile...)."""
+
+    model_bytes: int = 1 << 31  # protobuf's own limit for one message
+    constant_bytes: int = 1 << 28  # 256 MiB
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def one_line(text: object) -> str:
+    return " ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
+def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS):
+    """The ModelProto in a file, its external tensors loaded, checked."""
+    onnx = require_onnx()
+    where = os.fspath(path)
+    try:
+        data = read_regular(path, limits.model_bytes)
+    except FileError as e:
+        raise OnnxError(f"{where}: {e.message}") from None
+    if not data:
+        raise OnnxError(f"{where}: an empty file (0 bytes) is not an ONNX model")
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as e:  # protobuf's DecodeError and friends
+        reason = one_line(e) or type(e).__name__
+        raise OnnxError(f"{where}: not a readable ONNX model ({reason})") from None
+    _load_external(model, Path(where).parent, where, limits)
+    return model
+
+
+def check_model(model, where: str) -> None:
+    """onnx's checker (the same rules as `onnx.checker.check_model`), as one located line."""
+    onnx = require_onnx()
+    if not model.graph.node and not model.graph.output:
+        raise OnnxError(f"{where}: the model has no graph (no nodes and no outputs)")
+    try:
+        onnx.checker.check_model(model)
+    except Exception as e:  # ValidationError, or a C++ error surfaced as another type
+        raise OnnxError(f"{where}: invalid ONNX model: {one_line(e)}") from None
+
+
+def tensor_array(tensor, where: str) -> np.ndarray:
+    """A TensorProto's value, after checking that its data fills its dims exactly."""
+    from onnx import numpy_helper
+
+    dims = tuple(tensor.dims)
+    if any(d < 0 for d in dims):
+        raise OnnxError(f"{where}: tensor {tensor.name!r} has a negative dimension {dims}")
+    try:
+        value = numpy_helper.to_array(tensor)
+    except Exception as e:  # a data field shorter or longer than the dims say, a bad type
+        raise OnnxError(f"{where}: tensor {tensor.name!r}: its data does not match its dims "
+                        f"{list(dims)} and type ({one_line(e)})") from None
+    if value.shape != dims:
+        raise OnnxError(f"{where}: tensor {tensor.name!r}: data of shape {value.shape} for "
+                        f"dims {list(dims)}")
+    return value
+
+
+# -- external data ---------------------------------------------------------------------------
+def _external_tensors(model):
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data
+
+    return [t for t in _get_all_tensors(model) if uses_external_data(t)]
+
+
+def _load_external(model, folder: Path, where: str, limits: Limits) -> None:
+    """Fill tensors whose data lives in external files: regular files inside the model's folder
+    only, each read up to its declared length within the file-size limit."""
+    from onnx import TensorProto
+
+    for tensor in _external_tensors(model):
+        info = {e.key: e.value for e in tensor.external_data}
+        name = f"tensor {tensor.name!r}"
+        location = info.get("location", "")
+        target = (folder / location).resolve()
+        if not location or os.path.isabs(location) or not target.is_relative_to(folder.resolve()):
+            raise OnnxError(f"{where}: {name}: external data {location!r} is outside the "
+                            "model's folder")
+        try:
+            offset, length = int(info.get("offset", 0)), int(info.get("length", -1))
+        except ValueError:
+            raise OnnxError(f"{where}: {name}: bad external data offset or length") from None
+        try:
+            with open_regular(target, limits.model_bytes) as f:
+                f.seek(max(offset, 0))
+                data = f.read(length if 0 <= length <= limits.model_bytes else limits.model_bytes)
+        except FileError as e:
+            raise OnnxError(f"{where}: {name}: external data {location!r}: {e.message}") from None
+        except OSError as e:
+            raise OnnxError(f"{where}: {name}: external data {location!r}: "
+                            f"{e.strerror or e}") from None
+        tensor.raw_data = data
+        tensor.data_location = TensorProto.DEFAULT
+        del tensor.external_data[:]
