@@ -1,7 +1,7 @@
 """ONNX's own backend node tests (from the installed onnx package) through import and the numpy
 executor; a sample of them also through rewrite (cpu pipeline), export and onnxruntime.
 
-Every test whose ops all have converters runs (1,095 of ONNX 1.23's 1,884; the table
+Every test whose ops all have converters runs (1,208 of ONNX 1.23's 1,884; the table
 below prints per op with `pytest -s`). A test the importer refuses for a documented reason
 (an element type ngrules has no tensor for, a zero-length dimension, an attribute value such
 as `select_last_index=1`) counts as unsupported; nothing may fail. The round trip runs on the
@@ -35,7 +35,7 @@ ORT_LIMITS = {
 }
 
 #: Fewest passing tests: a converter that regresses makes this fail.
-MIN_PASSING = 850
+MIN_PASSING = 900
 
 
 @pytest.fixture(scope="module")
