@@ -97,3 +97,22 @@ def test_resize_is_one_dot_per_resized_dimension(attrs, scales):
     outputs = check_against_ort(node_model("Resize", {"x": x}, inits, **attrs), {"x": x})
     dots = [n for n in ng.toposort(outputs) if n.op == "Dot"]
     assert len(dots) == 2
+
+
+@pytest.mark.parametrize("axis", [None, 1])
+def test_compress_by_a_constant_condition(axis):
+    condition = np.array([True, False, True, True])
+    m = node_model("Compress", {"x": X}, {"c": condition},
+                   **({"axis": axis} if axis is not None else {}))
+    shape = [3] if axis is None else [2, 2, 4]  # what inference cannot tell, the model states
+    out = m.graph.output[0].type.tensor_type
+    out.ClearField("shape")
+    for n in shape:
+        out.shape.dim.add().dim_value = n
+    check_against_ort(m, {"x": X})
+
+
+def test_center_crop_pad():
+    m = node_model("CenterCropPad", {"x": X}, {"s": np.array([5, 2], np.int64)}, opset=18,
+                   axes=[1, 2])
+    check_against_ort(m, {"x": X}, export=True)
