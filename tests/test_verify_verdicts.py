@@ -3,6 +3,7 @@ Ctrl-C, argument checks, --disable, and the classes of misses verification once 
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -131,12 +132,28 @@ def test_ctrl_c_on_the_command_prints_verdicts_and_exits_130(tmp_path, signum):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    time.sleep(7)  # some verdicts in, far from all 400
+    _wait_for_cpu(proc, 7.0)  # some verdicts in, far from all 400 (also on a busy machine)
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "verified      r0 " in out and "(interrupted)" in out
     assert "Traceback" not in err and "interrupted" in err
+
+
+def _wait_for_cpu(proc, seconds: float, limit: float = 180.0) -> None:
+    """Until `proc` has run for `seconds` of CPU time (where /proc tells; else of wall time),
+    so a loaded machine does not interrupt it before it has done anything."""
+    stat = Path(f"/proc/{proc.pid}/stat")
+    if not stat.exists():
+        time.sleep(seconds)
+        return
+    tick = os.sysconf("SC_CLK_TCK")
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and proc.poll() is None:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        if (int(fields[11]) + int(fields[12])) / tick >= seconds:  # utime + stime
+            return
+        time.sleep(0.1)
 
 
 def test_a_ctrl_c_lost_in_a_gc_callback_stops_verify_at_once(tmp_path, monkeypatch, capsys):
