@@ -194,7 +194,7 @@ def test_a_reshape_target_computed_by_division_is_folded_and_imports():
 def test_a_value_whose_shape_stays_unknown_is_refused_not_made_a_scalar():
     m = model([helper.make_node("Reshape", ["x", "t"], ["y"], name="rs")],
               [value("x", [2, 3]), value("t", [2], I64)], [value("y", ["a", "b"])])
-    with pytest.raises(UnsupportedOp, match="not static"):
+    with pytest.raises(UnsupportedOp, match="not static|shape inference leaves unknown"):
         import_model(m)
 
 
@@ -258,7 +258,7 @@ def test_a_contradiction_shape_inference_misses_is_located_by_the_converter():
     """Gemm of opset 6 is inferred without checking the contracted dimension."""
     message = _error(_gemm(5, opset=6, x_shape=(2, 4)))
     assert message.startswith("Gemm node 'fc': an input of shape"), message
-    (y,) = ng.from_onnx(_gemm(4, opset=6, x_shape=(2, 4)), lengths={"N": 2})
+    (y,) = ng.from_onnx(_gemm(4, opset=6, x_shape=(2, 4)))
     np.testing.assert_array_equal(ng.execute([y], {"x": np.ones((2, 4), np.float32)})[0],
                                   np.full((2, 3), 4.0))
 
