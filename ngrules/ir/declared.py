@@ -9,15 +9,43 @@ instead of the body and verification checks against it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from ngrules.errors import OpError
+from ngrules.ir.graph import Node
 from ngrules.ir.ops import OPS
 
 #: op name -> the reference kernel factory built from its body (node -> function of arrays).
 REFERENCE: dict[str, Callable] = {}
 #: op name -> a fast kernel `fn(*arrays, **attrs)` registered with `register_kernel`.
 FAST: dict[str, Callable] = {}
+
+
+@dataclass(frozen=True)
+class OnnxOp:
+    """The ONNX op a declaration names (`onnx Op(attr=expr)`): `attributes(node_attrs)` gives
+    its attributes for one node of the declared op."""
+
+    op: str
+    domain: str
+    attributes: Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What export needs of a declared op: `body(node)` builds its body on stand-in
+    placeholders for the node's arguments, as (stand-ins, outputs); `source` is the rules
+    file that declares it; `onnx` the ONNX op it names, if any."""
+
+    body: Callable[[Node], tuple[list[Node], tuple[Node, ...]]]
+    source: str
+    onnx: OnnxOp | None = None
+
+
+#: op name -> its declaration, as export reads it.
+DECLARATIONS: dict[str, Declaration] = {}
 
 
 def register_kernel(name: str, fn: Callable) -> None:
@@ -64,3 +92,4 @@ def forget(name: str) -> None:
     """Remove a declared op from the table (a load that failed takes back what it declared)."""
     OPS.pop(name, None)
     REFERENCE.pop(name, None)
+    DECLARATIONS.pop(name, None)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, require_onnx
+from ngrules.interop.onnx import OnnxError, declared, require_onnx
 from ngrules.interop.onnx.functions import DOMAIN, FUNCTIONS
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import get_op
@@ -355,6 +355,9 @@ def _emit(em: Emitter, n: Node) -> None:
     if fn is None and n.op in EXPANSIONS:
         em.names[n] = _expanded(em, n)
         return
+    if fn is None and declared.is_declared(n.op):  # an `op` of a rules file
+        em.names[n] = declared.export(em, n, [em.value(a) for a in n.args], _emit, Emitter, OPSET)
+        return
     if fn is None:
         raise OnnxError(
             f"cannot export op {n.op} to ONNX (give it an expansion with register_expansion); "
@@ -390,6 +393,7 @@ def to_onnx(
     functions = [FUNCTIONS[f]() for f in sorted(em.functions)]
     if functions:
         opsets.append(helper.make_opsetid(DOMAIN, 1))
+    declared.add_to_model(em, functions, opsets)
     model = helper.make_model(graph, opset_imports=opsets, functions=functions,
                               producer_name="ngrules")
     model.ir_version = min(model.ir_version, 8)
