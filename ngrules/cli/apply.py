@@ -47,7 +47,9 @@ def run(args) -> int:
 
     _check_paths(args)
     rules = without_rules(rules_or_library(args.rules, args.import_path), args.disable)
-    outputs, names = load_graph_argument(args)  # may use its ops
+    # ONNX in and out: a dimension given no --length stays symbolic (a dynamic batch)
+    symbolic = graphio.is_onnx(args.graph) and graphio.is_onnx(args.output)
+    outputs, names = load_graph_argument(args, symbolic=symbolic)  # may use its ops
     pipeline = default_pipeline(rules, args.pipeline, args.passes)
     result = rewrite(
         outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats,

@@ -97,11 +97,13 @@ def add_graph_argument(p: argparse.ArgumentParser) -> None:
     add_length_option(p)
 
 
-def load_graph_argument(args):
-    """The graph `add_graph_argument` named: its outputs, and their names if it is an ONNX model."""
+def load_graph_argument(args, symbolic: bool = False):
+    """The graph `add_graph_argument` named: its outputs, and their names if it is an ONNX model.
+    symbolic: an ONNX dimension given no `--length` keeps its symbol (for commands that only
+    rewrite, and write ONNX back)."""
     from ngrules.cli import graphio
 
-    return graphio.load(args.graph, graphio.parse_lengths(args.length))
+    return graphio.load(args.graph, graphio.parse_lengths(args.length), symbolic=symbolic)
 
 
 def add_disable_option(p: argparse.ArgumentParser) -> None:

@@ -13,12 +13,15 @@ def is_onnx(path: str) -> bool:
     return Path(path).suffix.lower() == ".onnx"
 
 
-def load(path: str, lengths: dict[str, int] | None = None) -> tuple[list[Node], list[str] | None]:
-    """The graph's outputs, and their names when the file is an ONNX model."""
+def load(
+    path: str, lengths: dict[str, int] | None = None, symbolic: bool = False
+) -> tuple[list[Node], list[str] | None]:
+    """The graph's outputs, and their names when the file is an ONNX model (with `symbolic`,
+    its dimensions given no length stay symbolic: see `interop.onnx.dynamic`)."""
     if is_onnx(path):
         from ngrules.interop.onnx.importer import import_model
 
-        imported = import_model(path, lengths=lengths)
+        imported = import_model(path, lengths=lengths, symbolic=symbolic)
         return imported.outputs, imported.output_names
     from ngrules.ir.graphfile import load_graph
 

@@ -17,7 +17,7 @@ import re
 import weakref
 from pathlib import Path
 
-from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx import OnnxError, dynamic
 from ngrules.ir import declared
 from ngrules.ir.graph import Node, toposort
 
@@ -141,7 +141,9 @@ def _function(em, n: Node, decl, domain: str, name: str, emit, new_emitter, opse
     imports = [helper.make_opsetid("", opset)]
     used = {d.domain for d in sub.nodes if d.domain} | set(_written(em).domains)
     imports += [helper.make_opsetid(d, 1) for d in sorted(used)]
-    return helper.make_function(domain, name, inputs, results, nodes, opset_imports=imports)
+    function = helper.make_function(domain, name, inputs, results, nodes, opset_imports=imports)
+    dynamic.restore_function(function, [s.axes.lengths for s in stand_ins])
+    return function
 
 
 def _constant_node(tensor):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, declared, require_onnx
+from ngrules.interop.onnx import OnnxError, declared, dynamic, require_onnx
 from ngrules.interop.onnx.functions import DOMAIN, FUNCTIONS
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import get_op
@@ -397,5 +397,6 @@ def to_onnx(
     model = helper.make_model(graph, opset_imports=opsets, functions=functions,
                               producer_name="ngrules")
     model.ir_version = min(model.ir_version, 8)
+    dynamic.restore(model)  # symbolic dimensions written back as dim_params and run-time shapes
     onnx.checker.check_model(model, full_check=True)
     return model
