@@ -133,3 +133,21 @@ def test_the_conv_batchnorm_model_exports_with_folded_weights():
     expected = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
     got = ort.InferenceSession(out.SerializeToString()).run(None, {out.graph.input[0].name: x})
     np.testing.assert_allclose(got[0], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_apply_takes_a_fold_limit_and_says_how_many_it_folded(tmp_path, monkeypatch, capsys):
+    onnx = pytest.importorskip("onnx")
+    from ngrules.cli.main import main
+    from ngrules.interop.onnx import examples
+
+    onnx.save(examples.cnn(), tmp_path / "cnn.onnx")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["apply", "cnn.onnx", "-o", "a.onnx", "--pipeline", "inference"]) == 0
+    assert "folded    14  constant computations" in capsys.readouterr().out
+    assert "Sqrt" not in {n.op_type for n in onnx.load(tmp_path / "a.onnx").graph.node}
+    args = ["apply", "cnn.onnx", "-o", "b.onnx", "--pipeline", "inference", "--fold-limit", "1"]
+    assert main(args) == 0
+    assert "Sqrt" in {n.op_type for n in onnx.load(tmp_path / "b.onnx").graph.node}
+    with pytest.raises(SystemExit):
+        main(["apply", "cnn.onnx", "-o", "c.onnx", "--fold-limit", "lots"])
