@@ -105,7 +105,8 @@ def test_the_inference_pipeline_ends_with_folding():
     assert ng.load_library().pipelines["inference"][-1] == "fold_constants"
 
 
-def test_the_conv_batchnorm_model_exports_with_folded_weights():
+@pytest.mark.parametrize("name, convolutions", [("cnn", 2), ("resnet", 5)])
+def test_the_conv_batchnorm_models_export_with_folded_weights(name, convolutions):
     """ResNet's conv + batchnorm: fold_batchnorm_convolution writes γ/√(σ²+ε) and w·s, the
     folding pass evaluates them: the ONNX output has no Sqrt, Reciprocal or Mul, fewer nodes
     than without it, and the same values under onnxruntime."""
@@ -115,17 +116,17 @@ def test_the_conv_batchnorm_model_exports_with_folded_weights():
     from ngrules.interop.onnx.exporter import to_onnx
     from ngrules.interop.onnx.importer import import_model
 
-    model = examples.cnn()
+    model = getattr(examples, name)()
     imported = import_model(model, lengths={"N": 2})
     lib = ng.load_library()
     passes = list(lib.pipelines["inference"])
     unfolded = ng.rewrite(imported.outputs, lib, passes=passes[:-1])
     folded = ng.rewrite(imported.outputs, lib, pipeline="inference")
-    assert folded.fired()["fold_batchnorm_convolution"] == 2
+    assert folded.fired()["fold_batchnorm_convolution"] == convolutions
     out = to_onnx(folded.outputs, output_names=imported.output_names)
     ops = collections.Counter(n.op_type for n in out.graph.node)
     assert not {"Sqrt", "Reciprocal", "Mul", "BatchNormalization"} & set(ops)
-    assert ops["Conv"] == 2
+    assert ops["Conv"] == convolutions
     before = to_onnx(unfolded.outputs, output_names=imported.output_names)
     assert len(out.graph.node) < len(before.graph.node)
     assert {"Sqrt", "Mul"} <= {n.op_type for n in before.graph.node}

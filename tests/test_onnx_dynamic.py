@@ -40,6 +40,7 @@ def _equal_at_batch_sizes(original, rewritten, sizes=(1, 5)):
 
 @pytest.mark.parametrize("build, pipeline, symbol", [
     (examples.cnn, "inference", "N"),
+    (examples.resnet, "inference", "N"),
     (examples.mlp, "cpu", "N"),
     (examples.transformer, "fuse_nn", "B"),
 ])
