@@ -152,3 +152,13 @@ def test_apply_takes_a_fold_limit_and_says_how_many_it_folded(tmp_path, monkeypa
     assert "Sqrt" in {n.op_type for n in onnx.load(tmp_path / "b.onnx").graph.node}
     with pytest.raises(SystemExit):
         main(["apply", "cnn.onnx", "-o", "c.onnx", "--fold-limit", "lots"])
+
+
+def test_the_language_server_explains_the_built_in_pass():
+    from ngrules.lsp.analysis import Document
+
+    text = "rule r: x * 1 => x\npipeline p: main, fold_constants\n"
+    doc = Document(text, "main.rules")
+    assert not doc.errors
+    hover = doc.hover(1, text.splitlines()[1].index("fold_constants") + 3)
+    assert "built-in pass `fold_constants`" in hover

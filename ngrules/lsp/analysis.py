@@ -269,6 +269,9 @@ _KEYWORD_HELP = {
     "op that computes the declared op, written on export (its attributes from the op's). "
     "`ngrules verify` checks it against the body under onnxruntime. Without it (or when the "
     "exporter's opset lacks the op) the op exports as an ONNX function of its body.",
+    "fold_constants": "built-in pass `fold_constants`: evaluates every node whose arguments are "
+    "all constants (bounded in size: `--fold-limit`), so arithmetic on weights leaves as one "
+    "constant. Any pipeline may name it; no file may declare it.",
 }
 
 
