@@ -123,3 +123,23 @@ def test_the_language_server_shows_the_clause():
     text = ACTS.splitlines()[rule_line]
     op_hover = doc.hover(rule_line, text.index("OxLeaky") + 2)
     assert "onnx LeakyRelu(alpha=slope)" in op_hover
+
+
+def test_what_the_named_op_cannot_compute_is_an_export_error(tmp_path):
+    pytest.importorskip("onnx")
+    from ngrules.interop.onnx import OnnxError
+
+    path = tmp_path / "axes_attr.rules"
+    path.write_text(
+        "op OxSum(x, r: axes) = Sum(x, reduction_axes=r) onnx ReduceSum\n"
+        "op OxKeep(x, r: axes) = x onnx Relu(keep=r)\n"
+    )
+    ng.load_rules(path)
+    A, B = ng.make_axis(3, "A"), ng.make_axis(4, "B")
+    x = ng.placeholder([A, B], name="x")
+    reduced = ng.make_node("OxSum", (x,), r=ng.make_axes([A]))
+    with pytest.raises(OnnxError, match="are not among the output's"):  # positions differ
+        ng.to_onnx([reduced])
+    kept = ng.make_node("OxKeep", (x,), r=ng.make_axes([A]))
+    with pytest.raises(OnnxError, match="cannot write .* as ONNX Relu: attributes"):
+        ng.to_onnx([kept])

@@ -82,7 +82,12 @@ def _named_op(em, n: Node, args: list[str], target: declared.OnnxOp):
         _written(em).domains.setdefault(target.domain, 1)
     n_out = 1 if n.outputs is None else len(n.outputs)
     attrs = target.attributes(n.attrs)
-    return em.node(target.op, ordered, n_out=n_out, domain=target.domain, **attrs)
+    try:
+        return em.node(target.op, ordered, n_out=n_out, domain=target.domain, **attrs)
+    except (TypeError, ValueError) as e:  # onnx.helper: a value no attribute can hold
+        raise OnnxError(
+            f"cannot write {n!r} as ONNX {target.op}: attributes {attrs!r}: {e}"
+        ) from None
 
 
 def _in_output_order(em, arg: Node, name: str, out_axes, n: Node) -> str:
