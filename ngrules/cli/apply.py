@@ -48,14 +48,19 @@ def run(args) -> int:
 
     _check_paths(args)
     rules = without_rules(rules_or_library(args.rules, args.import_path), args.disable)
-    outputs, names = load_graph_argument(args)  # may use its ops
+    # ONNX in and out: a dimension given no --length stays symbolic (a dynamic batch)
+    symbolic = graphio.is_onnx(args.graph) and graphio.is_onnx(args.output)
+    outputs, names = load_graph_argument(args, symbolic=symbolic)  # may use its ops
     pipeline = default_pipeline(rules, args.pipeline, args.passes)
     result = rewrite(
-        outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats
+        outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats,
+        fold_limit=args.fold_limit,
     )
     for warning in result.warnings:  # matches rejected because an expression failed there
         print(warning, file=sys.stderr)
     _print_firings(result, args.trace, rules)  # first: shown even when writing fails
+    if result.folded:
+        print(f"folded {len(result.folded):5d}  constant computations (fold_constants)")
     if args.stats:
         _print_stats(result)
     sys.stdout.flush()
@@ -120,6 +125,9 @@ def register(sub) -> None:
     add_disable_option(p)
     p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
     p.add_argument("--passes", nargs="+", metavar="PASS", help="run these passes instead")
+    p.add_argument("--fold-limit", type=_elements, default=None, metavar="N",
+                   help="the most elements one value folded by the built-in pass "
+                        "fold_constants may have (default 16777216)")
     p.add_argument("--trace", action="store_true", help="print every rewrite")
     p.add_argument("--stats", action="store_true", help="print per-rule statistics")
     p.add_argument("--picture", metavar="DOT",
@@ -138,3 +146,9 @@ def _seconds(text: str) -> float:
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
+
+
+def _elements(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a number of elements, got {text!r}")
+    return int(text)

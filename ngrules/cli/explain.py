@@ -16,7 +16,7 @@ def run(args) -> int:
     from ngrules.engine.explain import explain
 
     rule = rules_or_library(args.rules, args.import_path).rule(args.rule)
-    outputs = load_graph_argument(args)[0]  # may use its ops
+    outputs = load_graph_argument(args, symbolic=True)[0]  # may use its ops; dims may be symbolic
     print(explain(rule, outputs, limit=args.limit))
     return 0
 

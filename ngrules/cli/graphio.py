@@ -19,6 +19,7 @@ class ReadOptions:
     lengths: Mapping[str, int] = field(default_factory=dict)
     axis_names: Mapping[str, Sequence[str | None]] = field(default_factory=dict)
     max_constant_bytes: int | None = None
+    symbolic: bool = False  # a dimension given no length stays symbolic (`interop.onnx.dynamic`)
 
 
 def is_onnx(path: str) -> bool:
@@ -36,7 +37,7 @@ def load(path: str, options: ReadOptions | None = None) -> tuple[list[Node], lis
         if options.max_constant_bytes is not None:
             limits = Limits(DEFAULT_LIMITS.model_bytes, options.max_constant_bytes)
         imported = import_model(path, lengths=options.lengths, axis_names=options.axis_names,
-                                limits=limits)
+                                limits=limits, symbolic=options.symbolic)
         return imported.outputs, imported.output_names
     from ngrules.errors import NgrulesError
     from ngrules.ir.graphfile import load_graph

@@ -32,6 +32,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from ngrules.engine.compiled import CompiledRule, RuleStats, inner_ops
+from ngrules.engine.folding import Folding
 from ngrules.engine.multiroot import Context, apply_together
 from ngrules.engine.pending import Pending
 from ngrules.engine.results import RewriteResult, Run
@@ -46,7 +47,7 @@ from ngrules.ir.graph import (
     validate,
 )
 from ngrules.ir.ops import did_you_mean
-from ngrules.lang.rules import Rule, RuleSet
+from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
 
 
 class _Cycle(Exception):
@@ -317,8 +318,9 @@ def _pass_names(rules: RuleSet, pipeline: str | None, passes: Sequence[str] | No
         return list(rules.pipelines[pipeline])
     names = list(passes) if passes is not None else list(rules.passes)
     for name in names:
-        if name not in rules.passes:
-            raise NgrulesError(f"no pass named {name!r}{did_you_mean(name, rules.passes)}")
+        if name not in rules.passes and name not in BUILTIN_PASSES:
+            hint = did_you_mean(name, [*rules.passes, *BUILTIN_PASSES])
+            raise NgrulesError(f"no pass named {name!r}{hint}")
     return names
 
 
@@ -341,6 +343,7 @@ def rewrite(
     fuel: int | None = None,
     checked: bool = False,
     stats: bool = False,
+    fold_limit: int | None = None,
 ) -> RewriteResult:
     """Apply passes of rules to the graph of `outputs`; the input graph is never changed.
 
@@ -348,15 +351,16 @@ def rewrite(
     pass runs in declaration order. fuel bounds the number of rewrites (default: ten per node
     plus 10,000). checked re-infers each replacement's nodes and validates the whole graph
     after each pass. stats times every attempt of every rule (`result.stats[rule].seconds`);
-    attempts and matches are counted either way.
+    attempts and matches are counted either way. fold_limit bounds the elements of one value
+    the built-in pass `fold_constants` computes (default `folding.DEFAULT_LIMIT`).
     """
     ruleset = _as_ruleset(rules)
     names = _pass_names(ruleset, pipeline, passes)
     with paused_gc():
-        return _rewrite(outputs, ruleset, names, Run(fuel, checked, stats))
+        return _rewrite(outputs, ruleset, names, Run(fuel, checked, stats), fold_limit)
 
 
-def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run) -> RewriteResult:
+def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=None):
     current = list(outputs)
     checked = run.checked
     if checked:
@@ -365,6 +369,11 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run) -> RewriteRe
     result = RewriteResult(current, run, stats, names)
     for name in names:
         raise_if_interrupted()
+        if name in BUILTIN_PASSES and name not in ruleset.passes:
+            folding = Folding(fold_limit)
+            current = folding.apply(current)
+            result.folded.extend(folding.folded)
+            continue
         compiled = [_compile(r) for r in ruleset.passes[name]]
         for c in compiled:
             c.stats = stats.setdefault(c.name, RuleStats())

@@ -53,6 +53,8 @@ class RewriteResult:
         self.stop = "fixpoint"
         self.cycle: tuple[str, ...] = ()
         self.message = ""
+        #: (node, constant) for each node the built-in pass `fold_constants` evaluated
+        self.folded: list[tuple[Node, Node]] = []
         self._run = run
         self._firings = run.trace
         self._trace: list[Firing] | None = None

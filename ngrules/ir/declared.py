@@ -9,9 +9,12 @@ instead of the body and verification checks against it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from ngrules.errors import NgrulesError, OpError
+from ngrules.ir.graph import Node
 from ngrules.ir.ops import OPS
 
 #: op name -> the reference kernel factory built from its body (node -> function of arrays).
@@ -60,9 +63,31 @@ def declare(texts: object, where: str) -> None:
     if not _DECLARER:
         raise NgrulesError(f"{where}: it declares ops; import ngrules to read declarations")
     _DECLARER[0](text, where)
-#: op name -> node -> the outputs of its body built on the node's own arguments and attributes
-#: (what an exporter writes for a declared op that has no export of its own).
-BODIES: dict[str, Callable] = {}
+
+
+@dataclass(frozen=True)
+class OnnxOp:
+    """The ONNX op a declaration names (`onnx Op(attr=expr)`): `attributes(node_attrs)` gives
+    its attributes for one node of the declared op."""
+
+    op: str
+    domain: str
+    attributes: Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What export needs of a declared op: `body(node)` builds its body on stand-in
+    placeholders for the node's arguments, as (stand-ins, outputs); `source` is the rules
+    file that declares it; `onnx` the ONNX op it names, if any."""
+
+    body: Callable[[Node], tuple[list[Node], tuple[Node, ...]]]
+    source: str
+    onnx: OnnxOp | None = None
+
+
+#: op name -> its declaration, as export reads it.
+DECLARATIONS: dict[str, Declaration] = {}
 
 
 def register_kernel(name: str, fn: Callable) -> None:
@@ -111,4 +136,4 @@ def forget(name: str) -> None:
     REFERENCE.pop(name, None)
     SOURCE.pop(name, None)
     USES.pop(name, None)
-    BODIES.pop(name, None)
+    DECLARATIONS.pop(name, None)

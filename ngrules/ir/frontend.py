@@ -17,6 +17,7 @@ from ngrules.errors import NgrulesError, OpError
 from ngrules.ir.axes import Axes, AxesLike, flatten_groups, make_axes
 from ngrules.ir.graph import OPERATORS, Node, make_node
 from ngrules.ir.ops import get_op
+from ngrules.ir.symbolic import known
 
 _fresh_names = itertools.count()
 
@@ -262,7 +263,7 @@ def argmin(x: Node, dtype=np.int32, reduction_axes=None, out_axes=None) -> Node:
 def mean(x: Node, reduction_axes=None, out_axes=None) -> Node:
     """Sum divided by the number of reduced elements (a Divide node, as in ngraph)."""
     total = sum(x, reduction_axes, out_axes)
-    count = x.axes.size // total.axes.size
+    count = known(x.axes.size // total.axes.size, "the count of a mean")  # not symbolic
     return total / float(count)
 
 

@@ -24,7 +24,7 @@ from ngrules.ir.ops import ATTR_KINDS, OPS, REQUIRED, AttrSpec, register_op
 from ngrules.lang.checker import Problems, check_expression
 from ngrules.lang.expr import evaluate
 from ngrules.lang.formatter import format_op
-from ngrules.lang.syntax import ECall, OpDecl, OpParam, RulesFile, name_span, walk
+from ngrules.lang.syntax import ECall, EVar, OpDecl, OpParam, RulesFile, name_span, walk
 
 #: Strictness of argument domains: the strictest of the ops reading an argument wins.
 _STRICT = {"real": 0, "nonzero": 1, "positive": 2, "bool": 3}
@@ -256,6 +256,8 @@ def _declare(d: OpDecl, problems: Problems, result: Declarations) -> None:
     env = {p.name for p in d.params}
     for expr in d.body:
         check_expression(expr, env, problems)
+    if d.onnx is not None:
+        _check_onnx(d, problems)
     if problems.errors:
         return
     _register(d, attrs, problems)
@@ -268,6 +270,34 @@ def _declare(d: OpDecl, problems: Problems, result: Declarations) -> None:
         result.names.append(d.name)
         result.added.append(d.name)
         result.decls[d.name] = d
+
+
+def _check_onnx(d: OpDecl, problems: Problems) -> None:
+    """`onnx Op(attr=expr)`: a capitalised op name, each attribute once, each an expression
+    over the declared op's attributes only (an ONNX attribute is fixed per node)."""
+    target = d.onnx
+    if not target.op[:1].isupper():
+        problems.add(f"ONNX op name {target.op!r} must start with a capital letter", target.span)
+    attributes = {p.name for p in d.params if p.is_attribute}
+    seen: set[str] = set()
+    for name, expr in target.attrs:
+        if name in seen:
+            problems.add(f"ONNX attribute {name!r} is given twice", expr.span or target.span)
+        seen.add(name)
+        tensors = sorted(n for n in _variables(expr) if n not in attributes
+                         and any(p.name == n for p in d.params))
+        if tensors:
+            problems.add(
+                f"ONNX attribute {name!r} reads tensor parameter {tensors[0]!r}: an attribute "
+                f"may read only the op's attributes ({', '.join(sorted(attributes)) or 'none'})",
+                expr.span or target.span,
+            )
+            continue
+        check_expression(expr, attributes, problems)
+
+
+def _variables(expr) -> set[str]:
+    return {e.name for e in walk([expr]) if isinstance(e, EVar)}
 
 
 def _check_params(d: OpDecl, problems: Problems) -> tuple[AttrSpec, ...]:
@@ -316,7 +346,6 @@ def _register(d: OpDecl, attrs: tuple[AttrSpec, ...], problems: Problems) -> Non
     traits, domain = _traits_and_domain(body, attrs)
     reference = _reference(body)
     declared.REFERENCE[d.name] = reference
-    declared.BODIES[d.name] = lambda node: body.build(node.args, node.attrs)
     try:
         register_op(
             d.name,
@@ -333,5 +362,20 @@ def _register(d: OpDecl, attrs: tuple[AttrSpec, ...], problems: Problems) -> Non
         )
     except OpError as e:
         declared.REFERENCE.pop(d.name, None)
-        declared.BODIES.pop(d.name, None)
         problems.add(e.message, d.name_span)
+        return
+    source = d.span.file if d.span is not None else ""
+    declared.DECLARATIONS[d.name] = declared.Declaration(
+        lambda node: body.on_stand_ins(node.args, node.attrs), source, _onnx_op(d.onnx)
+    )
+
+
+def _onnx_op(target) -> declared.OnnxOp | None:
+    """The named ONNX op, its attributes evaluated on each node's attributes."""
+    if target is None:
+        return None
+
+    def attributes(attrs) -> dict:
+        return {name: evaluate(expr, dict(attrs)) for name, expr in target.attrs}
+
+    return declared.OnnxOp(target.op, target.domain, attributes)

@@ -17,6 +17,7 @@ from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.frontend import apply_op
 from ngrules.ir.graph import Node, make_node
 from ngrules.ir.ops import OPS, did_you_mean
+from ngrules.ir.symbolic import known
 from ngrules.lang.bounds import bounded, checked, multiply
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.syntax import (
@@ -43,18 +44,18 @@ NODE_ATTRIBUTES: dict[str, Callable[[Node], Any]] = {
     "rank": lambda n: len(n.axes),
     "op": lambda n: n.op,
     "args": lambda n: n.args,
-    "shape": lambda n: n.axes.lengths,
+    "shape": lambda n: known(n.axes.lengths, f"the shape of {n!r}"),
 }
 AXIS_ATTRIBUTES: dict[str, Callable[[Axis], Any]] = {
-    "length": lambda a: a.length,
+    "length": lambda a: known(a.length, f"the length of axis {a.name}"),
     "name": lambda a: a.name,
     "axes": lambda a: a.axes,
     "is_flattened": lambda a: a.is_flattened,
 }
 AXES_ATTRIBUTES: dict[str, Callable[[Axes], Any]] = {
     "names": lambda a: a.names,
-    "lengths": lambda a: a.lengths,
-    "size": lambda a: a.size,
+    "lengths": lambda a: known(a.lengths, f"the lengths of {a!r}"),
+    "size": lambda a: known(a.size, f"the size of {a!r}"),
 }
 
 #: The op definitions the attribute names were last computed from, and those names.
@@ -130,9 +131,9 @@ def get_attribute(value: Any, name: str) -> Any:
         derived = OPS[value.op].derived
         if name in derived:
             return derived[name](value)
-        known = [*NODE_ATTRIBUTES, *value.attrs, *derived]
+        names = [*NODE_ATTRIBUTES, *value.attrs, *derived]
         raise NgrulesError(
-            f"a {value.op} node has no attribute {name!r}{did_you_mean(name, known)}"
+            f"a {value.op} node has no attribute {name!r}{did_you_mean(name, names)}"
         )
     for kind, table in ((Axis, AXIS_ATTRIBUTES), (Axes, AXES_ATTRIBUTES)):
         if isinstance(value, kind):

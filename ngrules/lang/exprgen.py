@@ -42,7 +42,7 @@ from ngrules.lang.syntax import (
 
 #: Node attributes read straight from the node (what `expr.NODE_ATTRIBUTES` computes).
 _SLOTS = {"axes": "{}.axes", "dtype": "{}.dtype", "op": "{}.op", "args": "{}.args",
-          "rank": "len({}.axes)", "shape": "{}.axes.lengths"}
+          "rank": "len({}.axes)"}  # `shape` reads lengths: through `known` (symbolic lengths)
 _OPERATORS = {"+", "-", "*", "/", "|", "&", "==", "!=", "<", "<=", ">", ">="}
 _GROWING = {"+", "-", "|", "&"}  # results checked against the language's bounds, as expr does
 

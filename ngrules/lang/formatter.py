@@ -28,6 +28,7 @@ from ngrules.lang.syntax import (
     Guard,
     Import,
     Let,
+    OnnxTarget,
     OpDecl,
     OpParam,
     PassDecl,
@@ -225,11 +226,21 @@ def _op_param(p: OpParam) -> str:
     return text if p.default is None else f"{text} = {format_expr(p.default)}"
 
 
+def format_onnx(t: OnnxTarget) -> str:
+    """`onnx LeakyRelu(alpha=slope)`: the ONNX op a declared op exports as."""
+    attrs = ", ".join(f"{k}={format_expr(v)}" for k, v in t.attrs)
+    return f"onnx {t.qualified}" + (f"({attrs})" if attrs else "")
+
+
 def format_op(d: OpDecl) -> str:
-    """`op Name(x, slope: float = 0.01) = body`."""
+    """`op Name(x, slope: float = 0.01) = body`, then `onnx Op(...)` when it names one."""
     head = f"op {d.name}({', '.join(_op_param(p) for p in d.params)}) ="
-    line = f"{head} {_replacement(d.body)}"
-    return line if len(line) <= WIDTH else f"{head}\n{wrap(INDENT + _replacement(d.body))}"
+    tail = f" {format_onnx(d.onnx)}" if d.onnx is not None else ""
+    line = f"{head} {_replacement(d.body)}{tail}"
+    if len(line) <= WIDTH:
+        return line
+    body = wrap(INDENT + _replacement(d.body))
+    return f"{head}\n{body}" + (f"\n{INDENT}{tail.strip()}" if tail else "")
 
 
 def format_decl(d) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from ngrules.errors import NgrulesError
 from ngrules.ir.axes import Axis, make_axes, make_axis
 from ngrules.ir.graph import Node
+from ngrules.ir.symbolic import known
 from ngrules.ir.values import known_scalar, scalar_value
 from ngrules.lang.bounds import power
 from ngrules.lang.kinds import is_constant, is_scalar
@@ -82,11 +83,12 @@ def _size(x) -> int:
     """Number of elements: of a node's axes, of an Axes, or the length of an Axis."""
 
     if x.__class__ is Node:
-        return x.axes.size
+        return known(x.axes.size, f"the size of {x!r}")
     if isinstance(x, Axis):
-        return x.length
+        return known(x.length, f"the length of axis {x.name}")
     axes = getattr(x, "axes", None) if not isinstance(x, (tuple, list)) else None
-    return make_axes(axes if axes is not None else x).size
+    axes = make_axes(axes if axes is not None else x)
+    return known(axes.size, f"the size of {axes!r}")
 
 
 def _value(node) -> float:

@@ -6,7 +6,8 @@ subclasses with `.value`, so nothing here imports lark.
 
 from __future__ import annotations
 
-from ngrules.lang.syntax import ETuple, OpDecl, OpParam
+from ngrules.errors import RuleSyntaxError
+from ngrules.lang.syntax import ETuple, OnnxTarget, OpDecl, OpParam
 
 
 class OpDeclarations:
@@ -22,10 +23,28 @@ class OpDeclarations:
                 "'pipeline' or 'import'",
                 keyword,
             )
+        onnx = rest.pop() if rest and isinstance(rest[-1], OnnxTarget) else None
         *params, _rpar, body = rest
         items = body.items if isinstance(body, ETuple) else (body,)
         span, name_span = self.src.between(keyword, body), self.src.between(name)
-        return OpDecl(name.value, tuple(params), items, span=span, name_span=name_span)
+        return OpDecl(name.value, tuple(params), items, span=span, name_span=name_span,
+                      onnx=onnx)
+
+    def onnx_clause(self, children):
+        """`onnx [DOMAIN.]OP(attr=expr, ...)`: attributes by keyword only."""
+        keyword, *rest = children
+        names = [t for t in rest if getattr(t, "type", None) == "NAME"]
+        arguments = [a for a in rest if getattr(a, "type", None) not in ("NAME", "LPAR", "RPAR")]
+        attrs = []
+        for a in arguments:
+            if hasattr(a, "span"):  # an expression: positional (a keyword is not one yet)
+                raise RuleSyntaxError(
+                    "the ONNX op's attributes are given by name (onnx Op(alpha=0.1))", a.span
+                )
+            attrs.append((a.name.value, a.value))
+        domain = ".".join(n.value for n in names[:-1])
+        span = self.src.between(keyword, rest[-1])
+        return OnnxTarget(names[-1].value, domain, tuple(attrs), span=span)
 
     def op_param(self, children):
         name, *rest = children

@@ -68,6 +68,7 @@ KEYWORDS = frozenset(
         "in",
         "true",
         "false",
+        "onnx",
     ]
 )
 

@@ -10,6 +10,12 @@ from ngrules.lang.assumptions import Assumption
 from ngrules.lang.shipped import short_location
 from ngrules.lang.syntax import Expr, Guard, Let, Pattern, RuleDecl
 
+#: Passes the engine provides, which a pipeline may name without any rules file declaring
+#: them (and no rules file may declare): name -> what it does.
+BUILTIN_PASSES: dict[str, str] = {
+    "fold_constants": "evaluates every node whose arguments are all constants (bounded in size)",
+}
+
 
 @dataclass(frozen=True)
 class Rule:

@@ -239,15 +239,32 @@ class OpParam:
 
 
 @dataclass(frozen=True)
+class OnnxTarget:
+    """`onnx [DOMAIN.]OP(attr=expr, ...)` after an op's body: the ONNX op that computes it.
+    `domain` is "" for the standard ops; each attribute is an expression over the declared
+    op's attribute parameters."""
+
+    op: str
+    domain: str = ""
+    attrs: tuple[tuple[str, Expr], ...] = ()
+    span: Span | None = _span()
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.domain}.{self.op}" if self.domain else self.op
+
+
+@dataclass(frozen=True)
 class OpDecl:
     """`op Name(params) = body`: an op whose inference, kernel and gradient come from its body
-    (one expression per output)."""
+    (one expression per output); `onnx` names the ONNX op that computes it, if any."""
 
     name: str
     params: tuple[OpParam, ...]
     body: tuple[Expr, ...]
     span: Span | None = _span()
     name_span: Span | None = _span()
+    onnx: OnnxTarget | None = None
 
 
 Decl = RuleDecl | PassDecl | PipelineDecl | Import | OpDecl
@@ -296,7 +313,9 @@ _CHILDREN = {
     Where: lambda n: (n.pattern,),
     Assume: lambda n: (n.expr,),
     RuleDecl: lambda n: n.roots + n.clauses + n.replacement,
-    OpDecl: lambda n: tuple(p.default for p in n.params if p.default is not None) + n.body,
+    OpDecl: lambda n: tuple(p.default for p in n.params if p.default is not None) + n.body
+    + ((n.onnx,) if n.onnx is not None else ()),
+    OnnxTarget: lambda n: tuple(v for _, v in n.attrs),
 }
 _LEAF = lambda n: ()  # noqa: E731
 

@@ -342,6 +342,13 @@ _KEYWORD_HELP = {
     "assume": "`assume x <= 30`: the author promises every element of x lies in the range. "
     "Not checked when rules rewrite (the engine cannot see values); verification draws x "
     "within it and says `assuming ...` in its verdict.",
+    "onnx": "`op Leaky(x, slope: float = 0.01) = ... onnx LeakyRelu(alpha=slope)`: the ONNX "
+    "op that computes the declared op, written on export (its attributes from the op's). "
+    "`ngrules verify` checks it against the body under onnxruntime. Without it (or when the "
+    "exporter's opset lacks the op) the op exports as an ONNX function of its body.",
+    "fold_constants": "built-in pass `fold_constants`: evaluates every node whose arguments are "
+    "all constants (bounded in size: `--fold-limit`), so arithmetic on weights leaves as one "
+    "constant. Any pipeline may name it; no file may declare it.",
 }
 
 

@@ -340,8 +340,9 @@ def verify(
         raise Interrupted(report) from None
     if ruleset is not None:
         from ngrules.verification.kernels import verify_kernels
+        from ngrules.verification.onnxops import verify_onnx_ops
 
-        report.kernels = verify_kernels(ruleset.ops)
+        report.kernels = verify_kernels(ruleset.ops) + verify_onnx_ops(ruleset.ops)
     report.seconds = time.perf_counter() - start
     return report
 

@@ -1,5 +1,6 @@
-"""Three real models built with `onnx.helper`: an MLP with batchnorm and relu, a small CNN
-(Conv-BN-ReLU-MaxPool twice, Flatten, Gemm) and a transformer encoder block (layer norm,
+"""Real models built with `onnx.helper`: an MLP with batchnorm and relu, a small CNN
+(Conv-BN-ReLU-MaxPool twice, Flatten, Gemm), a small ResNet (residual Conv-BN blocks) and a
+transformer encoder block (layer norm,
 multi-head attention with softmax, a GELU MLP). Weights are seeded random numbers; the batch is
 the symbolic dimension `N` (or `B`). The tests, `ngrules demo --onnx` and the docs use them."""
 
@@ -92,6 +93,27 @@ def cnn(size: int = 16, channels=(3, 8, 16), classes: int = 10, seed: int = 1):
          name="y", transB=1)
     x = b.h.make_tensor_value_info("x", 1, ["N", channels[0], size, size])
     return b.model("cnn", [x], "y", ["N", classes])
+
+
+def resnet(size: int = 16, width: int = 16, blocks: int = 2, classes: int = 10, seed: int = 3):
+    """x[N, 3, 16, 16] -> Conv-BN-ReLU -> residual blocks (Conv-BN-ReLU-Conv-BN, + x, ReLU)
+    -> GlobalAveragePool -> Flatten -> Gemm -> y[N, 10]: ResNet's pattern, small."""
+    b = _Builder(seed)
+
+    def conv_bn(x: str, c_in: int, tag: str) -> str:
+        w = b.weight(f"{tag}_w", [width, c_in, 3, 3], 0.2)
+        return b.batchnorm(b.op("Conv", [x, w], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                           width, f"{tag}_bn")
+
+    h = b.op("Relu", [conv_bn("x", 3, "stem")])
+    for i in range(blocks):
+        inner = b.op("Relu", [conv_bn(h, width, f"b{i}a")])
+        h = b.op("Relu", [b.op("Add", [conv_bn(inner, width, f"b{i}b"), h])])
+    h = b.op("Flatten", [b.op("GlobalAveragePool", [h])], axis=1)
+    b.op("Gemm", [h, b.weight("fc_w", [classes, width], 0.2), b.weight("fc_b", [classes])],
+         name="y", transB=1)
+    x = b.h.make_tensor_value_info("x", 1, ["N", 3, size, size])
+    return b.model("resnet", [x], "y", ["N", classes])
 
 
 def _layernorm(b: _Builder, x: str, width: int, tag: str) -> str:

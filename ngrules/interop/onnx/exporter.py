@@ -16,10 +16,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, require_onnx
+from ngrules.interop.onnx import OnnxError, declared, dynamic, require_onnx
 from ngrules.interop.onnx.exporter_ops import EXPORTERS as NETWORK_OPS
 from ngrules.interop.onnx.functions import DOMAIN, FUNCTIONS
-from ngrules.ir import declared
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import get_op
 
@@ -324,14 +323,8 @@ def register_expansion(op: str, expand: Callable[[Node], Node]) -> None:
 
 
 def _expansion(n: Node) -> Node | None:
-    """What n exports as when its op has no exporter: a registered expansion, else the body
-    of an op declared in a rules file (single-output ones), built on n's arguments."""
-    if n.op in EXPANSIONS:
-        return EXPANSIONS[n.op](n)
-    body = declared.BODIES.get(n.op)
-    if body is None or n.outputs is not None:
-        return None
-    return body(n)[0]
+    """What n exports as when its op has no exporter: a registered expansion, if any."""
+    return EXPANSIONS[n.op](n) if n.op in EXPANSIONS else None
 
 
 def _expanded(em: Emitter, n: Node, body: Node) -> str:
@@ -365,6 +358,9 @@ def _emit(em: Emitter, n: Node) -> None:
         em.names[n] = em.names[n.args[0]][n.attrs["index"]]  # type: ignore[index]
         return
     fn = EXPORTERS.get(n.op)
+    if fn is None and declared.is_declared(n.op):  # an `op` of a rules file
+        em.names[n] = declared.export(em, n, [em.value(a) for a in n.args], _emit, Emitter, OPSET)
+        return
     body = _expansion(n) if fn is None else None
     if body is not None:
         em.names[n] = _expanded(em, n, body)
@@ -420,8 +416,10 @@ def to_onnx(
     functions = [FUNCTIONS[f]() for f in sorted(em.functions)]
     if functions:
         opsets.append(helper.make_opsetid(DOMAIN, 1))
+    declared.add_to_model(em, functions, opsets)
     model = helper.make_model(graph, opset_imports=opsets, functions=functions,
                               producer_name="ngrules")
     model.ir_version = min(model.ir_version, 8)
+    dynamic.restore(model)  # symbolic dimensions written back as dim_params and run-time shapes
     onnx.checker.check_model(model, full_check=True)
     return model

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, ShapeMismatch, UnsupportedOp, require_onnx
+from ngrules.interop.onnx import OnnxError, ShapeMismatch, UnsupportedOp, dynamic, require_onnx
 from ngrules.interop.onnx.axes import Naming, name_axes
 from ngrules.interop.onnx.context import CONVERTERS, Context, elem_name, graph_dtype
 from ngrules.interop.onnx.folding import Folding, np_elem
@@ -187,12 +187,18 @@ def import_model(
     axis_names: Mapping[str, Sequence[str | None]] | None = None,
     constants: Mapping[str, np.ndarray] | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    symbolic: bool = False,
 ) -> Imported:
     """The model as an ngrules graph, with its input and output names. `limits` bounds the
-    model file's size and every constant computed while importing (`loading.Limits`)."""
+    model file's size and every constant computed while importing (`loading.Limits`). With
+    `symbolic`, a symbolic dimension of an input not in `lengths` stays symbolic (`dynamic`):
+    rules cannot read its length, and `to_onnx` writes it back as a `dim_param`."""
     _load_converters()
     model = _load_model(model_or_path, limits)
-    importer = Importer(model, lengths or {}, axis_names or {}, constants or {}, limits)
+    lengths = dict(lengths or {})
+    if symbolic:
+        lengths = dynamic.with_stand_ins(model, lengths)
+    importer = Importer(model, lengths, axis_names or {}, constants or {}, limits)
     for vi in importer.graph.input:
         importer.add_input(vi)
     for node in importer.graph.node:
@@ -209,6 +215,7 @@ def from_onnx(
     axis_names: Mapping[str, Sequence[str | None]] | None = None,
     constants: Mapping[str, np.ndarray] | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    symbolic: bool = False,
 ) -> list[Node]:
     """The output nodes of an ngrules graph computing the ONNX model (a ModelProto or a path).
 
@@ -216,9 +223,11 @@ def from_onnx(
     the dimensions of inputs or initializers (`{"x": ["N", "C", "H", "W"]}`, None to keep the
     default); `constants` fixes inputs at import time (integer inputs that steer shapes, such
     as a Reshape's target). Each output's axes are in the ONNX output's order of dimensions.
+    `symbolic` keeps symbolic dimensions without a length symbolic (see `import_model`).
     """
     return import_model(
-        model_or_path, lengths=lengths, axis_names=axis_names, constants=constants, limits=limits
+        model_or_path, lengths=lengths, axis_names=axis_names, constants=constants, limits=limits,
+        symbolic=symbolic,
     ).outputs
 
 

@@ -1,0 +1,84 @@
+"""Constant folding: the built-in pass `fold_constants`, which any pipeline may name.
+
+A node whose arguments all hold known values (constants, or views of constants) is evaluated
+at rewrite time with its op's numpy kernel and replaced by a `Constant` of its axes and dtype.
+So a rule may write `γ/√(σ² + ε)` or `w·s` over stored weights and the graph keeps one
+constant, not a run-time computation.
+
+Two bounds keep the graph from growing: the folded value has at most `limit` elements
+(`DEFAULT_LIMIT`, or `rewrite(..., fold_limit=N)`, `--fold-limit N`), and no more elements
+than its constant arguments hold together (a broadcast scalar stays a scalar). Views alone
+(`Broadcast`, `ReorderAxes`, ...) are not folded: they cost nothing and their source is
+smaller. Placeholders, variables (which feeds may change) and multi-output ops stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ngrules.ir.graph import Node, creation_order, make_node
+from ngrules.ir.ops import get_op
+from ngrules.ir.values import constant_source
+
+#: The most elements one folded value may have, unless the caller says otherwise (2**24:
+#: 64 MB of float32, more than any layer's weights of a ResNet-50).
+DEFAULT_LIMIT = 1 << 24
+
+#: The name pipelines use for this pass (reserved: no rules file may declare it).
+PASS_NAME = "fold_constants"  # in lang.rules.BUILTIN_PASSES
+
+
+class Folding:
+    """One folding walk; `folded` lists (original node, constant) for each node folded."""
+
+    def __init__(self, limit: int | None = None):
+        self.limit = DEFAULT_LIMIT if limit is None else int(limit)
+        self.folded: list[tuple[Node, Node]] = []
+        self._values: dict[Node, np.ndarray] = {}
+
+    def apply(self, outputs: Sequence[Node]) -> list[Node]:
+        """The outputs with every foldable node replaced by its constant."""
+        memo: dict[Node, Node] = {}
+        for node in creation_order(outputs):
+            rebuilt = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
+            memo[node] = self._fold(rebuilt) if self._foldable(rebuilt) else rebuilt
+        return [memo[o] for o in outputs]
+
+    def _foldable(self, node: Node) -> bool:
+        if not node.args or node.outputs is not None:
+            return False
+        opdef = get_op(node.op)
+        if opdef.has("view") or opdef.kernel is None:
+            return False
+        sources = [constant_source(a) for a in node.args]
+        if any(s is None for s in sources):
+            return False
+        size = node.axes.size
+        held = sum({id(s): s.axes.size for s in sources}.values())
+        return size <= self.limit and size <= max(held, 1)
+
+    def _fold(self, node: Node) -> Node:
+        value = np.asarray(self._value(node)).astype(node.dtype, copy=False)
+        value = value.reshape(node.axes.lengths)
+        folded = make_node("Constant", value=value, axes=node.axes)
+        self.folded.append((node, folded))
+        return folded
+
+    def _value(self, node: Node) -> np.ndarray:
+        """The node's value, evaluated through views down to its constants."""
+        if node.op == "Constant":
+            return node.attrs["value"]
+        value = self._values.get(node)
+        if value is None:
+            kernel = get_op(node.op).kernel(node)
+            with np.errstate(all="ignore"):  # as at run time: inf and nan are values
+                value = kernel(*[self._value(a) for a in node.args])
+            self._values[node] = value
+        return value
+
+
+def fold_constants(outputs: Sequence[Node], limit: int | None = None) -> list[Node]:
+    """The graph of outputs with its constant subcomputations folded (see the module)."""
+    return Folding(limit).apply(outputs)

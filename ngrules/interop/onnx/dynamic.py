@@ -1,0 +1,211 @@
+"""Dynamic dimensions: a model with a symbolic batch or sequence, imported and written back
+without fixing its length.
+
+Import: each `dim_param` of a graph input with no length given gets a stand-in length (see
+`ir.symbolic`: a prime above every static dimension of the model). Export: every dimension of
+a graph input or output whose length is a stand-in gets its `dim_param` back, and every shape
+the exporter wrote as a constant (the target of a `Reshape` or an `Expand`) that counts a
+stand-in is computed at run time instead, from the `Shape` of an input that has the symbol:
+`[N·4, 16]` becomes `Concat(Mul(Shape(x)[0:1], [4]), [16])`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ngrules.ir import symbolic
+
+#: Inputs that are shapes, by op: the constants in them are what `restore` computes.
+SHAPE_INPUTS = {"Reshape": 1, "Expand": 1}
+
+
+def with_stand_ins(model, lengths: Mapping[str, int]) -> dict[str, int]:
+    """`lengths`, plus a stand-in for each symbolic dimension of a graph input not in it."""
+    graph = model.graph
+    longest = 1
+    for init in graph.initializer:
+        longest = max([longest, *init.dims])
+    params: list[str] = []
+    inputs = len(graph.input)
+    for k, vi in enumerate([*graph.input, *graph.value_info, *graph.output]):
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_value"):
+                longest = max(longest, d.dim_value)
+            elif d.HasField("dim_param") and k < inputs and d.dim_param not in params:
+                params.append(d.dim_param)
+    out = dict(lengths)
+    for p in params:
+        if p not in out:
+            out[p] = symbolic.stand_in(p, above=longest)
+    return out
+
+
+def _dim_label(length: int) -> str | None:
+    static, symbols = symbolic.factor(length)
+    if not symbols:
+        return None
+    return "*".join(symbols + ([str(static)] if static != 1 else []))
+
+
+def _relabel(value_infos) -> None:
+    """Dimensions of stand-in lengths as `dim_param`s (`N`, or `N*4` for a flattening)."""
+    for vi in value_infos:
+        for d in vi.type.tensor_type.shape.dim:
+            label = _dim_label(d.dim_value) if d.HasField("dim_value") else None
+            if label is not None:
+                d.dim_param = label
+
+
+class _Shapes:
+    """Nodes computing shapes at run time, from the inputs that hold each symbol."""
+
+    def __init__(self, sources: Sequence[tuple[str, Sequence[int]]], prefix: str,
+                 initializers: list | None = None):
+        self.where: dict[str, tuple[str, int]] = {}  # symbol -> (input, position)
+        for name, lengths in sources:
+            for i, length in enumerate(lengths):
+                symbol = symbolic.STAND_INS.get(length)
+                if symbol is not None:
+                    self.where.setdefault(symbol, (name, i))
+        self.nodes: list = []
+        self.initializers = initializers  # where static parts go (a function: Constant nodes)
+        self.prefix = prefix
+        self._dims: dict[str, str] = {}
+        self._count = 0
+
+    def _fresh(self) -> str:
+        self._count += 1
+        return f"{self.prefix}{self._count}"
+
+    def _node(self, op: str, inputs: list[str], **attrs) -> str:
+        from onnx import helper
+
+        out = self._fresh()
+        self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def _const(self, values) -> str:
+        from onnx import helper, numpy_helper
+
+        out = self._fresh()
+        if self.initializers is not None:
+            self.initializers.append(numpy_helper.from_array(np.asarray(values, np.int64), out))
+            return out
+        tensor = numpy_helper.from_array(np.asarray(values, np.int64), out + "_v")
+        self.nodes.append(helper.make_node("Constant", [], [out], value=tensor))
+        return out
+
+    def _dim(self, symbol: str) -> str:
+        if symbol not in self._dims:
+            name, i = self.where[symbol]
+            self._dims[symbol] = self._node("Shape", [name], start=i, end=i + 1)
+        return self._dims[symbol]
+
+    def can(self, values: np.ndarray) -> bool:
+        return all(s in self.where for v in values.ravel() for s in symbolic.factor(int(v))[1])
+
+    def shape(self, values: np.ndarray) -> str:
+        """A 1-D int64 tensor of `values`, each stand-in factor read at run time."""
+        parts: list[str] = []
+        run: list[int] = []
+        for v in values.ravel().tolist():
+            static, symbols = symbolic.factor(int(v))
+            if not symbols:
+                run.append(v)
+                continue
+            if run:
+                parts.append(self._const(run))
+                run = []
+            term = self._dim(symbols[0])
+            for s in symbols[1:]:
+                term = self._node("Mul", [term, self._dim(s)])
+            if static != 1:
+                term = self._node("Mul", [term, self._const([static])])
+            parts.append(term)
+        if run:
+            parts.append(self._const(run))
+        return parts[0] if len(parts) == 1 else self._node("Concat", parts, axis=0)
+
+
+def _symbolic_constants(nodes, constants: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The constant shape inputs (by name) that count a stand-in."""
+    found = {}
+    for node in nodes:
+        i = SHAPE_INPUTS.get(node.op_type)
+        if i is None or len(node.input) <= i:
+            continue
+        name = node.input[i]
+        value = constants.get(name)
+        if value is not None and value.dtype.kind == "i" and any(
+            symbolic.factor(int(v))[1] for v in value.ravel()
+        ):
+            found[name] = value
+    return found
+
+
+def _rewired(nodes, shapes: _Shapes, found: Mapping[str, np.ndarray]) -> list:
+    """The nodes with each symbolic shape input replaced by its run-time computation (one per
+    distinct shape)."""
+    by_value: dict[tuple, str] = {}
+    computed = {}
+    for name, value in found.items():
+        if shapes.can(value):
+            key = tuple(value.ravel().tolist())
+            if key not in by_value:
+                by_value[key] = shapes.shape(value)
+            computed[name] = by_value[key]
+    for node in nodes:
+        i = SHAPE_INPUTS.get(node.op_type)
+        if i is not None and len(node.input) > i and node.input[i] in computed:
+            node.input[i] = computed[node.input[i]]
+    return [*shapes.nodes, *nodes]
+
+
+def _constant_nodes(nodes) -> dict[str, np.ndarray]:
+    from onnx import numpy_helper
+
+    out = {}
+    for node in nodes:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            out[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    return out
+
+
+def restore(model) -> None:
+    """Give the model its symbolic dimensions back (in place; nothing to do without any)."""
+    if not symbolic.STAND_INS:
+        return
+    from onnx import numpy_helper
+
+    graph = model.graph
+    sources = [(vi.name, [d.dim_value for d in vi.type.tensor_type.shape.dim])
+               for vi in graph.input]
+    constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    constants.update(_constant_nodes(graph.node))
+    found = _symbolic_constants(graph.node, constants)
+    if found:
+        added: list = []
+        nodes = _rewired(list(graph.node), _Shapes(sources, "dyn_shape", added), found)
+        del graph.node[:]
+        graph.node.extend(nodes)
+        used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
+        kept = [t for t in [*graph.initializer, *added] if t.name in used]
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
+    _relabel(graph.input)
+    _relabel(graph.output)
+
+
+def restore_function(function, input_lengths: Sequence[Sequence[int]]) -> None:
+    """The same for an ONNX function whose inputs have these (stand-in) lengths."""
+    if not symbolic.STAND_INS:
+        return
+    nodes = list(function.node)
+    found = _symbolic_constants(nodes, _constant_nodes(nodes))
+    if found:
+        sources = list(zip(function.input, input_lengths))
+        rewired = _rewired(nodes, _Shapes(sources, "dyn_shape"), found)
+        del function.node[:]
+        function.node.extend(rewired)
