@@ -169,13 +169,19 @@ def test_attention_becomes_one_op_with_its_values(kwargs, rule, scale, library):
     np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
-def test_masked_attention_becomes_one_op_with_its_values(library):
+@pytest.mark.parametrize(
+    "kwargs, rule",
+    [({"scale": 0.5}, "masked_dot_product_attention_scaled"),
+     ({"divide": 2.0}, "masked_dot_product_attention_divided")],
+    ids=["scaled", "divided"],
+)
+def test_masked_attention_becomes_one_op_with_its_values(kwargs, rule, library):
     q = ng.placeholder([B, S, D], np.float64, name="q")
     k = ng.placeholder([B, T, D], np.float64, name="k")
     v = ng.placeholder([B, T, E], np.float64, name="v")
     mask = ng.placeholder([B, S, T], np.float64, name="mask")
-    res = _fuse([_attention(q, k, v, divide=2.0, mask=mask)], library)
-    assert res.fired()["masked_dot_product_attention_divided"] == 1
+    res = _fuse([_attention(q, k, v, mask=mask, **kwargs)], library)
+    assert res.fired()[rule] == 1
     assert _ops(res.outputs)["MaskedDotProductAttention"] == 1
     feeds = _feeds([q, k, v])
     feeds[mask] = np.where(np.arange(T.length) >= 3, -1e9, 0.0) * np.ones(mask.axes.lengths)
