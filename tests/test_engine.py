@@ -196,8 +196,9 @@ def test_a_replacement_with_other_axes_is_an_error_naming_the_rule():
 
 
 def test_a_bound_node_of_other_axes_returned_without_clauses_is_an_error_naming_the_rule():
-    rs = rules("\n\nrule bad: Broadcast(x) => x")  # `=> x` alone takes the matcher's fast path
-    out = ng.broadcast(ng.placeholder([A], name="x"), [A, B])
+    # `=> x` alone takes the matcher's fast path (Broadcast(x) => x is refused when loaded)
+    rs = rules("\n\nrule bad: Unflatten(x) => x")
+    out = ng.unflatten(ng.flatten(ng.placeholder([A, B], name="x")))
     with pytest.raises(ng.RuleError, match=r"rule bad \(t.rules:3\).*axes") as err:
         ng.rewrite([out], rs)
     assert str(err.value).startswith("t.rules:3:")

@@ -60,7 +60,7 @@ def _assigns(outputs: Sequence[Node]) -> list[Node]:
         if node.op == "Assign":
             order.append(node)
         elif node.op == "Sequential":
-            order.extend(node.args[1:])
+            order.extend(a for a in node.args[1:] if a.op == "Assign")
     return order
 
 

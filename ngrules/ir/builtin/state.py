@@ -2,9 +2,9 @@
 
 A graph stays a DAG of immutable nodes; state is threaded through it. `Assign(v, value)` is the
 new value of variable `v` (reads after it, in a `sequential`, read this node instead of `v`);
-`Sequential(result, *assigns)` is its first argument's value and carries the assignments the
-run performs, in order; `ValueOf(x)` is x as read where it stands (a node of its own, so reads
-threaded through a `sequential` never reach it twice). The stateful executor
+`Sequential(result, *effects)` is its first argument's value and carries what else the run
+computes, the assignments in order; `ValueOf(x)` is x as read where it stands (a node of its
+own, so reads threaded through a `sequential` never reach it twice). The stateful executor
 (`ngrules.ir.stateful`) keeps each variable's value between runs and stores the assignments.
 """
 
@@ -18,7 +18,7 @@ from ngrules.ir.ops import register_op
 
 def _assign_infer(args, attrs):
     variable, value = args
-    if variable.op != "Variable":
+    if variable.op not in ("Variable", "Placeholder"):  # a placeholder: a rule's instance
         raise OpError(f"Assign: the first argument must be a variable, got {variable.op}")
     if value.axes != variable.axes or value.dtype != variable.dtype:
         raise OpError(f"Assign: the value's axes and dtype ({value.axes!r} {value.dtype}) must "
@@ -29,10 +29,6 @@ def _assign_infer(args, attrs):
 def _sequential_infer(args, attrs):
     if not args:
         raise OpError("Sequential needs at least one argument (its result)")
-    for effect in args[1:]:
-        if effect.op != "Assign":
-            raise OpError(f"Sequential: the arguments after the result must be assignments, "
-                          f"got {effect.op}")
     return args[0].axes, args[0].dtype
 
 
@@ -70,7 +66,7 @@ register_op(
     kernel=lambda node: lambda result, *assigns: result,
     grad=lambda n, d: (d, *([None] * (len(n.args) - 1))),
     gen=_gen_sequential,
-    doc="the value of its first argument, with the assignments that follow it, in order",
+    doc="the value of its first argument; the rest run too (assignments stored in order)",
 )
 register_op(
     "ValueOf",
