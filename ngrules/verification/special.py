@@ -94,7 +94,9 @@ def special_counterexample(
                 return None
             if inst.assumed and broken(inst.assumed, feeds) is not None:
                 continue
-            result = compare(inst.outputs, after, feeds, rtol, atol, semantics)
+            infinite = any((~np.isfinite(v)).any() for v in feeds.values()
+                           if np.asarray(v).dtype.kind == "f")
+            result = compare(inst.outputs, after, feeds, rtol, atol, semantics, infinite)
             if result.problem is not None:
                 return Counterexample(inst.rule, inst.outputs, feeds,
                                       f"{result.problem} (special values)", after,
