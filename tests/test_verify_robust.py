@@ -108,3 +108,17 @@ def test_an_intermediate_out_of_float_range_is_not_a_wrong_rule():
     # a = 5e-324: Power underflows to 0 and Log gives -inf; b = inf: 1^inf is 1, inf·log 1 NaN
     verdict = verify(ng.parse_rules(RANGE), EXAMPLES)["log_power"]
     assert verdict.status == "verified", str(verdict)
+
+
+def test_verify_a_file_verifies_the_rules_it_defines_and_with_imports_those_it_imports(
+        tmp_path, capsys):
+    from ngrules.cli.main import main
+
+    path = tmp_path / "mine.rules"
+    path.write_text('import "ngrules:relu.rules"\npass mine\nrule mine_neg: -(-x) => x\n')
+    assert main(["verify", str(path), "--examples", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "mine_neg" in out and "relu_fprop" not in out and "1 verified of 1 rules" in out
+    assert main(["verify", str(path), "--examples", "5", "--with-imports"]) == 0
+    out = capsys.readouterr().out
+    assert "mine_neg" in out and "relu_fprop" in out and "relu_bprop" in out

@@ -300,6 +300,7 @@ def verify(
     bound: int = 3,
     disable: Iterable[str] = (),
     on_rule: Callable[[int, int, Rule], None] | None = None,
+    only: Iterable[str] | None = None,
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
@@ -312,7 +313,8 @@ def verify(
     left out, of a RuleSet's passes too (`RuleSet.without`, as `apply --disable`). Within a
     RuleSet, a rule is checked on the nodes it would get in its pass: those no earlier rule of
     the pass matches (first match wins); a lone rule or a list is checked on its own.
-    on_rule(i, n, rule) is called before the i-th of n rules (a progress display).
+    on_rule(i, n, rule) is called before the i-th of n rules (a progress display). only:
+    the names of the rules to verify (the others still take their nodes in their passes).
     Ctrl-C raises `Interrupted`, whose `report` holds the verdicts computed so far.
     """
     start = time.perf_counter()
@@ -325,6 +327,9 @@ def verify(
     if off and ruleset is not None:
         ruleset = ruleset.without(off)  # out of their passes too, as `apply --disable` does
     chosen = [r for r in chosen if r.name not in off]
+    if only is not None:
+        wanted = set(only)
+        chosen = [r for r in chosen if r.name in wanted]
     report = VerificationReport()
     try:
         for i, rule in enumerate(chosen, start=1):
