@@ -28,6 +28,7 @@ from ngrules.verification.compare import (
     compare_derivatives,
 )
 from ngrules.verification.instances import Instance, Rejected, attempts, earlier_rules
+from ngrules.verification.layouts import ill_formed_layout
 from ngrules.verification.special import special_counterexample
 from ngrules.verification.verdicts import (
     Counterexample,
@@ -254,9 +255,13 @@ def verify_rule(
             f = tally.smallest
             verdict.status, verdict.counterexample = f.status, f.counterexample
     if verdict.status in ("verified", "loops") and tally.kept:
-        cx = special_counterexample(tally.kept, semantics, rtol, atol)
+        cx = ill_formed_layout(tally.kept)  # the same shapes in every layout
         if cx is not None:
-            verdict.status, verdict.counterexample = "wrong", cx
+            verdict.status, verdict.counterexample = "ill-formed", cx
+        else:
+            cx = special_counterexample(tally.kept, semantics, rtol, atol)
+            if cx is not None:
+                verdict.status, verdict.counterexample = "wrong", cx
     if verdict.status == "verified" and tally.loops:
         verdict.status = "loops"
         verdict.reason = f"{tally.loops} (each step preserves values on {tally.fired} examples)"
