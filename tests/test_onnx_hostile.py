@@ -306,3 +306,19 @@ def test_pooling_a_bool_tensor_is_refused_by_name():
               [value("y", [1, 1, 3, 2], elem=TensorProto.BOOL)])
     with pytest.raises(UnsupportedOp, match="MaxPool node 'pool': a bool input"):
         import_model(m)
+
+
+def test_a_split_claiming_two_billion_outputs_is_refused_before_onnx_allocates_them():
+    m = model([helper.make_node("Split", ["x"], ["a", "b"], name="split", axis=0,
+                                num_outputs=2**31 - 1)],
+              [value("x", [4])], [value("a", [2]), value("b", [2])], opset=18)
+    message = []
+    _peak_rss_grows_less_than(100, lambda: message.append(_error(m)))
+    assert "Split node 'split': num_outputs is 2147483647 for 2 outputs" in message[0]
+
+
+def test_a_constant_of_shape_of_too_many_dimensions_is_located():
+    m = model([helper.make_node("ConstantOfShape", ["s"], ["c"], name="fill"),
+               helper.make_node("Cast", ["c"], ["y"], to=F32)],
+              [], [value("y", ["d"] * 96)], [ints("s", [1] * 96)])
+    assert "ConstantOfShape node 'fill'" in _error(m)

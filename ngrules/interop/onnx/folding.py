@@ -141,8 +141,8 @@ class Folding:
 
     def _constant_of_shape(self, node) -> np.ndarray:
         shape = [int(d) for d in np.ravel(self.consts[node.input[0]])]
-        if any(d < 0 for d in shape):
-            raise OnnxError(f"{node_label(node)}: a negative dimension in {shape}")
+        if any(d < 0 for d in shape) or len(shape) > 32:
+            raise OnnxError(f"{node_label(node)}: cannot make a tensor of shape {shape}")
         value = next((a.t for a in node.attribute if a.name == "value"), None)
         fill = np.zeros(1, np.float32) if value is None else tensor_array(value, node_label(node))
         if fill.size != 1:

@@ -61,10 +61,21 @@ def check_model(model, where: str) -> None:
     onnx = require_onnx()
     if not model.graph.node and not model.graph.output:
         raise OnnxError(f"{where}: the model has no graph (no nodes and no outputs)")
+    _check_output_counts(model, where)
     try:
         onnx.checker.check_model(model)
     except Exception as e:  # ValidationError, or a C++ error surfaced as another type
         raise OnnxError(f"{where}: invalid ONNX model: {one_line(e)}") from None
+
+
+def _check_output_counts(model, where: str) -> None:
+    """A `num_outputs` attribute must count the node's outputs: onnx's own checks allocate
+    that many outputs first (2**31 of them take minutes and gigabytes)."""
+    for node in model.graph.node:
+        for a in node.attribute:
+            if a.name == "num_outputs" and a.i != len(node.output):
+                raise OnnxError(f"{where}: {node.op_type} node {node.name or node.output[:1]!r}: "
+                                f"num_outputs is {a.i} for {len(node.output)} outputs")
 
 
 def tensor_array(tensor, where: str) -> np.ndarray:
