@@ -176,8 +176,11 @@ def test_completion_symbols_and_formatting(client, tmp_path):
     labels = {i["label"] for i in items["items"]}
     assert "reduction_axes" in labels and "Multiply" not in labels
     symbols = client.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
-    assert [(s["name"], s["detail"]) for s in symbols] == [
-        ("simplify", "pass"), ("sum_neg", "rule"), ("cpu", "pipeline")]
+    assert [(s["name"], s["detail"], [c["name"] for c in s.get("children") or ()])
+            for s in symbols] == [("simplify", "pass", ["sum_neg"]), ("cpu", "pipeline", [])]
+    outer, inner = symbols[0]["range"], symbols[0]["children"][0]["range"]
+    assert outer["start"]["line"] <= inner["start"]["line"] <= inner["end"]["line"] \
+        <= outer["end"]["line"]  # a pass's range holds its rules'
     messy = "pass   simplify\nrule r:x*1=>x\n"
     uri = open_doc(client, tmp_path / "messy.rules", messy)
     diagnostics_for(client, uri)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import unquote
@@ -312,13 +313,21 @@ def build_server():
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     def symbols(ls, params):
         doc = docs.full(params.text_document.uri)
-        return [
-            types.DocumentSymbol(s.name, _SYMBOLS.get(s.kind, types.SymbolKind.Object),
-                                 docs.range(doc.lines, doc.path, s.place),
-                                 docs.range(doc.lines, doc.path, s.name_place),
-                                 detail=s.kind)
-            for s in doc.symbols()
-        ]
+
+        def symbol(s) -> types.DocumentSymbol:
+            """A pass with its rules as children, its range reaching its last rule's end (the
+            protocol wants a parent's range to hold its children's)."""
+            place = s.place
+            if s.children:
+                last = s.children[-1].place
+                place = replace(place, end_line=last.end_line, end_col=last.end_col)
+            return types.DocumentSymbol(
+                s.name, _SYMBOLS.get(s.kind, types.SymbolKind.Object),
+                docs.range(doc.lines, doc.path, place),
+                docs.range(doc.lines, doc.path, s.name_place),
+                detail=s.kind, children=[symbol(c) for c in s.children] or None)
+
+        return [symbol(s) for s in doc.symbol_tree()]
 
     return server
 
