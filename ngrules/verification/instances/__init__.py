@@ -22,7 +22,6 @@ from ngrules.verification.instances.classes import constraints
 from ngrules.verification.instances.domains import (
     argument_domain,
     as_float64,
-    converted_feeds,
     domain_values,
     feeds_for,
     placeholder_domains,
@@ -43,7 +42,6 @@ __all__ = [
     "Rejected",
     "argument_domain",
     "as_float64",
-    "converted_feeds",
     "attempts",
     "constraints",
     "domain_values",
