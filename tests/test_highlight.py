@@ -94,7 +94,9 @@ def test_the_vscode_extension_declares_the_language_grammar_and_server():
     assert (VSCODE / grammar["path"]).is_file()
     assert package["contributes"]["configuration"]["properties"]["ngrules.command"][
         "default"] == ["ngrules", "lsp"]
-    assert "LanguageClient" in (VSCODE / package["main"]).read_text()
+    assert package["main"] == "./dist/extension.js"  # the bundle `npm run bundle` builds
+    assert "extension.js" in package["scripts"]["bundle"]
+    assert "LanguageClient" in (VSCODE / "extension.js").read_text()
 
 
 def test_the_textmate_grammar_knows_every_keyword_and_its_patterns_compile():
