@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import bprop_pool_reference, pool_reference
 
 import ngrules as ng
-from tests.helpers import bprop_pool_reference, pool_reference
 
 RNG = np.random.default_rng(23)
 
