@@ -208,16 +208,9 @@ def import_model(
     return Imported(outputs, names, dict(importer.placeholders), importer.naming)
 
 
-def from_onnx(
-    model_or_path,
-    *,
-    lengths: Mapping[str, int] | None = None,
-    axis_names: Mapping[str, Sequence[str | None]] | None = None,
-    constants: Mapping[str, np.ndarray] | None = None,
-    limits: Limits = DEFAULT_LIMITS,
-    symbolic: bool = False,
-) -> list[Node]:
-    """The output nodes of an ngrules graph computing the ONNX model (a ModelProto or a path).
+def from_onnx(model_or_path, **options) -> list[Node]:
+    """The output nodes of an ngrules graph computing the ONNX model (a ModelProto or a path);
+    `options` are `import_model`'s.
 
     `lengths` gives the length of each symbolic dimension (`{"batch": 8}`); `axis_names` names
     the dimensions of inputs or initializers (`{"x": ["N", "C", "H", "W"]}`, None to keep the
@@ -225,9 +218,6 @@ def from_onnx(
     as a Reshape's target). Each output's axes are in the ONNX output's order of dimensions.
     `symbolic` keeps symbolic dimensions without a length symbolic (see `import_model`).
     """
-    return import_model(
-        model_or_path, lengths=lengths, axis_names=axis_names, constants=constants, limits=limits,
-        symbolic=symbolic,
-    ).outputs
+    return import_model(model_or_path, **options).outputs
 
 
