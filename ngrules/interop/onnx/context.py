@@ -81,6 +81,21 @@ class Context:
             raise self.unsupported(f"a {what} computed at run time")
         return value
 
+    def scalar(self, value, dtype: np.dtype, what: str) -> float | int:
+        """A one-element constant (an attribute or an input) as a value a tensor of `dtype`
+        can hold: a model giving several values, or inf, NaN or an out-of-range number for an
+        integer tensor, contradicts itself."""
+        array = np.asarray(value)
+        if array.size != 1 or array.dtype.kind not in "biuf":
+            raise OnnxError(f"{self.label}: the {what} is not one number "
+                            f"(shape {array.shape}, type {array.dtype})")
+        number = array.reshape(()).item()
+        if dtype.kind in "iu" and not (np.isfinite(number) and
+                                       np.iinfo(dtype).min <= number <= np.iinfo(dtype).max):
+            raise OnnxError(f"{self.label}: the {what} {number} does not fit the input's "
+                            f"type {dtype}")
+        return number
+
     def attr(self, name: str, default: Any = None) -> Any:
         a = self._attrs.get(name)
         if a is None:

@@ -118,7 +118,7 @@ class Folding:
             start, end = _int_attr(node, "start", 0), _int_attr(node, "end", None)
             self.consts[node.output[0]] = shape[start:end]
             return
-        self._check_size(node, self._estimate(node))
+        self.check_size(node, self._estimate(node))
         if node.op_type == "ConstantOfShape" and node.input and node.input[0]:
             self.consts[node.output[0]] = self._constant_of_shape(node)  # weights of light
             return  # models: hundreds of them, without an evaluator each
@@ -136,7 +136,7 @@ class Folding:
                 raise UnsupportedOp(f"{node_label(node)}: a {type(value).__name__} value "
                                     f"({name!r}) is not supported")
             value = np.asarray(value)
-            self._check_size(node, value.nbytes)
+            self.check_size(node, value.nbytes)
             self.consts[name] = value
 
     def _constant_of_shape(self, node) -> np.ndarray:
@@ -149,7 +149,8 @@ class Folding:
             raise OnnxError(f"{node_label(node)}: its value must have one element")
         return np.full(shape, fill.reshape(()), dtype=fill.dtype)
 
-    def _check_size(self, node, nbytes: float) -> None:
+    def check_size(self, node, nbytes: float) -> None:
+        """Refuse (naming the node) a constant of nbytes over the budget, before making it."""
         if nbytes > self.limits.constant_bytes:
             size = f"{nbytes:.3g}" if nbytes >= 1e15 else f"{int(nbytes)}"
             raise OnnxError(

@@ -143,7 +143,8 @@ def _clip(ctx: Context):
         if ctx.has(i):
             t = elementwise(ctx, op, t, ctx.x(i))
         elif ctx.attr(name) is not None:
-            bound = F.constant(float(ctx.attr(name)), dtype=t.node.dtype)
+            bound = F.constant(ctx.scalar(ctx.attr(name), t.node.dtype, name),
+                               dtype=t.node.dtype)
             t = elementwise(ctx, op, t, Tensor(bound, ()))
     return [t]
 
@@ -154,9 +155,10 @@ def _pow(ctx: Context):
     other exponents as Power."""
     base, exponent = ctx.x(0), ctx.x(1)
     value = ctx.const(1)
-    if value is not None and value.size == 1 and float(value) in (2.0, 3.0):
+    power = value.reshape(()).item() if value is not None and value.size == 1 else None
+    if power in (2.0, 3.0):
         x = base.node
-        product = x * x if float(value) == 2.0 else x * x * x
+        product = x * x if power == 2.0 else x * x * x
         return [Tensor(product, base.axes)] if ctx.out_axes(0) == base.axes else [
             elementwise(ctx, "Multiply", Tensor(product, base.axes),
                         Tensor(F.constant(1.0, dtype=x.dtype), ()))]

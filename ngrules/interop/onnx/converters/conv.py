@@ -12,9 +12,9 @@ import itertools
 
 import numpy as np
 
-from ngrules.interop.onnx import ShapeMismatch
+from ngrules.interop.onnx import OnnxError, ShapeMismatch
 from ngrules.interop.onnx.context import Context, converter
-from ngrules.interop.onnx.converters.padmodes import padded_by_mode
+from ngrules.interop.onnx.converters.padmodes import kept_range, padded_by_mode
 from ngrules.interop.onnx.converters.shape import cut, join, strided
 from ngrules.interop.onnx.converters.window import convolution, fits, pooling
 from ngrules.interop.onnx.shaping import Tensor, conform, fit, squeeze, temp_axis
@@ -211,15 +211,20 @@ def _pad_op(ctx: Context):
     value = ctx.const(2) if ctx.has(2) else ctx.attr("value", 0.0)
     if value is None:
         raise ctx.unsupported("a pad value computed at run time")
+    fill = ctx.scalar(value, t.node.dtype, "pad value")
     positions = (list(range(rank)) if not ctx.has(3)
                  else [int(a) % rank for a in np.ravel(ctx.need_const(3, "pad axes"))])
     n = len(positions)
+    if len(pads) != 2 * n:
+        raise OnnxError(f"{ctx.label}: pads has {len(pads)} values, not two for each of the "
+                        f"{n} padded dimensions")
     if mode != "constant":
         return [conform(padded_by_mode(ctx, t, positions, pads, mode), ctx.out_axes(0))]
     for k, pos in enumerate(positions):
         before, after = pads[k], pads[n + k]
-        start, stop = max(-before, 0), t.shape[pos] - max(-after, 0)
+        start, stop = kept_range(ctx, pos, t.shape[pos], before, after)
         if start or stop < t.shape[pos]:
             t = cut(t, pos, start, stop, temp_axis(stop - start))
-        t = pad(t, pos, max(before, 0), max(after, 0), float(np.asarray(value).reshape(())))
+        t = pad(t, pos, max(before, 0), max(after, 0), fill)
     return [conform(t, ctx.out_axes(0))]
+

@@ -1,0 +1,108 @@
+"""Faults the ONNX fuzzer (`tests/onnx_fuzz.py`) found, each as a small model of its own: a
+value a tensor cannot hold, attribute lists of the wrong length, pads that crop a dimension
+away or would materialise gigabytes. Each ends as one located `OnnxError` line or imports and
+computes what onnxruntime computes (issues 20 and 25)."""
+
+import time
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper  # noqa: E402
+from onnx_cases import check_against_ort, node_model  # noqa: E402
+from test_onnx_import import model, value  # noqa: E402
+
+from ngrules.interop.onnx import OnnxError  # noqa: E402
+from ngrules.interop.onnx.importer import import_model  # noqa: E402
+
+X = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+
+def ints(values):
+    return np.asarray(values, dtype=np.int64)
+
+
+def _error(m) -> str:
+    start = time.perf_counter()
+    with pytest.raises(OnnxError) as info:
+        import_model(m)
+    assert time.perf_counter() - start < 5
+    message = str(info.value)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+def _old_pad(value_attr: float, elem=TensorProto.UINT8, pads=(0, 1, 0, 1)):
+    """Pad as opset 6 writes it: pads and the fill value as attributes."""
+    node = helper.make_node("Pad", ["x"], ["y"], name="pad", pads=list(pads), value=value_attr)
+    out = [2 + pads[0] + pads[2], 3 + pads[1] + pads[3]]
+    return model([node], [value("x", [2, 3], elem)], [value("y", out, elem)], opset=6)
+
+
+@pytest.mark.parametrize("fill", [float("inf"), float("-inf"), float("nan")])
+def test_a_non_finite_pad_value_for_an_integer_tensor_is_located(fill):
+    message = _error(_old_pad(fill))
+    assert message.startswith("Pad node 'pad': the pad value") and "uint8" in message
+
+
+def test_a_pad_value_out_of_the_integer_range_is_located():
+    m = node_model("Pad", {"x": X.astype(np.int32)}, {"p": ints([0, 1, 0, 1]),
+                                                       "v": np.array(2**40, np.int64)})
+    assert "the pad value 1099511627776 does not fit the input's type int32" in _error(m)
+
+
+def test_a_pad_value_of_several_elements_is_located():
+    m = node_model("Pad", {"x": X}, {"p": ints([0, 1, 0, 1]), "v": np.ones(2, np.float32)})
+    assert "the pad value is not one number" in _error(m)
+
+
+def test_a_finite_pad_value_still_pads_an_integer_tensor():
+    x = X.astype(np.int32)
+    check_against_ort(node_model("Pad", {"x": x}, {"p": ints([1, 0, 0, 2]),
+                                                   "v": np.array(7, np.int32)}), {"x": x})
+
+
+def test_pads_of_the_wrong_length_are_located():
+    m = _old_pad(2.0, TensorProto.FLOAT, pads=(0, 0, 3, 1, 0, 4, 2))
+    m.graph.output[0].type.tensor_type.shape.Clear()
+    assert "pads has 7 values, not two for each of the 2 padded dimensions" in _error(m)
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "wrap", "reflect"])
+@pytest.mark.parametrize("pads", [[0, -10, 0, 0], [0, -2, 0, -2]])
+def test_pads_cropping_a_whole_dimension_are_located(mode, pads):
+    m = node_model("Pad", {"x": X}, {"p": ints(pads)}, opset=19, mode=mode)
+    assert f"pads {pads[1]} and {pads[3]} crop all of dimension 1 (length 3)" in _error(m)
+
+
+@pytest.mark.parametrize("mode", ["edge", "wrap"])
+def test_edge_padding_of_a_trillion_is_refused_by_the_constant_budget(mode):
+    m = node_model("Pad", {"x": X}, {"p": ints([0, 2**40, 0, 0])}, opset=19, mode=mode)
+    assert "more than the limit" in _error(m)
+
+
+@pytest.mark.parametrize("axes", [[0, 2], [1, -1]])
+def test_pad_axes_that_are_not_distinct_dimensions_are_located(axes):
+    """Even when a Constant node computes them (shape inference reads it)."""
+    m = node_model("Pad", {"x": X}, {"p": ints([1, 1, 1, 1]), "v": np.array(0, np.float32)},
+                   opset=19)
+    m.graph.node[0].input.append("a")
+    axes_tensor = onnx.numpy_helper.from_array(ints(axes), "axes")
+    m.graph.node.insert(0, helper.make_node("Constant", [], ["a"], value=axes_tensor))
+    assert _error(m).startswith("Pad node 'n' does not fit its inputs")
+
+
+@pytest.mark.parametrize("exponent", [np.array([2.0]), np.array([[3.0]]),
+                                      np.array([[3.0, 2.0, 0.5]])])
+def test_pow_with_an_exponent_of_one_element_in_a_tensor_matches_onnxruntime(exponent):
+    x = X + 1
+    check_against_ort(node_model("Pow", {"x": x}, {"e": exponent.astype(np.float32)}), {"x": x})
+
+
+def test_an_infinite_clip_bound_for_an_integer_tensor_is_located():
+    node = helper.make_node("Clip", ["x"], ["y"], name="clip", min=float("inf"))
+    m = model([node], [value("x", [2, 3], TensorProto.INT32)],
+              [value("y", [2, 3], TensorProto.INT32)], opset=6)
+    assert "Clip node 'clip': the min inf does not fit the input's type int32" in _error(m)
