@@ -1,10 +1,11 @@
 """ONNX models mutated as an attacker or a broken exporter would: bit flips and cuts of the file,
 attribute values, dims, element types, op types, names, dropped, duplicated and reordered nodes,
-tensor data cut short. Every mutant must import or raise an `NgrulesError` of one line, quickly
-and with bounded memory (issue 25). `tests/test_onnx_fuzz.py` runs a fixed-seed share in the
+tensor data cut short. The models: three built here, networks the onnx wheel ships and the
+project's zoo (`tests/zoo`). Every mutant must import or raise an `NgrulesError` of one line,
+quickly and with bounded memory (issue 25). `tests/test_onnx_fuzz.py` runs a fixed-seed share in the
 suite; run this file for the full campaign and its figures:
 
-    python tests/onnx_fuzz.py --count 10000 [--extra 'zoo/*.onnx']
+    python tests/onnx_fuzz.py --count 10000 --seed N [--extra 'more/*.onnx']
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ TORCH_MODELS = ("test_Conv2d", "test_Linear", "test_BatchNorm2d_eval", "test_Max
                 "test_PixelShuffle", "test_Softmax", "test_GLU", "test_Conv2d_groups",
                 "test_Embedding", "test_ConstantPad2d", "test_AvgPool2d", "test_PReLU_2d")
 LIGHT_MODELS = ("light_squeezenet", "light_inception_v2")
+#: The project's own zoo (issue 20): ResNet, MobileNetV3, EfficientNet, ShuffleNet, ViT, BERT,
+#: GPT-2, a transformer encoder, LSTM, GRU and an MLP, from both of torch's exporters.
+ZOO = Path(__file__).parent / "zoo"
 LENGTHS = {"N": 2, "B": 2, "batch": 2, "seq": 8, "batch_size": 2, "sequence_length": 8}
 
 INTERESTING = [0, 1, -1, 2, 3, 7, 255, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63), 10**9, 15000]
@@ -43,7 +47,8 @@ OPS = ["Relu", "Add", "MatMul", "Reshape", "Concat", "Gather", "Loop", "Range", 
 
 
 def seeds() -> dict[str, bytes]:
-    """The serialized models to mutate: three built here, and networks from the onnx wheel."""
+    """The serialized models to mutate: three built here, networks from the onnx wheel and
+    the zoo's."""
     out = {name: build().SerializeToString() for name, (build, _) in MODELS.items()}
     for name in TORCH_MODELS:
         path = DATA / "pytorch-converted" / name / "model.onnx"
@@ -53,6 +58,8 @@ def seeds() -> dict[str, bytes]:
         path = DATA / "light" / f"{name}.onnx"
         if path.is_file():
             out[name] = path.read_bytes()
+    for path in sorted(ZOO.glob("*.onnx")):
+        out[f"zoo_{path.stem}"] = path.read_bytes()
     return out
 
 

@@ -106,3 +106,44 @@ def test_an_infinite_clip_bound_for_an_integer_tensor_is_located():
     m = model([node], [value("x", [2, 3], TensorProto.INT32)],
               [value("y", [2, 3], TensorProto.INT32)], opset=6)
     assert "Clip node 'clip': the min inf does not fit the input's type int32" in _error(m)
+
+
+@pytest.mark.parametrize("batch_dims", [-5, -(2**31)])
+def test_a_gather_nd_batch_dims_onnx_would_crash_on_is_refused_first(batch_dims):
+    """onnx's shape inference reads data dimension batch_dims + 1 without a bound check: a
+    segmentation fault of the whole process below -4."""
+    x, i = np.zeros((2, 3), np.float32), np.zeros((2, 1), np.int64)
+    m = node_model("GatherND", {"x": x, "i": i}, batch_dims=0)
+    m.graph.node[0].attribute[0].i = batch_dims
+    assert f"GatherND node 'n': batch_dims is {batch_dims}, less than 0" in _error(m)
+
+
+def test_the_same_attribute_inside_a_subgraph_is_refused():
+    x, i = np.zeros((2, 3), np.float32), np.zeros((2, 1), np.int64)
+    inner = node_model("GatherND", {"x": x, "i": i}, batch_dims=0).graph
+    inner.node[0].attribute[0].i = -7
+    del inner.input[:]
+    branch = helper.make_node("If", ["c"], ["y0"], name="if", then_branch=inner,
+                              else_branch=inner)
+    m = model([branch], [value("c", [], TensorProto.BOOL), value("x", [2, 3]),
+                         value("i", [2, 1], TensorProto.INT64)], [value("y0", [2])])
+    assert "GatherND node 'n': batch_dims is -7, less than 0" in _error(m)
+
+
+_SEQ = np.zeros((5, 2, 3), np.float32)
+_W, _R = np.zeros((1, 16, 3), np.float32), np.zeros((1, 16, 4), np.float32)
+
+
+@pytest.mark.parametrize("inits, attrs, expected", [
+    ({"w": _W, "r": np.float32(0)}, {}, "input 2 has shape (), not (1, 16, 4)"),
+    ({"w": _W, "r": _R[:, :5]}, {}, "input 2 has shape (1, 5, 4), not (1, 16, 4)"),
+    ({"w": _W, "r": _R, "b": np.zeros((1, 3), np.float32)}, {}, "input 3 has shape (1, 3)"),
+    ({"w": _W, "r": _R}, {"hidden_size": None}, "hidden_size None and an input of shape"),
+    ({"w": _W, "r": _R}, {"hidden_size": 0}, "hidden_size 0 and an input of shape"),
+    ({"w": _W, "r": _R}, {"activations": ["Sigmoid"]}, "1 activations for 1 direction(s) of 3"),
+    ({"w": _W, "r": _R}, {"direction": "sideways"}, "direction 'sideways' is not forward"),
+])
+def test_recurrent_weights_and_attributes_that_do_not_fit_are_located(inits, attrs, expected):
+    attrs = {"hidden_size": 4, **attrs}
+    m = node_model("LSTM", {"x": _SEQ}, inits, **{k: v for k, v in attrs.items() if v is not None})
+    assert _error(m).startswith(f"LSTM node 'n': {expected}")

@@ -61,21 +61,46 @@ def check_model(model, where: str) -> None:
     onnx = require_onnx()
     if not model.graph.node and not model.graph.output:
         raise OnnxError(f"{where}: the model has no graph (no nodes and no outputs)")
-    _check_output_counts(model, where)
+    _check_what_onnx_trusts(model, where)
     try:
         onnx.checker.check_model(model)
     except Exception as e:  # ValidationError, or a C++ error surfaced as another type
         raise OnnxError(f"{where}: invalid ONNX model: {one_line(e)}") from None
 
 
-def _check_output_counts(model, where: str) -> None:
-    """A `num_outputs` attribute must count the node's outputs: onnx's own checks allocate
-    that many outputs first (2**31 of them take minutes and gigabytes)."""
-    for node in model.graph.node:
+#: Attribute values onnx's shape inference (C++) reads without a bound check, crashing the
+#: whole process: (op_type, attribute) -> the least value the ONNX spec allows.
+_LEAST_VALUES = {("GatherND", "batch_dims"): 0}
+
+
+def _check_what_onnx_trusts(model, where: str) -> None:
+    """What onnx's own checks do not bound, before they run. A `num_outputs` attribute must
+    count the node's outputs (onnx allocates that many outputs first: 2**31 of them take
+    minutes and gigabytes); an attribute in `_LEAST_VALUES` must not be below its least
+    value (a GatherND with batch_dims -5 is a segmentation fault in shape inference)."""
+    for node in _nodes(model):
+        label = f"{where}: {node.op_type} node {node.name or node.output[:1]!r}"
         for a in node.attribute:
             if a.name == "num_outputs" and a.i != len(node.output):
-                raise OnnxError(f"{where}: {node.op_type} node {node.name or node.output[:1]!r}: "
-                                f"num_outputs is {a.i} for {len(node.output)} outputs")
+                raise OnnxError(f"{label}: num_outputs is {a.i} for {len(node.output)} outputs")
+            least = _LEAST_VALUES.get((node.op_type, a.name))
+            if least is not None and a.i < least:
+                raise OnnxError(f"{label}: {a.name} is {a.i}, less than {least}")
+
+
+def _nodes(model):
+    """Every node of the model: its graph's, its subgraphs' (If, Loop, Scan) and functions'."""
+    from onnx import AttributeProto
+
+    pending = [list(model.graph.node)] + [list(f.node) for f in model.functions]
+    while pending:
+        for node in pending.pop():
+            yield node
+            for a in node.attribute:
+                if a.type == AttributeProto.GRAPH:
+                    pending.append(list(a.g.node))
+                elif a.type == AttributeProto.GRAPHS:
+                    pending.extend(list(g.node) for g in a.graphs)
 
 
 def tensor_array(tensor, where: str) -> np.ndarray:

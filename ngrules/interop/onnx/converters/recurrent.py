@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ngrules.interop.onnx import ShapeMismatch
 from ngrules.interop.onnx.context import Context, converter
 from ngrules.interop.onnx.converters.shape import cut, join
 from ngrules.interop.onnx.shaping import Tensor, conform, squeeze, temp_axis
@@ -140,6 +141,32 @@ def _initial(ctx: Context, i: int, d: int, layout: int, axes, dtype) -> Node:
     return F.axes_with_order(conform(t, (axes[1], axes[0])).node, Axes(axes))
 
 
+def _check_shapes(ctx: Context, x: Tensor, direction: str, layout: int) -> int:
+    """The hidden size, after checking every input's shape against it (ONNX's own inference
+    reads only some): X (seq, batch, input), W (dirs, gates x hidden, input), R (dirs, gates x
+    hidden, hidden), B (dirs, 2 x gates x hidden), initial states (dirs, batch, hidden), P
+    (dirs, 3 x hidden); batch first in X and the states with layout=1."""
+    hidden = ctx.attr("hidden_size")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise ShapeMismatch(f"direction {direction!r} is not forward, reverse or bidirectional")
+    if not isinstance(hidden, int) or hidden < 1 or len(x.axes) != 3:
+        raise ShapeMismatch(f"hidden_size {hidden} and an input of shape {x.shape} do not make "
+                            "a recurrent layer (a positive size, an input of rank 3)")
+    dirs, gates = 1 + (direction == "bidirectional"), _GATES[ctx.op] * hidden
+    seq, batch = x.shape[:2] if not layout else x.shape[1::-1]
+    state = (batch, dirs, hidden) if layout else (dirs, batch, hidden)
+    wanted = {1: (dirs, gates, x.shape[2]), 2: (dirs, gates, hidden), 3: (dirs, 2 * gates),
+              5: state, 6: state, 7: (dirs, 3 * hidden)}
+    for i, shape in wanted.items():
+        if ctx.has(i) and ctx.x(i).shape != shape:
+            raise ShapeMismatch(f"input {i} has shape {ctx.x(i).shape}, not {shape}")
+    activations = ctx.attr("activations")
+    if activations is not None and len(activations) < dirs * len(_DEFAULTS[ctx.op]):
+        raise ShapeMismatch(f"{len(activations)} activations for {dirs} direction(s) of "
+                            f"{len(_DEFAULTS[ctx.op])}")
+    return hidden
+
+
 @converter("LSTM", "GRU", "RNN")
 def _recurrent(ctx: Context):
     x = ctx.x(0)
@@ -152,7 +179,7 @@ def _recurrent(ctx: Context):
     if ctx.op == "LSTM" and ctx.attr("input_forget", 0):
         raise ctx.unsupported("input_forget=1")
     direction = ctx.attr("direction", "forward")
-    hidden = int(ctx.attr("hidden_size"))
+    hidden = _check_shapes(ctx, x, direction, layout)
     batch, inputs = x.axes[batch_pos], x.axes[2]
     gate, state = temp_axis(hidden), temp_axis(hidden)
     steps = list(range(x.shape[seq_pos]))
