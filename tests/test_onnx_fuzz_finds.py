@@ -14,6 +14,7 @@ from onnx import TensorProto, helper  # noqa: E402
 from onnx_cases import check_against_ort, node_model  # noqa: E402
 from test_onnx_import import model, value  # noqa: E402
 
+import ngrules as ng  # noqa: E402
 from ngrules.interop.onnx import OnnxError  # noqa: E402
 from ngrules.interop.onnx.importer import import_model  # noqa: E402
 
@@ -147,3 +148,32 @@ def test_recurrent_weights_and_attributes_that_do_not_fit_are_located(inits, att
     attrs = {"hidden_size": 4, **attrs}
     m = node_model("LSTM", {"x": _SEQ}, inits, **{k: v for k, v in attrs.items() if v is not None})
     assert _error(m).startswith(f"LSTM node 'n': {expected}")
+
+
+@pytest.mark.parametrize("op", ["AveragePool", "MaxPool"])
+def test_a_pooling_output_longer_than_its_padded_input_is_located(op):
+    """An output declared bool (so inference's contradiction is not strict) and 2**40 long:
+    the average's counts were an 8 TiB array."""
+    node = helper.make_node(op, ["x"], ["y"], name="pool", kernel_shape=[2, 2], strides=[2, 2],
+                            pads=[0, 0, 0, 0])
+    m = model([node], [value("x", [2, 3, 6, 6])],
+              [value("y", [2, 3, 2**40, 3], TensorProto.BOOL)], opset=6)
+    assert "pool': an output of spatial shape (1099511627776, 3) does not fit" in _error(m)
+
+
+def test_concat_of_opset_1_without_axis_joins_along_its_default_axis():
+    a, b = np.ones((2, 3), np.float32), np.zeros((2, 2), np.float32)
+    m = model([helper.make_node("Concat", ["a", "b"], ["y"])], [value("a", [2, 3]),
+                                                                value("b", [2, 2])],
+              [value("y", [2, 5])], opset=1)
+    imported = import_model(m)
+    got = ng.execute(imported.outputs, {"a": a, "b": b})[0]
+    np.testing.assert_array_equal(got, np.concatenate([a, b], axis=1))
+
+
+@pytest.mark.parametrize("heads", [0, 5])
+def test_attention_heads_that_do_not_split_the_hidden_size_are_located(heads):
+    q = np.zeros((1, 3, 8), np.float32)
+    m = node_model("Attention", {"q": q, "k": q, "v": q}, opset=23, q_num_heads=heads,
+                   kv_num_heads=heads)
+    assert "cannot be split into" in _error(m) or "does not fit its inputs" in _error(m)

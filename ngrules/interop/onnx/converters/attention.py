@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ngrules.interop.onnx import ShapeMismatch
 from ngrules.interop.onnx.context import Context, converter
 from ngrules.interop.onnx.converters.shape import join
 from ngrules.interop.onnx.shaping import Tensor, broadcast_to, conform, fit, reshape, temp_axis
@@ -22,6 +23,8 @@ def _heads(t: Tensor, heads: int | None) -> Tensor:
     """(B, heads, S, D): a 4-D input as it is; a 3-D (B, S, heads * D) one split and moved."""
     if len(t.axes) == 4:
         return t
+    if len(t.axes) != 3 or not isinstance(heads, int) or heads < 1 or t.shape[2] % heads:
+        raise ShapeMismatch(f"an input of shape {t.shape} cannot be split into {heads} heads")
     b, s, hidden = t.shape
     split = (t.axes[0], t.axes[1], temp_axis(heads), temp_axis(hidden // heads))
     t = Tensor(reshape(t, split), split)

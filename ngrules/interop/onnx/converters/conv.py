@@ -72,6 +72,9 @@ def _geometry(ctx: Context, ins, outs, kernel):
     pads = list(ctx.attr("pads") or [0] * (2 * spatial))
     auto = ctx.attr("auto_pad", "NOTSET")
     _check_geometry(ins, kernel, strides, dilations, pads)
+    if any(not 1 <= outs[i] <= ins[i] + pads[i] + pads[spatial + i] for i in range(spatial)):
+        raise ShapeMismatch(f"an output of spatial shape {tuple(outs)} does not fit an input "
+                            f"of {tuple(ins)} with pads {pads}")
     extra = [0] * spatial
     for i in range(spatial):
         span = (outs[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1

@@ -85,7 +85,7 @@ def pick(t: Tensor, pos: int, indices) -> Tensor:
 @converter("Concat")
 def _concat(ctx: Context):
     out = ctx.out_axes(0)
-    pos = ctx.attr("axis") % len(out)
+    pos = ctx.attr("axis", 1) % len(out)  # Concat-1's default; required since opset 4
     parts = []
     for i in range(ctx.arity):
         t = ctx.x(i)
