@@ -177,3 +177,12 @@ def test_attention_heads_that_do_not_split_the_hidden_size_are_located(heads):
     m = node_model("Attention", {"q": q, "k": q, "v": q}, opset=23, q_num_heads=heads,
                    kv_num_heads=heads)
     assert "cannot be split into" in _error(m) or "does not fit its inputs" in _error(m)
+
+
+def test_a_sequence_too_long_to_unroll_is_refused_quickly():
+    """A mutant's LSTM of 2**40 steps was a MemoryError (and 10**6 would take hours)."""
+    m = node_model("LSTM", {"x": _SEQ}, {"w": _W, "r": _R}, hidden_size=4)
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2**40
+    del m.graph.output[:]
+    m.graph.output.append(value("y0", [2**40, 1, 2, 4]))
+    assert "a sequence of 1099511627776 steps in 1 direction(s) is more than" in _error(m)

@@ -25,6 +25,9 @@ _ACTIVATIONS: dict[str, Callable[[Node], Node]] = {
 }
 _DEFAULTS = {"LSTM": ("Sigmoid", "Tanh", "Tanh"), "GRU": ("Sigmoid", "Tanh"), "RNN": ("Tanh",)}
 _GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+#: The most steps (times directions) a recurrent node is unrolled into: each is some thirty
+#: nodes, and a sequence of 10**9 would never finish importing.
+MAX_UNROLLED_STEPS = 1024
 
 
 def _picked(t: Tensor, pos: int, index: int) -> Tensor:
@@ -154,6 +157,9 @@ def _check_shapes(ctx: Context, x: Tensor, direction: str, layout: int) -> int:
                             "a recurrent layer (a positive size, an input of rank 3)")
     dirs, gates = 1 + (direction == "bidirectional"), _GATES[ctx.op] * hidden
     seq, batch = x.shape[:2] if not layout else x.shape[1::-1]
+    if seq * dirs > MAX_UNROLLED_STEPS:
+        raise ShapeMismatch(f"a sequence of {seq} steps in {dirs} direction(s) is more than "
+                            f"the {MAX_UNROLLED_STEPS} steps the importer unrolls")
     state = (batch, dirs, hidden) if layout else (dirs, batch, hidden)
     wanted = {1: (dirs, gates, x.shape[2]), 2: (dirs, gates, hidden), 3: (dirs, 2 * gates),
               5: state, 6: state, 7: (dirs, 3 * hidden)}
