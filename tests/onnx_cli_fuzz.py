@@ -85,11 +85,14 @@ def run_command(argv: list[str]) -> tuple[str, str]:
         code = e.code
     except (Exception, RecursionError, MemoryError):
         return "crash", traceback.format_exc(limit=-6)
-    text = err.getvalue().strip()
+    text = err.getvalue().strip() + "\n" + out.getvalue().strip()
+    if "Traceback" in text:
+        return "crash", text[-2000:]
     if code == 0:
         return "ok", ""
-    lines = [line for line in text.splitlines() if "error:" in line]
-    if not lines or "Traceback" in text:  # `check` adds a count of its located errors
+    # `check` adds a count of its located errors; `coverage` says which models it did not read
+    lines = [line for line in text.splitlines() if "error:" in line or ": not read: " in line]
+    if not lines:
         return "crash", f"exit {code} without an error line: {text[-2000:]!r}"
     return "refused", lines[-1]
 
