@@ -13,6 +13,7 @@ import contextlib
 import io
 import os
 import random
+import resource
 import sys
 import tempfile
 import time
@@ -146,7 +147,12 @@ def main(argv=None) -> int:
     p.add_argument("--count", type=int, default=500)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--originals", action="store_true", help="the unmutated models too")
+    p.add_argument("--max-gb", type=float, default=6,
+                   help="address space allowed (`run` of a mutant may compute huge values: "
+                        "numpy's MemoryError, not the machine's out-of-memory killer)")
     args = p.parse_args(argv)
+    limit = int(args.max_gb * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     start = time.perf_counter()
     result = campaign(args.count, args.seed, originals=args.originals)
     print(f"{result.runs} command runs in {time.perf_counter() - start:.0f} s; "
