@@ -11,6 +11,7 @@ suite; run this file for the full campaign and its figures:
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import glob
 import os
 import random
@@ -295,6 +296,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--extra", action="append", default=[], help="more models (a glob)")
     args = p.parse_args(argv)
+    faulthandler.enable()  # a crash inside onnx's C++ (a segmentation fault) shows where
     models = seeds()
     for pattern in args.extra:
         for path in sorted(glob.glob(pattern)):
