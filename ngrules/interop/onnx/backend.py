@@ -159,7 +159,7 @@ STEERING = {
     "Reshape": (1,), "Expand": (1,), "Squeeze": (1,), "Unsqueeze": (1,), "Slice": (1, 2, 3, 4),
     "Split": (1,), "Gather": (1,), "Tile": (1,), "Pad": (1, 2, 3), "TopK": (1,),
     "ConstantOfShape": (0,), "Range": (0, 1, 2), "OneHot": (1,), "Dropout": (1, 2),
-    "CumSum": (1,), "Resize": (1, 2, 3), "LSTM": (4,), "GRU": (4,), "RNN": (4,),
+    "CumSum": (1,), "CumProd": (1,), "Resize": (1, 2, 3), "LSTM": (4,), "GRU": (4,), "RNN": (4,),
     "Compress": (1,), "CenterCropPad": (1,),
     **dict.fromkeys(("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
                      "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",

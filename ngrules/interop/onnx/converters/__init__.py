@@ -15,6 +15,7 @@ from ngrules.interop.onnx.converters import (  # noqa: F401
     normalization,
     recurrent,
     resize,
+    rotary,
     select,
     shape,
     transpose_conv,

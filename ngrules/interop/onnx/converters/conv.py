@@ -20,7 +20,7 @@ from ngrules.interop.onnx.converters.window import convolution, fits, pooling
 from ngrules.interop.onnx.shaping import Tensor, conform, fit, squeeze, temp_axis
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
-from ngrules.ir.graph import make_node
+from ngrules.ir.graph import Node, make_node
 
 
 def pad(t: Tensor, pos: int, before: int, after: int, value: float) -> Tensor:
@@ -166,15 +166,37 @@ def _pool(ctx: Context):
     fill = info(x.node.dtype).min if is_max else 0.0
     xp = _padded(x, pads, fill, extra)
     xp = conform(xp, out[:2] + xp.axes[2:])
-    total = None
-    for _, win in _windows(xp, out, kernel, strides, dilations):
-        node = fit(win.node, out)
-        if total is not None:
-            node = F.maximum(total, node) if is_max else total + node
-        total = node
+    total = _reduce_windows(xp, out, kernel, strides, dilations,
+                            F.maximum if is_max else F.add)
     if not is_max:
         total = total / _count(ctx, x, out, kernel, strides, dilations, pads, extra)
     return [Tensor(total, out)]
+
+
+def _reduce_windows(xp: Tensor, out, kernel, strides, dilations, combine) -> Node:
+    """The windows of the padded input combined (maximum or sum) into the output's axes."""
+    total = None
+    for _, win in _windows(xp, out, kernel, strides, dilations):
+        node = fit(win.node, out)
+        total = node if total is None else combine(total, node)
+    return total
+
+
+@converter("LpPool")
+def _lp_pool(ctx: Context):
+    """(sum of |x| ** p over each window) ** (1 / p), zero padded."""
+    x, out = ctx.x(0), ctx.out_axes(0)
+    if x.node.dtype.kind != "f":
+        raise ctx.unsupported(f"a {x.node.dtype} input")
+    kernel, strides, dilations, pads, extra = _geometry(
+        ctx, x.shape[2:], ctx.out_shape()[2:], ctx.attr("kernel_shape")
+    )
+    p = float(ctx.attr("p", 2))
+    powered = x.node * x.node if p == 2.0 else F.power(F.absolute(x.node), p)
+    xp = _padded(Tensor(powered, x.axes), pads, 0.0, extra)
+    xp = conform(xp, out[:2] + xp.axes[2:])
+    total = _reduce_windows(xp, out, kernel, strides, dilations, F.add)
+    return [Tensor(F.sqrt(total) if p == 2.0 else F.power(total, 1.0 / p), out)]
 
 
 def _count(ctx, x: Tensor, out, kernel, strides, dilations, pads, extra):

@@ -35,7 +35,7 @@ def _gather(ctx: Context):
     pos = ctx.attr("axis", 0) % len(t.axes)
     indices = ctx.const(1)
     if indices is None:
-        return [_run_time_gather(t, ctx.x(1), pos, out)]
+        return [run_time_gather(t, ctx.x(1), pos, out)]
     flat = [int(i) % t.shape[pos] for i in np.ravel(indices)]
     picked = pick(t, pos, flat)
     if indices.ndim == 0:
@@ -45,7 +45,7 @@ def _gather(ctx: Context):
     return [ctx.result(reshape(picked, out))]
 
 
-def _run_time_gather(t: Tensor, indices: Tensor, pos: int, out) -> Tensor:
+def run_time_gather(t: Tensor, indices: Tensor, pos: int, out) -> Tensor:
     """The Gather op, x's other axes and the indices' axes named as the output's."""
     k = len(indices.axes)
     indices = conform(indices, out[pos : pos + k])
