@@ -13,6 +13,7 @@ from ngrules.interop.onnx.converters import (  # noqa: F401
     mathfn,
     nn,
     normalization,
+    quantize,
     recurrent,
     resize,
     rotary,
