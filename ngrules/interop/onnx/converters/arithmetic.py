@@ -25,8 +25,8 @@ _UNARY = {
 @converter(*_BINARY)
 def _binary(ctx: Context):
     a, b = ctx.x(0), ctx.x(1)
-    if ctx.op == "Div" and a.node.dtype.kind in "iub":
-        raise ctx.unsupported("integer Div (ngrules' Divide is true division)")
+    if ctx.op == "Div" and a.node.dtype.kind in "iu":  # C's division, toward zero
+        return [elementwise(ctx, "TruncDivide", a, b)]
     return [elementwise(ctx, _BINARY[ctx.op], a, b)]
 
 
