@@ -18,6 +18,7 @@ from ngrules.interop.onnx.converters import (  # noqa: F401
     resize,
     rotary,
     select,
+    sequence,
     shape,
     transpose_conv,
 )
