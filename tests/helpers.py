@@ -424,6 +424,8 @@ _TABLE = {
     "Mod": lambda n, vals, a: _mod(*vals, a["fmod"]),
     "BitShift": lambda n, vals, a: _bit_shift(*vals, a["direction"]),
     "TruncDivide": lambda n, vals, a: _trunc_divide(*vals),
+    "BitCast": lambda n, vals, a: np.frombuffer(
+        np.asarray(vals[0], n.args[0].dtype).tobytes(), a["dtype"]).reshape(n.axes.lengths),
     "TopKIndices": lambda n, vals, a: _top_k_indices(n, vals[0]),
     "Gather": lambda n, vals, a: _gather(n, *vals),
     "ScatterAdd": lambda n, vals, a: _scatter_add(n, *vals),

@@ -42,3 +42,12 @@ def test_integer_ops_refuse_what_they_do_not_define(op, attrs):
         ng.make_node("BitShift", (i, i), direction="up")
     with pytest.raises(ng.OpError, match="integer operands"):
         ng.make_node("BitShift", (f, f), direction="left")
+
+
+def test_bit_cast_reads_the_same_bits_and_refuses_another_width():
+    x = ng.placeholder({"A": 2}, np.float32, name="x")
+    values = np.array([1.0, -2.5], np.float32)
+    (out,) = ng.execute([ng.make_node("BitCast", (x,), dtype=np.int32)], {x: values})
+    assert out.tolist() == [0x3F800000, -0x3FE00000]  # IEEE 754: 1.0 and -2.5
+    with pytest.raises(ng.OpError, match="widths must agree"):
+        ng.make_node("BitCast", (x,), dtype=np.int64)

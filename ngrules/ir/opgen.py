@@ -416,3 +416,19 @@ def gen_trunc_divide(draw, leaf):
     if dtype is not None:
         x, y = _integers(x, 20.0, dtype), _integers(y, 4.0, dtype)
     return make_node("TruncDivide", (x, y))
+
+
+def gen_bit_cast(draw, leaf):
+    """Floats read as (signed or unsigned) integers of their width, or integers (cast from
+    the leaf first) read as floats."""
+    import numpy as np
+
+    st = _st()
+    x = leaf(some_axes(draw, axis_pool(draw)))
+    width = x.dtype.itemsize
+    ints = {2: np.int16, 4: np.int32, 8: np.int64}[width]
+    if draw(st.booleans()):
+        unsigned = {2: np.uint16, 4: np.uint32, 8: np.uint64}[width]
+        return make_node("BitCast", (x,), dtype=draw(st.sampled_from((ints, unsigned))))
+    as_ints = make_node("Cast", (x,), dtype=ints)
+    return make_node("BitCast", (as_ints,), dtype=x.dtype)

@@ -98,6 +98,11 @@ def _trunc_divide(em, n, a):
     return em.node("Mul", [em.node("Sign", [quotient]), size])
 
 
+def _bit_cast(em, n, a):
+    raise OnnxError(f"cannot export {n!r}: ONNX's BitCast is from opset 26; "
+                    "ngrules exports opset 17")
+
+
 def _one_hot(em, n, a):
     """ONNX OneHot along a new first axis; a negative index (ONNX counts it from the end, the
     op finds no class for it) goes out of range first."""
@@ -154,4 +159,5 @@ EXPORTERS: dict[str, Callable] = {
     "Mod": _mod,
     "BitShift": _bit_shift,
     "TruncDivide": _trunc_divide,
+    "BitCast": _bit_cast,
 }

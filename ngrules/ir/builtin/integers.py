@@ -1,7 +1,8 @@
-"""Integer arithmetic as ONNX and C define it: BitShift (shifts of the bits, a shift outside
-[0, bits) giving 0, or -1 for a negative value shifted right) and TruncDivide (the quotient
-rounded toward zero, C's `/` on integers; trunc(x / y) on floats). Their values are steps, so
-their gradient is zero."""
+"""Integer and bit-level ops as ONNX and C define them: BitShift (shifts of the bits, a shift
+outside [0, bits) giving 0, or -1 for a negative value shifted right) and TruncDivide (the
+quotient rounded toward zero, C's `/` on integers; trunc(x / y) on floats), whose values are
+steps, so their gradient is zero; and BitCast (the same bits read as another dtype of the same
+width), which has no gradient."""
 
 from __future__ import annotations
 
@@ -9,8 +10,14 @@ import numpy as np
 
 from ngrules.errors import OpError
 from ngrules.ir import opgen as G
-from ngrules.ir.builtin.common import arith_dtype, elementwise_infer, no_grad, result_dtype
-from ngrules.ir.ops import AttrSpec, register_op
+from ngrules.ir.builtin.common import (
+    arith_dtype,
+    check_dtype,
+    elementwise_infer,
+    no_grad,
+    result_dtype,
+)
+from ngrules.ir.ops import AttrSpec, NotDifferentiable, register_op
 
 
 def _integer_dtype(op, args):
@@ -80,4 +87,26 @@ register_op(
     traits={"elementwise"},
     domain=("real", "nonzero"),
     doc="x / y rounded toward zero (C's integer division; an integer x / 0 is 0)",
+)
+
+
+def _bit_cast_infer(args, attrs):
+    (x,) = args
+    dtype = check_dtype("BitCast", attrs["dtype"])
+    if dtype.itemsize != x.dtype.itemsize:
+        raise OpError(f"BitCast: {x.dtype} has {x.dtype.itemsize * 8} bits, {dtype} "
+                      f"{dtype.itemsize * 8}; the widths must agree")
+    return x.axes, dtype
+
+
+register_op(
+    "BitCast",
+    arity=1,
+    attrs=(AttrSpec("dtype", "dtype", doc="the result's dtype, as wide as x's"),),
+    infer=_bit_cast_infer,
+    kernel=lambda node: lambda a, dtype=node.dtype: np.asarray(a).view(dtype),
+    grad=NotDifferentiable("it reads the bits of x as another type"),
+    gen=G.gen_bit_cast,
+    traits={"elementwise"},
+    doc="the bits of x read as `dtype` (of the same width): no value is converted",
 )

@@ -104,6 +104,14 @@ def _cast(ctx: Context):
     return _same(ctx, F.cast(ctx.x(0).node, ctx.out_dtype()))
 
 
+@converter("BitCast")
+def _bit_cast(ctx: Context):
+    x, dtype = ctx.x(0), ctx.out_dtype()
+    if dtype.itemsize != x.node.dtype.itemsize:
+        raise ctx.unsupported(f"a BitCast from {x.node.dtype} to {dtype}")
+    return _same(ctx, make_node("BitCast", (x.node,), dtype=dtype))
+
+
 @converter("Erf")
 def _erf(ctx: Context):
     return _same(ctx, F.erf(ctx.x(0).node))
