@@ -20,5 +20,6 @@ from ngrules.interop.onnx.converters import (  # noqa: F401
     select,
     sequence,
     shape,
+    spectral,
     transpose_conv,
 )
