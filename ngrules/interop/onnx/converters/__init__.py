@@ -7,6 +7,7 @@ from ngrules.interop.onnx.converters import (  # noqa: F401
     conv,
     gather,
     generate,
+    grid_sample,
     grids,
     layout,
     logic,

@@ -65,7 +65,7 @@ def _scalar(value: int) -> Node:
     return F.constant(value, dtype=_INDEX)
 
 
-def _flat_gather(data: Tensor, lead: int, linear: Node, linear_axes) -> Tensor:
+def flat_gather(data: Tensor, lead: int, linear: Node, linear_axes) -> Tensor:
     """Gather along data's first `lead` dimensions flattened into one axis."""
     size = int(np.prod(data.shape[:lead]))
     flat_axis = temp_axis(size)
@@ -87,7 +87,7 @@ def _gather_elements(ctx: Context):
     indices[j] * stride(axis) + the other positions' (constant) offsets."""
     data, out = ctx.x(0), ctx.out_axes(0)
     linear = _element_index(ctx, data, conform(ctx.x(1), out))
-    return [_flat_gather(data, len(data.axes), linear, out)]
+    return [flat_gather(data, len(data.axes), linear, out)]
 
 
 def _element_index(ctx: Context, data: Tensor, indices: Tensor) -> Node:
@@ -112,7 +112,7 @@ def _gather_nd(ctx: Context):
     batch = int(ctx.attr("batch_dims", 0))
     tuple_axes = out[: len(indices.axes) - 1]
     linear = _tuple_index(data, indices, batch, tuple_axes)
-    result = _flat_gather(data, batch + indices.shape[-1], linear, tuple_axes)
+    result = flat_gather(data, batch + indices.shape[-1], linear, tuple_axes)
     return [conform(result, out)]
 
 
