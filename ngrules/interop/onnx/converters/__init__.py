@@ -23,5 +23,6 @@ from ngrules.interop.onnx.converters import (  # noqa: F401
     sequence,
     shape,
     spectral,
+    training,
     transpose_conv,
 )
