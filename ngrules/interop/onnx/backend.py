@@ -162,6 +162,7 @@ STEERING = {
     "CumSum": (1,), "CumProd": (1,), "Resize": (1, 2, 3), "LSTM": (4,), "GRU": (4,), "RNN": (4,),
     "Compress": (1,), "CenterCropPad": (1,), "DFT": (1, 2), "HannWindow": (0,),
     "HammingWindow": (0,), "BlackmanWindow": (0,), "AffineGrid": (1,), "Col2Im": (1, 2),
+    "MaxUnpool": (2,),
     **dict.fromkeys(("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
                      "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
                      "ReduceSumSquare"), (1,)),

@@ -1,4 +1,5 @@
-"""ONNX Conv, MaxPool and AveragePool from primitives: padding by Concat, windows by Slice.
+"""ONNX Conv, MaxPool, AveragePool and LpPool from primitives (padding by Concat, windows by
+Slice), and MaxUnpool (a ScatterAdd).
 
 A convolution is the sum over kernel offsets of a `Dot` between the kernel's tap (output
 channels by input channels) and the input window at that offset, which contracts the input
@@ -17,7 +18,7 @@ from ngrules.interop.onnx.context import Context, converter
 from ngrules.interop.onnx.converters.padmodes import padded_by_mode
 from ngrules.interop.onnx.converters.shape import cut, join, strided
 from ngrules.interop.onnx.converters.window import convolution, fits, pooling
-from ngrules.interop.onnx.shaping import Tensor, conform, fit, squeeze, temp_axis
+from ngrules.interop.onnx.shaping import Tensor, conform, fit, reshape, squeeze, temp_axis
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
 from ngrules.ir.graph import Node, make_node
@@ -245,3 +246,29 @@ def _pad_op(ctx: Context):
             t = cut(t, pos, start, stop, temp_axis(stop - start))
         t = pad(t, pos, max(before, 0), max(after, 0), float(np.asarray(value).reshape(())))
     return [conform(t, ctx.out_axes(0))]
+
+
+@converter("MaxUnpool")
+def _max_unpool(ctx: Context):
+    """Each value written at its index into zeros of the pooling's input shape flattened (a
+    `ScatterAdd`; MaxPool's indices are distinct), then zero-padded at the end of each spatial
+    dimension to `output_shape` when one is given."""
+    x, out = ctx.x(0), ctx.out_axes(0)
+    kernel = ctx.attr("kernel_shape")
+    spatial = len(kernel)
+    strides = ctx.attr("strides") or [1] * spatial
+    pads = ctx.attr("pads") or [0] * (2 * spatial)
+    inferred = list(x.shape[:2]) + [
+        (x.shape[2 + d] - 1) * strides[d] - pads[d] - pads[spatial + d] + kernel[d]
+        for d in range(spatial)]
+    if any(n < 1 for n in inferred) or any(n < i for n, i in zip(ctx.out_shape(), inferred)):
+        raise ctx.unsupported(f"an output shape {ctx.out_shape()} under the unpooled {inferred}")
+    flat = temp_axis(int(np.prod(inferred)))
+    index = F.cast(conform(ctx.x(1), x.axes).node, np.int64)
+    spread = make_node("ScatterAdd", (F.axes_with_order(x.node, index.axes), index), axis=flat,
+                       axes=Axes((flat,)))
+    shaped = tuple(temp_axis(n) for n in inferred)
+    y = Tensor(reshape(Tensor(spread, (flat,)), shaped), shaped)
+    for d in range(spatial):
+        y = pad(y, 2 + d, 0, out[2 + d].length - inferred[2 + d], 0.0)
+    return [conform(y, out)]

@@ -6,7 +6,8 @@ GatherElements and GatherND are one `Gather` along the data's leading dimensions
 one axis, at a linear index computed from the indices (each normalised from negative first)
 and constant position offsets. The scatters are a `ScatterAdd` at such a linear index: of the
 updates (reduction add), or of the updates less the values they replace (reduction none, whose
-indices ONNX asks to be distinct).
+indices ONNX asks to be distinct). ReverseSequence is one `Gather` over time and batch
+flattened, at the index the run-time lengths give.
 """
 
 from __future__ import annotations
@@ -173,3 +174,25 @@ def _scatter_nd(ctx: Context):
     tuple_axes = tuple(temp_axis(n) for n in indices.shape[:-1])
     linear = _tuple_index(data, indices, 0, tuple_axes)
     return _flat_scatter(ctx, data, indices.shape[-1], linear, ctx.x(2))
+
+
+@converter("ReverseSequence")
+def _reverse_sequence(ctx: Context):
+    """out[t, b] = x[len[b] - 1 - t, b] for t < len[b], else x[t, b]: one Gather over time and
+    batch flattened, at a linear index computed from the run-time lengths."""
+    x = ctx.x(0)
+    t_pos, b_pos = ctx.attr("time_axis", 0), ctx.attr("batch_axis", 1)
+    rest = [p for p in range(len(x.axes)) if p not in (t_pos, b_pos)]
+    order = [t_pos, b_pos, *rest]
+    data = Tensor(x.node, tuple(x.axes[p] for p in order))
+    time, batch = data.axes[0], data.axes[1]
+    lengths = F.cast(conform(ctx.x(1), (batch,)).node, _INDEX)
+    steps = F.constant(np.arange(time.length), [time], dtype=_INDEX)
+    source = F.where(F.less(steps, lengths), lengths - _scalar(1) - steps, steps)
+    linear = source * _scalar(batch.length) + F.constant(np.arange(batch.length), [batch],
+                                                         dtype=_INDEX)
+    picked = flat_gather(data, 2, linear, (time, batch))
+    back = [None] * len(order)
+    for i, p in enumerate(order):
+        back[p] = picked.axes[i]
+    return [conform(Tensor(picked.node, tuple(back)), ctx.out_axes(0))]
