@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ngrules.interop.onnx.context import Context, converter, elementwise
+from ngrules.interop.onnx.converters.shape import cut
 from ngrules.interop.onnx.shaping import Tensor, broadcast_to, conform, fit, squeeze, temp_axis
 from ngrules.ir import builders as F
 from ngrules.ir import layers
@@ -230,3 +233,34 @@ def _gemm(ctx: Context):
         c = broadcast_to(ctx.x(2), y.axes)
         node = fit(node, y.axes) + (c if beta == 1.0 else c * beta)
     return [Tensor(node, y.axes)]
+
+
+@converter("Det")
+def _det(ctx: Context):
+    """The sum over permutations s of sign(s) * the product of x[i, s(i)] (Leibniz's formula,
+    so differentiable), for matrices up to 5 x 5."""
+    x = ctx.x(0)
+    n = x.shape[-1]
+    if n > 5 or x.shape[-2] != n:
+        raise ctx.unsupported(f"a determinant of a {x.shape[-2]} x {n} matrix (Leibniz's "
+                              "formula is written out up to 5 x 5)")
+    rank = len(x.axes)
+    lead = x.axes[: rank - 2]
+
+    def entry(i: int, j: int):
+        row = cut(x, rank - 2, i, i + 1, temp_axis(1))
+        cell = cut(row, rank - 1, j, j + 1, temp_axis(1))
+        return squeeze(cell.node, list(cell.axes[rank - 2 :]))
+
+    cells = {(i, j): entry(i, j) for i in range(n) for j in range(n)}
+    total = None
+    for perm in itertools.permutations(range(n)):
+        inversions = sum(a > b for a, b in itertools.combinations(perm, 2))
+        term = cells[0, perm[0]]
+        for i in range(1, n):
+            term = term * cells[i, perm[i]]
+        if total is None:
+            total = term if inversions % 2 == 0 else -term
+        else:
+            total = total + term if inversions % 2 == 0 else total - term
+    return [conform(Tensor(total, lead), ctx.out_axes(0))]
