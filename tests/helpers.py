@@ -321,6 +321,30 @@ def _mod(x, y, fmod):
     return x - y * q
 
 
+def _bit_shift(x, y, direction):
+    """One element at a time in Python's integers, wrapped back into x's dtype."""
+    bits = x.dtype.itemsize * 8
+    out = []
+    for a, s in zip(np.ravel(x).tolist(), np.ravel(y).tolist()):
+        if not 0 <= s < bits:
+            out.append(-1 if direction == "right" and a < 0 else 0)
+        elif direction == "right":
+            out.append(a >> s)  # Python's >> rounds down: an arithmetic shift
+        else:
+            wrapped = (a << s) % 2**bits
+            out.append(wrapped - 2**bits if x.dtype.kind == "i" and wrapped >= 2 ** (bits - 1)
+                       else wrapped)
+    return np.array(out, dtype=x.dtype).reshape(np.shape(x))
+
+
+def _trunc_divide(x, y):
+    if x.dtype.kind == "f":
+        return np.fix(x / y)
+    out = [0 if b == 0 else abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+           for a, b in zip(np.ravel(x).tolist(), np.ravel(y).tolist())]
+    return np.array(out).astype(x.dtype).reshape(np.shape(x))
+
+
 def _clipped_index(i, n):
     i = int(i)
     return min(max(i + n if i < 0 else i, 0), n - 1)
@@ -398,6 +422,10 @@ _TABLE = {
     "BatchnormBprop": lambda n, vals, a: bn_bprop_reference(*vals, a["eps"]),
     "Relu": lambda n, vals, a: np.maximum(vals[0], 0) + a["slope"] * np.minimum(0, vals[0]),
     "Mod": lambda n, vals, a: _mod(*vals, a["fmod"]),
+    "BitShift": lambda n, vals, a: _bit_shift(*vals, a["direction"]),
+    "TruncDivide": lambda n, vals, a: _trunc_divide(*vals),
+    "BitCast": lambda n, vals, a: np.frombuffer(
+        np.asarray(vals[0], n.args[0].dtype).tobytes(), a["dtype"]).reshape(n.axes.lengths),
     "TopKIndices": lambda n, vals, a: _top_k_indices(n, vals[0]),
     "Gather": lambda n, vals, a: _gather(n, *vals),
     "ScatterAdd": lambda n, vals, a: _scatter_add(n, *vals),

@@ -28,15 +28,21 @@ ORT_LIMITS = {
     "test_min_int16": "onnxruntime has no Min kernel for int16",
     "test_min_uint16": "onnxruntime has no Min kernel for uint16",
     "test_top_k_uint64": "onnxruntime has no TopK kernel for uint64",
+    "test_bitshift_right_uint16": "onnxruntime has no Where kernel for uint16",
     **{f"test_bitwise_{op}": "ngrules exports opset 17; ONNX's bitwise ops are from opset 18"
        for op in ("and_i32_2d", "and_i16_3d", "not_2d", "not_3d", "not_4d", "or_i32_2d",
                   "or_i16_4d", "xor_i32_2d", "xor_i16_3d", "and_ui64_bcast_3v1d",
                   "and_ui8_bcast_4v3d", "or_ui64_bcast_3v1d", "or_ui8_bcast_4v3d",
                   "xor_ui64_bcast_3v1d", "xor_ui8_bcast_4v3d")},
+    **{f"test_bitcast_{case}": "ngrules exports opset 17; ONNX's BitCast is from opset 26"
+       for case in ("float32_to_int32", "int32_to_float32", "float64_to_int64",
+                    "int64_to_float64", "uint32_to_int32", "2d_float32_to_int32",
+                    "int8_to_uint8", "scalar_float32_to_int32", "uint16_to_int16",
+                    "bool_to_uint8")},
 }
 
 #: Fewest passing tests: a converter that regresses makes this fail.
-MIN_PASSING = 900
+MIN_PASSING = 1444
 
 
 @pytest.fixture(scope="module")

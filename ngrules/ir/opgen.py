@@ -381,3 +381,54 @@ def gen_top_k(draw, leaf):
     k = Axis("J", draw(st.integers(1, axis.length)))
     return make_node("TopKIndices", (leaf(x_axes),), axis=axis, top=k,
                      largest=draw(st.integers(0, 1)))
+
+
+def _integers(node, scale: float, dtype):
+    """node * scale cast to an integer dtype (the absolute value first for unsigned ones)."""
+    import numpy as np
+
+    if np.dtype(dtype).kind == "u":
+        node = make_node("Absolute", (node,))
+    factor = make_node("Constant", value=np.asarray(scale, node.dtype), axes=())
+    spread = make_node("Multiply", (node, make_node("Broadcast", (factor,), axes=node.axes)))
+    return make_node("Cast", (spread,), dtype=dtype)
+
+
+def gen_bit_shift(draw, leaf):
+    """Values up to 100 shifted by -10..10 places: negative and too long shifts included."""
+    import numpy as np
+
+    st = _st()
+    axes = some_axes(draw, axis_pool(draw))
+    dtype = draw(st.sampled_from((np.int8, np.int32, np.int64, np.uint8, np.uint32)))
+    x, y = _integers(leaf(axes), 50.0, dtype), _integers(leaf(axes), 5.0, dtype)
+    return make_node("BitShift", (x, y), direction=draw(st.sampled_from(("left", "right"))))
+
+
+def gen_trunc_divide(draw, leaf):
+    """Integers of either sign divided (zero divisors included), or floats."""
+    import numpy as np
+
+    st = _st()
+    axes = some_axes(draw, axis_pool(draw))
+    x, y = leaf(axes), leaf(axes)
+    dtype = draw(st.sampled_from((None, np.int8, np.int32, np.int64)))
+    if dtype is not None:
+        x, y = _integers(x, 20.0, dtype), _integers(y, 4.0, dtype)
+    return make_node("TruncDivide", (x, y))
+
+
+def gen_bit_cast(draw, leaf):
+    """Floats read as (signed or unsigned) integers of their width, or integers (cast from
+    the leaf first) read as floats."""
+    import numpy as np
+
+    st = _st()
+    x = leaf(some_axes(draw, axis_pool(draw)))
+    width = x.dtype.itemsize
+    ints = {2: np.int16, 4: np.int32, 8: np.int64}[width]
+    if draw(st.booleans()):
+        unsigned = {2: np.uint16, 4: np.uint32, 8: np.uint64}[width]
+        return make_node("BitCast", (x,), dtype=draw(st.sampled_from((ints, unsigned))))
+    as_ints = make_node("Cast", (x,), dtype=ints)
+    return make_node("BitCast", (as_ints,), dtype=x.dtype)

@@ -32,12 +32,17 @@ def graph_dtype(elem) -> np.dtype | None:
 CONVERTERS: dict[str, Callable[[Context], list]] = {}
 
 
-def converter(*op_types: str):
-    """Register a converter for these ONNX op types."""
+#: op_type -> the domains its converter reads (the default domain unless it says otherwise).
+DOMAINS: dict[str, tuple[str, ...]] = {}
+
+
+def converter(*op_types: str, domain: str = ""):
+    """Register a converter for these ONNX op types (of the default domain, or `domain`)."""
 
     def register(fn):
         for op in op_types:
             CONVERTERS[op] = fn
+            DOMAINS[op] = (domain,) if domain else ("", "ai.onnx")
         return fn
 
     return register

@@ -74,6 +74,35 @@ def _mod(em, n, a):
     return em.node("Sub", [a[0], em.node("Mul", [a[1], quotient])])
 
 
+def _bit_shift(em, n, a):
+    """ONNX BitShift (unsigned types in opset 17); a shift outside [0, bits), which ONNX
+    leaves undefined there, gives 0 as the op's."""
+    if n.dtype.kind != "u":
+        raise OnnxError(f"cannot export {n!r}: ONNX's BitShift shifts unsigned integers only")
+    bits = n.dtype.itemsize * 8
+    inside = em.node("Less", [a[1], em.const(bits, dtype=n.dtype)])
+    shifted = em.node("BitShift", a, direction=n.attrs["direction"].upper())
+    return em.node("Where", [inside, shifted, em.const(0, dtype=n.dtype)])
+
+
+def _trunc_divide(em, n, a):
+    """ONNX Div on integers rounds toward zero (a divisor 0 made 1, the result 0, as the
+    op's); on floats it is Div, then trunc."""
+    if n.dtype.kind in "iu":
+        zero, one = em.const(0, dtype=n.dtype), em.const(1, dtype=n.dtype)
+        by_zero = em.node("Equal", [a[1], zero])
+        quotient = em.node("Div", [a[0], em.node("Where", [by_zero, one, a[1]])])
+        return em.node("Where", [by_zero, zero, quotient])
+    quotient = em.node("Div", a)
+    size = em.node("Floor", [em.node("Abs", [quotient])])
+    return em.node("Mul", [em.node("Sign", [quotient]), size])
+
+
+def _bit_cast(em, n, a):
+    raise OnnxError(f"cannot export {n!r}: ONNX's BitCast is from opset 26; "
+                    "ngrules exports opset 17")
+
+
 def _one_hot(em, n, a):
     """ONNX OneHot along a new first axis; a negative index (ONNX counts it from the end, the
     op finds no class for it) goes out of range first."""
@@ -128,4 +157,7 @@ EXPORTERS: dict[str, Callable] = {
     "Xor": _logic("Xor"),
     "Not": _logic("Not"),
     "Mod": _mod,
+    "BitShift": _bit_shift,
+    "TruncDivide": _trunc_divide,
+    "BitCast": _bit_cast,
 }

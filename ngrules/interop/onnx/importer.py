@@ -18,7 +18,7 @@ import numpy as np
 
 from ngrules.interop.onnx import OnnxError, ShapeMismatch, UnsupportedOp, dynamic, require_onnx
 from ngrules.interop.onnx.axes import Naming, name_axes
-from ngrules.interop.onnx.context import CONVERTERS, Context, elem_name, graph_dtype
+from ngrules.interop.onnx.context import CONVERTERS, DOMAINS, Context, elem_name, graph_dtype
 from ngrules.interop.onnx.folding import Folding, np_elem
 from ngrules.interop.onnx.loading import DEFAULT_LIMITS, Limits, check_model, read_model
 from ngrules.interop.onnx.shaping import Tensor, conform
@@ -107,7 +107,7 @@ class Importer:
             return
         fn = CONVERTERS.get(node.op_type)
         ctx = Context(self, node)
-        if fn is None or node.domain not in ("", "ai.onnx"):
+        if fn is None or node.domain not in DOMAINS[node.op_type]:
             raise UnsupportedOp(
                 f"unsupported ONNX op {node.op_type} (node {node.name or node.output[0]!r}); "
                 f"supported: {', '.join(sorted(CONVERTERS))}"

@@ -14,6 +14,7 @@ from ngrules.ir.builtin import (
     fused,  # noqa: F401
     gather,  # noqa: F401
     indexing,  # noqa: F401
+    integers,  # noqa: F401
     leaves,  # noqa: F401
     logic,  # noqa: F401
     mathops,  # noqa: F401

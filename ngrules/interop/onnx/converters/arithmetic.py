@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ngrules.interop.onnx.context import Context, converter, elementwise
+from ngrules.interop.onnx.converters.shape import cut
 from ngrules.interop.onnx.shaping import Tensor, broadcast_to, conform, fit, squeeze, temp_axis
 from ngrules.ir import builders as F
 from ngrules.ir import layers
@@ -25,8 +28,8 @@ _UNARY = {
 @converter(*_BINARY)
 def _binary(ctx: Context):
     a, b = ctx.x(0), ctx.x(1)
-    if ctx.op == "Div" and a.node.dtype.kind in "iub":
-        raise ctx.unsupported("integer Div (ngrules' Divide is true division)")
+    if ctx.op == "Div" and a.node.dtype.kind in "iu":  # C's division, toward zero
+        return [elementwise(ctx, "TruncDivide", a, b)]
     return [elementwise(ctx, _BINARY[ctx.op], a, b)]
 
 
@@ -102,6 +105,14 @@ def _cast(ctx: Context):
     if ctx.attr("saturate", 1) != 1 and ctx.out_dtype().kind == "f":
         raise ctx.unsupported("Cast with saturate=0")
     return _same(ctx, F.cast(ctx.x(0).node, ctx.out_dtype()))
+
+
+@converter("BitCast")
+def _bit_cast(ctx: Context):
+    x, dtype = ctx.x(0), ctx.out_dtype()
+    if dtype.itemsize != x.node.dtype.itemsize:
+        raise ctx.unsupported(f"a BitCast from {x.node.dtype} to {dtype}")
+    return _same(ctx, make_node("BitCast", (x.node,), dtype=dtype))
 
 
 @converter("Erf")
@@ -224,3 +235,34 @@ def _gemm(ctx: Context):
         c = broadcast_to(ctx.x(2), y.axes)
         node = fit(node, y.axes) + (c if beta == 1.0 else c * beta)
     return [Tensor(node, y.axes)]
+
+
+@converter("Det")
+def _det(ctx: Context):
+    """The sum over permutations s of sign(s) * the product of x[i, s(i)] (Leibniz's formula,
+    so differentiable), for matrices up to 5 x 5."""
+    x = ctx.x(0)
+    n = x.shape[-1]
+    if n > 5 or x.shape[-2] != n:
+        raise ctx.unsupported(f"a determinant of a {x.shape[-2]} x {n} matrix (Leibniz's "
+                              "formula is written out up to 5 x 5)")
+    rank = len(x.axes)
+    lead = x.axes[: rank - 2]
+
+    def entry(i: int, j: int):
+        row = cut(x, rank - 2, i, i + 1, temp_axis(1))
+        cell = cut(row, rank - 1, j, j + 1, temp_axis(1))
+        return squeeze(cell.node, list(cell.axes[rank - 2 :]))
+
+    cells = {(i, j): entry(i, j) for i in range(n) for j in range(n)}
+    total = None
+    for perm in itertools.permutations(range(n)):
+        inversions = sum(a > b for a, b in itertools.combinations(perm, 2))
+        term = cells[0, perm[0]]
+        for i in range(1, n):
+            term = term * cells[i, perm[i]]
+        if total is None:
+            total = term if inversions % 2 == 0 else -term
+        else:
+            total = total + term if inversions % 2 == 0 else total - term
+    return [conform(Tensor(total, lead), ctx.out_axes(0))]

@@ -53,14 +53,6 @@ def _contract(a: Node, b: Node, axis) -> Node:
 
 @converter("Attention")
 def _attention(ctx: Context):
-    for i in range(1, 4):
-        if i < len(ctx.node.output) and ctx.node.output[i] and i == 3:
-            raise ctx.unsupported("the qk_matmul_output output")
-    if ctx.has(6):
-        raise ctx.unsupported("nonpad_kv_seqlen")
-    for window in ("left_window_size", "right_window_size"):
-        if ctx.attr(window, -1) != -1:
-            raise ctx.unsupported(window)
     if ctx.x(0).node.dtype == np.float16:
         raise ctx.unsupported("float16 Attention (its rounding differs from ONNX's step by step)")
     q = _heads(ctx.x(0), ctx.attr("q_num_heads"))
@@ -82,9 +74,11 @@ def _attention(ctx: Context):
     if softcap and softcap > 0:
         scores = F.tanh(scores * (1.0 / softcap)) * softcap
     scores = fit(scores, score_axes)
+    stages = [scores]  # qk_matmul_output modes 0 and 1 (scaled, softcapped), 2, 3
     scores = scores + _mask(ctx, score_axes, (batch, heads, seq, total), groups, kv_heads,
                             scores.dtype)
-    weights = _softmax(scores, total, guard=ctx.has(3))
+    weights = _softmax(scores, total, guard=ctx.has(3) or ctx.has(6))
+    stages += [scores, weights]
     value_size = v.axes[3]
     value = F.cast_axes(v.node, Axes(a if a != v.axes[2] else total for a in v.node.axes))
     y = _contract(weights, value, total)  # (batch, kv, group, seq, value size)
@@ -94,6 +88,10 @@ def _attention(ctx: Context):
         y = Tensor(y.node, (batch, seq, heads, value_size))
         y = Tensor(reshape(y, ctx.out_axes(0)), ctx.out_axes(0))
     outs[0] = y
+    if len(ctx.node.output) > 3 and ctx.node.output[3]:
+        stage = stages[max(ctx.attr("qk_matmul_output_mode", 0) - 1, 0)]
+        full = (batch, heads, seq, total)
+        outs.append(Tensor(reshape(Tensor(stage, score_axes), full), full))
     return outs
 
 
@@ -110,15 +108,24 @@ def _softmax(scores: Node, total, guard: bool) -> Node:
                                                         normalization_axes=[total])))
 
 
+def _padded_mask(given: Tensor, keys: int) -> Tensor:
+    """An attn_mask shorter than the keys masks the keys after it (False, or -inf)."""
+    width = keys - given.shape[-1]
+    if width <= 0:
+        return given
+    fill = False if given.node.dtype == np.bool_ else -np.inf
+    rest = given.axes[:-1] + (temp_axis(width),)
+    pad = Tensor(F.broadcast(F.constant(fill, dtype=given.node.dtype), Axes(rest)), rest)
+    return join([given, pad], len(rest) - 1, temp_axis(keys))
+
+
 def _mask(ctx: Context, score_axes, full_axes, groups: int, kv_heads, dtype) -> Node:
-    """The additive mask on the scores: attn_mask (bool: 0 or -inf; float: added) and the
-    causal mask (a query i sees keys j <= i + the past's length)."""
+    """The additive mask on the scores: attn_mask (bool: 0 or -inf; float: added), the causal
+    mask and the sliding window, both aligned to the end of the keys."""
     batch, heads, seq, total = full_axes
     mask = F.broadcast(F.constant(0, dtype=dtype), Axes(score_axes))
     if ctx.has(3):
-        given = ctx.x(3)
-        if given.shape[-1] != total.length:
-            raise ctx.unsupported("an attn_mask shorter than the keys")
+        given = _padded_mask(ctx.x(3), total.length)
         node = broadcast_to(given, full_axes)
         if node.dtype == np.bool_:
             node = F.where(node, F.constant(0, dtype=dtype), F.constant(-np.inf, dtype=dtype))
@@ -126,9 +133,40 @@ def _mask(ctx: Context, score_axes, full_axes, groups: int, kv_heads, dtype) -> 
         mask = mask + fit(F.cast_axes(grouped.node, Axes(
             a if a != grouped.axes[2] else score_axes[2] for a in grouped.node.axes)),
             Axes(score_axes))
-    if ctx.attr("is_causal", 0):
-        offset = ctx.x(4).shape[2] if ctx.has(4) else 0
-        i, j = np.arange(seq.length)[:, None], np.arange(total.length)[None, :]
-        causal = np.where(j <= i + offset, 0.0, -np.inf).astype(dtype)
-        mask = mask + F.broadcast(F.constant(causal, [seq, total], dtype=dtype), Axes(score_axes))
+    i, j = np.arange(seq.length)[:, None], np.arange(total.length)[None, :]
+    if ctx.has(6):  # the keys' lengths per batch: a query i sits at i + length - S
+        return mask + fit(_ragged_mask(ctx, batch, seq, total, i, j, dtype), Axes(score_axes))
+    offset = ctx.x(4).shape[2] if ctx.has(4) else 0
+    allowed = np.ones((seq.length, total.length), bool)
+    if ctx.attr("is_causal", 0):  # a query i sees keys j <= i + the past's length
+        allowed &= j <= i + offset
+    left, right = ctx.attr("left_window_size", -1), ctx.attr("right_window_size", -1)
+    if left >= 0:  # and, in a sliding window, keys no further than `left` before it
+        allowed &= i + offset - j <= left
+    if right >= 0:
+        allowed &= j - i - offset <= right
+    if not allowed.all():
+        band = np.where(allowed, 0.0, -np.inf).astype(dtype)
+        mask = mask + F.broadcast(F.constant(band, [seq, total], dtype=dtype), Axes(score_axes))
     return mask
+
+
+def _ragged_mask(ctx: Context, batch, seq, total, i, j, dtype) -> Node:
+    """nonpad_kv_seqlen's mask: key j is read when j < length[b]; the causal mask and the
+    window are aligned to each batch's own end (offset length[b] - S)."""
+    length = conform(ctx.x(6), (batch,)).node
+    lead = seq.length
+
+    def table(values) -> Node:
+        return F.constant(np.broadcast_to(values, (seq.length, total.length)).astype(
+            length.dtype), [seq, total], dtype=length.dtype)
+
+    allowed = F.less(table(j), length)
+    if ctx.attr("is_causal", 0):
+        allowed = F.logical_and(allowed, F.less_equal(table(j - i + lead), length))
+    left, right = ctx.attr("left_window_size", -1), ctx.attr("right_window_size", -1)
+    if left >= 0:
+        allowed = F.logical_and(allowed, F.less_equal(length, table(left + j - i + lead)))
+    if right >= 0:
+        allowed = F.logical_and(allowed, F.less_equal(table(j - i + lead - right), length))
+    return F.where(allowed, F.constant(0, dtype=dtype), F.constant(-np.inf, dtype=dtype))

@@ -1,4 +1,5 @@
-"""ONNX Conv, MaxPool and AveragePool from primitives: padding by Concat, windows by Slice.
+"""ONNX Conv, MaxPool, AveragePool and LpPool from primitives (padding by Concat, windows by
+Slice), and MaxUnpool (a ScatterAdd).
 
 A convolution is the sum over kernel offsets of a `Dot` between the kernel's tap (output
 channels by input channels) and the input window at that offset, which contracts the input
@@ -17,10 +18,10 @@ from ngrules.interop.onnx.context import Context, converter
 from ngrules.interop.onnx.converters.padmodes import kept_range, padded_by_mode
 from ngrules.interop.onnx.converters.shape import cut, join, strided
 from ngrules.interop.onnx.converters.window import convolution, fits, pooling
-from ngrules.interop.onnx.shaping import Tensor, conform, fit, squeeze, temp_axis
+from ngrules.interop.onnx.shaping import Tensor, conform, fit, reshape, squeeze, temp_axis
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
-from ngrules.ir.graph import make_node
+from ngrules.ir.graph import Node, make_node
 
 
 def pad(t: Tensor, pos: int, before: int, after: int, value: float) -> Tensor:
@@ -169,15 +170,37 @@ def _pool(ctx: Context):
     fill = info(x.node.dtype).min if is_max else 0.0
     xp = _padded(x, pads, fill, extra)
     xp = conform(xp, out[:2] + xp.axes[2:])
-    total = None
-    for _, win in _windows(xp, out, kernel, strides, dilations):
-        node = fit(win.node, out)
-        if total is not None:
-            node = F.maximum(total, node) if is_max else total + node
-        total = node
+    total = _reduce_windows(xp, out, kernel, strides, dilations,
+                            F.maximum if is_max else F.add)
     if not is_max:
         total = total / _count(ctx, x, out, kernel, strides, dilations, pads, extra)
     return [Tensor(total, out)]
+
+
+def _reduce_windows(xp: Tensor, out, kernel, strides, dilations, combine) -> Node:
+    """The windows of the padded input combined (maximum or sum) into the output's axes."""
+    total = None
+    for _, win in _windows(xp, out, kernel, strides, dilations):
+        node = fit(win.node, out)
+        total = node if total is None else combine(total, node)
+    return total
+
+
+@converter("LpPool")
+def _lp_pool(ctx: Context):
+    """(sum of |x| ** p over each window) ** (1 / p), zero padded."""
+    x, out = ctx.x(0), ctx.out_axes(0)
+    if x.node.dtype.kind != "f":
+        raise ctx.unsupported(f"a {x.node.dtype} input")
+    kernel, strides, dilations, pads, extra = _geometry(
+        ctx, x.shape[2:], ctx.out_shape()[2:], ctx.attr("kernel_shape")
+    )
+    p = float(ctx.attr("p", 2))
+    powered = x.node * x.node if p == 2.0 else F.power(F.absolute(x.node), p)
+    xp = _padded(Tensor(powered, x.axes), pads, 0.0, extra)
+    xp = conform(xp, out[:2] + xp.axes[2:])
+    total = _reduce_windows(xp, out, kernel, strides, dilations, F.add)
+    return [Tensor(F.sqrt(total) if p == 2.0 else F.power(total, 1.0 / p), out)]
 
 
 def _count(ctx, x: Tensor, out, kernel, strides, dilations, pads, extra):
@@ -231,3 +254,28 @@ def _pad_op(ctx: Context):
         t = pad(t, pos, max(before, 0), max(after, 0), fill)
     return [conform(t, ctx.out_axes(0))]
 
+
+@converter("MaxUnpool")
+def _max_unpool(ctx: Context):
+    """Each value written at its index into zeros of the pooling's input shape flattened (a
+    `ScatterAdd`; MaxPool's indices are distinct), then zero-padded at the end of each spatial
+    dimension to `output_shape` when one is given."""
+    x, out = ctx.x(0), ctx.out_axes(0)
+    kernel = ctx.attr("kernel_shape")
+    spatial = len(kernel)
+    strides = ctx.attr("strides") or [1] * spatial
+    pads = ctx.attr("pads") or [0] * (2 * spatial)
+    inferred = list(x.shape[:2]) + [
+        (x.shape[2 + d] - 1) * strides[d] - pads[d] - pads[spatial + d] + kernel[d]
+        for d in range(spatial)]
+    if any(n < 1 for n in inferred) or any(n < i for n, i in zip(ctx.out_shape(), inferred)):
+        raise ctx.unsupported(f"an output shape {ctx.out_shape()} under the unpooled {inferred}")
+    flat = temp_axis(int(np.prod(inferred)))
+    index = F.cast(conform(ctx.x(1), x.axes).node, np.int64)
+    spread = make_node("ScatterAdd", (F.axes_with_order(x.node, index.axes), index), axis=flat,
+                       axes=Axes((flat,)))
+    shaped = tuple(temp_axis(n) for n in inferred)
+    y = Tensor(reshape(Tensor(spread, (flat,)), shaped), shaped)
+    for d in range(spatial):
+        y = pad(y, 2 + d, 0, out[2 + d].length - inferred[2 + d], 0.0)
+    return [conform(y, out)]

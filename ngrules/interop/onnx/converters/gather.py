@@ -6,7 +6,8 @@ GatherElements and GatherND are one `Gather` along the data's leading dimensions
 one axis, at a linear index computed from the indices (each normalised from negative first)
 and constant position offsets. The scatters are a `ScatterAdd` at such a linear index: of the
 updates (reduction add), or of the updates less the values they replace (reduction none, whose
-indices ONNX asks to be distinct).
+indices ONNX asks to be distinct). ReverseSequence is one `Gather` over time and batch
+flattened, at the index the run-time lengths give.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def _gather(ctx: Context):
     pos = ctx.attr("axis", 0) % len(t.axes)
     indices = ctx.const(1)
     if indices is None:
-        return [_run_time_gather(t, ctx.x(1), pos, out)]
+        return [run_time_gather(t, ctx.x(1), pos, out)]
     flat = [int(i) % t.shape[pos] for i in np.ravel(indices)]
     picked = pick(t, pos, flat)
     if indices.ndim == 0:
@@ -45,7 +46,7 @@ def _gather(ctx: Context):
     return [ctx.result(reshape(picked, out))]
 
 
-def _run_time_gather(t: Tensor, indices: Tensor, pos: int, out) -> Tensor:
+def run_time_gather(t: Tensor, indices: Tensor, pos: int, out) -> Tensor:
     """The Gather op, x's other axes and the indices' axes named as the output's."""
     k = len(indices.axes)
     indices = conform(indices, out[pos : pos + k])
@@ -65,7 +66,7 @@ def _scalar(value: int) -> Node:
     return F.constant(value, dtype=_INDEX)
 
 
-def _flat_gather(data: Tensor, lead: int, linear: Node, linear_axes) -> Tensor:
+def flat_gather(data: Tensor, lead: int, linear: Node, linear_axes) -> Tensor:
     """Gather along data's first `lead` dimensions flattened into one axis."""
     size = int(np.prod(data.shape[:lead]))
     flat_axis = temp_axis(size)
@@ -87,7 +88,7 @@ def _gather_elements(ctx: Context):
     indices[j] * stride(axis) + the other positions' (constant) offsets."""
     data, out = ctx.x(0), ctx.out_axes(0)
     linear = _element_index(ctx, data, conform(ctx.x(1), out))
-    return [_flat_gather(data, len(data.axes), linear, out)]
+    return [flat_gather(data, len(data.axes), linear, out)]
 
 
 def _element_index(ctx: Context, data: Tensor, indices: Tensor) -> Node:
@@ -112,7 +113,7 @@ def _gather_nd(ctx: Context):
     batch = int(ctx.attr("batch_dims", 0))
     tuple_axes = out[: len(indices.axes) - 1]
     linear = _tuple_index(data, indices, batch, tuple_axes)
-    result = _flat_gather(data, batch + indices.shape[-1], linear, tuple_axes)
+    result = flat_gather(data, batch + indices.shape[-1], linear, tuple_axes)
     return [conform(result, out)]
 
 
@@ -173,3 +174,25 @@ def _scatter_nd(ctx: Context):
     tuple_axes = tuple(temp_axis(n) for n in indices.shape[:-1])
     linear = _tuple_index(data, indices, 0, tuple_axes)
     return _flat_scatter(ctx, data, indices.shape[-1], linear, ctx.x(2))
+
+
+@converter("ReverseSequence")
+def _reverse_sequence(ctx: Context):
+    """out[t, b] = x[len[b] - 1 - t, b] for t < len[b], else x[t, b]: one Gather over time and
+    batch flattened, at a linear index computed from the run-time lengths."""
+    x = ctx.x(0)
+    t_pos, b_pos = ctx.attr("time_axis", 0), ctx.attr("batch_axis", 1)
+    rest = [p for p in range(len(x.axes)) if p not in (t_pos, b_pos)]
+    order = [t_pos, b_pos, *rest]
+    data = Tensor(x.node, tuple(x.axes[p] for p in order))
+    time, batch = data.axes[0], data.axes[1]
+    lengths = F.cast(conform(ctx.x(1), (batch,)).node, _INDEX)
+    steps = F.constant(np.arange(time.length), [time], dtype=_INDEX)
+    source = F.where(F.less(steps, lengths), lengths - _scalar(1) - steps, steps)
+    linear = source * _scalar(batch.length) + F.constant(np.arange(batch.length), [batch],
+                                                         dtype=_INDEX)
+    picked = flat_gather(data, 2, linear, (time, batch))
+    back = [None] * len(order)
+    for i, p in enumerate(order):
+        back[p] = picked.axes[i]
+    return [conform(Tensor(picked.node, tuple(back)), ctx.out_axes(0))]

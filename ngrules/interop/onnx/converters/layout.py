@@ -1,7 +1,7 @@
 """ONNX ops that rearrange or combine along dimensions: Tile (a broadcast then a merge),
 DepthToSpace and SpaceToDepth (reshape, permute, reshape), CumSum (a `Dot` with a triangular
-constant) and Einsum (`Dot` where the operands share exactly the contracted letters, else a
-product of broadcasts summed)."""
+constant), CumProd (a `Prod` over the same triangle) and Einsum (`Dot` where the operands
+share exactly the contracted letters, else a product of broadcasts summed)."""
 
 from __future__ import annotations
 
@@ -52,22 +52,40 @@ def _space_to_depth(ctx: Context):
     return _rearranged(ctx, x, (n, c, h // b, b, w // b, b), perm)
 
 
-@converter("CumSum")
-def _cumsum(ctx: Context):
-    """y[j] = sum of x[i] over i <= j (i < j exclusive; i >= j, i > j reversed): x contracted
-    with a constant 0/1 matrix over (i, j)."""
+def _running(ctx: Context):
+    """x, its position, the result's axis j and the constant 0/1 matrix over (i, j) of the
+    x[i] that y[j] takes: i <= j (i < j exclusive; i >= j, i > j reversed)."""
     x = ctx.x(0)
     pos = int(ctx.need_const(1, "axis").item()) % len(x.axes)
     n = x.shape[pos]
     i, j = np.arange(n)[:, None], np.arange(n)[None, :]
-    exclusive, reverse = ctx.attr("exclusive", 0), ctx.attr("reverse", 0)
-    if reverse:
+    if ctx.attr("reverse", 0):
         i, j = j, i
-    mask = (i < j) if exclusive else (i <= j)
-    target = temp_axis(n)
-    weights = F.constant(mask.astype(x.node.dtype), [x.axes[pos], target], dtype=x.node.dtype)
+    taken = (i < j) if ctx.attr("exclusive", 0) else (i <= j)
+    return x, pos, temp_axis(n), taken
+
+
+@converter("CumSum")
+def _cumsum(ctx: Context):
+    """y[j] = the sum of the x[i] it takes: x contracted with the 0/1 matrix."""
+    x, pos, target, taken = _running(ctx)
+    weights = F.constant(taken.astype(x.node.dtype), [x.axes[pos], target], dtype=x.node.dtype)
     summed = F.dot(x.node, weights)
     return [conform(Tensor(summed, x.axes[:pos] + (target,) + x.axes[pos + 1 :]),
+                    ctx.out_axes(0))]
+
+
+@converter("CumProd")
+def _cumprod(ctx: Context):
+    """y[j] = the product of the x[i] it takes: x spread over (i, j), 1 where not taken,
+    multiplied over i (a Prod, so the gradient is the product rule's)."""
+    x, pos, target, taken = _running(ctx)
+    pair = Axes((x.axes[pos], target))
+    spread = F.broadcast(x.node, x.node.axes | pair)
+    mask = F.broadcast(F.constant(taken, pair, dtype=np.bool_), spread.axes)
+    one = F.broadcast(F.constant(1, dtype=x.node.dtype), spread.axes)
+    product = F.prod(F.where(mask, spread, one), reduction_axes=[x.axes[pos]])
+    return [conform(Tensor(product, x.axes[:pos] + (target,) + x.axes[pos + 1 :]),
                     ctx.out_axes(0))]
 
 

@@ -1,12 +1,12 @@
 """ONNX logic (And, Or, Xor, Not and their bitwise twins: one op each on bool or integer
-tensors) and the float tests IsNaN and IsInf."""
+tensors), BitShift, and the float tests IsNaN and IsInf."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ngrules.interop.onnx.context import Context, converter, elementwise
-from ngrules.interop.onnx.shaping import Tensor
+from ngrules.interop.onnx.shaping import Tensor, broadcast_to
 from ngrules.ir import builders as F
 from ngrules.ir.graph import make_node
 
@@ -17,6 +17,17 @@ _LOGIC = {"And": "And", "Or": "Or", "Xor": "Xor", "BitwiseAnd": "And", "BitwiseO
 @converter(*_LOGIC)
 def _logic(ctx: Context):
     return [elementwise(ctx, _LOGIC[ctx.op], ctx.x(0), ctx.x(1))]
+
+
+@converter("BitShift")
+def _bit_shift(ctx: Context):
+    x = ctx.x(0)
+    direction = ctx.attr("direction", "")
+    if direction not in ("LEFT", "RIGHT"):
+        raise ctx.unsupported(f"BitShift direction {direction!r}")
+    out = ctx.out_axes(0)
+    args = [broadcast_to(t, out) for t in (x, ctx.x(1))]
+    return [Tensor(make_node("BitShift", args, direction=direction.lower()), out)]
 
 
 @converter("Not", "BitwiseNot", "IsNaN")

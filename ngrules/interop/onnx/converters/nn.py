@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ngrules.interop.onnx.context import Context, converter
+from ngrules.interop.onnx.converters.padmodes import gather_positions
 from ngrules.interop.onnx.shaping import Tensor, broadcast_to, fit, squeeze, temp_axis
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
@@ -86,11 +87,16 @@ def _softmax(ctx: Context):
 @converter("ArgMax", "ArgMin")
 def _argmax(ctx: Context):
     x = ctx.x(0)
-    if ctx.attr("select_last_index", 0):
-        raise ctx.unsupported("select_last_index=1")
     pos = ctx.attr("axis", 0) % len(x.axes)
     op = "Argmax" if ctx.op == "ArgMax" else "Argmin"
-    node = make_node(op, (x.node,), reduction_axes=[x.axes[pos]], dtype=ctx.out_dtype())
+    if ctx.attr("select_last_index", 0):  # the first of x reversed along the axis
+        length = x.axes[pos].length
+        reversed_x = gather_positions(x, pos, np.arange(length)[::-1])
+        first = make_node(op, (reversed_x.node,), reduction_axes=[reversed_x.axes[pos]],
+                          dtype=ctx.out_dtype())
+        node = F.constant(length - 1, dtype=first.dtype) - first
+    else:
+        node = make_node(op, (x.node,), reduction_axes=[x.axes[pos]], dtype=ctx.out_dtype())
     kept = tuple(a for i, a in enumerate(x.axes) if i != pos)
     if not ctx.attr("keepdims", 1):
         return [Tensor(node, kept)]

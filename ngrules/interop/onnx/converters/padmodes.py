@@ -12,7 +12,7 @@ from ngrules.ir import builders as F
 from ngrules.ir.graph import make_node
 
 
-def _gather_positions(t: Tensor, pos: int, positions: np.ndarray) -> Tensor:
+def gather_positions(t: Tensor, pos: int, positions: np.ndarray) -> Tensor:
     """t at the given constant positions along position pos (a Gather)."""
     axis = temp_axis(len(positions))
     index = F.constant(positions.astype(np.int64), [axis], dtype=np.int64)
@@ -48,5 +48,5 @@ def padded_by_mode(ctx: Context, t: Tensor, positions, pads, mode: str) -> Tenso
         ctx.importer.folding.check_size(ctx.node, 8.0 * (len(index) + max(before, 0)
                                                          + max(after, 0)))
         index = np.pad(index, (max(before, 0), max(after, 0)), mode=_NUMPY_MODES[mode])
-        t = _gather_positions(t, pos, index)
+        t = gather_positions(t, pos, index)
     return t
