@@ -17,7 +17,7 @@ from typing import Any
 from ngrules.errors import NgrulesError
 from ngrules.ir.axes import Axis, make_axes, make_axis
 from ngrules.ir.graph import Node
-from ngrules.ir.symbolic import known
+from ngrules.ir.symbolic import STAND_INS, known
 from ngrules.ir.values import known_scalar, scalar_value
 from ngrules.lang.bounds import power
 from ngrules.lang.kinds import is_constant, is_scalar
@@ -82,8 +82,8 @@ class _NumberOrReduction:
 def _size(x) -> int:
     """Number of elements: of a node's axes, of an Axes, or the length of an Axis."""
 
-    if x.__class__ is Node:
-        return known(x.axes.size, f"the size of {x!r}")
+    if x.__class__ is Node:  # the message only if a symbolic length may need it (it costs)
+        return known(x.axes.size, f"the size of {x!r}") if STAND_INS else x.axes.size
     if isinstance(x, Axis):
         return known(x.length, f"the length of axis {x.name}")
     axes = getattr(x, "axes", None) if not isinstance(x, (tuple, list)) else None
