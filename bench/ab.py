@@ -29,7 +29,7 @@ def base_package(rev: str) -> Path:
     """The revision's `ngrules/` as the package `ngrules_base` in a new temporary folder."""
     root = Path(tempfile.mkdtemp(prefix="ngrules_ab_"))
     archive = subprocess.run(
-        ["git", "-C", str(HERE.parent), "archive", rev, "ngrules"],
+        ["git", "-C", str(HERE.parent), "archive", rev, "ngrules", "grammar", "rules"],
         check=True, capture_output=True,
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
@@ -40,10 +40,10 @@ def base_package(rev: str) -> Path:
 
 
 def _rename(source: str) -> str:
-    return "\n".join(
-        _IMPORT.sub("ngrules_base", line) if line.lstrip().startswith(("from ", "import ")) else line
-        for line in source.splitlines()
-    ) + "\n"
+    lines = source.splitlines()
+    imports = [line.lstrip().startswith(("from ", "import ")) for line in lines]
+    renamed = [_IMPORT.sub("ngrules_base", x) if i else x for x, i in zip(lines, imports)]
+    return "\n".join(renamed) + "\n"
 
 
 def adapter_on(package: str):

@@ -32,6 +32,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from ngrules.engine.compiled import CompiledRule, RuleStats, inner_ops
+from ngrules.engine.dispatch import first_match
 from ngrules.engine.folding import Folding
 from ngrules.engine.multiroot import Context, apply_together
 from ngrules.engine.pending import Pending
@@ -59,9 +60,18 @@ def _any_pending(args: tuple[Node, ...], pending: Pending) -> bool:
     return not pending.keys().isdisjoint(args)
 
 
-def _at_op(rules: list[CompiledRule], op: str) -> list[CompiledRule]:
+class _AtOp(list):
+    """The rules whose first root can match a node with some op, and `first`, the function
+    that tries them (see `dispatch`)."""
+
+    __slots__ = ("first",)
+
+
+def _at_op(rules: list[CompiledRule], op: str) -> _AtOp:
     """The rules whose first root can match a node with this op."""
-    return [r for r in rules if r.root_ops is None or op in r.root_ops]
+    at = _AtOp(r for r in rules if r.root_ops is None or op in r.root_ops)
+    at.first = first_match(at)
+    return at
 
 
 class _Pass:
@@ -254,6 +264,8 @@ class _Pass:
         if run.budget.exhausted:
             return None, None
         timed = run.timed
+        if ctx is None and not timed:  # a walk: one generated function tries them all
+            return rules.first(node, pending, run, self.name)
         for rule in rules:
             stats = rule.stats
             stats.attempts += 1
