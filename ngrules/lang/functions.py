@@ -33,6 +33,9 @@ class FunctionDef:
     max_args: int | None
     doc: str = ""
     kind: str = "pure"  # "pure" computes a value, "builder" makes graph nodes
+    #: The result is within the bounds of `bounds` by construction (a count, a bool, a float
+    #: of a node, axes): the generated clauses skip the check. Registered functions are not.
+    bounded: bool = False
 
     def signature(self) -> inspect.Signature | None:
         """The Python signature, when it can be read (used to check keyword arguments)."""
@@ -217,8 +220,14 @@ _BUILDERS: list[tuple[str, int, int, str]] = [
     ("constant", 1, 3, "a known tensor: constant(value, axes=())"),
 ]
 
+#: Pure functions whose result cannot exceed the bounds (see `FunctionDef.bounded`).
+_BOUNDED = frozenset(
+    {"len", "size", "is_scalar", "is_constant", "value", "new_axis", "make_axes", "flatten_axes"}
+)
+
 FUNCTIONS: dict[str, FunctionDef] = {
-    name: FunctionDef(name, fn, lo, hi, doc) for name, fn, lo, hi, doc in _PURE
+    name: FunctionDef(name, fn, lo, hi, doc, bounded=name in _BOUNDED)
+    for name, fn, lo, hi, doc in _PURE
 }
 FUNCTIONS.update(
     (name, FunctionDef(name, _Builder(name), lo, hi, doc, kind="builder"))
