@@ -29,11 +29,17 @@ _FOUND = (
 _RETURNING = (
     "    value = M{i}(node, None, None, V)",
     "    if value is not None:",
-    "        if value is _WRONG:  # x cannot stand in for the node: apply raises the error",
+    "        if value is _WRONG or run.checked:  # apply raises the error / record validates",
     "            found = R{i}.apply(node, None, V)",
-    "        else:",
-    "            found = (node,), (V.force(value) if V else value,), ()",
-    *_FOUND,
+    *["    " + line for line in _FOUND],
+    "        s.matches += 1  # what run.record does for a match building nothing",
+    "        found = (node,), (V.force(value) if V else value,), ()",
+    "        run.trace.append((N{i}, L{i}, *found, name, V if node in V else None))",
+    "        budget = run.budget",
+    "        budget.left -= 1",
+    "        if budget.left <= 0:",
+    "            budget.exhausted = True",
+    "        return R{i}, found",
 )
 
 _APPLYING = (
@@ -48,7 +54,7 @@ _CACHE: dict[tuple[CompiledRule, ...], Callable] = {}
 def first_match(rules: Sequence[CompiledRule]) -> Callable:
     """`first(node, V, run, name)`: (rule, (roots, replacements, new nodes)) for the first of
     `rules` (one-root rules) that matches at node, counted and recorded in `run` under the
-    pass `name` with the pending nodes `V`; (None, None) if none matches."""
+    pass `name` with the pending nodes `V`; (None, None) if none matches or the fuel is out."""
     key = tuple(rules)
     found = _CACHE.get(key)
     if found is None:
@@ -57,10 +63,11 @@ def first_match(rules: Sequence[CompiledRule]) -> Callable:
 
 
 def _generate(rules: tuple[CompiledRule, ...]) -> Callable:
-    lines = ["def first(node, V, run, name):"]
+    lines = ["def first(node, V, run, name):", "    if run.budget.exhausted:"]
+    lines.append("        return None, None")
     consts: dict[str, object] = {"_WRONG": WRONG_TYPE}
     for i, rule in enumerate(rules):
-        consts[f"R{i}"] = rule
+        consts[f"R{i}"], consts[f"N{i}"], consts[f"L{i}"] = rule, rule.name, rule.location
         lines += [f"    s = R{i}.stats", "    s.attempts += 1"]
         if rule.returning is not None:
             consts[f"M{i}"] = rule.returning

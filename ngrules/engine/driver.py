@@ -79,6 +79,7 @@ class _Pass:
 
     def __init__(self, name: str, rules: list[CompiledRule], run: Run):
         self.name, self.run = name, run
+        self.direct = not run.timed  # walks call the generated `first` of each op directly
         self.single = [r for r in rules if not r.is_multi_root]
         self.multi = [r for r in rules if r.is_multi_root]
         self.memo: dict[Node, Node] = {}
@@ -154,7 +155,10 @@ class _Pass:
 
     def _settle(self, node: Node, rules: list[CompiledRule]) -> None:
         """The rules at a node that is unchanged or pending; its normal form into the memo."""
-        rule, found = self._first_match(node, rules)
+        if self.direct:
+            rule, found = rules.first(node, self.pending, self.run, self.name)
+        else:
+            rule, found = self._first_match(node, rules)
         if rule is None:  # its own normal form; if pending, rebuilt when needed (or already)
             self.memo.setdefault(node, node)
         else:
@@ -180,7 +184,12 @@ class _Pass:
             if done is not None:
                 memo[node] = done
                 return
-        rule, found = self._first_match(rebuilt, rules) if rules else (None, None)
+        if not rules:
+            rule = None
+        elif self.direct:
+            rule, found = rules.first(rebuilt, self.pending, self.run, self.name)
+        else:
+            rule, found = self._first_match(rebuilt, rules)
         if rule is None:
             # `=> x` rules built nothing, and a pending node they rebuilt lies below this one:
             # the key is still free
