@@ -27,8 +27,8 @@ def rules(text: str):
 
 def chain(blocks: int):
     """h -> Sqrt(Negative(Negative(Exp(Tanh(h * 1))))), `blocks` times."""
-    x = ng.placeholder([A], name="x")
-    h = x
+    x = ng.placeholder([A], name="x_of_chain")  # a name no other test's graph shares: counts
+    h = x  # of the nodes a rewrite builds must not depend on what other tests keep alive
     for _ in range(blocks):
         h = ng.sqrt(ng.negative(ng.negative(ng.exp(ng.tanh(h * 1.0)))))
     return x, h
@@ -61,7 +61,7 @@ def test_the_inner_nodes_of_a_fused_subgraph_are_never_rebuilt(created):
     assert sorted({n.op for n in created}) == ["Exp", "Sqrt", "Tanh"]
     assert len(created) == 3 * 4
     v = np.linspace(-1.0, 1.0, 3, dtype=np.float32)
-    (before,), (after,) = ng.execute([out], {"x": v}), ng.execute(res.outputs, {"x": v})
+    (before,), (after,) = ng.execute([out], {x: v}), ng.execute(res.outputs, {x: v})
     np.testing.assert_allclose(after, before, rtol=1e-6)
 
 

@@ -32,6 +32,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from ngrules.engine.compiled import CompiledRule, RuleStats, inner_ops
+from ngrules.engine.dispatch import first_match
 from ngrules.engine.folding import Folding
 from ngrules.engine.multiroot import Context, apply_together
 from ngrules.engine.pending import Pending
@@ -59,9 +60,18 @@ def _any_pending(args: tuple[Node, ...], pending: Pending) -> bool:
     return not pending.keys().isdisjoint(args)
 
 
-def _at_op(rules: list[CompiledRule], op: str) -> list[CompiledRule]:
+class _AtOp(list):
+    """The rules whose first root can match a node with some op, and `first`, the function
+    that tries them (see `dispatch`)."""
+
+    __slots__ = ("first",)
+
+
+def _at_op(rules: list[CompiledRule], op: str) -> _AtOp:
     """The rules whose first root can match a node with this op."""
-    return [r for r in rules if r.root_ops is None or op in r.root_ops]
+    at = _AtOp(r for r in rules if r.root_ops is None or op in r.root_ops)
+    at.first = first_match(at)
+    return at
 
 
 class _Pass:
@@ -69,6 +79,7 @@ class _Pass:
 
     def __init__(self, name: str, rules: list[CompiledRule], run: Run):
         self.name, self.run = name, run
+        self.direct = not run.timed  # walks call the generated `first` of each op directly
         self.single = [r for r in rules if not r.is_multi_root]
         self.multi = [r for r in rules if r.is_multi_root]
         self.memo: dict[Node, Node] = {}
@@ -144,7 +155,10 @@ class _Pass:
 
     def _settle(self, node: Node, rules: list[CompiledRule]) -> None:
         """The rules at a node that is unchanged or pending; its normal form into the memo."""
-        rule, found = self._first_match(node, rules)
+        if self.direct:
+            rule, found = rules.first(node, self.pending, self.run, self.name)
+        else:
+            rule, found = self._first_match(node, rules)
         if rule is None:  # its own normal form; if pending, rebuilt when needed (or already)
             self.memo.setdefault(node, node)
         else:
@@ -170,7 +184,12 @@ class _Pass:
             if done is not None:
                 memo[node] = done
                 return
-        rule, found = self._first_match(rebuilt, rules) if rules else (None, None)
+        if not rules:
+            rule = None
+        elif self.direct:
+            rule, found = rules.first(rebuilt, self.pending, self.run, self.name)
+        else:
+            rule, found = self._first_match(rebuilt, rules)
         if rule is None:
             # `=> x` rules built nothing, and a pending node they rebuilt lies below this one:
             # the key is still free
@@ -254,6 +273,8 @@ class _Pass:
         if run.budget.exhausted:
             return None, None
         timed = run.timed
+        if ctx is None and not timed:  # a walk: one generated function tries them all
+            return rules.first(node, pending, run, self.name)
         for rule in rules:
             stats = rule.stats
             stats.attempts += 1

@@ -25,11 +25,22 @@ def literal_matches(value: float, node: Node) -> bool:
     return literal_is(node, rounded(value, _F32), float(value))
 
 
+#: Ops whose nodes never hold a known value (neither a Constant nor a view): a node just
+#: rebuilt by a walk has no cached value yet, and most are of these ops. Ops are registered
+#: once, so an op's traits never change.
+_VALUELESS: set[str] = set()
+
+
 def literal_is(node: Node, as_f32: float, as_f64: float) -> bool:
     """The literal test with the value pre-rounded to each dtype (0.1 in float32 is not 0.1)."""
     known = node._scalar
     if known is UNKNOWN:
+        op = node.op
+        if op in _VALUELESS:
+            return False
         known = known_scalar(node)
+        if known is None and op != "Constant" and not OPS[op].has("view"):
+            _VALUELESS.add(op)
     if known is None:
         return False
     return known == (as_f32 if node.dtype is _F32 else as_f64)

@@ -126,7 +126,9 @@ class _Generator:
             raise KeyError(e.func)  # unknown: the interpreter reports it
         spread = f"**{{{kwargs}}}" if e.kwargs else ""
         value = f"{self.const(fdef.fn)}({args}{spread})"
-        return value if fdef.kind == "builder" else f"_bounded({value})"  # a builder: a node
+        if fdef.kind == "builder" or fdef.bounded:  # a node, or a value within the bounds
+            return value
+        return f"_bounded({value})"
 
     def _binary(self, e: EBinary) -> str:
         left, right = self.expr(e.left), self.expr(e.right)

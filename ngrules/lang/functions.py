@@ -17,7 +17,7 @@ from typing import Any
 from ngrules.errors import NgrulesError
 from ngrules.ir.axes import Axis, make_axes, make_axis
 from ngrules.ir.graph import Node
-from ngrules.ir.symbolic import known
+from ngrules.ir.symbolic import STAND_INS, known
 from ngrules.ir.values import known_scalar, scalar_value
 from ngrules.lang.bounds import power
 from ngrules.lang.kinds import is_constant, is_scalar
@@ -33,6 +33,9 @@ class FunctionDef:
     max_args: int | None
     doc: str = ""
     kind: str = "pure"  # "pure" computes a value, "builder" makes graph nodes
+    #: The result is within the bounds of `bounds` by construction (a count, a bool, a float
+    #: of a node, axes): the generated clauses skip the check. Registered functions are not.
+    bounded: bool = False
 
     def signature(self) -> inspect.Signature | None:
         """The Python signature, when it can be read (used to check keyword arguments)."""
@@ -82,8 +85,8 @@ class _NumberOrReduction:
 def _size(x) -> int:
     """Number of elements: of a node's axes, of an Axes, or the length of an Axis."""
 
-    if x.__class__ is Node:
-        return known(x.axes.size, f"the size of {x!r}")
+    if x.__class__ is Node:  # the message only if a symbolic length may need it (it costs)
+        return known(x.axes.size, f"the size of {x!r}") if STAND_INS else x.axes.size
     if isinstance(x, Axis):
         return known(x.length, f"the length of axis {x.name}")
     axes = getattr(x, "axes", None) if not isinstance(x, (tuple, list)) else None
@@ -217,8 +220,14 @@ _BUILDERS: list[tuple[str, int, int, str]] = [
     ("constant", 1, 3, "a known tensor: constant(value, axes=())"),
 ]
 
+#: Pure functions whose result cannot exceed the bounds (see `FunctionDef.bounded`).
+_BOUNDED = frozenset(
+    {"len", "size", "is_scalar", "is_constant", "value", "new_axis", "make_axes", "flatten_axes"}
+)
+
 FUNCTIONS: dict[str, FunctionDef] = {
-    name: FunctionDef(name, fn, lo, hi, doc) for name, fn, lo, hi, doc in _PURE
+    name: FunctionDef(name, fn, lo, hi, doc, bounded=name in _BOUNDED)
+    for name, fn, lo, hi, doc in _PURE
 }
 FUNCTIONS.update(
     (name, FunctionDef(name, _Builder(name), lo, hi, doc, kind="builder"))
