@@ -33,11 +33,11 @@ def _int64(name: str, values):
     return helper.make_node("Constant", [], [name], value=tensor)
 
 
-def _function(name: str, inputs, outputs, nodes, attrs):
+def _function(name: str, inputs, outputs, nodes, attrs, opset: int = 17):
     h = _h()
     return h.make_function(
         DOMAIN, name, inputs, outputs, nodes,
-        opset_imports=[h.make_opsetid("", 17)], attributes=attrs,
+        opset_imports=[h.make_opsetid("", opset)], attributes=attrs,
     )
 
 
@@ -57,7 +57,7 @@ def _normalised(h, x: str) -> list:
     ]
 
 
-def batchnorm_fprop():
+def batchnorm_fprop(opset: int = 17):
     """(y, mean, var) = BatchnormFprop(x, gamma, beta; eps)."""
     h = _h()
     nodes = _normalised(h, "x") + [
@@ -73,10 +73,10 @@ def batchnorm_fprop():
         h.make_node("Reshape", ["var2", "flat"], ["var"]),
     ]
     return _function("BatchnormFprop", ["x", "gamma", "beta"], ["y", "mean", "var"], nodes,
-                     ["eps"])
+                     ["eps"], opset)
 
 
-def batchnorm_bprop():
+def batchnorm_bprop(opset: int = 17):
     """(dx, dgamma, dbeta) = BatchnormBprop(delta, x, gamma, mean, var; eps), from the given
     statistics: dx = gamma * inv * (delta - xhat * mean(delta * xhat) - mean(delta))."""
     h = _h()
@@ -108,10 +108,10 @@ def batchnorm_bprop():
         h.make_node("Reshape", ["dx2", "shape"], ["dx"]),
     ]
     return _function("BatchnormBprop", ["delta", "x", "gamma", "mean", "var"],
-                     ["dx", "dgamma", "dbeta"], nodes, ["eps"])
+                     ["dx", "dgamma", "dbeta"], nodes, ["eps"], opset)
 
 
-def relu_bprop():
+def relu_bprop(opset: int = 17):
     """ReluBprop(delta, x; slope) = delta where x > 0, slope * delta elsewhere."""
     h = _h()
     nodes = [
@@ -122,10 +122,53 @@ def relu_bprop():
         h.make_node("Mul", ["delta", "slope_c"], ["scaled"]),
         h.make_node("Where", ["pos", "delta", "scaled"], ["out"]),
     ]
-    return _function("ReluBprop", ["delta", "x"], ["out"], nodes, ["slope"])
+    return _function("ReluBprop", ["delta", "x"], ["out"], nodes, ["slope"], opset)
+
+
+def _number(name: str, value: float, like: str) -> list:
+    """Nodes making `name`: the constant `value`, cast like the tensor `like`."""
+    h = _h()
+    return [h.make_node("Constant", [], [name + "_f"], value_float=value),
+            h.make_node("CastLike", [name + "_f", like], [name])]
+
+
+def gelu(opset: int = 17):
+    """Gelu(x) = 0.5 x (1 + erf(x / sqrt 2)): ONNX's Gelu (opset 20) for older opsets."""
+    h = _h()
+    nodes = [
+        *_number("r2", 0.7071067811865476, "x"), *_number("one", 1.0, "x"),
+        *_number("half", 0.5, "x"),
+        h.make_node("Mul", ["x", "r2"], ["xs"]),
+        h.make_node("Erf", ["xs"], ["e"]),
+        h.make_node("Add", ["e", "one"], ["e1"]),
+        h.make_node("Mul", ["x", "half"], ["hx"]),
+        h.make_node("Mul", ["hx", "e1"], ["y"]),
+    ]
+    return _function("Gelu", ["x"], ["y"], nodes, [], opset)
+
+
+def gelu_tanh(opset: int = 17):
+    """Gelu(x, approximate='tanh') = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    h = _h()
+    nodes = [
+        *_number("k", 0.7978845608028654, "x"), *_number("c", 0.044715, "x"),
+        *_number("one", 1.0, "x"), *_number("half", 0.5, "x"),
+        h.make_node("Mul", ["x", "x"], ["x2"]),
+        h.make_node("Mul", ["x2", "x"], ["x3"]),
+        h.make_node("Mul", ["x3", "c"], ["cx3"]),
+        h.make_node("Add", ["x", "cx3"], ["inner"]),
+        h.make_node("Mul", ["inner", "k"], ["scaled"]),
+        h.make_node("Tanh", ["scaled"], ["t"]),
+        h.make_node("Add", ["t", "one"], ["t1"]),
+        h.make_node("Mul", ["x", "half"], ["hx"]),
+        h.make_node("Mul", ["hx", "t1"], ["y"]),
+    ]
+    return _function("GeluTanh", ["x"], ["y"], nodes, [], opset)
 
 
 FUNCTIONS = {
+    "Gelu": gelu,
+    "GeluTanh": gelu_tanh,
     "BatchnormFprop": batchnorm_fprop,
     "BatchnormBprop": batchnorm_bprop,
     "ReluBprop": relu_bprop,

@@ -1,0 +1,318 @@
+"""Products, windows and network layers written as the ONNX op they came from.
+
+`Dot` is a MatMul where the operands' orders allow it (a Gemm when a constant bias is added to
+it), else one Einsum; Convolution and Pooling are Conv and MaxPool/AveragePool in NCHW, a
+constant bias added to a Conv becomes its third input. The primitive forms the importer writes
+for BatchNormalization (inference), LayerNormalization, Gelu, LogSoftmax and ReduceMean are
+written back as those ops: a node is recognised by building the importer's form again from the
+leaves it seems to have and checking that the result is that very node (hash-consing makes equal
+graphs one node), so a form that only looks similar is left alone. The fused ops nn.rules
+declares (`LayerNorm`, `Gelu`) are written as their standard twins.
+"""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx.emitter import Emitter, layout_exporter
+from ngrules.interop.onnx.export_layout import broadcast_result
+from ngrules.interop.onnx.layout import Value, full_value
+from ngrules.ir import builders as F
+from ngrules.ir.axes import Axes
+from ngrules.ir.graph import Node
+
+_VIEWS = ("Broadcast", "ReorderAxes", "AxesCast", "ExpandDims")
+
+
+# -- products ----------------------------------------------------------------------------------
+@layout_exporter("Dot")
+def _dot(em: Emitter, n: Node) -> Value:
+    a, b = n.args
+    red = a.axes & b.axes
+    if len(red) == 1:
+        for x, w in ((a, b), (b, a)):
+            v = _matmul(em, x, w, red[0])
+            if v is not None:
+                return v
+    return _einsum(em, n)
+
+
+def _matmul(em: Emitter, x: Node, w: Node, k) -> Value | None:
+    """MatMul(x, w) with x's value ending in k and w 2-D [k, j] (a constant in any order)."""
+    vx, vw = em.values[x], em.values[w]
+    if len(x.axes) < 2 or len(w.axes) != 2 or not vx.dims or vx.dims[-1] != k:
+        return None
+    if not all(vx.full(a) for a in x.axes if a.length > 1):
+        return None
+    (j,) = w.axes - Axes((k,))
+    if vw.array is None and not (vw.dims == (k, j) and vw.full(k) and vw.full(j)):
+        return None
+    wname = em.exact(w, (k, j))
+    out = em.node("MatMul", [em.name_of(vx), wname])
+    if len(vx.dims) == 2 and vw.array is not None:
+        em.biasable[out] = ("Gemm", len(em.nodes) - 1)
+    return Value(vx.dims[:-1] + (j,), vx.shape[:-1] + (j.length,), out)
+
+
+def _einsum(em: Emitter, n: Node) -> Value:
+    vals = [em.complete(a) for a in n.args]
+    table: dict[str, str] = {}
+    dims = {d.name for v in vals for d in v.dims} | set(n.axes.names)
+    if len(dims) > len(string.ascii_letters):
+        raise OnnxError(f"cannot export {n!r}: more axes than Einsum letters")
+
+    def letters(axes):
+        for ax in axes:
+            table.setdefault(ax.name, string.ascii_letters[len(table)])
+        return "".join(table[ax.name] for ax in axes)
+
+    eq = f"{letters(vals[0].dims)},{letters(vals[1].dims)}->{letters(n.axes)}"
+    return full_value(em.node("Einsum", [em.name_of(v) for v in vals], equation=eq), n.axes)
+
+
+# -- windows -----------------------------------------------------------------------------------
+def _spatial(n: Node, x: Node, out_first: int, pads) -> list[int]:
+    """The spatial positions (of 3) to write: those not all length 1 and unpadded."""
+    keep = [i for i in range(3) if x.axes[1 + i].length > 1 or n.axes[1 + i].length > 1
+            or pads[i] or n.args[-1].axes[1 + i].length > 1]
+    return keep or [2]
+
+
+def _window_attrs(n: Node, keep) -> dict:
+    pads = [int(n.attrs["padding"][i]) for i in keep]
+    return {"pads": pads + pads, "strides": [int(n.attrs["strides"][i]) for i in keep]}
+
+
+@layout_exporter("Convolution")
+def _convolution(em: Emitter, n: Node) -> Value:
+    x, w = n.args
+    keep = _spatial(n, x, 0, n.attrs["padding"])
+    xname = em.exact(x, (x.axes[4], x.axes[0], *(x.axes[1 + i] for i in keep)))
+    wname = em.exact(w, (w.axes[4], w.axes[0], *(w.axes[1 + i] for i in keep)))
+    y = em.node("Conv", [xname, wname], dilations=[int(n.attrs["dilation"][i]) for i in keep],
+                **_window_attrs(n, keep))
+    em.biasable[y] = ("Conv", len(em.nodes) - 1)
+    return full_value(y, (n.axes[4], n.axes[0], *(n.axes[1 + i] for i in keep)))
+
+
+@layout_exporter("Pooling")
+def _pooling(em: Emitter, n: Node) -> Value:
+    (x,) = n.args
+    keep = [i for i in range(3) if x.axes[1 + i].length > 1 or n.axes[1 + i].length > 1
+            or n.attrs["padding"][i] or n.attrs["window"][i] > 1] or [2]
+    xname = em.exact(x, (x.axes[4], x.axes[0], *(x.axes[1 + i] for i in keep)))
+    attrs = dict(kernel_shape=[int(n.attrs["window"][i]) for i in keep], **_window_attrs(n, keep))
+    if n.attrs["mode"] == "max":
+        y = em.node("MaxPool", [xname], **attrs)
+    else:
+        y = em.node("AveragePool", [xname], count_include_pad=1, **attrs)
+    return full_value(y, (n.axes[4], n.axes[0], *(n.axes[1 + i] for i in keep)))
+
+
+# -- recognising the importer's forms ----------------------------------------------------------
+def _parts(node: Node, *ops: str):
+    """node's arguments when its op is one of `ops` (else a LookupError ends the match)."""
+    if node.op not in ops:
+        raise LookupError(node.op)
+    return node.args
+
+
+def _scalar(node: Node) -> float:
+    while node.op == "Broadcast":
+        node = node.args[0]
+    value = np.asarray(node.attrs["value"]) if node.op == "Constant" else None
+    if value is None or value.size != 1:
+        raise LookupError("not a scalar constant")
+    return float(value.reshape(()))
+
+
+def _normalisation(n: Node):
+    """(x, centre, inv's eps, scale, bias) of `(x - centre) * 1/sqrt(var + eps) * scale + bias`,
+    the shape of both batchnorm's and layer norm's imported forms."""
+    scaled, bias_b = _parts(n, "Add")
+    normed, scale_b = _parts(scaled, "Multiply")
+    centred, inv_b = _parts(normed, "Multiply")
+    x, centre_b = _parts(centred, "Subtract")
+    (sqrt,) = _parts(_parts(inv_b, "Broadcast")[0], "Reciprocal")
+    var, eps_b = _parts(_parts(sqrt, "Sqrt")[0], "Add")
+    return x, _parts(centre_b, "Broadcast")[0], var, _scalar(eps_b), scale_b, bias_b
+
+
+def _batchnorm(em: Emitter, n: Node) -> Value | None:
+    x, mean, var, eps, scale_b, bias_b = _normalisation(n)
+    scale, bias = _parts(scale_b, "Broadcast")[0], _parts(bias_b, "Broadcast")[0]
+    if (x - mean) * F.reciprocal(F.sqrt(var + eps)) * scale + bias is not n:
+        return None
+    (channel,) = mean.axes
+    vx = em.values[x]
+    if any(len(p.axes) != 1 or p.axes[0] != channel or em.values[p].array is None
+           for p in (mean, var, scale, bias)):
+        return None
+    if len(vx.dims) < 2 or vx.dims[1] != channel or not vx.has_all(x.axes):
+        return None
+    params = [em.exact(p, (channel,)) for p in (scale, bias, mean, var)]
+    y = em.node("BatchNormalization", [em.name_of(vx), *params], epsilon=eps)
+    return Value(vx.dims, vx.shape, y)
+
+
+def _layernorm(em: Emitter, n: Node) -> Value | None:
+    x, mean, var, eps, scale_b, bias_b = _normalisation(n)
+    kept = mean.axes
+    form = (x - F.mean(x, out_axes=kept)) * F.reciprocal(
+        F.sqrt(F.variance(x, out_axes=kept) + eps)) * scale_b + bias_b
+    if form is not n:
+        return None
+    red = x.axes - kept
+    return layer_normalization(em, n, x, scale_b.args[0], bias_b.args[0], red, eps)
+
+
+def layer_normalization(em: Emitter, n, x, gamma, beta, red, eps) -> Value | None:
+    """LayerNormalization over `red`, put last; gamma and beta over exactly those axes."""
+    if any(not p.axes.is_equal_set(red) or len(p.axes) != len(red) for p in (gamma, beta)):
+        return None
+    vx = em.complete(x)
+    inner = tuple(d for d in vx.dims if d in red)
+    if vx.dims[len(vx.dims) - len(red):] != inner:
+        outer = tuple(a for a in x.axes if a not in red)
+        vx = full_value(em.exact(x, outer + inner), outer + inner)
+    y = em.node("LayerNormalization", [em.name_of(vx), em.exact(gamma, inner),
+                                       em.exact(beta, inner)],
+                axis=len(vx.dims) - len(red), epsilon=eps)
+    return Value(vx.dims, vx.shape, y)
+
+
+def _gelu_form(n: Node) -> str | None:
+    """'tanh' or 'none' when n is the importer's GELU (either form) of its x."""
+    from ngrules.ir import layers
+
+    try:
+        half_x, _ = _parts(n, "Multiply")
+        _, x = _parts(half_x, "Multiply")
+    except LookupError:
+        return None
+    if layers.gelu(x) is n:
+        return "tanh"
+    return "none" if layers.gelu_erf(x) is n else None
+
+
+def gelu(em: Emitter, x: Node, approximate: str) -> Value:
+    """ONNX Gelu from opset 20, before it a function of the ngrules domain with its body."""
+    v = em.values[x]
+    if em.opset >= 20:
+        return Value(v.dims, v.shape, em.node("Gelu", [em.name_of(v)], approximate=approximate))
+    from ngrules.interop.onnx.functions import DOMAIN
+
+    op = "GeluTanh" if approximate == "tanh" else "Gelu"
+    em.functions.add(op)
+    return Value(v.dims, v.shape, em.node(op, [em.name_of(v)], domain=DOMAIN))
+
+
+# -- the roots of those forms ------------------------------------------------------------------
+def _bias(em: Emitter, n: Node) -> Value | None:
+    """A constant added to a Conv (per output channel) or a 2-D MatMul read only here: its
+    bias input (Gemm's C)."""
+    for prod, other in ((n.args[0], n.args[1]), (n.args[1], n.args[0])):
+        v, vo = em.values[prod], em.values[other]
+        if vo.array is None or v.name not in em.biasable or not _only_reader(em, prod, v.name):
+            continue
+        kind, index = em.biasable.pop(v.name)
+        onnx_node = em.nodes[index]
+        if kind == "Conv":
+            present = [d for d, s in zip(vo.dims, vo.shape) if s > 1]
+            if present != [v.dims[1]] or other.dtype != n.dtype:
+                continue
+            onnx_node.input.append(em.name_of(Value((v.dims[1],), (v.shape[1],),
+                                                    array=vo.array.reshape(-1))))
+        else:
+            bias = em.aligned(other, v.dims)
+            em.nodes[index] = em.helper.make_node("Gemm", [*onnx_node.input, bias],
+                                                  list(onnx_node.output))
+        return v
+    return None
+
+
+def _only_reader(em: Emitter, node: Node, name: str) -> bool:
+    """Whether node (through free views of one reader each) is a product read only once."""
+    while em.single_use(node) and em.values[node].name == name:
+        if node.op in ("Dot", "Convolution"):
+            return True
+        if node.op not in _VIEWS:
+            return False
+        node = node.args[0]
+    return False
+
+
+def _first(em: Emitter, n: Node, *tries) -> Value | None:
+    for attempt in tries:
+        try:
+            v = attempt(em, n)
+        except (LookupError, KeyError, ValueError):
+            v = None
+        if v is not None:
+            return v
+    return None
+
+
+@layout_exporter("Add")
+def _add(em: Emitter, n: Node) -> Value:
+    return _first(em, n, _batchnorm, _layernorm, _bias) or broadcast_result(em, n, "Add",
+                                                                             cast=True)
+
+
+@layout_exporter("Multiply")
+def _multiply(em: Emitter, n: Node) -> Value:
+    form = _gelu_form(n)
+    if form is not None:
+        return gelu(em, n.args[0].args[1], form)
+    return broadcast_result(em, n, "Mul", cast=True)
+
+
+@layout_exporter("Divide")
+def _divide(em: Emitter, n: Node) -> Value:
+    """mean(x) as the importer writes it (Sum / count) is a ReduceMean."""
+    total = n.args[0]
+    if total.op == "Sum" and F.mean(total.args[0], out_axes=total.axes) is n:
+        from ngrules.interop.onnx.export_layout import reduce
+
+        return reduce(em, "ReduceMean", total.args[0], total.attrs["reduction_axes"])
+    return broadcast_result(em, n, "Div", cast=True)
+
+
+@layout_exporter("Subtract")
+def _subtract(em: Emitter, n: Node) -> Value:
+    """x - max - log(sum(exp(x - max))) (the importer's LogSoftmax) over one axis."""
+    from ngrules.interop.onnx.converters.nn import log_softmax_form
+
+    shifted = n.args[0]
+    if shifted.op == "Subtract" and shifted.args[1].op == "Broadcast":
+        top = shifted.args[1].args[0]
+        red = list(top.attrs.get("reduction_axes", ())) if top.op == "Max" else []
+        x = shifted.args[0]
+        if len(red) == 1 and log_softmax_form(x, red) is n:
+            v = em.complete(x, red)
+            y = em.node("LogSoftmax", [em.name_of(v)], axis=v.dims.index(red[0]))
+            return Value(v.dims, v.shape, y)
+    return broadcast_result(em, n, "Sub", cast=True)
+
+
+@layout_exporter("LayerNorm")
+def _declared_layer_norm(em: Emitter, n: Node) -> Value:
+    """nn.rules' LayerNorm(x, gamma, beta; axes, eps)."""
+    x, gamma, beta = n.args
+    v = layer_normalization(em, n, x, gamma, beta, Axes(n.attrs["axes"]), float(n.attrs["eps"]))
+    if v is None:
+        raise OnnxError(f"cannot export {n!r}: gamma and beta must have the normalised axes")
+    return v
+
+
+@layout_exporter("Gelu")
+def _declared_gelu(em: Emitter, n: Node) -> Value:
+    """nn.rules' Gelu (the tanh form)."""
+    return gelu(em, n.args[0], "tanh")
+
+
+#: Imported by the exporter, which needs these ops registered.
+LOADED = True
