@@ -32,6 +32,8 @@ class Emitter(Layouts):
         self.parts: dict[Node, list[str]] = {}
         #: ONNX value -> (op, index of its node) for a Conv or 2-D MatMul that may take a bias.
         self.biasable: dict[str, tuple[str, int]] = {}
+        #: node -> the order of axes its reader wants (for ops free to choose, as Einsum).
+        self.prefer: dict[Node, tuple] = {}
         self._fresh = itertools.count()
         self.__init_layouts__()
 
@@ -68,3 +70,23 @@ def layout_exporter(*ops: str):
         return fn
 
     return register
+
+
+def preferred_orders(order: Sequence[Node], outputs: Sequence[Node], users) -> dict:
+    """For nodes whose value a reader will want in one order: a graph output (its own
+    order) and the operand of a Flatten or Unflatten (row-major in its axes), looking through
+    reorderings read only there."""
+    prefer: dict[Node, tuple] = {}
+
+    def want(node: Node, axes) -> None:
+        prefer.setdefault(node, tuple(axes))
+        while node.op == "ReorderAxes" and users.get(node, 0) == 1:
+            node = node.args[0]
+            prefer.setdefault(node, tuple(axes))
+
+    for out in outputs:
+        want(out, out.axes)
+    for n in order:
+        if n.op in ("Flatten", "Unflatten"):
+            want(n.args[0], n.args[0].axes)
+    return prefer

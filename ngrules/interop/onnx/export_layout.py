@@ -170,25 +170,71 @@ def _slice(em: Emitter, n: Node) -> Value:
 
 @layout_exporter("Flatten", "Unflatten")
 def _regroup(em: Emitter, n: Node) -> Value:
-    """Row-major regrouping: the operand in its own order, then one Flatten (two groups
-    split where ONNX's Flatten splits) or Reshape."""
+    """Row-major regrouping: where each merged group of axes lies in order in the operand's
+    value, one Reshape (or Flatten, or nothing for a renaming) at the positions they have;
+    else the operand in its own order first."""
     x = n.args[0]
     v = em.values[x]
-    order = tuple(a for a in x.axes if a.length > 1)
-    if tuple(d for d in v.dims if d in order) == order and all(v.full(a) for a in order):
-        src, shape = v, v.shape
-    else:
-        src = full_value(em.exact(x, order), order)
-        shape = src.shape
-    lengths = n.axes.lengths
-    if shape == lengths:
-        return Value(tuple(n.axes), lengths, src.name, src.array)
-    if src.array is not None:
-        return Value(tuple(n.axes), lengths, array=src.array.reshape(lengths))
-    split = _flatten_split(shape, lengths)
+    dims, shape = _regrouped(v, _groups(x.axes, n.axes))
+    if dims is None:
+        order = tuple(a for a in x.axes if a.length > 1)
+        v = full_value(em.exact(x, order), order)
+        dims, shape = tuple(n.axes), n.axes.lengths
+    if shape == v.shape:
+        return Value(dims, shape, v.name, v.array)
+    if v.array is not None:
+        return Value(dims, shape, array=v.array.reshape(shape))
+    split = _flatten_split(v.shape, shape)
     if split is not None:
-        return full_value(em.node("Flatten", [src.name], axis=split), n.axes)
-    return full_value(em.node("Reshape", [src.name, em.const(list(lengths))]), n.axes)
+        return Value(dims, shape, em.node("Flatten", [v.name], axis=split))
+    return Value(dims, shape, em.node("Reshape", [v.name, em.const(list(shape))]))
+
+
+def _groups(src, dst) -> list[tuple[list, list]]:
+    """Pairs of consecutive runs of src and dst axes holding the same leaves."""
+    src, dst, out = list(src), list(dst), []
+    i = j = 0
+    while i < len(src) and j < len(dst):
+        a, b = [src[i]], [dst[j]]
+        na, nb = len(src[i].leaves()), len(dst[j].leaves())
+        i, j = i + 1, j + 1
+        while na != nb:
+            if na < nb:
+                a.append(src[i])
+                na, i = na + len(src[i].leaves()), i + 1
+            else:
+                b.append(dst[j])
+                nb, j = nb + len(dst[j].leaves()), j + 1
+        out.append((a, b))
+    return out
+
+
+def _regrouped(v: Value, groups):
+    """(dims, shape) of v regrouped in place, or (None, None) when a merged group is not
+    contiguous and in order (or not whole) in v."""
+    starts: dict = {}
+    for src, dst in groups:
+        big = [a for a in src if a.length > 1]
+        if not big:
+            continue
+        if not all(v.full(a) for a in big):
+            return None, None
+        at = [v.dims.index(a) for a in big]
+        inner = [d for d in v.dims[at[0]:at[-1] + 1] if d not in big]
+        if at != sorted(at) or any(v.shape[v.dims.index(d)] != 1 for d in inner):
+            return None, None
+        starts[at[0]] = [b for b in dst if b.length > 1]
+    covered = {a for src, _ in groups for a in src}
+    dims: list = []
+    shape: list = []
+    for i, (d, length) in enumerate(zip(v.dims, v.shape)):
+        if i in starts:
+            dims.extend(starts[i])
+            shape.extend(b.length for b in starts[i])
+        elif d not in covered:  # a unit dimension stays; merged or length-1 axes go
+            dims.append(d)
+            shape.append(length)
+    return tuple(dims), tuple(shape)
 
 
 def _flatten_split(shape, lengths):
@@ -232,7 +278,7 @@ def reduce(em: Emitter, op: str, x: Node, red, keepdims: int = 0) -> Value:
 
 
 @layout_exporter(*_REDUCE)
-def _reduce(em: Emitter, n: Node) -> Value:
+def reduction(em: Emitter, n: Node) -> Value:
     return reduce(em, _REDUCE[n.op], n.args[0], n.attrs["reduction_axes"])
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ngrules.interop.onnx import OnnxError
 from ngrules.interop.onnx.emitter import Emitter, layout_exporter
-from ngrules.interop.onnx.export_layout import broadcast_result
+from ngrules.interop.onnx.export_layout import broadcast_result, reduce, reduction
 from ngrules.interop.onnx.layout import Value, full_value
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
@@ -57,8 +57,10 @@ def _matmul(em: Emitter, x: Node, w: Node, k) -> Value | None:
     return Value(vx.dims[:-1] + (j,), vx.shape[:-1] + (j.length,), out)
 
 
-def _einsum(em: Emitter, n: Node) -> Value:
-    vals = [em.complete(a) for a in n.args]
+def _einsum(em: Emitter, n: Node, args=None) -> Value:
+    """One Einsum over the operands' values as they are, summing what the result lacks; the
+    result in the order its reader prefers (`Emitter.prefer`)."""
+    vals = [em.complete(a) for a in (args or n.args)]
     table: dict[str, str] = {}
     dims = {d.name for v in vals for d in v.dims} | set(n.axes.names)
     if len(dims) > len(string.ascii_letters):
@@ -69,8 +71,42 @@ def _einsum(em: Emitter, n: Node) -> Value:
             table.setdefault(ax.name, string.ascii_letters[len(table)])
         return "".join(table[ax.name] for ax in axes)
 
-    eq = f"{letters(vals[0].dims)},{letters(vals[1].dims)}->{letters(n.axes)}"
-    return full_value(em.node("Einsum", [em.name_of(v) for v in vals], equation=eq), n.axes)
+    out = em.prefer.get(n, tuple(n.axes))
+    eq = f"{letters(vals[0].dims)},{letters(vals[1].dims)}->{letters(out)}"
+    return full_value(em.node("Einsum", [em.name_of(v) for v in vals], equation=eq), out)
+
+
+def _through_views(node: Node) -> Node:
+    while node.op in ("Broadcast", "ReorderAxes"):
+        node = node.args[0]
+    return node
+
+
+def batched_product(em: Emitter, n: Node) -> Value | None:
+    """Sum over one axis k of a product of two broadcast operands (the importer's batched
+    MatMul): a MatMul where both values end in (m, k) and (k, j) after the same batch
+    dimensions, else one Einsum."""
+    red = n.attrs["reduction_axes"]
+    product = n.args[0]
+    if len(red) != 1 or product.op != "Multiply" or not em.single_use(product):
+        return None
+    a, b = (_through_views(x) for x in product.args)
+    if red[0] not in a.axes or red[0] not in b.axes or a.dtype != b.dtype:
+        return None
+    va, vb = em.values[a], em.values[b]
+    k = red[0]
+    if (va.has_all(a.axes) and vb.has_all(b.axes) and len(va.dims) == len(vb.dims) >= 2
+            and va.dims[-1] == k and vb.dims[-2] == k and va.dims[:-2] == vb.dims[:-2]
+            and va.dims[-2] not in b.axes and vb.dims[-1] not in a.axes):
+        y = em.node("MatMul", [em.name_of(va), em.name_of(vb)])
+        dims = va.dims[:-1] + vb.dims[-1:]
+        return Value(dims, va.shape[:-1] + vb.shape[-1:], y)
+    return _einsum(em, n, (a, b))
+
+
+@layout_exporter("Sum")
+def _sum(em: Emitter, n: Node) -> Value:
+    return batched_product(em, n) or reduction(em, n)
 
 
 # -- windows -----------------------------------------------------------------------------------
@@ -264,9 +300,15 @@ def _add(em: Emitter, n: Node) -> Value:
 
 @layout_exporter("Multiply")
 def _multiply(em: Emitter, n: Node) -> Value:
+    """GELU in the importer's forms; x * x * x (the importer's Pow(x, 3)) as that Pow."""
     form = _gelu_form(n)
     if form is not None:
         return gelu(em, n.args[0].args[1], form)
+    inner, x = n.args
+    if inner.op == "Multiply" and inner.args == (x, x) and em.single_use(inner):
+        v = em.values[x]
+        three = em.const(np.array(3, dtype=x.dtype), dtype=x.dtype)
+        return Value(v.dims, v.shape, em.node("Pow", [em.name_of(v), three]))
     return broadcast_result(em, n, "Mul", cast=True)
 
 
@@ -275,8 +317,6 @@ def _divide(em: Emitter, n: Node) -> Value:
     """mean(x) as the importer writes it (Sum / count) is a ReduceMean."""
     total = n.args[0]
     if total.op == "Sum" and F.mean(total.args[0], out_axes=total.axes) is n:
-        from ngrules.interop.onnx.export_layout import reduce
-
         return reduce(em, "ReduceMean", total.args[0], total.attrs["reduction_axes"])
     return broadcast_result(em, n, "Div", cast=True)
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ngrules.interop.onnx import OnnxError, require_onnx
-from ngrules.interop.onnx.emitter import LAYOUT, OPSET, OPSETS, Emitter
+from ngrules.interop.onnx.emitter import LAYOUT, OPSET, OPSETS, Emitter, preferred_orders
 from ngrules.interop.onnx.export_layout import LOADED as _LAYOUT_OPS
 from ngrules.interop.onnx.export_nn import LOADED as _NN_OPS
 from ngrules.interop.onnx.export_positional import POSITIONAL, elem_type
@@ -124,6 +124,7 @@ def to_onnx(
         raise OnnxError(f"{len(outputs)} outputs but {len(names)} output names")
     order = toposort(outputs)
     em = Emitter(opset, _users(order))
+    em.prefer = preferred_orders(order, outputs, em.users)
     for n in order:
         _emit(em, n)
     results = [em.exact(node) for node in outputs]
