@@ -74,7 +74,7 @@ def layout_exporter(*ops: str):
 
 def preferred_orders(order: Sequence[Node], outputs: Sequence[Node], users) -> dict:
     """For nodes whose value a reader will want in one order: a graph output (its own
-    order) and the operand of a Flatten or Unflatten (row-major in its axes), looking through
+    order) and the operand of a Flatten that merges axes (row-major in its axes), looking through
     reorderings read only there."""
     prefer: dict[Node, tuple] = {}
 
@@ -87,6 +87,11 @@ def preferred_orders(order: Sequence[Node], outputs: Sequence[Node], users) -> d
     for out in outputs:
         want(out, out.axes)
     for n in order:
-        if n.op in ("Flatten", "Unflatten"):
+        if n.op == "Flatten" and any(_merges(a) for a in n.axes):
             want(n.args[0], n.args[0].axes)
     return prefer
+
+
+def _merges(axis) -> bool:
+    """Whether a flattened axis merges two or more axes longer than 1."""
+    return axis.is_flattened and sum(a.length > 1 for a in axis.leaves()) > 1

@@ -24,7 +24,7 @@ from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
 from ngrules.ir.graph import Node
 
-_VIEWS = ("Broadcast", "ReorderAxes", "AxesCast", "ExpandDims")
+_VIEWS = ("Broadcast", "ReorderAxes", "AxesCast", "ExpandDims", "Flatten", "Unflatten")
 
 
 # -- products ----------------------------------------------------------------------------------
@@ -55,6 +55,50 @@ def _matmul(em: Emitter, x: Node, w: Node, k) -> Value | None:
     if len(vx.dims) == 2 and vw.array is not None:
         em.biasable[out] = ("Gemm", len(em.nodes) - 1)
     return Value(vx.dims[:-1] + (j,), vx.shape[:-1] + (j.length,), out)
+
+
+@layout_exporter("DotLowDimension")
+def _dot_low(em: Emitter, n: Node) -> Value:
+    """A 2-D product as one Gemm reading its operands in the orders they have (transA,
+    transB), its result oriented activations first (weights, constants, last) unless its
+    reader wants the other order; vectors as before."""
+    x, y = n.args
+    if len(x.axes) != 2 or len(y.axes) != 2:
+        return _positional_matmul(em, n)
+    const = [em.values[a].array is not None for a in (x, y)]
+    vx, vy = (_matrix(em, a) for a in (x, y))
+    (m, k), (k2, j) = x.axes, y.axes
+    flip = em.prefer.get(n, ()) == (n.axes[1], n.axes[0]) or (
+        n not in em.prefer and const == [True, False])
+    if not flip:
+        ins, trans = [vx, vy], [vx.dims[0] != m, vy.dims[0] != k2]
+        dims = (n.axes[0], n.axes[1])
+    else:
+        ins, trans = [vy, vx], [vy.dims[0] != j, vx.dims[0] != k]
+        dims = (n.axes[1], n.axes[0])
+    names = [em.name_of(v) for v in ins]
+    if not any(trans):
+        y_name = em.node("MatMul", names)
+    else:
+        y_name = em.node("Gemm", names, transA=int(trans[0]), transB=int(trans[1]))
+    if const[0 if flip else 1]:
+        em.biasable[y_name] = ("Gemm", len(em.nodes) - 1)
+    return full_value(y_name, dims)
+
+
+def _matrix(em: Emitter, node: Node) -> Value:
+    """The node's value as a 2-D matrix of its two axes, in whichever order it has."""
+    v = em.complete(node)
+    if tuple(v.dims) in (tuple(node.axes), tuple(node.axes)[::-1]):
+        return v
+    return full_value(em.exact(node), node.axes)
+
+
+def _positional_matmul(em: Emitter, n: Node) -> Value:
+    from ngrules.interop.onnx.export_positional import POSITIONAL
+
+    return full_value(POSITIONAL["DotLowDimension"](em, n, [em.exact(a) for a in n.args]),
+                      n.axes)
 
 
 def _einsum(em: Emitter, n: Node, args=None) -> Value:
@@ -264,8 +308,9 @@ def _bias(em: Emitter, n: Node) -> Value | None:
                                                     array=vo.array.reshape(-1))))
         else:
             bias = em.aligned(other, v.dims)
-            em.nodes[index] = em.helper.make_node("Gemm", [*onnx_node.input, bias],
-                                                  list(onnx_node.output))
+            gemm = em.helper.make_node("Gemm", [*onnx_node.input, bias], list(onnx_node.output))
+            gemm.attribute.extend(onnx_node.attribute)  # transA, transB of a Gemm
+            em.nodes[index] = gemm
         return v
     return None
 
@@ -273,7 +318,7 @@ def _bias(em: Emitter, n: Node) -> Value | None:
 def _only_reader(em: Emitter, node: Node, name: str) -> bool:
     """Whether node (through free views of one reader each) is a product read only once."""
     while em.single_use(node) and em.values[node].name == name:
-        if node.op in ("Dot", "Convolution"):
+        if node.op in ("Dot", "DotLowDimension", "Convolution"):
             return True
         if node.op not in _VIEWS:
             return False
