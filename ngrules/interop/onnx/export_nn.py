@@ -24,7 +24,8 @@ from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
 from ngrules.ir.graph import Node
 
-_VIEWS = ("Broadcast", "ReorderAxes", "AxesCast", "ExpandDims", "Flatten", "Unflatten")
+_VIEWS = ("Broadcast", "ReorderAxes", "AxesCast", "ExpandDims", "Flatten", "Unflatten",
+          "TensorSlice")
 
 
 # -- products ----------------------------------------------------------------------------------
