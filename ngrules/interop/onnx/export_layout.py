@@ -169,7 +169,7 @@ def _slice(em: Emitter, n: Node) -> Value:
 
 
 @layout_exporter("Flatten", "Unflatten")
-def _regroup(em: Emitter, n: Node) -> Value:
+def regroup(em: Emitter, n: Node) -> Value:
     """Row-major regrouping: where each merged group of axes lies in order in the operand's
     value, one Reshape (or Flatten, or nothing for a renaming) at the positions they have;
     else the operand in its own order first."""

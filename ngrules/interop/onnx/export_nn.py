@@ -18,7 +18,7 @@ import numpy as np
 
 from ngrules.interop.onnx import OnnxError
 from ngrules.interop.onnx.emitter import Emitter, layout_exporter
-from ngrules.interop.onnx.export_layout import broadcast_result, reduce, reduction
+from ngrules.interop.onnx.export_layout import broadcast_result, reduce, reduction, regroup
 from ngrules.interop.onnx.layout import Value, full_value
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
@@ -85,6 +85,43 @@ def _dot_low(em: Emitter, n: Node) -> Value:
     if const[0 if flip else 1]:
         em.biasable[y_name] = ("Gemm", len(em.nodes) - 1)
     return full_value(y_name, dims)
+
+
+@layout_exporter("Unflatten")
+def _unflatten(em: Emitter, n: Node) -> Value:
+    return _batched_linear(em, n) or regroup(em, n)
+
+
+def _batched_linear(em: Emitter, n: Node) -> Value | None:
+    """Unflatten(DotLowDimension(Flatten(x), w)) with w constant (dot lowering's form of a
+    linear layer over leading batch axes): ONNX's MatMul broadcasts over them, so x goes in
+    as it is, with no Flatten and no Reshape back."""
+    d = n.args[0]
+    if d.op != "DotLowDimension" or not em.single_use(d) or len(d.args[0].axes) != 2:
+        return None
+    for i in (0, 1):
+        f, w = d.args[i], d.args[1 - i]
+        if f.op != "Flatten" or em.values[w].array is None:
+            continue
+        k, kw = (f.axes[1], w.axes[0]) if i == 0 else (f.axes[0], w.axes[1])
+        j = w.axes[1 - i]
+        x, v = f.args[0], em.values[f.args[0]]
+        k0 = tuple(a for a in k.leaves() if a.length > 1)
+        o = d.axes[1 - i]  # the result's axis for w's side, which the Unflatten splits
+        parts = tuple(o.axes) if o.is_flattened else (o,)
+        if not k0 or len(parts) != 1 or v.dims[len(v.dims) - len(k0):] != k0:
+            continue
+        if not v.has_all(x.axes):
+            continue
+        if len(k0) > 1:  # the contracted axes merged into one, the batch axes kept
+            v = em.reshaped(v, v.dims[:-len(k0)] + (k,), v.shape[:-len(k0)] + (k.length,))
+        wname = em.exact(w, (kw, j))  # a constant: laid out as MatMul wants it
+        dims = v.dims[:-1] + parts
+        if {d for d in dims if d in n.axes} != set(n.axes):
+            continue
+        y = em.node("MatMul", [em.name_of(v), wname])
+        return Value(dims, v.shape[:-1] + (parts[0].length,), y)
+    return None
 
 
 def _matrix(em: Emitter, node: Node) -> Value:

@@ -75,6 +75,10 @@ def _emit(em: Emitter, n: Node) -> None:
     if n.op == "Output":
         em.values[n] = full_value(em.parts[n.args[0]][n.attrs["index"]], n.axes)
         return
+    folded = _folded(em, n)
+    if folded is not None:
+        em.values[n] = folded
+        return
     if n.op in LAYOUT:
         em.values[n] = LAYOUT[n.op](em, n)
         return
@@ -88,6 +92,25 @@ def _emit(em: Emitter, n: Node) -> None:
             f"exportable: {', '.join(sorted(exportable_ops()))}"
         )
     em.values[n] = _positional(em, n, fn)
+
+
+#: A node of constants is written as its value when that has at most this many elements
+#: beyond its operands' (so a folded batchnorm leaves scaled weights, never a blown-up tensor).
+FOLD_LIMIT = 4096
+
+
+def _folded(em: Emitter, n: Node) -> Value | None:
+    """The value of a node whose operands are all constants, computed with the op table's
+    kernel (views and multi-output ops stay as they are: they cost nothing or split)."""
+    op = get_op(n.op)
+    if (op.has("view") or op.has("multi_output") or n.op == "Output"
+            or not all(em.values[a].array is not None for a in n.args)):
+        return None
+    size = sum(em.values[a].array.size for a in n.args)
+    if n.axes.size > size + FOLD_LIMIT:
+        return None
+    value = np.asarray(op.kernel(n)(*(em.array(a) for a in n.args)), dtype=n.dtype)
+    return constant_value(value.reshape(n.axes.lengths), n.axes)
 
 
 def exportable_ops() -> set[str]:

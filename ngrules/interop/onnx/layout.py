@@ -137,6 +137,12 @@ class Layouts:
             return self.name_of(v)
         return self.name_of(self.reshaped(v, dims, shape))
 
+    def array(self, node: Node) -> np.ndarray:
+        """A constant node's data in its own order of axes."""
+        v = self._in_order(self.values[node], tuple(node.axes))
+        shape = tuple(v.shape[v.dims.index(a)] if a in v.dims else 1 for a in node.axes)
+        return np.broadcast_to(v.array.reshape(shape), node.axes.lengths)
+
     def complete(self, node: Node, axes: Sequence[Axis] = ()) -> Value:
         """The node's value with `axes` (all of them by default) present at full length."""
         v = self.values[node]
