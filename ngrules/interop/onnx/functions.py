@@ -41,14 +41,24 @@ def _function(name: str, inputs, outputs, nodes, attrs, opset: int = 17):
     )
 
 
-def _normalised(h, x: str) -> list:
+def _row_mean(x: str, out: str, opset: int) -> list:
+    """ReduceMean over dimension 1, kept: `axes` is an attribute before opset 18, an input
+    from it."""
+    h = _h()
+    if opset < 18:
+        return [h.make_node("ReduceMean", [x], [out], axes=[1], keepdims=1)]
+    return [_int64(out + "_axes", [1]),
+            h.make_node("ReduceMean", [x, out + "_axes"], [out], keepdims=1)]
+
+
+def _normalised(h, x: str, opset: int) -> list:
     """x as [C, M] ("x2"), centred ("xc"), its inverse deviation ("inv") and xhat ("xh")."""
     return [
         h.make_node("Flatten", [x], ["x2"], axis=1),
-        h.make_node("ReduceMean", ["x2"], ["mean2"], axes=[1], keepdims=1),
+        *_row_mean("x2", "mean2", opset),
         h.make_node("Sub", ["x2", "mean2"], ["xc"]),
         h.make_node("Mul", ["xc", "xc"], ["sq"]),
-        h.make_node("ReduceMean", ["sq"], ["var2"], axes=[1], keepdims=1),
+        *_row_mean("sq", "var2", opset),
         *_attr_const("eps", "x2", "eps_c", "eps_f"),
         h.make_node("Add", ["var2", "eps_c"], ["var_eps"]),
         h.make_node("Sqrt", ["var_eps"], ["std"]),
@@ -60,7 +70,7 @@ def _normalised(h, x: str) -> list:
 def batchnorm_fprop(opset: int = 17):
     """(y, mean, var) = BatchnormFprop(x, gamma, beta; eps)."""
     h = _h()
-    nodes = _normalised(h, "x") + [
+    nodes = _normalised(h, "x", opset) + [
         _int64("col", [-1, 1]),
         h.make_node("Reshape", ["gamma", "col"], ["g2"]),
         h.make_node("Reshape", ["beta", "col"], ["b2"]),
@@ -97,8 +107,8 @@ def batchnorm_bprop(opset: int = 17):
         h.make_node("Mul", ["d2", "xh"], ["dxh"]),
         h.make_node("ReduceSum", ["dxh", "one"], ["dgamma"], keepdims=0),
         h.make_node("ReduceSum", ["d2", "one"], ["dbeta"], keepdims=0),
-        h.make_node("ReduceMean", ["dxh"], ["m_dxh"], axes=[1], keepdims=1),
-        h.make_node("ReduceMean", ["d2"], ["m_d"], axes=[1], keepdims=1),
+        *_row_mean("dxh", "m_dxh", opset),
+        *_row_mean("d2", "m_d", opset),
         h.make_node("Mul", ["xh", "m_dxh"], ["t1"]),
         h.make_node("Sub", ["d2", "t1"], ["t2"]),
         h.make_node("Sub", ["t2", "m_d"], ["t3"]),
