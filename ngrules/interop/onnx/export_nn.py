@@ -248,56 +248,83 @@ def _scalar(node: Node) -> float:
 
 
 def _normalisation(n: Node):
-    """(x, centre, inv's eps, scale, bias) of `(x - centre) * 1/sqrt(var + eps) * scale + bias`,
-    the shape of both batchnorm's and layer norm's imported forms."""
-    scaled, bias_b = _parts(n, "Add")
-    normed, scale_b = _parts(scaled, "Multiply")
-    centred, inv_b = _parts(normed, "Multiply")
+    """(x, centre, var, eps, scale, bias) of `(x - centre) * 1/sqrt(var + eps) [* scale]
+    [+ bias]`, the shape of both batchnorm's and layer norm's imported forms (a scale of 1 or
+    a bias of 0 may have been simplified away: None)."""
+    node, scale_b, bias_b = n, None, None
+    if node.op == "Add":
+        node, bias_b = node.args
+    if node.op == "Multiply" and node.args[0].op == "Multiply":
+        node, scale_b = node.args
+    centred, inv_b = _parts(node, "Multiply")
     x, centre_b = _parts(centred, "Subtract")
     (sqrt,) = _parts(_parts(inv_b, "Broadcast")[0], "Reciprocal")
     var, eps_b = _parts(_parts(sqrt, "Sqrt")[0], "Add")
     return x, _parts(centre_b, "Broadcast")[0], var, _scalar(eps_b), scale_b, bias_b
 
 
+def _is_form(n: Node, core: Node, scale_b, bias_b) -> bool:
+    """Whether n is `core [* scale_b] [+ bias_b]` (one node, by hash-consing)."""
+    form = core if scale_b is None else core * scale_b
+    return (form if bias_b is None else form + bias_b) is n
+
+
+def _param(em: Emitter, b, axis, fill: float, dtype) -> str:
+    """A per-channel parameter under its broadcast, or `fill` where it was simplified away."""
+    if b is None:
+        return em.const(np.full(axis.length, fill, dtype), dtype=dtype)
+    return em.exact(b.args[0], (axis,))
+
+
 def _batchnorm(em: Emitter, n: Node) -> Value | None:
     x, mean, var, eps, scale_b, bias_b = _normalisation(n)
-    scale, bias = _parts(scale_b, "Broadcast")[0], _parts(bias_b, "Broadcast")[0]
-    if (x - mean) * F.reciprocal(F.sqrt(var + eps)) * scale + bias is not n:
+    if not _is_form(n, (x - mean) * F.reciprocal(F.sqrt(var + eps)), scale_b, bias_b):
         return None
     (channel,) = mean.axes
     vx = em.values[x]
+    params = [b.args[0] for b in (scale_b, bias_b) if b is not None and b.op == "Broadcast"]
+    if len(params) != (scale_b is not None) + (bias_b is not None):
+        return None
     if any(len(p.axes) != 1 or p.axes[0] != channel or em.values[p].array is None
-           for p in (mean, var, scale, bias)):
+           for p in (mean, var, *params)):
         return None
     if len(vx.dims) < 2 or vx.dims[1] != channel or not vx.has_all(x.axes):
         return None
-    params = [em.exact(p, (channel,)) for p in (scale, bias, mean, var)]
-    y = em.node("BatchNormalization", [em.name_of(vx), *params], epsilon=eps)
+    names = [_param(em, scale_b, channel, 1.0, x.dtype), _param(em, bias_b, channel, 0.0,
+                                                                x.dtype),
+             em.exact(mean, (channel,)), em.exact(var, (channel,))]
+    y = em.node("BatchNormalization", [em.name_of(vx), *names], epsilon=eps)
     return Value(vx.dims, vx.shape, y)
 
 
 def _layernorm(em: Emitter, n: Node) -> Value | None:
     x, mean, var, eps, scale_b, bias_b = _normalisation(n)
     kept = mean.axes
-    form = (x - F.mean(x, out_axes=kept)) * F.reciprocal(
-        F.sqrt(F.variance(x, out_axes=kept) + eps)) * scale_b + bias_b
-    if form is not n:
+    core = (x - F.mean(x, out_axes=kept)) * F.reciprocal(
+        F.sqrt(F.variance(x, out_axes=kept) + eps))
+    if not _is_form(n, core, scale_b, bias_b):
         return None
-    red = x.axes - kept
-    return layer_normalization(em, n, x, scale_b.args[0], bias_b.args[0], red, eps)
+    gamma, beta = (b.args[0] if b is not None and b.op == "Broadcast" else b
+                   for b in (scale_b, bias_b))
+    return layer_normalization(em, n, x, gamma, beta, x.axes - kept, eps)
 
 
 def layer_normalization(em: Emitter, n, x, gamma, beta, red, eps) -> Value | None:
-    """LayerNormalization over `red`, put last; gamma and beta over exactly those axes."""
-    if any(not p.axes.is_equal_set(red) or len(p.axes) != len(red) for p in (gamma, beta)):
+    """LayerNormalization over `red`, put last; gamma and beta over exactly those axes (or
+    None: a scale of ones, no bias)."""
+    if any(p is not None and (not p.axes.is_equal_set(red) or len(p.axes) != len(red))
+           for p in (gamma, beta)):
         return None
     vx = em.complete(x)
     inner = tuple(d for d in vx.dims if d in red)
     if vx.dims[len(vx.dims) - len(red):] != inner:
         outer = tuple(a for a in x.axes if a not in red)
         vx = full_value(em.exact(x, outer + inner), outer + inner)
-    y = em.node("LayerNormalization", [em.name_of(vx), em.exact(gamma, inner),
-                                       em.exact(beta, inner)],
+    shape = [a.length for a in inner]
+    scale = (em.exact(gamma, inner) if gamma is not None
+             else em.const(np.ones(shape, x.dtype), dtype=x.dtype))
+    params = [scale] + ([em.exact(beta, inner)] if beta is not None else [])
+    y = em.node("LayerNormalization", [em.name_of(vx), *params],
                 axis=len(vx.dims) - len(red), epsilon=eps)
     return Value(vx.dims, vx.shape, y)
 
@@ -387,6 +414,9 @@ def _multiply(em: Emitter, n: Node) -> Value:
     form = _gelu_form(n)
     if form is not None:
         return gelu(em, n.args[0].args[1], form)
+    normalised = _first(em, n, _batchnorm, _layernorm)
+    if normalised is not None:
+        return normalised
     inner, x = n.args
     if inner.op == "Multiply" and inner.args == (x, x) and em.single_use(inner):
         v = em.values[x]
