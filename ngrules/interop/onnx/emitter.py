@@ -32,6 +32,8 @@ class Emitter(Layouts):
         self.parts: dict[Node, list[str]] = {}
         #: ONNX value -> (op, index of its node) for a Conv or 2-D MatMul that may take a bias.
         self.biasable: dict[str, tuple[str, int]] = {}
+        #: ONNX Slice output -> (its input, (starts, ends, axes, steps)), to merge slices.
+        self.slices: dict[str, tuple[str, tuple]] = {}
         #: node -> the order of axes its reader wants (for ops free to choose, as Einsum).
         self.prefer: dict[Node, tuple] = {}
         self._fresh = itertools.count()

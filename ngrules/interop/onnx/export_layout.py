@@ -127,16 +127,29 @@ def _tensor_slice(em: Emitter, n: Node) -> Value:
     moving = [(r, a) for r, a in zip(rows, x.axes) if not _whole(r, a)]
     v = em.values[x] if not moving else em.complete(x, [a for _, a in moving])
     if moving:
-        name = em.name_of(v)
         starts = [r[0] for r, _ in moving]
         stops = [r[0] + 1 if r[2] == 0 else r[1] for r, _ in moving]
         where = [v.dims.index(a) for _, a in moving]
         steps = [r[2] or 1 for r, _ in moving]
-        name = em.node("Slice", [name, em.const(starts), em.const(stops), em.const(where),
-                                 em.const(steps)])
+        name = sliced(em, x, v, (starts, stops, where, steps))
         v = Value(v.dims, _sliced_shape(v, moving), name)
     dims = tuple(renamed.get(d) or d for d in v.dims)
     return Value(dims, v.shape, v.name, v.array)
+
+
+def sliced(em: Emitter, x: Node, v: Value, spec) -> str:
+    """One ONNX Slice (starts, ends, axes, steps) of v; a slice of a slice read only here
+    along other dimensions is one Slice of the first one's input (the first is then unread)."""
+    name = em.name_of(v)
+    earlier = em.slices.get(name)
+    if earlier is not None and em.single_use(x) and not set(earlier[1][2]) & set(spec[2]):
+        source, parts = earlier
+        spec = tuple(a + b for a, b in zip(parts, spec))
+    else:
+        source = name
+    out = em.node("Slice", [source, *(em.const(list(p)) for p in spec)])
+    em.slices[out] = (source, spec)
+    return out
 
 
 def _whole(row, axis) -> bool:
@@ -161,8 +174,7 @@ def _slice(em: Emitter, n: Node) -> Value:
     axis = x.axes[at["position"]]
     v = em.complete(x, [axis])
     pos = v.dims.index(axis)
-    name = em.node("Slice", [em.name_of(v), em.const([at["start"]]), em.const([at["stop"]]),
-                             em.const([pos])])
+    name = sliced(em, x, v, ([at["start"]], [at["stop"]], [pos], [1]))
     dims = tuple(at["axis"] if d == axis else d for d in v.dims)
     shape = tuple(at["axis"].length if d == axis else s for d, s in zip(v.dims, v.shape))
     return Value(dims, shape, name)

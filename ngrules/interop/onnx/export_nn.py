@@ -53,7 +53,7 @@ def _matmul(em: Emitter, x: Node, w: Node, k) -> Value | None:
         return None
     wname = em.exact(w, (k, j))
     out = em.node("MatMul", [em.name_of(vx), wname])
-    if len(vx.dims) == 2 and vw.array is not None:
+    if len(vx.dims) == 2:
         em.biasable[out] = ("Gemm", len(em.nodes) - 1)
     return Value(vx.dims[:-1] + (j,), vx.shape[:-1] + (j.length,), out)
 
@@ -82,8 +82,7 @@ def _dot_low(em: Emitter, n: Node) -> Value:
         y_name = em.node("MatMul", names)
     else:
         y_name = em.node("Gemm", names, transA=int(trans[0]), transB=int(trans[1]))
-    if const[0 if flip else 1]:
-        em.biasable[y_name] = ("Gemm", len(em.nodes) - 1)
+    em.biasable[y_name] = ("Gemm", len(em.nodes) - 1)
     return full_value(y_name, dims)
 
 
@@ -285,8 +284,7 @@ def _batchnorm(em: Emitter, n: Node) -> Value | None:
     params = [b.args[0] for b in (scale_b, bias_b) if b is not None and b.op == "Broadcast"]
     if len(params) != (scale_b is not None) + (bias_b is not None):
         return None
-    if any(len(p.axes) != 1 or p.axes[0] != channel or em.values[p].array is None
-           for p in (mean, var, *params)):
+    if any(len(p.axes) != 1 or p.axes[0] != channel for p in (mean, var, *params)):
         return None
     if len(vx.dims) < 2 or vx.dims[1] != channel or not vx.has_all(x.axes):
         return None
@@ -357,20 +355,20 @@ def gelu(em: Emitter, x: Node, approximate: str) -> Value:
 
 # -- the roots of those forms ------------------------------------------------------------------
 def _bias(em: Emitter, n: Node) -> Value | None:
-    """A constant added to a Conv (per output channel) or a 2-D MatMul read only here: its
+    """A tensor added to a Conv (per output channel) or a 2-D MatMul read only here: its
     bias input (Gemm's C)."""
     for prod, other in ((n.args[0], n.args[1]), (n.args[1], n.args[0])):
         v, vo = em.values[prod], em.values[other]
-        if vo.array is None or v.name not in em.biasable or not _only_reader(em, prod, v.name):
+        if v.name not in em.biasable or not _only_reader(em, prod, v.name):
             continue
         kind, index = em.biasable.pop(v.name)
         onnx_node = em.nodes[index]
         if kind == "Conv":
             present = [d for d, s in zip(vo.dims, vo.shape) if s > 1]
             if present != [v.dims[1]] or other.dtype != n.dtype:
+                em.biasable[v.name] = (kind, index)
                 continue
-            onnx_node.input.append(em.name_of(Value((v.dims[1],), (v.shape[1],),
-                                                    array=vo.array.reshape(-1))))
+            onnx_node.input.append(em.exact(_through_views(other), (v.dims[1],)))
         else:
             bias = em.aligned(other, v.dims)
             gemm = em.helper.make_node("Gemm", [*onnx_node.input, bias], list(onnx_node.output))
@@ -449,6 +447,20 @@ def _subtract(em: Emitter, n: Node) -> Value:
             y = em.node("LogSoftmax", [em.name_of(v)], axis=v.dims.index(red[0]))
             return Value(v.dims, v.shape, y)
     return broadcast_result(em, n, "Sub", cast=True)
+
+
+@layout_exporter("Minimum")
+def _minimum(em: Emitter, n: Node) -> Value:
+    """min(max(x, lo), hi) with scalar bounds (the importer's Clip) as Clip."""
+    low, hi = n.args
+    bounds = [_through_views(b) for b in (low.args[1] if low.op == "Maximum" else low, hi)]
+    if (low.op == "Maximum" and em.single_use(low) and all(not b.axes for b in bounds)
+            and all(b.dtype == n.dtype for b in bounds)):
+        v = em.values[low.args[0]]
+        if v.has_all(n.axes):
+            y = em.node("Clip", [em.name_of(v), *(em.exact(b, ()) for b in bounds)])
+            return Value(v.dims, v.shape, y)
+    return broadcast_result(em, n, "Min", cast=True)
 
 
 @layout_exporter("LayerNorm")

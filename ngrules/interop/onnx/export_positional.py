@@ -59,6 +59,8 @@ def _arg(op: str):
         if len(red) != 1:
             raise OnnxError(f"cannot export {n!r}: ONNX {op} takes one axis")
         found = em.node(op, a, axis=x.axes.index(red[0]), keepdims=0)
+        if np.dtype(n.dtype) == np.int64:  # ONNX's own result type
+            return found
         return em.node("Cast", [found], to=elem_type(n.dtype))
 
     return emit
