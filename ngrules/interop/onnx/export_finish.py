@@ -1,7 +1,8 @@
 """The exporter's last pass: outputs named in place, and nothing kept that no output reads.
 
 A recognised form (a Gemm's bias, a BatchNormalization) can leave nodes written before it was
-recognised with no reader; they are dropped here, with unread initializers. Each output is the
+recognised with no reader; they are dropped here, with unread initializers, after a Reshape of
+a Reshape has become one Reshape. Each output is the
 node computing it renamed, not an extra Identity, unless it is a graph input, an initializer or
 already another output.
 """
@@ -27,7 +28,24 @@ def finish(em, results: Sequence[str], names: Sequence[str]) -> None:
         for i, x in enumerate(node.output):
             if x in renames:
                 node.output[i] = renames[x]
+    _reshape_once(em)
     _prune(em, set(names))
+
+
+_RESHAPES = ("Reshape", "Flatten")
+
+
+def _reshape_once(em) -> None:
+    """A Reshape of a Reshape (or Flatten) reads the first one's input: the data's order is
+    the same, the target shape is written out in full (no 0 or -1)."""
+    producer = {out: node for node in em.nodes for out in node.output}
+    for node in em.nodes:
+        if node.op_type != "Reshape":
+            continue
+        inner = producer.get(node.input[0])
+        while inner is not None and inner.op_type in _RESHAPES:
+            node.input[0] = inner.input[0]
+            inner = producer.get(node.input[0])
 
 
 def _prune(em, needed: set[str]) -> None:
