@@ -18,6 +18,7 @@ import numpy as np
 
 from ngrules.interop.onnx import OnnxError, require_onnx
 from ngrules.interop.onnx.emitter import LAYOUT, OPSET, OPSETS, Emitter, preferred_orders
+from ngrules.interop.onnx.export_forms import LOADED as _FORMS
 from ngrules.interop.onnx.export_layout import LOADED as _LAYOUT_OPS
 from ngrules.interop.onnx.export_nn import LOADED as _NN_OPS
 from ngrules.interop.onnx.export_positional import POSITIONAL, elem_type
@@ -114,7 +115,7 @@ def _folded(em: Emitter, n: Node) -> Value | None:
 
 
 def exportable_ops() -> set[str]:
-    assert _LAYOUT_OPS and _NN_OPS  # both modules have registered their ops
+    assert _LAYOUT_OPS and _NN_OPS and _FORMS  # the modules have registered their ops
     return set(POSITIONAL) | set(LAYOUT)
 
 
