@@ -142,38 +142,40 @@ def _number(name: str, value: float, like: str) -> list:
             h.make_node("CastLike", [name + "_f", like], [name])]
 
 
+def _gelu(name: str, squash: list, opset: int):
+    """Gelu's shared shape, y = 0.5 x (1 + s), where the nodes `squash` compute s."""
+    h = _h()
+    nodes = [
+        *_number("one", 1.0, "x"), *_number("half", 0.5, "x"), *squash,
+        h.make_node("Add", ["s", "one"], ["s1"]),
+        h.make_node("Mul", ["x", "half"], ["hx"]),
+        h.make_node("Mul", ["hx", "s1"], ["y"]),
+    ]
+    return _function(name, ["x"], ["y"], nodes, [], opset)
+
+
 def gelu(opset: int = 17):
     """Gelu(x) = 0.5 x (1 + erf(x / sqrt 2)): ONNX's Gelu (opset 20) for older opsets."""
     h = _h()
-    nodes = [
-        *_number("r2", 0.7071067811865476, "x"), *_number("one", 1.0, "x"),
-        *_number("half", 0.5, "x"),
+    return _gelu("Gelu", [
+        *_number("r2", 0.7071067811865476, "x"),
         h.make_node("Mul", ["x", "r2"], ["xs"]),
-        h.make_node("Erf", ["xs"], ["e"]),
-        h.make_node("Add", ["e", "one"], ["e1"]),
-        h.make_node("Mul", ["x", "half"], ["hx"]),
-        h.make_node("Mul", ["hx", "e1"], ["y"]),
-    ]
-    return _function("Gelu", ["x"], ["y"], nodes, [], opset)
+        h.make_node("Erf", ["xs"], ["s"]),
+    ], opset)
 
 
 def gelu_tanh(opset: int = 17):
     """Gelu(x, approximate='tanh') = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
     h = _h()
-    nodes = [
+    return _gelu("GeluTanh", [
         *_number("k", 0.7978845608028654, "x"), *_number("c", 0.044715, "x"),
-        *_number("one", 1.0, "x"), *_number("half", 0.5, "x"),
         h.make_node("Mul", ["x", "x"], ["x2"]),
         h.make_node("Mul", ["x2", "x"], ["x3"]),
         h.make_node("Mul", ["x3", "c"], ["cx3"]),
         h.make_node("Add", ["x", "cx3"], ["inner"]),
         h.make_node("Mul", ["inner", "k"], ["scaled"]),
-        h.make_node("Tanh", ["scaled"], ["t"]),
-        h.make_node("Add", ["t", "one"], ["t1"]),
-        h.make_node("Mul", ["x", "half"], ["hx"]),
-        h.make_node("Mul", ["hx", "t1"], ["y"]),
-    ]
-    return _function("GeluTanh", ["x"], ["y"], nodes, [], opset)
+        h.make_node("Tanh", ["scaled"], ["s"]),
+    ], opset)
 
 
 FUNCTIONS = {
