@@ -231,21 +231,28 @@ def fold_bias(em: Emitter, n: Node) -> Value | None:
         v, vo = em.values[prod], em.values[other]
         if v.name not in em.biasable or not _only_reader(em, prod, v.name):
             continue
-        kind, index = em.biasable.pop(v.name)
-        onnx_node = em.nodes[index]
+        kind, index = em.biasable[v.name]
         if kind == "Conv":
             present = [d for d, s in zip(vo.dims, vo.shape) if s > 1]
             if present != [v.dims[1]] or other.dtype != n.dtype:
-                em.biasable[v.name] = (kind, index)
                 continue
-            onnx_node.input.append(em.exact(through_views(other), (v.dims[1],)))
+            bias = em.exact(through_views(other), (v.dims[1],))
         else:
             bias = em.aligned(other, v.dims)
-            gemm = em.helper.make_node("Gemm", [*onnx_node.input, bias], list(onnx_node.output))
-            gemm.attribute.extend(onnx_node.attribute)  # transA, transB of a Gemm
-            em.nodes[index] = gemm
+        del em.biasable[v.name]
+        _rewritten(em, index, "Gemm" if kind == "Gemm" else "Conv", bias)
         return v
     return None
+
+
+def _rewritten(em: Emitter, index: int, op: str, bias: str) -> None:
+    """The product at `index` written again after the bias (which may be computed after it),
+    with the bias as its last input; the first one, renamed, is left for the pruning."""
+    old = em.nodes[index]
+    new = em.helper.make_node(op, [*old.input, bias], list(old.output))
+    new.attribute.extend(old.attribute)  # a Conv's geometry, a Gemm's transA and transB
+    old.output[0] = em.fresh("unread")
+    em.nodes.append(new)
 
 
 def _only_reader(em: Emitter, node: Node, name: str) -> bool:
