@@ -135,19 +135,23 @@ def _positional_matmul(em: Emitter, n: Node) -> Value:
 def _einsum(em: Emitter, n: Node, args=None) -> Value:
     """One Einsum over the operands' values as they are, summing what the result lacks; the
     result in the order its reader prefers (`Emitter.prefer`)."""
-    vals = [em.complete(a) for a in (args or n.args)]
+    args = args or n.args
+    vals = [em.complete(a) for a in args]
     table: dict[str, str] = {}
-    dims = {d.name for v in vals for d in v.dims} | set(n.axes.names)
-    if len(dims) > len(string.ascii_letters):
+    if sum(len(v.dims) for v in vals) + len(n.axes) > len(string.ascii_letters):
         raise OnnxError(f"cannot export {n!r}: more axes than Einsum letters")
 
-    def letters(axes):
-        for ax in axes:
-            table.setdefault(ax.name, string.ascii_letters[len(table)])
-        return "".join(table[ax.name] for ax in axes)
+    def letters(axes, own):
+        """A letter per axis name; a length-1 dimension its node does not have (a reduced
+        one kept) gets its own letter, summed away."""
+        keys = [ax.name if ax in own else f"unit {i} {id(own)}" for i, ax in enumerate(axes)]
+        for key in keys:
+            table.setdefault(key, string.ascii_letters[len(table)])
+        return "".join(table[key] for key in keys)
 
     out = em.prefer.get(n, tuple(n.axes))
-    eq = f"{letters(vals[0].dims)},{letters(vals[1].dims)}->{letters(out)}"
+    eq = (f"{letters(vals[0].dims, args[0].axes)},{letters(vals[1].dims, args[1].axes)}"
+          f"->{letters(out, n.axes)}")
     return full_value(em.node("Einsum", [em.name_of(v) for v in vals], equation=eq), out)
 
 

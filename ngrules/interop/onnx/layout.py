@@ -114,11 +114,13 @@ class Layouts:
 
     def _in_order(self, v: Value, order: Sequence[Axis]) -> Value:
         """v transposed so that the dimensions in `order` come in its relative order (the
-        others, all of length 1, after them)."""
+        others, all of length 1, after them); not at all when only dimensions of length 1 are
+        out of place (a reshape moves those)."""
         rank = {a: i for i, a in enumerate(order)}
         inside = sorted((i for i, d in enumerate(v.dims) if d in rank),
                         key=lambda i: rank[v.dims[i]])
-        if inside == sorted(inside):
+        long = [i for i in inside if v.shape[i] > 1]
+        if long == sorted(long):
             return v
         return self.permuted(v, inside + [i for i, d in enumerate(v.dims) if d not in rank])
 
@@ -130,7 +132,7 @@ class Layouts:
         present = [d for d in v.dims if d in target]
         if not present:
             return self.name_of(self.reshaped(v, (), ()))
-        start = target.index(present[0])
+        start = min(target.index(d) for d in present)
         dims = target[start:]
         shape = tuple(v.shape[v.dims.index(a)] if a in v.dims else 1 for a in dims)
         if _strip(v.shape) == _strip(shape) and _units_only_ahead(v, present):
