@@ -35,13 +35,14 @@ def exported_ops(outputs, feeds, opset=17, rtol=1e-5):
 
 
 def imported(op: str, inputs, shape, opset=17, **attrs):
-    """A one-node ONNX model, imported: its output node and the feed for `x`."""
+    """A one-node ONNX model of an op that keeps its operand's shape, imported: its output
+    node and the feed for `x`."""
     x = RNG.standard_normal(shape).astype(np.float32)
     inits = [numpy_helper.from_array(v, k) for k, v in inputs.items()]
     node = helper.make_node(op, ["x", *inputs], ["y"], **attrs)
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
         "x", TensorProto.FLOAT, list(shape))], [helper.make_tensor_value_info(
-            "y", TensorProto.FLOAT, None)], inits)
+            "y", TensorProto.FLOAT, list(shape))], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     return import_model(model).outputs, {"x": x}
 

@@ -4,8 +4,8 @@ BatchNormalization (inference), LayerNormalization, Gelu, LogSoftmax, ReduceMean
 in as primitives; a node is recognised by building the importer's form again from the leaves
 it seems to have and checking that the result is that very node (hash-consing makes equal
 graphs one node), so a form that only looks similar is left alone. A scale of 1 or a bias of 0
-that simplify took away is allowed for. The fused ops nn.rules declares (`LayerNorm`, `Gelu`)
-are written as their standard twins.
+that simplify took away is allowed for. The fused ops nn.rules declares (`LayerNorm`,
+`SkipLayerNorm`, `Gelu`) are written as their standard twins.
 """
 
 from __future__ import annotations
@@ -225,6 +225,21 @@ def _declared_layer_norm(em: Emitter, n: Node) -> Value:
     """nn.rules' LayerNorm(x, gamma, beta; axes, eps)."""
     x, gamma, beta = n.args
     v = layer_normalization(em, n, x, gamma, beta, Axes(n.attrs["axes"]), float(n.attrs["eps"]))
+    if v is None:
+        raise OnnxError(f"cannot export {n!r}: gamma and beta must have the normalised axes")
+    return v
+
+
+@layout_exporter("SkipLayerNorm")
+def _declared_skip_layer_norm(em: Emitter, n: Node) -> Value:
+    """nn.rules' SkipLayerNorm(x, skip, gamma, beta): the sum, shared with the graph's own
+    `x + skip` where the residual reads it too, then LayerNormalization."""
+    x, skip, gamma, beta = n.args
+    total = x + skip
+    if total not in em.values:
+        em.values[total] = _add(em, total)
+    v = layer_normalization(em, n, total, gamma, beta, Axes(n.attrs["axes"]),
+                            float(n.attrs["eps"]))
     if v is None:
         raise OnnxError(f"cannot export {n!r}: gamma and beta must have the normalised axes")
     return v

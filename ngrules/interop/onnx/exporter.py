@@ -177,7 +177,8 @@ def to_onnx(
     em.prefer = preferred_orders(order, outputs, em.users)
     for n in order:
         _check_lengths(n)
-        _emit(em, n)
+        if n not in em.values:  # a fused op's writer may have written a node it shares
+            _emit(em, n)
     results = [em.exact(node) for node in outputs]
     finish(em, results, names)
     graph_outputs = [helper.make_tensor_value_info(out, elem_type(node.dtype), node.axes.lengths)
