@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from helpers import Leaves, random_feeds, single_outputs, tolerance
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import ngrules as ng
@@ -54,6 +54,11 @@ def test_every_op_written_in_any_layout_computes_the_executors_values(op, data):
     node = ng.OPS[op].gen(data.draw, Relaid(np.float32, data.draw))
     outputs = single_outputs(node)
     feeds = random_feeds(outputs, data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    if op == "Gather":  # ONNX's Gather refuses an index out of range, where the op clips it
+        index_feeds = {p: v for p, v in feeds.items() if p in ng.toposort([node.args[1]])}
+        (index,) = ng.execute([node.args[1]], index_feeds)
+        length = node.attrs["axis"].length
+        assume(np.all((-length <= index) & (index < length)))
     model = ng.to_onnx(outputs)
     onnx.checker.check_model(model, full_check=True)
     named = {p.attrs["name"]: v for p, v in feeds.items()}
