@@ -149,7 +149,9 @@ def _einsum(em: Emitter, n: Node, args=None) -> Value:
             table.setdefault(key, string.ascii_letters[len(table)])
         return "".join(table[key] for key in keys)
 
-    out = em.prefer.get(n, tuple(n.axes))
+    held = set(args[0].axes) | set(args[1].axes)
+    # an axis no operand holds (the product was broadcast along it) stays a broadcast
+    out = tuple(a for a in em.prefer.get(n, tuple(n.axes)) if a in held)
     eq = (f"{letters(vals[0].dims, args[0].axes)},{letters(vals[1].dims, args[1].axes)}"
           f"->{letters(out, n.axes)}")
     return full_value(em.node("Einsum", [em.name_of(v) for v in vals], equation=eq), out)
