@@ -36,6 +36,8 @@ class Emitter(Layouts):
         self.slices: dict[str, tuple[str, tuple]] = {}
         #: node -> the order of axes its reader wants (for ops free to choose, as Einsum).
         self.prefer: dict[Node, tuple] = {}
+        #: nodes a Conv or pooling reads (through views): a reduction keeps its unit dims.
+        self.window_read: set[Node] = set()
         self._fresh = itertools.count()
         self.__init_layouts__()
 
@@ -92,6 +94,23 @@ def preferred_orders(order: Sequence[Node], outputs: Sequence[Node], users) -> d
         if n.op == "Flatten" and any(_merges(a) for a in n.axes):
             want(n.args[0], n.args[0].axes)
     return prefer
+
+
+#: Ops that change only the record of a value's dimensions.
+VIEWS = ("Broadcast", "ReorderAxes", "Transpose", "ExpandDims", "AxesCast")
+
+
+def window_operands(order: Sequence[Node]) -> set[Node]:
+    """The nodes a Conv or pooling reads as its data, and the nodes under their views."""
+    read: set[Node] = set()
+    for n in order:
+        if n.op in ("Convolution", "Pooling"):
+            node = n.args[0]
+            read.add(node)
+            while node.op in VIEWS:
+                node = node.args[0]
+                read.add(node)
+    return read
 
 
 def _merges(axis) -> bool:

@@ -163,12 +163,62 @@ def _add(em: Emitter, n: Node) -> Value:
                                                                              cast=True)
 
 
+def _hard_sigmoid_form(n: Node) -> tuple[Node, float, float] | None:
+    """(x, alpha, beta) when n is the importer's HardSigmoid, max(min(alpha x + beta, 1), 0)
+    (alpha x written either way round)."""
+    try:
+        low, zero = _parts(n, "Maximum")
+        linear, one = _parts(low, "Minimum")
+        scaled, beta_b = _parts(linear, "Add")
+        first, second = _parts(scaled, "Multiply")
+        x, alpha_b = (second, first) if first.op == "Broadcast" else (first, second)
+        alpha, beta = _scalar(alpha_b), _scalar(beta_b)
+        if _scalar(zero) != 0.0 or _scalar(one) != 1.0:
+            return None
+    except LookupError:
+        return None
+    for product in (alpha * x, x * alpha):
+        if F.maximum(F.minimum(product + beta, 1.0), 0.0) is n:
+            return x, alpha, beta
+    return None
+
+
+@layout_exporter("Maximum")
+def _maximum(em: Emitter, n: Node) -> Value:
+    """The importer's HardSigmoid as HardSigmoid."""
+    form = _hard_sigmoid_form(n)
+    if form is None or form[0].dtype != n.dtype:
+        return broadcast_result(em, n, "Max", cast=True)
+    x, alpha, beta = form
+    v = em.values[x]
+    if not v.has_all(n.axes):
+        v = em.complete(x)
+    return Value(v.dims, v.shape, em.node("HardSigmoid", [em.name_of(v)], alpha=alpha,
+                                          beta=beta))
+
+
+def _hard_swish(em: Emitter, n: Node) -> Value | None:
+    """x * HardSigmoid(x; 1/6, 1/2), the importer's HardSwish, as HardSwish."""
+    x, gate = n.args
+    form = _hard_sigmoid_form(gate)
+    if form is None or form[0] is not x or not np.isclose(form[1], 1 / 6) or form[2] != 0.5:
+        return None
+    v = em.values[x]
+    if not v.has_all(n.axes):
+        return None
+    return Value(v.dims, v.shape, em.node("HardSwish", [em.name_of(v)]))
+
+
 @layout_exporter("Multiply")
 def _multiply(em: Emitter, n: Node) -> Value:
-    """GELU in the importer's forms; x * x * x (the importer's Pow(x, 3)) as that Pow."""
+    """GELU and HardSwish in the importer's forms; x * x * x (the importer's Pow(x, 3)) as
+    that Pow."""
     form = _gelu_form(n)
     if form is not None:
         return gelu(em, n.args[0].args[1], form)
+    swish = _hard_swish(em, n)
+    if swish is not None:
+        return swish
     normalised = _first(em, n, _batchnorm, _layernorm)
     if normalised is not None:
         return normalised
@@ -185,7 +235,8 @@ def _divide(em: Emitter, n: Node) -> Value:
     """mean(x) as the importer writes it (Sum / count) is a ReduceMean."""
     total = n.args[0]
     if total.op == "Sum" and F.mean(total.args[0], out_axes=total.axes) is n:
-        return reduce(em, "ReduceMean", total.args[0], total.attrs["reduction_axes"])
+        return reduce(em, "ReduceMean", total.args[0], total.attrs["reduction_axes"],
+                      keepdims=int(n in em.window_read))
     return broadcast_result(em, n, "Div", cast=True)
 
 

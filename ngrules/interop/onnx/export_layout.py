@@ -265,7 +265,8 @@ _REDUCE = {"Sum": "ReduceSum", "Max": "ReduceMax", "Min": "ReduceMin", "Prod": "
 
 def reduce(em: Emitter, op: str, x: Node, red, keepdims: int = 0) -> Value:
     """`op` over the axes `red` of x, where x's value holds them (a Sum over an axis x is
-    broadcast along is materialised first)."""
+    broadcast along is materialised first); `keepdims` leaves them as units (for a Conv or a
+    pooling that reads the result in its operand's rank)."""
     red = [a for a in red if a.length > 1 or a in em.values[x].dims]
     v = em.complete(x, [a for a in red if a.length > 1]) if op != "ReduceMax" else em.values[x]
     if op in ("ReduceMax", "ReduceMin") and not all(v.full(a) for a in red if a.length > 1):
@@ -291,7 +292,8 @@ def reduce(em: Emitter, op: str, x: Node, red, keepdims: int = 0) -> Value:
 
 @layout_exporter(*_REDUCE)
 def reduction(em: Emitter, n: Node) -> Value:
-    return reduce(em, _REDUCE[n.op], n.args[0], n.attrs["reduction_axes"])
+    return reduce(em, _REDUCE[n.op], n.args[0], n.attrs["reduction_axes"],
+                  keepdims=int(n in em.window_read))
 
 
 @layout_exporter("Softmax")

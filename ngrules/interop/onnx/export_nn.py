@@ -191,11 +191,22 @@ def _sum(em: Emitter, n: Node) -> Value:
 
 
 # -- windows -----------------------------------------------------------------------------------
-def _spatial(n: Node, x: Node, pads) -> list[int]:
-    """The spatial positions (of 3) to write: those not all length 1 and unpadded."""
+def _spatial(em: Emitter, n: Node, x: Node, pads) -> list[int]:
+    """The spatial positions (of 3) to write: those not all length 1 and unpadded, and as
+    many more (from the last) as x's value has dimensions for (so it is read as it is)."""
     keep = [i for i in range(3) if x.axes[1 + i].length > 1 or n.axes[1 + i].length > 1
             or pads[i] or n.args[-1].axes[1 + i].length > 1]
-    return keep or [2]
+    return _in_rank(em, x, keep)
+
+
+def _in_rank(em: Emitter, x: Node, keep: list[int]) -> list[int]:
+    """`keep` with unit positions added from the last until x's value has a dimension for
+    each (so [N, C, 1, 1] is read as it is, not reshaped to [N, C, 1])."""
+    rank = min(max(len(em.values[x].dims) - 2, 1), 3)
+    for i in (2, 1, 0):
+        if len(keep) < rank and i not in keep:
+            keep.append(i)
+    return sorted(keep)
 
 
 def _window_attrs(n: Node, keep) -> dict:
@@ -206,7 +217,7 @@ def _window_attrs(n: Node, keep) -> dict:
 @layout_exporter("Convolution")
 def _convolution(em: Emitter, n: Node) -> Value:
     x, w = n.args
-    keep = _spatial(n, x, n.attrs["padding"])
+    keep = _spatial(em, n, x, n.attrs["padding"])
     xname = em.exact(x, (x.axes[4], x.axes[0], *(x.axes[1 + i] for i in keep)))
     wname = em.exact(w, (w.axes[4], w.axes[0], *(w.axes[1 + i] for i in keep)))
     y = em.node("Conv", [xname, wname], dilations=[int(n.attrs["dilation"][i]) for i in keep],
@@ -218,8 +229,9 @@ def _convolution(em: Emitter, n: Node) -> Value:
 @layout_exporter("Pooling")
 def _pooling(em: Emitter, n: Node) -> Value:
     (x,) = n.args
-    keep = [i for i in range(3) if x.axes[1 + i].length > 1 or n.axes[1 + i].length > 1
-            or n.attrs["padding"][i] or n.attrs["window"][i] > 1] or [2]
+    keep = _in_rank(em, x, [i for i in range(3) if x.axes[1 + i].length > 1
+                            or n.axes[1 + i].length > 1 or n.attrs["padding"][i]
+                            or n.attrs["window"][i] > 1])
     xname = em.exact(x, (x.axes[4], x.axes[0], *(x.axes[1 + i] for i in keep)))
     attrs = dict(kernel_shape=[int(n.attrs["window"][i]) for i in keep], **_window_attrs(n, keep))
     if n.attrs["mode"] == "max":

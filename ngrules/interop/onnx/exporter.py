@@ -19,7 +19,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ngrules.interop.onnx import OnnxError, declared, dynamic, require_onnx
-from ngrules.interop.onnx.emitter import LAYOUT, OPSET, OPSETS, Emitter, preferred_orders
+from ngrules.interop.onnx.emitter import (
+    LAYOUT,
+    OPSET,
+    OPSETS,
+    Emitter,
+    preferred_orders,
+    window_operands,
+)
 from ngrules.interop.onnx.export_forms import LOADED as _FORMS
 from ngrules.interop.onnx.export_layout import LOADED as _LAYOUT_OPS
 from ngrules.interop.onnx.export_nn import LOADED as _NN_OPS
@@ -175,6 +182,7 @@ def to_onnx(
     order = toposort(outputs)
     em = Emitter(opset, _users(order))
     em.prefer = preferred_orders(order, outputs, em.users)
+    em.window_read = window_operands(order)
     for n in order:
         _check_lengths(n)
         if n not in em.values:  # a fused op's writer may have written a node it shares
