@@ -14,12 +14,12 @@ import numpy as np
 
 from ngrules.interop.onnx import OnnxError
 from ngrules.interop.onnx.emitter import Emitter, layout_exporter
-from ngrules.interop.onnx.export_layout import broadcast_result, reduce
+from ngrules.interop.onnx.export_layout import broadcast_result, reduce, relu
 from ngrules.interop.onnx.export_nn import fold_bias, through_views
 from ngrules.interop.onnx.layout import Value, full_value
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
-from ngrules.ir.graph import Node
+from ngrules.ir.graph import Node, make_node
 
 
 # -- recognising the importer's forms ----------------------------------------------------------
@@ -165,30 +165,36 @@ def _add(em: Emitter, n: Node) -> Value:
 
 def _hard_sigmoid_form(n: Node) -> tuple[Node, float, float] | None:
     """(x, alpha, beta) when n is the importer's HardSigmoid, max(min(alpha x + beta, 1), 0)
-    (alpha x written either way round)."""
+    (alpha x written either way round; the max as the Relu relu_plain makes of it)."""
     try:
-        low, zero = _parts(n, "Maximum")
+        if n.op == "Relu":
+            low = n.args[0]
+        else:
+            low, zero = _parts(n, "Maximum")
+            if _scalar(zero) != 0.0:
+                return None
         linear, one = _parts(low, "Minimum")
         scaled, beta_b = _parts(linear, "Add")
         first, second = _parts(scaled, "Multiply")
         x, alpha_b = (second, first) if first.op == "Broadcast" else (first, second)
         alpha, beta = _scalar(alpha_b), _scalar(beta_b)
-        if _scalar(zero) != 0.0 or _scalar(one) != 1.0:
+        if _scalar(one) != 1.0:
             return None
     except LookupError:
         return None
     for product in (alpha * x, x * alpha):
-        if F.maximum(F.minimum(product + beta, 1.0), 0.0) is n:
+        clamped = F.minimum(product + beta, 1.0)
+        if F.maximum(clamped, 0.0) is n or make_node("Relu", (clamped,), slope=0.0) is n:
             return x, alpha, beta
     return None
 
 
-@layout_exporter("Maximum")
+@layout_exporter("Maximum", "Relu")
 def _maximum(em: Emitter, n: Node) -> Value:
     """The importer's HardSigmoid as HardSigmoid."""
     form = _hard_sigmoid_form(n)
     if form is None or form[0].dtype != n.dtype:
-        return broadcast_result(em, n, "Max", cast=True)
+        return relu(em, n) if n.op == "Relu" else broadcast_result(em, n, "Max", cast=True)
     x, alpha, beta = form
     v = em.values[x]
     if not v.has_all(n.axes):

@@ -98,7 +98,7 @@ def _cast(em: Emitter, n: Node) -> Value:
 
 
 @layout_exporter("Relu")
-def _relu(em: Emitter, n: Node) -> Value:
+def relu(em: Emitter, n: Node) -> Value:
     slope = n.attrs["slope"]
     return unary(em, n, "Relu") if slope == 0.0 else unary(em, n, "LeakyRelu", alpha=slope)
 
