@@ -268,10 +268,13 @@ def reduce(em: Emitter, op: str, x: Node, red, keepdims: int = 0) -> Value:
     broadcast along is materialised first); `keepdims` leaves them as units (for a Conv or a
     pooling that reads the result in its operand's rank)."""
     red = [a for a in red if a.length > 1 or a in em.values[x].dims]
-    v = em.complete(x, [a for a in red if a.length > 1]) if op != "ReduceMax" else em.values[x]
-    if op in ("ReduceMax", "ReduceMin") and not all(v.full(a) for a in red if a.length > 1):
-        v = em.complete(x, [a for a in red if a.length > 1])
-    positions = [v.dims.index(a) for a in red if a in v.dims]
+    long = [a for a in red if a.length > 1]
+    v = em.complete(x, long) if long and op != "ReduceMax" else em.values[x]
+    if op in ("ReduceMax", "ReduceMin") and not all(v.full(a) for a in long):
+        v = em.complete(x, long)
+    # unit dimensions of axes x does not have go too (a 1x1 map's leftovers)
+    positions = [i for i, d in enumerate(v.dims)
+                 if d in red or (d not in x.axes and v.shape[i] == 1)]
     if not positions:
         return v
     name = em.name_of(v)
