@@ -65,8 +65,6 @@ def test_the_zoo_holds_every_family_with_both_exporters():
 LARGER = {
     ("lstm", None): "the importer unrolls the recurrence into primitives; nothing writes LSTM",
     ("gru", None): "the importer unrolls the recurrence into primitives; nothing writes GRU",
-    ("vit", "fuse_nn"): "attention's fused op is written with one Transpose more than the input",
-    ("vit", "inference"): "attention's fused op is written with one Transpose more than the input",
 }
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ngrules.interop.onnx.layout import Layouts, Value
-from ngrules.ir.graph import Node
+from ngrules.ir.graph import Node, toposort
 
 #: The opset written by default; `to_onnx(opset=...)` takes 17 to 23 (Gelu is standard from 20).
 OPSET = 17
@@ -38,6 +38,9 @@ class Emitter(Layouts):
         self.prefer: dict[Node, tuple] = {}
         #: nodes a Conv or pooling reads (through views): a reduction keeps its unit dims.
         self.window_read: set[Node] = set()
+        #: the exporter's own `emit(em, node)` (set by `to_onnx`), for writers that write a
+        #: body of nodes they build.
+        self.emit: Callable | None = None
         self._fresh = itertools.count()
         self.__init_layouts__()
 
@@ -57,6 +60,19 @@ class Emitter(Layouts):
     def value(self, node: Node) -> str:
         """The node's data in its own order of axes."""
         return self.exact(node)
+
+    def write(self, outputs: Sequence[Node]) -> list[Value]:
+        """Write nodes built here (a fused op's body on its arguments), each once, counting
+        their readers as the exporter counts the graph's."""
+        order = toposort(outputs)
+        for n in order:
+            for a in n.args:
+                if a not in self.values:
+                    self.users[a] = self.users.get(a, 0) + 1
+        for n in order:
+            if n not in self.values:
+                self.emit(self, n)
+        return [self.values[o] for o in outputs]
 
     def single_use(self, node: Node) -> bool:
         """Whether one node reads this one (so it can be folded into its reader)."""

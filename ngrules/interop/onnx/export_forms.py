@@ -19,7 +19,7 @@ from ngrules.interop.onnx.export_nn import fold_bias, through_views
 from ngrules.interop.onnx.layout import Value, full_value
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
-from ngrules.ir.graph import Node, make_node
+from ngrules.ir.graph import Node, make_node, toposort
 
 
 # -- recognising the importer's forms ----------------------------------------------------------
@@ -136,7 +136,10 @@ def _gelu_form(n: Node) -> str | None:
 
 def gelu(em: Emitter, x: Node, approximate: str) -> Value:
     """ONNX Gelu from opset 20, before it a function of the ngrules domain with its body."""
-    v = em.values[x]
+    return gelu_value(em, em.values[x], approximate)
+
+
+def gelu_value(em: Emitter, v: Value, approximate: str) -> Value:
     if em.opset >= 20:
         return Value(v.dims, v.shape, em.node("Gelu", [em.name_of(v)], approximate=approximate))
     from ngrules.interop.onnx.functions import DOMAIN
@@ -299,6 +302,32 @@ def _declared_skip_layer_norm(em: Emitter, n: Node) -> Value:
                             float(n.attrs["eps"]))
     if v is None:
         raise OnnxError(f"cannot export {n!r}: gamma and beta must have the normalised axes")
+    return v
+
+
+@layout_exporter("GeluErf", "BiasGeluErf")
+def _declared_gelu_erf(em: Emitter, n: Node) -> Value:
+    """nn.rules' GeluErf(x), BiasGeluErf(x, b): the bias added (broadcast by ONNX), then Gelu."""
+    x = n.args[0]
+    if n.op == "BiasGeluErf":
+        (x,) = em.write([x + F.broadcast(n.args[1], x.axes)])
+    else:
+        x = em.values[x]
+    return gelu_value(em, x, "none")
+
+
+@layout_exporter("DotProductAttention", "MaskedDotProductAttention")
+def _declared_attention(em: Emitter, n: Node) -> Value:
+    """nn.rules' attention ops as their bodies on their arguments, written like the rest of the
+    graph (MatMul or Einsum, Softmax with its axis): no reordering of the operands."""
+    from ngrules.ir import declared
+
+    stand_ins, outputs = declared.DECLARATIONS[n.op].body(n)
+    memo = dict(zip(stand_ins, n.args))
+    for node in toposort(outputs):
+        if node not in memo:
+            memo[node] = node.with_args(tuple(memo.get(a, a) for a in node.args))
+    (v,) = em.write([memo[outputs[0]]])
     return v
 
 

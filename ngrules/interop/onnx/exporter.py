@@ -181,6 +181,7 @@ def to_onnx(
         raise OnnxError(f"{len(outputs)} outputs but {len(names)} output names")
     order = toposort(outputs)
     em = Emitter(opset, _users(order))
+    em.emit = _emit
     em.prefer = preferred_orders(order, outputs, em.users)
     em.window_read = window_operands(order)
     for n in order:
