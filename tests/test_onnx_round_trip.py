@@ -82,7 +82,9 @@ def test_with_no_rule_each_network_op_comes_back_as_itself(rules):
     assert ops(round_trip(model, lengths, rules, None)) == ops(model)
     transformer = ops(round_trip(MODELS["transformer"][0](), {"B": 2}, rules, None))
     assert transformer["LayerNormalization"] == 2 and transformer["Softmax"] == 1
-    assert transformer["Transpose"] == 0 and transformer["Einsum"] == 2  # the two attentions
+    # the two attention products are MatMuls over operands transposed as the input has them
+    # (onnxruntime runs an Einsum several times slower than a MatMul at these sizes)
+    assert transformer["Transpose"] <= 4 and not transformer["Einsum"]
 
 
 def test_inference_pipeline_folds_batchnorm_into_the_weights(rules):

@@ -60,17 +60,25 @@ def test_the_zoo_holds_every_family_with_both_exporters():
 
 
 #: Where the output is still larger than the input (more nodes or a Transpose the input did not
-#: have), by model family and pipeline (None: every pipeline), with why. The test asserts these
-#: are still larger, so a fix must strike its entry.
+#: have), by model family or family and exporter, and pipeline ("*": every one), with why.
+#: The test asserts these are still larger, so a fix must strike its entry.
 LARGER = {
-    ("lstm", None): "the importer unrolls the recurrence into primitives; nothing writes LSTM",
-    ("gru", None): "the importer unrolls the recurrence into primitives; nothing writes GRU",
+    ("lstm", "*"): "the importer unrolls the recurrence into primitives; nothing writes LSTM",
+    ("gru", "*"): "the importer unrolls the recurrence into primitives; nothing writes GRU",
+    # the attention mask's GatherND goes out as Reshape + Gather and its And over two Expands
+    # (+2 or +3 nodes); the cpu pipeline's simplifications make up for it on the BERT
+    ("bert_dynamo", "no rules"): "the attention mask (And, GatherND) costs 3 nodes more",
+    ("gpt2_dynamo", "no rules"): "the attention mask (And, GatherND) costs 2 nodes more",
+    ("gpt2_dynamo", "cpu"): "the attention mask (And, GatherND) costs 2 nodes more",
 }
 
 
 def _larger_expected(name: str, pipeline) -> bool:
-    family = name.rsplit("_", 2)[0]
-    return (family, None) in LARGER or (family, pipeline) in LARGER
+    """Whether LARGER lists the model by family (`bert`) or family and exporter
+    (`bert_dynamo`), for every pipeline ("*") or this one."""
+    family, exporter = name.rsplit("_", 2)[:2]
+    return any((who, when) in LARGER for who in (family, f"{family}_{exporter}")
+               for when in ("*", pipeline or "no rules"))
 
 
 def _transposes(model) -> int:

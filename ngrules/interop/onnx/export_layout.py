@@ -197,9 +197,16 @@ def regroup(em: Emitter, n: Node) -> Value:
     if v.array is not None:
         return Value(dims, shape, array=v.array.reshape(shape))
     split = _flatten_split(v.shape, shape)
-    if split is not None:
+    if split is not None and not _reshaped_before(em, v.name):
         return Value(dims, shape, em.node("Flatten", [v.name], axis=split))
     return Value(dims, shape, em.node("Reshape", [v.name, em.const(list(shape))]))
+
+
+def _reshaped_before(em: Emitter, name: str) -> bool:
+    """Whether a Reshape or Flatten wrote `name` (then a Reshape, which the last pass merges
+    with it, is one node where a Flatten would be a second)."""
+    node = next((nd for nd in reversed(em.nodes) if name in nd.output), None)
+    return node is not None and node.op_type in ("Reshape", "Flatten")
 
 
 def _groups(src, dst) -> list[tuple[list, list]]:

@@ -100,6 +100,8 @@ def _batched_linear(em: Emitter, n: Node) -> Value | None:
         j = w.axes[1 - i]
         x, v = f.args[0], em.values[f.args[0]]
         k0 = tuple(a for a in k.leaves() if a.length > 1)
+        if v.dims and v.dims[-1] == k:  # the contracted axes already merged in x's value
+            k0 = (k,)
         o = d.axes[1 - i]  # the result's axis for w's side, which the Unflatten splits
         parts = tuple(o.axes) if o.is_flattened else (o,)
         if not k0 or len(parts) != 1 or v.dims[len(v.dims) - len(k0):] != k0:
@@ -182,7 +184,22 @@ def batched_product(em: Emitter, n: Node) -> Value | None:
         y = em.node("MatMul", [em.name_of(va), em.name_of(vb)])
         dims = va.dims[:-1] + vb.dims[-1:]
         return Value(dims, va.shape[:-1] + vb.shape[-1:], y)
-    return _einsum(em, n, (a, b))
+    return _transposed_matmul(em, n, a, b, k) or _einsum(em, n, (a, b))
+
+
+def _transposed_matmul(em: Emitter, n: Node, a: Node, b: Node, k) -> Value | None:
+    """A batched product of one row axis by one column axis as MatMul over operands put in
+    (batch..., m, k) and (batch..., k, j) order: onnxruntime fuses those Transposes into its
+    MatMul, where its Einsum is several times slower."""
+    va, vb = em.values[a], em.values[b]
+    rows, cols = a.axes - b.axes, b.axes - a.axes
+    batch = tuple(d for d in va.dims if d in b.axes and d != k)
+    if (len(rows) != 1 or len(cols) != 1 or not va.has_all(a.axes) or not vb.has_all(b.axes)
+            or len(batch) + 2 != len(a.axes) or not set(batch) <= set(n.axes)):
+        return None
+    (m,), (j,) = rows, cols
+    y = em.node("MatMul", [em.exact(a, batch + (m, k)), em.exact(b, batch + (k, j))])
+    return full_value(y, batch + (m, j))
 
 
 @layout_exporter("Sum")
