@@ -59,8 +59,36 @@ def test_the_zoo_holds_every_family_with_both_exporters():
     assert len(names) >= 40
 
 
+#: Where the output is still larger than the input (more nodes or a Transpose the input did not
+#: have), by model family or family and exporter, and pipeline ("*": every one), with why.
+#: The test asserts these are still larger, so a fix must strike its entry.
+LARGER = {
+    ("lstm", "*"): "the importer unrolls the recurrence into primitives; nothing writes LSTM",
+    ("gru", "*"): "the importer unrolls the recurrence into primitives; nothing writes GRU",
+    # the attention mask's GatherND goes out as Reshape + Gather and its And over two Expands
+    # (+2 or +3 nodes); the cpu pipeline's simplifications make up for it on the BERT
+    ("bert_dynamo", "no rules"): "the attention mask (And, GatherND) costs 3 nodes more",
+    ("gpt2_dynamo", "no rules"): "the attention mask (And, GatherND) costs 2 nodes more",
+    ("gpt2_dynamo", "cpu"): "the attention mask (And, GatherND) costs 2 nodes more",
+}
+
+
+def _larger_expected(name: str, pipeline) -> bool:
+    """Whether LARGER lists the model by family (`bert`) or family and exporter
+    (`bert_dynamo`), for every pipeline ("*") or this one."""
+    family, exporter = name.rsplit("_", 2)[:2]
+    return any((who, when) in LARGER for who in (family, f"{family}_{exporter}")
+               for when in ("*", pipeline or "no rules"))
+
+
+def _transposes(model) -> int:
+    return sum(n.op_type == "Transpose" for n in model.graph.node)
+
+
 @pytest.mark.parametrize("name", sorted(p.stem for p in zs.zoo_files()))
 def test_zoo_model_through_every_pipeline_equals_onnxruntime(name, rules):
+    """... and the output has no more ONNX nodes than the input and no Transpose the input did
+    not have (issue 21), except where LARGER says why not."""
     model = onnx.load(str(zs.ZOO / f"{name}.onnx"))
     imported = zs.import_zoo_model(model)
     pipelines = sorted(rules.pipelines)
@@ -69,6 +97,12 @@ def test_zoo_model_through_every_pipeline_equals_onnxruntime(name, rules):
         outcome = zs.through_pipeline(model, imported, pipeline, rules)
         assert outcome.ok, f"{name} with {pipeline or 'no rules'}: {outcome.cell()}"
         onnx.checker.check_model(outcome.exported, full_check=True)
+        no_larger = (outcome.nodes <= len(model.graph.node)
+                     and _transposes(outcome.exported) <= _transposes(model))
+        figures = (f"{name} with {pipeline or 'no rules'}: {outcome.nodes} nodes "
+                   f"({_transposes(outcome.exported)} Transpose) from {len(model.graph.node)} "
+                   f"({_transposes(model)})")
+        assert no_larger != _larger_expected(name, pipeline), figures
 
 
 @pytest.mark.parametrize("name", sorted(FUSED))

@@ -131,17 +131,20 @@ def _function(em, n: Node, decl, domain: str, name: str, emit, new_emitter, opse
     """The declaration's body on the node's argument types, as an ONNX function."""
     from onnx import helper
 
+    from ngrules.interop.onnx.export_finish import finish
+    from ngrules.interop.onnx.layout import full_value
+
     stand_ins, outputs = decl.body(n)
     sub = new_emitter()
     _WRITTEN[sub] = _written(em)  # functions the body calls are the model's too
     inputs = [f"x{i}" for i in range(len(stand_ins))]
-    sub.names.update(zip(stand_ins, inputs))
+    sub.values.update((s, full_value(x, s.axes)) for s, x in zip(stand_ins, inputs))
     for inner in toposort(outputs):
-        if inner not in sub.names:
+        if inner not in sub.values:
             emit(sub, inner)
     results = [f"y{i}" for i in range(len(outputs))]
+    finish(sub, [sub.value(o) for o in outputs], results)  # outputs named, unread nodes dropped
     nodes = [_constant_node(t) for t in sub.inits] + list(sub.nodes)
-    nodes += [helper.make_node("Identity", [sub.value(o)], [r]) for o, r in zip(outputs, results)]
     em.functions.update(sub.functions)
     imports = [helper.make_opsetid("", opset)]
     used = {d.domain for d in sub.nodes if d.domain} | set(_written(em).domains)

@@ -1,316 +1,40 @@
 """`to_onnx`: an ngrules graph as a standard ONNX model.
 
-Each node becomes ONNX ops over its axes in the node's own order: placeholders are graph inputs,
-constants and variables initializers, elementwise ops their ONNX twins, reductions `Reduce*`
-with `keepdims=0`, `Dot` an `Einsum` over the axis names, `DotLowDimension` a `MatMul`, views
-`Transpose`/`Reshape`/`Expand`. Fused ops (`BatchnormFprop`, `BatchnormBprop`, `ReluBprop`) are
-ONNX functions of the `ngrules` domain (`functions`): one node in the graph, with a body of
-standard ops any runtime can inline; `Relu` with a slope is `LeakyRelu`.
+Every value is written in an order of dimensions the exporter chooses (`layout`): views cost
+nothing, ONNX's broadcasting replaces `Expand`, and Conv and pooling read and write NCHW, so a
+model read from ONNX comes back in its own order, with no transposes it did not have. Ops go
+out as the ONNX op they came from where there is one (`export_layout`, `export_nn`: MatMul,
+Gemm, Flatten, Softmax with its axis, BatchNormalization, LayerNormalization, Gelu, ...); the
+rest as before over their operands in their own order (`export_positional`, with the network
+ops of `exporter_ops`). Fused ops without a standard twin are ONNX functions of the `ngrules`
+domain (`functions`); ops declared in rules files go out through `declared` (their named ONNX op,
+or a function of their body). A last pass (`export_finish`) drops what no output reads and names
+the outputs; `dynamic` then writes symbolic dimensions back as dim_params.
 """
 
 from __future__ import annotations
 
-import itertools
-import string
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ngrules.interop.onnx import OnnxError, declared, dynamic, require_onnx
-from ngrules.interop.onnx.exporter_ops import EXPORTERS as NETWORK_OPS
+from ngrules.interop.onnx.emitter import (
+    LAYOUT,
+    OPSET,
+    OPSETS,
+    Emitter,
+    preferred_orders,
+    window_operands,
+)
+from ngrules.interop.onnx.export_forms import LOADED as _FORMS
+from ngrules.interop.onnx.export_layout import LOADED as _LAYOUT_OPS
+from ngrules.interop.onnx.export_nn import LOADED as _NN_OPS
+from ngrules.interop.onnx.export_positional import POSITIONAL, elem_type
 from ngrules.interop.onnx.functions import DOMAIN, FUNCTIONS
+from ngrules.interop.onnx.layout import Value, constant_value, full_value
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import get_op
-
-OPSET = 17
-
-
-def _elem(dtype) -> int:
-    """The ONNX element type of a numpy dtype."""
-    from onnx import helper
-
-    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-
-
-class Emitter:
-    """Collects ONNX nodes, initializers and the names of ngrules values."""
-
-    def __init__(self):
-        from onnx import helper, numpy_helper
-
-        self.helper, self.numpy_helper = helper, numpy_helper
-        self.nodes: list = []
-        self.inits: list = []
-        self.inputs: list = []
-        self.names: dict[Node, str | list[str]] = {}
-        self.functions: set[str] = set()
-        self._fresh = itertools.count()
-
-    def fresh(self, hint: str = "v") -> str:
-        return f"{hint}{next(self._fresh)}"
-
-    def node(self, op: str, inputs: Sequence[str], n_out: int = 1, domain: str = "", **attrs):
-        outs = [self.fresh() for _ in range(n_out)]
-        self.nodes.append(self.helper.make_node(op, list(inputs), outs, domain=domain, **attrs))
-        return outs[0] if n_out == 1 else outs
-
-    def const(self, value, dtype=np.int64) -> str:
-        name = self.fresh("c")
-        self.inits.append(self.numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
-        return name
-
-    def value(self, node: Node) -> str:
-        return self.names[node]  # type: ignore[return-value]
-
-
-def _elementwise(op: str):
-    return lambda em, n, a: em.node(op, a)
-
-
-def _arithmetic(op: str):
-    """An arithmetic op whose bool operands (masks) are cast to the result's dtype first."""
-
-    def emit(em, n, a):
-        a = [name if arg.dtype == n.dtype else em.node("Cast", [name], to=_elem(n.dtype))
-             for arg, name in zip(n.args, a)]
-        return em.node(op, a)
-
-    return emit
-
-
-def _not_equal(em, n, a):
-    return em.node("Not", [em.node("Equal", a)])
-
-
-def _softmax(em, n, a):
-    """exp(x - max) / sum(exp(x - max)) over the normalisation axes, kept as length 1."""
-    x = n.args[0]
-    axes = [x.axes.index(ax) for ax in n.attrs["normalization_axes"]]
-    top = em.node("ReduceMax", a, axes=axes, keepdims=1)
-    e = em.node("Exp", [em.node("Sub", [a[0], top])])
-    return em.node("Div", [e, em.node("ReduceSum", [e, em.const(axes)], keepdims=1)])
-
-
-def _arg(op: str):
-    def emit(em, n, a):
-        x = n.args[0]
-        red = n.attrs["reduction_axes"]
-        if len(red) != 1:
-            raise OnnxError(f"cannot export {n!r}: ONNX {op} takes one axis")
-        found = em.node(op, a, axis=x.axes.index(red[0]), keepdims=0)
-        return em.node("Cast", [found], to=_elem(n.dtype))
-
-    return emit
-
-
-def _reduce(op: str):
-    def emit(em, n, a):
-        x = n.args[0]
-        axes = [x.axes.index(ax) for ax in n.attrs["reduction_axes"]]
-        if op == "ReduceSum":
-            return em.node(op, [a[0], em.const(axes)], keepdims=0)
-        if x.dtype == np.bool_:  # ONNX reduces bools only from opset 20
-            found = em.node(op, [em.node("Cast", a, to=_elem(np.int32))], axes=axes, keepdims=0)
-            return em.node("Cast", [found], to=_elem(np.bool_))
-        return em.node(op, a, axes=axes, keepdims=0)
-
-    return emit
-
-
-def _matmul(em, n, a):
-    """DotLowDimension as a 2-D MatMul: vectors become [k, 1] or [1, k] matrices (onnxruntime
-    1.32 fuses Transpose into a MatMul with a 1-D operand wrongly; 2-D operands avoid it)."""
-    x, y = n.args
-    if len(x.axes) == 2 and len(y.axes) == 2:
-        return em.node("MatMul", a)
-    xa = a[0] if len(x.axes) == 2 else em.node("Reshape", [a[0], em.const([1, -1])])
-    ya = a[1] if len(y.axes) == 2 else em.node("Reshape", [a[1], em.const([-1, 1])])
-    return em.node("Reshape", [em.node("MatMul", [xa, ya]), em.const(list(n.axes.lengths))])
-
-
-def _letters(axes, table: dict[str, str]) -> str:
-    for ax in axes:
-        if ax.name not in table:
-            table[ax.name] = string.ascii_letters[len(table)]
-    return "".join(table[ax.name] for ax in axes)
-
-
-def _dot(em, n, a):
-    x, y = n.args
-    table: dict[str, str] = {}
-    if len(set(x.axes.names) | set(y.axes.names)) > len(string.ascii_letters):
-        raise OnnxError(f"cannot export {n!r}: more axes than Einsum letters")
-    eq = f"{_letters(x.axes, table)},{_letters(y.axes, table)}->{_letters(n.axes, table)}"
-    return em.node("Einsum", a, equation=eq)
-
-
-def _broadcast(em, n, a):
-    x, out = n.args[0], n.axes
-    inner = [ax for ax in out if ax in x.axes]
-    name = a[0]
-    perm = [x.axes.index(ax) for ax in inner]
-    if perm != list(range(len(perm))):
-        name = em.node("Transpose", [name], perm=perm)
-    shape = [ax.length if ax in x.axes else 1 for ax in out]
-    name = em.node("Reshape", [name, em.const(shape)])
-    return em.node("Expand", [name, em.const(list(out.lengths))])
-
-
-def _reorder(em, n, a):
-    x = n.args[0]
-    return em.node("Transpose", a, perm=[x.axes.index(ax) for ax in n.axes])
-
-
-def _reshape(em, n, a):
-    return em.node("Reshape", [a[0], em.const(list(n.axes.lengths))])
-
-
-def _slice(em, n, a):
-    at = n.attrs
-    ins = [a[0], em.const([at["start"]]), em.const([at["stop"]]), em.const([at["position"]])]
-    return em.node("Slice", ins)
-
-
-def _tensor_slice(em, n, a):
-    """Slice with steps; integer-indexed axes (step 0) are then reshaped away."""
-    spec = np.asarray(n.attrs["slices"])
-    starts = [int(r[0]) for r in spec]
-    stops = [int(r[0]) + 1 if r[2] == 0 else int(r[1]) for r in spec]
-    steps = [int(r[2]) or 1 for r in spec]
-    axes = list(range(len(spec)))
-    ins = [a[0], em.const(starts), em.const(stops), em.const(axes), em.const(steps)]
-    out = em.node("Slice", ins)
-    if (spec[:, 2] == 0).any():
-        out = em.node("Reshape", [out, em.const(list(n.axes.lengths))])
-    return out
-
-
-def _pad(em, n, a):
-    pads = np.asarray(n.attrs["paddings"])
-    return em.node("Pad", [a[0], em.const(list(pads[:, 0]) + list(pads[:, 1]))])
-
-
-def _unslice(em, n, a):
-    """Zeros with x written at the slices: a Pad where every step is 1."""
-    spec = np.asarray(n.attrs["slices"])
-    if (spec[:, 2] > 1).any():
-        raise OnnxError(f"cannot export {n!r}: Unslice with steps above 1")
-    x = a[0]
-    if (spec[:, 2] == 0).any():  # integer-indexed axes come back as length 1 first
-        shape = [1 if r[2] == 0 else int(r[1] - r[0]) for r in spec]
-        x = em.node("Reshape", [x, em.const(shape)])
-    before = [int(r[0]) for r in spec]
-    after = [ax.length - int(r[0]) - (1 if r[2] == 0 else int(r[1] - r[0]))
-             for r, ax in zip(spec, n.axes)]
-    return em.node("Pad", [x, em.const(before + after)])
-
-
-def _expand_dims(em, n, a):
-    grown = em.node("Unsqueeze", [a[0], em.const([n.attrs["position"]])])
-    return em.node("Expand", [grown, em.const(list(n.axes.lengths))])
-
-
-def _to_onnx_layout(em, name: str) -> str:
-    """ngraph's (C, D, H, W, N) as ONNX's (N, C, D, H, W)."""
-    return em.node("Transpose", [name], perm=[4, 0, 1, 2, 3])
-
-
-def _from_onnx_layout(em, name: str) -> str:
-    return em.node("Transpose", [name], perm=[1, 2, 3, 4, 0])
-
-
-def _geometry(attrs) -> dict:
-    pads = [int(p) for p in attrs["padding"]]
-    return {"pads": pads + pads, "strides": [int(s) for s in attrs["strides"]]}
-
-
-def _convolution(em, n, a):
-    x = _to_onnx_layout(em, a[0])
-    w = em.node("Transpose", [a[1]], perm=[4, 0, 1, 2, 3])  # (C, T, R, S, K) -> (K, C, T, R, S)
-    y = em.node("Conv", [x, w], dilations=[int(d) for d in n.attrs["dilation"]],
-                group=n.attrs["groups"], **_geometry(n.attrs))
-    return _from_onnx_layout(em, y)
-
-
-def _pooling(em, n, a):
-    window = [int(k) for k in n.attrs["window"]]
-    if n.attrs["mode"] == "max":
-        y = em.node("MaxPool", [_to_onnx_layout(em, a[0])], kernel_shape=window,
-                    **_geometry(n.attrs))
-    else:
-        y = em.node("AveragePool", [_to_onnx_layout(em, a[0])], kernel_shape=window,
-                    count_include_pad=1, **_geometry(n.attrs))
-    return _from_onnx_layout(em, y)
-
-
-def _relu(em, n, a):
-    slope = n.attrs["slope"]
-    return em.node("Relu", a) if slope == 0.0 else em.node("LeakyRelu", a, alpha=slope)
-
-
-def _fused(em, n, a):
-    em.functions.add(n.op)
-    outs = len(n.outputs) if n.outputs is not None else 1
-    return em.node(n.op, a, n_out=outs, domain=DOMAIN, **dict(n.attrs))
-
-
-EXPORTERS: dict[str, Callable] = {
-    "Add": _arithmetic("Add"),
-    "Subtract": _arithmetic("Sub"),
-    "Multiply": _arithmetic("Mul"),
-    "Divide": _arithmetic("Div"),
-    "Maximum": _arithmetic("Max"),
-    "Minimum": _arithmetic("Min"),
-    "Negative": _elementwise("Neg"),
-    "Reciprocal": _elementwise("Reciprocal"),
-    "Sqrt": _elementwise("Sqrt"),
-    "Exp": _elementwise("Exp"),
-    "Log": _elementwise("Log"),
-    "Tanh": _elementwise("Tanh"),
-    "Erf": _elementwise("Erf"),
-    "Square": lambda em, n, a: em.node("Mul", [a[0], a[0]]),
-    "Equal": _elementwise("Equal"),
-    "NotEqual": _not_equal,
-    "Greater": _elementwise("Greater"),
-    "Less": _elementwise("Less"),
-    "GreaterEqual": _elementwise("GreaterOrEqual"),
-    "LessEqual": _elementwise("LessOrEqual"),
-    "Select": _elementwise("Where"),
-    "Cast": lambda em, n, a: em.node("Cast", a, to=_elem(n.dtype)),
-    "Power": _arithmetic("Pow"),
-    "Absolute": _elementwise("Abs"),
-    "Sign": _elementwise("Sign"),
-    "Sigmoid": _elementwise("Sigmoid"),
-    "Softmax": _softmax,
-    "Argmax": _arg("ArgMax"),
-    "Argmin": _arg("ArgMin"),
-    "Sum": _reduce("ReduceSum"),
-    "Max": _reduce("ReduceMax"),
-    "Min": _reduce("ReduceMin"),
-    "Prod": _reduce("ReduceProd"),
-    "Dot": _dot,
-    "DotLowDimension": _matmul,
-    "Broadcast": _broadcast,
-    "ReorderAxes": _reorder,
-    "Transpose": lambda em, n, a: em.node("Transpose", a),
-    "Flatten": _reshape,
-    "Unflatten": _reshape,
-    "Concat": lambda em, n, a: em.node("Concat", a, axis=n.attrs["position"]),
-    "TensorSlice": _tensor_slice,
-    "Unslice": _unslice,
-    "Pad": _pad,
-    "ExpandDims": _expand_dims,
-    "AxesCast": lambda em, n, a: a[0],  # a renaming: the same data
-    "Slice": _slice,
-    "Relu": _relu,
-    "Convolution": _convolution,
-    "Pooling": _pooling,
-    "ReluBprop": _fused,
-    "BatchnormFprop": _fused,
-    "BatchnormBprop": _fused,
-    **NETWORK_OPS,
-}
-
 
 #: op name -> node -> an equivalent node built from exportable ops on the same arguments.
 EXPANSIONS: dict[str, Callable[[Node], Node]] = {}
@@ -322,55 +46,71 @@ def register_expansion(op: str, expand: Callable[[Node], Node]) -> None:
     EXPANSIONS[op] = expand
 
 
-def _expansion(n: Node) -> Node | None:
-    """What n exports as when its op has no exporter: a registered expansion, if any."""
-    return EXPANSIONS[n.op](n) if n.op in EXPANSIONS else None
-
-
-def _expanded(em: Emitter, n: Node, body: Node) -> str:
-    """Emit the expansion of n, reusing the names of its arguments."""
+def _expanded(em: Emitter, n: Node) -> Value:
+    """Emit the expansion of n, reusing the values of its arguments."""
+    body = EXPANSIONS[n.op](n)
     if body.axes != n.axes or body.dtype != n.dtype:
         raise OnnxError(f"the ONNX expansion of {n!r} has axes {body.axes!r} {body.dtype}")
     for inner in toposort([body]):
-        if inner not in em.names:
+        if inner not in em.values:
             _emit(em, inner)
-    return em.value(body)
+    return em.values[body]
 
 
-def _leaf(em: Emitter, n: Node) -> str:
+def _leaf(em: Emitter, n: Node) -> Value:
     if n.op == "Placeholder":
         name = n.attrs["name"]
-        em.inputs.append(em.helper.make_tensor_value_info(name, _elem(n.dtype), n.axes.lengths))
-        return name
+        em.inputs.append(em.helper.make_tensor_value_info(name, elem_type(n.dtype), n.axes.lengths))
+        return full_value(name, n.axes)
     value = np.asarray(get_op(n.op).kernel(n)())  # as the executor: a variable is `initial`
     if n.op == "Constant":
-        return em.const(value, dtype=value.dtype)
+        return constant_value(value, n.axes)
     name = n.attrs["name"]
     em.inits.append(em.numpy_helper.from_array(value, name))
-    return name
+    return full_value(name, n.axes)
+
+
+def _positional(em: Emitter, n: Node, fn) -> Value:
+    out = fn(em, n, [em.exact(a) for a in n.args])
+    if isinstance(out, list):  # a multi-output node: Output picks its parts
+        em.parts[n] = out
+        return Value((), (), out[0])
+    return full_value(out, n.axes)
 
 
 def _emit(em: Emitter, n: Node) -> None:
     if not n.args:
-        em.names[n] = _leaf(em, n)
+        em.values[n] = _leaf(em, n)
         return
     if n.op == "Output":
-        em.names[n] = em.names[n.args[0]][n.attrs["index"]]  # type: ignore[index]
+        em.values[n] = full_value(em.parts[n.args[0]][n.attrs["index"]], n.axes)
         return
-    fn = EXPORTERS.get(n.op)
+    folded = _folded(em, n)
+    if folded is not None:
+        em.values[n] = folded
+        return
+    if n.op in LAYOUT:
+        em.values[n] = LAYOUT[n.op](em, n)
+        return
+    fn = POSITIONAL.get(n.op)
     if fn is None and declared.is_declared(n.op):  # an `op` of a rules file
-        em.names[n] = declared.export(em, n, [em.value(a) for a in n.args], _emit, Emitter, OPSET)
+        em.values[n] = _positional(em, n, _declared)
         return
-    body = _expansion(n) if fn is None else None
-    if body is not None:
-        em.names[n] = _expanded(em, n, body)
+    if fn is None and n.op in EXPANSIONS:
+        em.values[n] = _expanded(em, n)
         return
     if fn is None:
         raise OnnxError(
             f"cannot export op {n.op} to ONNX (give it an expansion with register_expansion); "
-            f"exportable: {', '.join(sorted(EXPORTERS))}"
+            f"exportable: {', '.join(sorted(exportable_ops()))}"
         )
-    em.names[n] = fn(em, n, [em.value(a) for a in n.args])
+    em.values[n] = _positional(em, n, fn)
+
+
+def _declared(em: Emitter, n: Node, args: list[str]):
+    """A declared op over its operands in their own order: its ONNX op or a function call (a
+    function's body is exported with a fresh Emitter at this export's opset)."""
+    return declared.export(em, n, args, _emit, lambda: Emitter(em.opset), em.opset)
 
 
 #: ONNX stores dimensions as int64.
@@ -388,38 +128,79 @@ def _check_lengths(n: Node) -> None:
                 )
 
 
+#: A node of constants is written as its value when that has at most this many elements
+#: beyond its operands' (so a folded batchnorm leaves scaled weights, never a blown-up tensor).
+FOLD_LIMIT = 4096
+
+
+def _folded(em: Emitter, n: Node) -> Value | None:
+    """The value of a node whose operands are all constants, computed with the op table's
+    kernel (views and multi-output ops stay as they are: they cost nothing or split)."""
+    op = get_op(n.op)
+    if (op.has("view") or op.has("multi_output") or n.op == "Output"
+            or not all(em.values[a].array is not None for a in n.args)):
+        return None
+    size = sum(em.values[a].array.size for a in n.args)
+    if n.axes.size > size + FOLD_LIMIT:
+        return None
+    value = np.asarray(op.kernel(n)(*(em.array(a) for a in n.args)), dtype=n.dtype)
+    return constant_value(value.reshape(n.axes.lengths), n.axes)
+
+
+def exportable_ops() -> set[str]:
+    assert _LAYOUT_OPS and _NN_OPS and _FORMS  # the modules have registered their ops
+    return set(POSITIONAL) | set(LAYOUT)
+
+
+def _users(order: Sequence[Node]) -> dict[Node, int]:
+    users: dict[Node, int] = {}
+    for n in order:
+        for a in n.args:
+            users[a] = users.get(a, 0) + 1
+    return users
+
+
 def to_onnx(
     outputs: Sequence[Node],
     *,
     output_names: Sequence[str] | None = None,
     name: str = "ngrules",
+    opset: int = OPSET,
 ):
     """A valid ONNX `ModelProto` computing `outputs` (each in its node's axes order)."""
     onnx = require_onnx()
     from onnx import helper
 
+    from ngrules.interop.onnx.export_finish import finish
+
+    if opset not in OPSETS:
+        raise OnnxError(f"to_onnx writes opsets {OPSETS.start} to {OPSETS.stop - 1}, not {opset}")
     outputs = list(outputs)
     names = list(output_names) if output_names else [f"output_{i}" for i in range(len(outputs))]
     if len(names) != len(outputs):
         raise OnnxError(f"{len(outputs)} outputs but {len(names)} output names")
-    em = Emitter()
-    for n in toposort(outputs):
+    order = toposort(outputs)
+    em = Emitter(opset, _users(order))
+    em.emit = _emit
+    em.prefer = preferred_orders(order, outputs, em.users)
+    em.window_read = window_operands(order)
+    for n in order:
         _check_lengths(n)
-        _emit(em, n)
-    graph_outputs = []
-    for node, out in zip(outputs, names):
-        em.nodes.append(helper.make_node("Identity", [em.value(node)], [out]))
-        info = helper.make_tensor_value_info(out, _elem(node.dtype), node.axes.lengths)
-        graph_outputs.append(info)
+        if n not in em.values:  # a fused op's writer may have written a node it shares
+            _emit(em, n)
+    results = [em.exact(node) for node in outputs]
+    finish(em, results, names)
+    graph_outputs = [helper.make_tensor_value_info(out, elem_type(node.dtype), node.axes.lengths)
+                     for node, out in zip(outputs, names)]
     graph = helper.make_graph(em.nodes, name, em.inputs, graph_outputs, em.inits)
-    opsets = [helper.make_opsetid("", OPSET)]
-    functions = [FUNCTIONS[f]() for f in sorted(em.functions)]
+    opsets = [helper.make_opsetid("", opset)]
+    functions = [FUNCTIONS[f](opset) for f in sorted(em.functions)]
     if functions:
         opsets.append(helper.make_opsetid(DOMAIN, 1))
     declared.add_to_model(em, functions, opsets)
     model = helper.make_model(graph, opset_imports=opsets, functions=functions,
                               producer_name="ngrules")
-    model.ir_version = min(model.ir_version, 8)
+    model.ir_version = min(model.ir_version, 8 if opset < 19 else 9 if opset < 21 else 10)
     dynamic.restore(model)  # symbolic dimensions written back as dim_params and run-time shapes
     onnx.checker.check_model(model, full_check=True)
     return model

@@ -30,7 +30,7 @@ def _scatter_add(em, n, a):
     pos, size = n.axes.index(axis), axis.length
     k = len(indices.axes)
     rest = [i for i in range(len(delta.axes)) if not pos <= i < pos + k]
-    updates = em.node("Transpose", [a[0]], perm=list(range(pos, pos + k)) + rest)
+    updates = _transposed(em, a[0], list(range(pos, pos + k)) + rest)
     index = em.node("Cast", [a[1]], to=_elem(np.int64))
     negative = em.node("Less", [index, em.const(0)])
     index = em.node("Where", [negative, em.node("Add", [index, em.const(size)]), index])
@@ -41,12 +41,18 @@ def _scatter_add(em, n, a):
     zeros = em.node("ConstantOfShape", [shape],
                     value=em.numpy_helper.from_array(np.zeros(1, n.dtype)))
     out = em.node("ScatterND", [zeros, index, updates], reduction="add")
-    return em.node("Transpose", [out], perm=_inverse([pos] + [i for i in range(len(n.axes))
-                                                             if i != pos]))
+    return _transposed(em, out, _inverse([pos] + [i for i in range(len(n.axes)) if i != pos]))
 
 
 def _inverse(perm):
     return [perm.index(i) for i in range(len(perm))]
+
+
+def _transposed(em, name: str, perm: list[int]) -> str:
+    """A Transpose, or the value itself where `perm` keeps every dimension (a scalar too)."""
+    if perm == sorted(perm):
+        return name
+    return em.node("Transpose", [name], perm=perm)
 
 
 def _top_k_indices(em, n, a):
@@ -111,7 +117,12 @@ def _one_hot(em, n, a):
     negative = em.node("Less", [index, em.const(0)])
     index = em.node("Where", [negative, em.const(depth), index])
     values = em.const([0, 1], dtype=np.float32)  # onnxruntime's OneHot kernels are few
+    scalar = not n.args[0].axes  # ONNX's OneHot takes indices of rank 1 or more
+    if scalar:
+        index = em.node("Unsqueeze", [index, em.const([0])])
     hot = em.node("OneHot", [index, em.const(depth), values], axis=0)
+    if scalar:
+        hot = em.node("Squeeze", [hot, em.const([1])])
     return hot if n.dtype == np.float32 else em.node("Cast", [hot], to=_elem(n.dtype))
 
 

@@ -33,22 +33,32 @@ def _int64(name: str, values):
     return helper.make_node("Constant", [], [name], value=tensor)
 
 
-def _function(name: str, inputs, outputs, nodes, attrs):
+def _function(name: str, inputs, outputs, nodes, attrs, opset: int = 17):
     h = _h()
     return h.make_function(
         DOMAIN, name, inputs, outputs, nodes,
-        opset_imports=[h.make_opsetid("", 17)], attributes=attrs,
+        opset_imports=[h.make_opsetid("", opset)], attributes=attrs,
     )
 
 
-def _normalised(h, x: str) -> list:
+def _row_mean(x: str, out: str, opset: int) -> list:
+    """ReduceMean over dimension 1, kept: `axes` is an attribute before opset 18, an input
+    from it."""
+    h = _h()
+    if opset < 18:
+        return [h.make_node("ReduceMean", [x], [out], axes=[1], keepdims=1)]
+    return [_int64(out + "_axes", [1]),
+            h.make_node("ReduceMean", [x, out + "_axes"], [out], keepdims=1)]
+
+
+def _normalised(h, x: str, opset: int) -> list:
     """x as [C, M] ("x2"), centred ("xc"), its inverse deviation ("inv") and xhat ("xh")."""
     return [
         h.make_node("Flatten", [x], ["x2"], axis=1),
-        h.make_node("ReduceMean", ["x2"], ["mean2"], axes=[1], keepdims=1),
+        *_row_mean("x2", "mean2", opset),
         h.make_node("Sub", ["x2", "mean2"], ["xc"]),
         h.make_node("Mul", ["xc", "xc"], ["sq"]),
-        h.make_node("ReduceMean", ["sq"], ["var2"], axes=[1], keepdims=1),
+        *_row_mean("sq", "var2", opset),
         *_attr_const("eps", "x2", "eps_c", "eps_f"),
         h.make_node("Add", ["var2", "eps_c"], ["var_eps"]),
         h.make_node("Sqrt", ["var_eps"], ["std"]),
@@ -57,10 +67,10 @@ def _normalised(h, x: str) -> list:
     ]
 
 
-def batchnorm_fprop():
+def batchnorm_fprop(opset: int = 17):
     """(y, mean, var) = BatchnormFprop(x, gamma, beta; eps)."""
     h = _h()
-    nodes = _normalised(h, "x") + [
+    nodes = _normalised(h, "x", opset) + [
         _int64("col", [-1, 1]),
         h.make_node("Reshape", ["gamma", "col"], ["g2"]),
         h.make_node("Reshape", ["beta", "col"], ["b2"]),
@@ -73,10 +83,10 @@ def batchnorm_fprop():
         h.make_node("Reshape", ["var2", "flat"], ["var"]),
     ]
     return _function("BatchnormFprop", ["x", "gamma", "beta"], ["y", "mean", "var"], nodes,
-                     ["eps"])
+                     ["eps"], opset)
 
 
-def batchnorm_bprop():
+def batchnorm_bprop(opset: int = 17):
     """(dx, dgamma, dbeta) = BatchnormBprop(delta, x, gamma, mean, var; eps), from the given
     statistics: dx = gamma * inv * (delta - xhat * mean(delta * xhat) - mean(delta))."""
     h = _h()
@@ -97,8 +107,8 @@ def batchnorm_bprop():
         h.make_node("Mul", ["d2", "xh"], ["dxh"]),
         h.make_node("ReduceSum", ["dxh", "one"], ["dgamma"], keepdims=0),
         h.make_node("ReduceSum", ["d2", "one"], ["dbeta"], keepdims=0),
-        h.make_node("ReduceMean", ["dxh"], ["m_dxh"], axes=[1], keepdims=1),
-        h.make_node("ReduceMean", ["d2"], ["m_d"], axes=[1], keepdims=1),
+        *_row_mean("dxh", "m_dxh", opset),
+        *_row_mean("d2", "m_d", opset),
         h.make_node("Mul", ["xh", "m_dxh"], ["t1"]),
         h.make_node("Sub", ["d2", "t1"], ["t2"]),
         h.make_node("Sub", ["t2", "m_d"], ["t3"]),
@@ -108,10 +118,10 @@ def batchnorm_bprop():
         h.make_node("Reshape", ["dx2", "shape"], ["dx"]),
     ]
     return _function("BatchnormBprop", ["delta", "x", "gamma", "mean", "var"],
-                     ["dx", "dgamma", "dbeta"], nodes, ["eps"])
+                     ["dx", "dgamma", "dbeta"], nodes, ["eps"], opset)
 
 
-def relu_bprop():
+def relu_bprop(opset: int = 17):
     """ReluBprop(delta, x; slope) = delta where x > 0, slope * delta elsewhere."""
     h = _h()
     nodes = [
@@ -122,10 +132,55 @@ def relu_bprop():
         h.make_node("Mul", ["delta", "slope_c"], ["scaled"]),
         h.make_node("Where", ["pos", "delta", "scaled"], ["out"]),
     ]
-    return _function("ReluBprop", ["delta", "x"], ["out"], nodes, ["slope"])
+    return _function("ReluBprop", ["delta", "x"], ["out"], nodes, ["slope"], opset)
+
+
+def _number(name: str, value: float, like: str) -> list:
+    """Nodes making `name`: the constant `value`, cast like the tensor `like`."""
+    h = _h()
+    return [h.make_node("Constant", [], [name + "_f"], value_float=value),
+            h.make_node("CastLike", [name + "_f", like], [name])]
+
+
+def _gelu(name: str, squash: list, opset: int):
+    """Gelu's shared shape, y = 0.5 x (1 + s), where the nodes `squash` compute s."""
+    h = _h()
+    nodes = [
+        *_number("one", 1.0, "x"), *_number("half", 0.5, "x"), *squash,
+        h.make_node("Add", ["s", "one"], ["s1"]),
+        h.make_node("Mul", ["x", "half"], ["hx"]),
+        h.make_node("Mul", ["hx", "s1"], ["y"]),
+    ]
+    return _function(name, ["x"], ["y"], nodes, [], opset)
+
+
+def gelu(opset: int = 17):
+    """Gelu(x) = 0.5 x (1 + erf(x / sqrt 2)): ONNX's Gelu (opset 20) for older opsets."""
+    h = _h()
+    return _gelu("Gelu", [
+        *_number("r2", 0.7071067811865476, "x"),
+        h.make_node("Mul", ["x", "r2"], ["xs"]),
+        h.make_node("Erf", ["xs"], ["s"]),
+    ], opset)
+
+
+def gelu_tanh(opset: int = 17):
+    """Gelu(x, approximate='tanh') = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    h = _h()
+    return _gelu("GeluTanh", [
+        *_number("k", 0.7978845608028654, "x"), *_number("c", 0.044715, "x"),
+        h.make_node("Mul", ["x", "x"], ["x2"]),
+        h.make_node("Mul", ["x2", "x"], ["x3"]),
+        h.make_node("Mul", ["x3", "c"], ["cx3"]),
+        h.make_node("Add", ["x", "cx3"], ["inner"]),
+        h.make_node("Mul", ["inner", "k"], ["scaled"]),
+        h.make_node("Tanh", ["scaled"], ["s"]),
+    ], opset)
 
 
 FUNCTIONS = {
+    "Gelu": gelu,
+    "GeluTanh": gelu_tanh,
     "BatchnormFprop": batchnorm_fprop,
     "BatchnormBprop": batchnorm_bprop,
     "ReluBprop": relu_bprop,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ngrules.interop.onnx.context import Context, converter
-from ngrules.interop.onnx.converters.nn import log_softmax
+from ngrules.interop.onnx.converters.nn import log_softmax_form
 from ngrules.interop.onnx.shaping import Tensor, conform
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
@@ -52,6 +52,6 @@ def _nll_loss(ctx: Context):
 @converter("SoftmaxCrossEntropyLoss")
 def _softmax_cross_entropy(ctx: Context):
     scores = ctx.x(0)
-    log_prob: Node = log_softmax(scores.node, [scores.axes[1]])
+    log_prob: Node = log_softmax_form(scores.node, [scores.axes[1]])
     log_prob_t = Tensor(log_prob, scores.axes)
     return [_nll(ctx, log_prob_t, ctx.x(1), 2), log_prob_t]

@@ -68,7 +68,7 @@ def _softmax_axes(ctx: Context, x: Tensor) -> list:
     return list(x.axes[axis:]) if ctx.importer.opset < 13 else [x.axes[axis]]
 
 
-def log_softmax(x, red):
+def log_softmax_form(x, red):
     """(x - max) - log(sum(exp(x - max))) over `red`, written from primitives (Softmax itself
     is one op)."""
     shifted = x - F.broadcast(F.max(x, reduction_axes=red), x.axes)
@@ -81,7 +81,7 @@ def _softmax(ctx: Context):
     red = _softmax_axes(ctx, x)
     if ctx.op == "Softmax":
         return [Tensor(make_node("Softmax", (x.node,), normalization_axes=red), x.axes)]
-    return [Tensor(log_softmax(x.node, red), x.axes)]
+    return [Tensor(log_softmax_form(x.node, red), x.axes)]
 
 
 @converter("ArgMax", "ArgMin")

@@ -1,0 +1,134 @@
+"""What the exporter's op writers share: the Emitter (ONNX nodes, initializers, each value's
+layout) and the registry of ops written in the order the exporter chooses."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ngrules.interop.onnx.layout import Layouts, Value
+from ngrules.ir.graph import Node, toposort
+
+#: The opset written by default; `to_onnx(opset=...)` takes 17 to 23 (Gelu is standard from 20).
+OPSET = 17
+OPSETS = range(17, 24)
+
+
+class Emitter(Layouts):
+    """Collects ONNX nodes, initializers and each ngrules value's `Value`."""
+
+    def __init__(self, opset: int = OPSET, users: dict | None = None):
+        from onnx import helper, numpy_helper
+
+        self.helper, self.numpy_helper = helper, numpy_helper
+        self.opset = opset
+        self.users: dict[Node, int] = users or {}
+        self.nodes: list = []
+        self.inits: list = []
+        self.inputs: list = []
+        self.functions: set[str] = set()
+        self.parts: dict[Node, list[str]] = {}
+        #: ONNX value -> (op, index of its node) for a Conv or 2-D MatMul that may take a bias.
+        self.biasable: dict[str, tuple[str, int]] = {}
+        #: ONNX Slice output -> (its input, (starts, ends, axes, steps)), to merge slices.
+        self.slices: dict[str, tuple[str, tuple]] = {}
+        #: node -> the order of axes its reader wants (for ops free to choose, as Einsum).
+        self.prefer: dict[Node, tuple] = {}
+        #: nodes a Conv or pooling reads (through views): a reduction keeps its unit dims.
+        self.window_read: set[Node] = set()
+        #: the exporter's own `emit(em, node)` (set by `to_onnx`), for writers that write a
+        #: body of nodes they build.
+        self.emit: Callable | None = None
+        self._fresh = itertools.count()
+        self.__init_layouts__()
+
+    def fresh(self, hint: str = "v") -> str:
+        return f"{hint}{next(self._fresh)}"
+
+    def node(self, op: str, inputs: Sequence[str], n_out: int = 1, domain: str = "", **attrs):
+        outs = [self.fresh() for _ in range(n_out)]
+        self.nodes.append(self.helper.make_node(op, list(inputs), outs, domain=domain, **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def const(self, value, dtype=np.int64) -> str:
+        name = self.fresh("c")
+        self.inits.append(self.numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        return name
+
+    def value(self, node: Node) -> str:
+        """The node's data in its own order of axes."""
+        return self.exact(node)
+
+    def write(self, outputs: Sequence[Node]) -> list[Value]:
+        """Write nodes built here (a fused op's body on its arguments), each once, counting
+        their readers as the exporter counts the graph's."""
+        order = toposort(outputs)
+        for n in order:
+            for a in n.args:
+                if a not in self.values:
+                    self.users[a] = self.users.get(a, 0) + 1
+        for n in order:
+            if n not in self.values:
+                self.emit(self, n)
+        return [self.values[o] for o in outputs]
+
+    def single_use(self, node: Node) -> bool:
+        """Whether one node reads this one (so it can be folded into its reader)."""
+        return self.users.get(node, 0) == 1
+
+
+#: op name -> (Emitter, node) -> Value, for ops written in the order the exporter chooses.
+LAYOUT: dict[str, Callable[[Emitter, Node], Value]] = {}
+
+
+def layout_exporter(*ops: str):
+    def register(fn):
+        for op in ops:
+            LAYOUT[op] = fn
+        return fn
+
+    return register
+
+
+def preferred_orders(order: Sequence[Node], outputs: Sequence[Node], users) -> dict:
+    """For nodes whose value a reader will want in one order: a graph output (its own
+    order) and the operand of a Flatten that merges axes (row-major in its axes), looking through
+    reorderings read only there."""
+    prefer: dict[Node, tuple] = {}
+
+    def want(node: Node, axes) -> None:
+        prefer.setdefault(node, tuple(axes))
+        while node.op == "ReorderAxes" and users.get(node, 0) == 1:
+            node = node.args[0]
+            prefer.setdefault(node, tuple(axes))
+
+    for out in outputs:
+        want(out, out.axes)
+    for n in order:
+        if n.op == "Flatten" and any(_merges(a) for a in n.axes):
+            want(n.args[0], n.args[0].axes)
+    return prefer
+
+
+#: Ops that change only the record of a value's dimensions.
+VIEWS = ("Broadcast", "ReorderAxes", "Transpose", "ExpandDims", "AxesCast")
+
+
+def window_operands(order: Sequence[Node]) -> set[Node]:
+    """The nodes a Conv or pooling reads as its data, and the nodes under their views."""
+    read: set[Node] = set()
+    for n in order:
+        if n.op in ("Convolution", "Pooling"):
+            node = n.args[0]
+            read.add(node)
+            while node.op in VIEWS:
+                node = node.args[0]
+                read.add(node)
+    return read
+
+
+def _merges(axis) -> bool:
+    """Whether a flattened axis merges two or more axes longer than 1."""
+    return axis.is_flattened and sum(a.length > 1 for a in axis.leaves()) > 1
