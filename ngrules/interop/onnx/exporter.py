@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, declared, dynamic, require_onnx
+from ngrules.interop.onnx import OnnxError, declared, dynamic, require_onnx, weights
 from ngrules.interop.onnx.emitter import LAYOUT, OPSET, OPSETS, Emitter, preferred_orders
 from ngrules.interop.onnx.export_forms import LOADED as _FORMS
 from ngrules.interop.onnx.export_layout import LOADED as _LAYOUT_OPS
@@ -59,7 +59,7 @@ def _leaf(em: Emitter, n: Node) -> Value:
     if n.op == "Constant":
         return constant_value(value, n.axes)
     name = n.attrs["name"]
-    em.inits.append(em.numpy_helper.from_array(value, name))
+    em.initializer(value, name)
     return full_value(name, n.axes)
 
 
@@ -161,7 +161,22 @@ def to_onnx(
     opset: int = OPSET,
 ):
     """A valid ONNX `ModelProto` computing `outputs` (each in its node's axes order)."""
-    onnx = require_onnx()
+    model, arrays = export_parts(outputs, output_names=output_names, name=name, opset=opset)
+    weights.add_to(model, arrays)
+    return model
+
+
+def export_parts(
+    outputs: Sequence[Node],
+    *,
+    output_names: Sequence[str] | None = None,
+    name: str = "ngrules",
+    opset: int = OPSET,
+):
+    """`to_onnx`'s model without its large initializers, checked as if it had them, and those
+    initializers as arrays (name -> array, not copied): `weights.write` writes the two as one
+    model file, `weights.add_to` makes them one ModelProto."""
+    require_onnx()
     from onnx import helper
 
     from ngrules.interop.onnx.export_finish import finish
@@ -173,7 +188,7 @@ def to_onnx(
     if len(names) != len(outputs):
         raise OnnxError(f"{len(outputs)} outputs but {len(names)} output names")
     order = toposort(outputs)
-    em = Emitter(opset, _users(order))
+    em = Emitter(opset, _users(order), separate=True)
     em.prefer = preferred_orders(order, outputs, em.users)
     for n in order:
         _check_lengths(n)
@@ -192,5 +207,5 @@ def to_onnx(
                               producer_name="ngrules")
     model.ir_version = min(model.ir_version, 8 if opset < 19 else 9 if opset < 21 else 10)
     dynamic.restore(model)  # symbolic dimensions written back as dim_params and run-time shapes
-    onnx.checker.check_model(model, full_check=True)
-    return model
+    weights.check(model, em.weights)
+    return model, em.weights

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, ShapeMismatch, UnsupportedOp, dynamic, require_onnx
+from ngrules.interop.onnx import (
+    OnnxError,
+    ShapeMismatch,
+    UnsupportedOp,
+    dynamic,
+    require_onnx,
+    weights,
+)
 from ngrules.interop.onnx.axes import Naming, name_axes
 from ngrules.interop.onnx.context import CONVERTERS, Context, elem_name, graph_dtype
 from ngrules.interop.onnx.folding import Folding, np_elem
@@ -47,9 +54,9 @@ class Imported:
 
 class Importer:
     def __init__(self, model, lengths: Mapping[str, int], axis_names, constants,
-                 limits: Limits = DEFAULT_LIMITS):
+                 limits: Limits = DEFAULT_LIMITS, arrays: Mapping[str, np.ndarray] | None = None):
         model = _bind_constants(model, constants) if constants else model
-        self.folding = Folding(model, lengths, limits)
+        self.folding = Folding(model, lengths, limits, arrays or {})
         self.shapes = self.folding.shapes
         self.graph = self.shapes.model.graph
         self.opset = next(
@@ -159,23 +166,30 @@ def _bind_constants(model, constants: Mapping[str, np.ndarray]):
 
 
 def _load_model(model_or_path, limits: Limits):
-    """The model, read from its file when given a path, and checked."""
+    """The model, read from its file when given a path, and checked, without its large
+    weights; and those weights as arrays sharing the file's (or serialised model's) bytes."""
     onnx = require_onnx()
     if isinstance(model_or_path, (str, os.PathLike)):
-        model = read_model(model_or_path, limits)
+        model, arrays = read_model(model_or_path, limits)
         where = os.fspath(model_or_path)
     elif isinstance(model_or_path, onnx.ModelProto):
-        model, where = model_or_path, "the model"
+        model, arrays, where = model_or_path, {}, "the model"
+        try:
+            data = model.SerializeToString()
+        except Exception:  # past protobuf's 2 GB: the checker says what is wrong
+            data = None
+        if data is not None:
+            model, arrays = weights.split(data, where)
     else:
         kind = type(model_or_path).__name__
         raise OnnxError(f"from_onnx takes a ModelProto or a path, got {kind}")
     check_model(model, where)
-    return model
+    return model, arrays
 
 
 def symbolic_dims(model_or_path) -> set[str]:
     """The names of the model's symbolic dimensions (the `dim_param`s of its values)."""
-    graph = _load_model(model_or_path, DEFAULT_LIMITS).graph
+    graph = _load_model(model_or_path, DEFAULT_LIMITS)[0].graph
     values = [*graph.input, *graph.output, *graph.value_info]
     return {d.dim_param for v in values for d in v.type.tensor_type.shape.dim if d.dim_param}
 
@@ -194,11 +208,11 @@ def import_model(
     `symbolic`, a symbolic dimension of an input not in `lengths` stays symbolic (`dynamic`):
     rules cannot read its length, and `to_onnx` writes it back as a `dim_param`."""
     _load_converters()
-    model = _load_model(model_or_path, limits)
+    model, arrays = _load_model(model_or_path, limits)
     lengths = dict(lengths or {})
     if symbolic:
         lengths = dynamic.with_stand_ins(model, lengths)
-    importer = Importer(model, lengths, axis_names or {}, constants or {}, limits)
+    importer = Importer(model, lengths, axis_names or {}, constants or {}, limits, arrays)
     for vi in importer.graph.input:
         importer.add_input(vi)
     for node in importer.graph.node:
