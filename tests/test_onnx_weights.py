@@ -3,15 +3,13 @@ imported weight is a view of the model's bytes, hash-consing keeps one node per 
 copying the value into its key, the exporter writes each weight from its array, and the
 results are the same model."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from test_bench_smoke import _load as load_bench  # noqa: E402
 
 from ngrules.cli.graphio import save  # noqa: E402
 from ngrules.engine.driver import rewrite  # noqa: E402
@@ -23,16 +21,12 @@ from ngrules.ir.axes import Axis  # noqa: E402
 from ngrules.ir.graph import creation_order  # noqa: E402
 from ngrules.lang.library import load_library  # noqa: E402
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "big_models.py"
 BIG = weights.STEERING_SIZE + 1
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_big_models", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("big_models")
 
 
 def dense(rows=BIG // 8 + 1, cols=8, seed=0):
@@ -160,3 +154,18 @@ def test_the_big_models_bench_runs_small_and_its_outputs_equal_the_input(bench, 
     assert set(row["seconds"]) == set(bench.STAGES) and row["nodes"] > 0
     np.testing.assert_allclose(run(str(tmp_path / "again.onnx"), {"x": x})[0], want,
                                rtol=1e-3, atol=1e-4)
+
+
+def test_a_transposed_weight_is_written_in_blocks_as_its_c_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(weights, "BLOCK_BYTES", 64)
+    array = np.arange(40 * 30, dtype=np.float32).reshape(40, 30).T  # a view, not C-ordered
+    light = helper.make_model(helper.make_graph(
+        [helper.make_node("Identity", ["w"], ["y"])], "g", [],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [30, 40])]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "w.onnx"
+    with open(path, "wb") as f:
+        weights.write(f, light, {"w": array})
+    (tensor,) = onnx.load(str(path)).graph.initializer
+    np.testing.assert_array_equal(numpy_helper.to_array(tensor), array)
+    assert len(list(weights._blocks(array))) > 1

@@ -153,15 +153,10 @@ def _users(order: Sequence[Node]) -> dict[Node, int]:
     return users
 
 
-def to_onnx(
-    outputs: Sequence[Node],
-    *,
-    output_names: Sequence[str] | None = None,
-    name: str = "ngrules",
-    opset: int = OPSET,
-):
-    """A valid ONNX `ModelProto` computing `outputs` (each in its node's axes order)."""
-    model, arrays = export_parts(outputs, output_names=output_names, name=name, opset=opset)
+def to_onnx(outputs: Sequence[Node], **options):
+    """A valid ONNX `ModelProto` computing `outputs` (each in its node's axes order);
+    `options` are `export_parts`'s (`output_names`, `name`, `opset`)."""
+    model, arrays = export_parts(outputs, **options)
     weights.add_to(model, arrays)
     return model
 

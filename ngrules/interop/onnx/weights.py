@@ -219,12 +219,28 @@ def write(file, model, arrays) -> None:
 
     file.write(model.SerializeToString())
     for name, array in arrays.items():
-        data = _little(array)
         header = TensorProto(name=name, data_type=_elem(array), dims=array.shape)
-        raw = _encode_varint(_RAW << 3 | 2) + _encode_varint(data.nbytes)
+        raw = _encode_varint(_RAW << 3 | 2) + _encode_varint(array.nbytes)
         tensor = header.SerializeToString() + raw
-        size = len(tensor) + data.nbytes
+        size = len(tensor) + array.nbytes
         init = _encode_varint(_GRAPH_INIT << 3 | 2) + _encode_varint(size)
         graph = _encode_varint(_MODEL_GRAPH << 3 | 2) + _encode_varint(len(init) + size)
         file.write(graph + init + tensor)
-        file.write(memoryview(data.reshape(-1).view(np.uint8)))
+        for block in _blocks(array):
+            file.write(memoryview(_little(block).reshape(-1).view(np.uint8)))
+
+
+#: A weight stored in another order (a transposed view) is written this many bytes at a time,
+#: so writing it never holds a second copy of it.
+BLOCK_BYTES = 1 << 24
+
+
+def _blocks(array: np.ndarray):
+    """The array as consecutive slices of its first axis whose C orders, one after another,
+    are its own: itself when it is already C-ordered."""
+    if array.ndim == 0 or array.flags.c_contiguous:
+        yield array
+        return
+    rows = max(1, BLOCK_BYTES // max(array[0].nbytes, 1))
+    for start in range(0, array.shape[0], rows):
+        yield array[start:start + rows]
