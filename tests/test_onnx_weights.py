@@ -169,3 +169,9 @@ def test_a_transposed_weight_is_written_in_blocks_as_its_c_order(tmp_path, monke
     (tensor,) = onnx.load(str(path)).graph.initializer
     np.testing.assert_array_equal(numpy_helper.to_array(tensor), array)
     assert len(list(weights._blocks(array))) > 1
+
+
+def test_constants_bind_inputs_only_not_the_weights_left_out_of_the_model():
+    model, _ = dense()
+    with pytest.raises(OnnxError, match="has no input 'w'"):
+        import_model(model, constants={"w": np.zeros((8, BIG // 8 + 1), np.float32)})

@@ -11,7 +11,7 @@ Dimensions get named axes by unification (`axes`).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,8 +55,9 @@ class Imported:
 class Importer:
     def __init__(self, model, lengths: Mapping[str, int], axis_names, constants,
                  limits: Limits = DEFAULT_LIMITS, arrays: Mapping[str, np.ndarray] | None = None):
-        model = _bind_constants(model, constants) if constants else model
-        self.folding = Folding(model, lengths, limits, arrays or {})
+        arrays = arrays or {}
+        model = _bind_constants(model, constants, arrays) if constants else model
+        self.folding = Folding(model, lengths, limits, arrays)
         self.shapes = self.folding.shapes
         self.graph = self.shapes.model.graph
         self.opset = next(
@@ -148,13 +149,14 @@ class Importer:
         return self.tensor(name).ordered()
 
 
-def _bind_constants(model, constants: Mapping[str, np.ndarray]):
-    """A copy of the model with the given inputs turned into initializers."""
+def _bind_constants(model, constants: Mapping[str, np.ndarray], weights: Iterable[str] = ()):
+    """A copy of the model with the given inputs turned into initializers (not the inputs that
+    stand for `weights` left out of the model)."""
     from onnx import ModelProto, numpy_helper
 
     copy = ModelProto()
     copy.CopyFrom(model)
-    names = {i.name for i in copy.graph.input}
+    names = {i.name for i in copy.graph.input} - set(weights)
     for name, value in constants.items():
         if name not in names:
             raise OnnxError(f"constants: the model has no input {name!r}")
