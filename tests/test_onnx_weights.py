@@ -175,3 +175,21 @@ def test_constants_bind_inputs_only_not_the_weights_left_out_of_the_model():
     model, _ = dense()
     with pytest.raises(OnnxError, match="has no input 'w'"):
         import_model(model, constants={"w": np.zeros((8, BIG // 8 + 1), np.float32)})
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_a_square_weight_goes_out_in_the_orientation_it_is_stored_in(trans_b):
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((6, 6)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w"], ["y"], transB=trans_b)], "square",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 6])],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    imported = import_model(model)
+    out = to_onnx(imported.outputs, output_names=imported.output_names)
+    x = rng.standard_normal((3, 6)).astype(np.float32)
+    np.testing.assert_allclose(run(out, {"x": x})[0], run(model, {"x": x})[0], rtol=1e-5,
+                               atol=1e-5)

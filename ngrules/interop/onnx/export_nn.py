@@ -45,8 +45,8 @@ def _matmul(em: Emitter, x: Node, w: Node, k) -> Value | None:
     (j,) = w.axes - Axes((k,))
     if vw.array is None and not (vw.dims == (k, j) and vw.full(k) and vw.full(j)):
         return None
-    if len(vx.dims) == 2 and vw.array is not None and vw.shape == (j.length, k.length) == tuple(
-            d.length for d in vw.dims):  # a weight stored [j, k]: Gemm reads it so, uncopied
+    if len(vx.dims) == 2 and vw.array is not None and vw.dims == (j, k) and vw.shape == (
+            j.length, k.length):  # a weight stored [j, k]: Gemm reads it so, uncopied
         out = em.node("Gemm", [em.name_of(vx), em.name_of(vw)], transB=1)
     else:
         out = em.node("MatMul", [em.name_of(vx), em.exact(w, (k, j))])
