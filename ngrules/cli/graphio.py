@@ -113,12 +113,13 @@ def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | 
     """Stage the graph at `path` (with `stage` from `staged_files`): an ONNX model (checked)
     for `.onnx`, else a graph file."""
     if is_onnx(path):
-        from ngrules.interop.onnx.exporter import to_onnx
+        from ngrules.interop.onnx import weights
+        from ngrules.interop.onnx.exporter import export_parts
         from ngrules.ir.fileio import check_output
 
         check_output(path)
-        model = to_onnx(outputs, output_names=names)
-        stage(Path(path), lambda f: f.write(model.SerializeToString()))
+        model, arrays = export_parts(outputs, output_names=names)
+        stage(Path(path), lambda f: weights.write(f, model, arrays))
         return
     from ngrules.ir.graphfile import stage_graph
 

@@ -62,6 +62,7 @@ class Folding:
     def _fold(self, node: Node) -> Node:
         value = np.asarray(self._value(node)).astype(node.dtype, copy=False)
         value = value.reshape(node.axes.lengths)
+        _freeze_fresh(value)
         folded = make_node("Constant", value=value, axes=node.axes)
         self.folded.append((node, folded))
         return folded
@@ -82,3 +83,12 @@ class Folding:
 def fold_constants(outputs: Sequence[Node], limit: int | None = None) -> list[Node]:
     """The graph of outputs with its constant subcomputations folded (see the module)."""
     return Folding(limit).apply(outputs)
+
+
+def _freeze_fresh(value: np.ndarray) -> None:
+    """Make a value a kernel computed here read-only, so the Constant holding it takes it as it
+    is (`ops.frozen_array`) instead of copying it: a folded weight is not copied again."""
+    root = value if value.base is None else value.base
+    if isinstance(root, np.ndarray) and root.base is None and root.flags.owndata:
+        root.setflags(write=False)
+        value.setflags(write=False)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ngrules.errors import GraphError, OpError
+from ngrules.ir.arraykey import ArrayKey
 from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.ops import get_op, normalize_attrs
 
@@ -46,7 +47,7 @@ def _freeze(value: Any) -> Any:
         comps = getattr(value, "components", None)
         return (value.name, value.length, _freeze(comps) if comps is not None else None)
     if isinstance(value, np.ndarray):
-        return ("array", value.dtype.str, value.shape, value.tobytes())
+        return ArrayKey(value)
     if isinstance(value, np.dtype):
         return ("dtype", value.str)
     return value

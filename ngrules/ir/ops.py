@@ -216,8 +216,7 @@ def normalize_attrs(op: OpDef, attrs: Mapping[str, Any]) -> dict[str, Any]:
             elif kind == "dtype":
                 value = np.dtype(value)
             elif kind == "array":
-                value = np.array(value, copy=True)
-                value.setflags(write=False)
+                value = frozen_array(value)
         except (TypeError, ValueError):
             _check_known(op, attrs)
             raise OpError(
@@ -227,6 +226,25 @@ def normalize_attrs(op: OpDef, attrs: Mapping[str, Any]) -> dict[str, Any]:
     if given != len(attrs):
         _check_known(op, attrs)
     return out
+
+
+def frozen_array(value) -> np.ndarray:
+    """A read-only array of the value: an array no one can write (a constant's own value, a
+    view of immutable bytes such as an ONNX model's weights) as it is, anything else copied."""
+    if isinstance(value, np.ndarray) and _immutable(value):
+        return value
+    value = np.array(value, copy=True)
+    value.setflags(write=False)
+    return value
+
+
+def _immutable(array: np.ndarray) -> bool:
+    """Whether neither the array nor anything it views can be written through numpy."""
+    while isinstance(array, np.ndarray):
+        if array.flags.writeable:
+            return False
+        array = array.base
+    return array is None or isinstance(array, bytes)
 
 
 def _check_known(op: OpDef, attrs: Mapping[str, Any]) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ngrules.interop.onnx.layout import Layouts, Value
+from ngrules.interop.onnx.weights import separable
 from ngrules.ir.graph import Node, toposort
 
 #: The opset written by default; `to_onnx(opset=...)` takes 17 to 23 (Gelu is standard from 20).
@@ -19,7 +20,7 @@ OPSETS = range(17, 24)
 class Emitter(Layouts):
     """Collects ONNX nodes, initializers and each ngrules value's `Value`."""
 
-    def __init__(self, opset: int = OPSET, users: dict | None = None):
+    def __init__(self, opset: int = OPSET, users: dict | None = None, separate: bool = False):
         from onnx import helper, numpy_helper
 
         self.helper, self.numpy_helper = helper, numpy_helper
@@ -27,6 +28,9 @@ class Emitter(Layouts):
         self.users: dict[Node, int] = users or {}
         self.nodes: list = []
         self.inits: list = []
+        #: With `separate`, large initializers (`weights.separable`) stay arrays here
+        #: (name -> array), so a model's weights are copied at most once, when written.
+        self.weights: dict[str, np.ndarray] | None = {} if separate else None
         self.inputs: list = []
         self.functions: set[str] = set()
         self.parts: dict[Node, list[str]] = {}
@@ -54,8 +58,14 @@ class Emitter(Layouts):
 
     def const(self, value, dtype=np.int64) -> str:
         name = self.fresh("c")
-        self.inits.append(self.numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        self.initializer(np.asarray(value, dtype=dtype), name)
         return name
+
+    def initializer(self, array: np.ndarray, name: str) -> None:
+        if self.weights is not None and separable(array):
+            self.weights[name] = array
+        else:
+            self.inits.append(self.numpy_helper.from_array(array, name))
 
     def value(self, node: Node) -> str:
         """The node's data in its own order of axes."""

@@ -56,3 +56,5 @@ def _prune(em, needed: set[str]) -> None:
             needed.update(x for x in node.input if x)
     em.nodes[:] = kept[::-1]
     em.inits[:] = [t for t in em.inits if t.name in needed]
+    for name in [w for w in em.weights or () if w not in needed]:
+        del em.weights[name]

@@ -45,8 +45,11 @@ def _matmul(em: Emitter, x: Node, w: Node, k) -> Value | None:
     (j,) = w.axes - Axes((k,))
     if vw.array is None and not (vw.dims == (k, j) and vw.full(k) and vw.full(j)):
         return None
-    wname = em.exact(w, (k, j))
-    out = em.node("MatMul", [em.name_of(vx), wname])
+    if len(vx.dims) == 2 and vw.array is not None and vw.dims == (j, k) and vw.shape == (
+            j.length, k.length):  # a weight stored [j, k]: Gemm reads it so, uncopied
+        out = em.node("Gemm", [em.name_of(vx), em.name_of(vw)], transB=1)
+    else:
+        out = em.node("MatMul", [em.name_of(vx), em.exact(w, (k, j))])
     if len(vx.dims) == 2:
         em.biasable[out] = ("Gemm", len(em.nodes) - 1)
     return Value(vx.dims[:-1] + (j,), vx.shape[:-1] + (j.length,), out)

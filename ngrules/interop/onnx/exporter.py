@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, declared, dynamic, require_onnx
+from ngrules.interop.onnx import OnnxError, declared, dynamic, require_onnx, weights
 from ngrules.interop.onnx.emitter import (
     LAYOUT,
     OPSET,
@@ -66,7 +66,7 @@ def _leaf(em: Emitter, n: Node) -> Value:
     if n.op == "Constant":
         return constant_value(value, n.axes)
     name = n.attrs["name"]
-    em.inits.append(em.numpy_helper.from_array(value, name))
+    em.initializer(value, name)
     return full_value(name, n.axes)
 
 
@@ -160,15 +160,25 @@ def _users(order: Sequence[Node]) -> dict[Node, int]:
     return users
 
 
-def to_onnx(
+def to_onnx(outputs: Sequence[Node], **options):
+    """A valid ONNX `ModelProto` computing `outputs` (each in its node's axes order);
+    `options` are `export_parts`'s (`output_names`, `name`, `opset`)."""
+    model, arrays = export_parts(outputs, **options)
+    weights.add_to(model, arrays)
+    return model
+
+
+def export_parts(
     outputs: Sequence[Node],
     *,
     output_names: Sequence[str] | None = None,
     name: str = "ngrules",
     opset: int = OPSET,
 ):
-    """A valid ONNX `ModelProto` computing `outputs` (each in its node's axes order)."""
-    onnx = require_onnx()
+    """`to_onnx`'s model without its large initializers, checked as if it had them, and those
+    initializers as arrays (name -> array, not copied): `weights.write` writes the two as one
+    model file, `weights.add_to` makes them one ModelProto."""
+    require_onnx()
     from onnx import helper
 
     from ngrules.interop.onnx.export_finish import finish
@@ -180,7 +190,7 @@ def to_onnx(
     if len(names) != len(outputs):
         raise OnnxError(f"{len(outputs)} outputs but {len(names)} output names")
     order = toposort(outputs)
-    em = Emitter(opset, _users(order))
+    em = Emitter(opset, _users(order), separate=True)
     em.emit = _emit
     em.prefer = preferred_orders(order, outputs, em.users)
     em.window_read = window_operands(order)
@@ -202,5 +212,5 @@ def to_onnx(
                               producer_name="ngrules")
     model.ir_version = min(model.ir_version, 8 if opset < 19 else 9 if opset < 21 else 10)
     dynamic.restore(model)  # symbolic dimensions written back as dim_params and run-time shapes
-    onnx.checker.check_model(model, full_check=True)
-    return model
+    weights.check(model, em.weights)
+    return model, em.weights

@@ -20,10 +20,11 @@ import numpy as np
 from ngrules.interop.onnx import OnnxError, UnsupportedOp
 from ngrules.interop.onnx.axes import Shapes
 from ngrules.interop.onnx.loading import Limits, one_line, tensor_array
+from ngrules.interop.onnx.weights import STEERING_SIZE
 
 _FLOAT_ELEMS = (1, 10, 11, 16)  # float32, float16, float64, bfloat16
 _MAX_ROUNDS = 8
-_STEERING_SIZE = 1 << 12
+_STEERING_SIZE = STEERING_SIZE  # the same bound as the weights left out of the parsed model
 
 
 def node_label(node) -> str:
@@ -43,10 +44,11 @@ def np_elem(dtype) -> int:
 class Folding:
     """The values known at import time (`consts`) and the shapes of the model as folded."""
 
-    def __init__(self, model, lengths: Mapping[str, int], limits: Limits):
+    def __init__(self, model, lengths: Mapping[str, int], limits: Limits,
+                 arrays: Mapping[str, np.ndarray] | None = None):
         self.limits = limits
         self.lengths = lengths
-        self.consts: dict[str, np.ndarray] = {}
+        self.consts: dict[str, np.ndarray] = dict(arrays or {})  # weights left out of `model`
         self.base = model
         self.done: set[int] = set()
         self.shapes = self._infer()

@@ -11,12 +11,19 @@ Dimensions get named axes by unification (`axes`).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, ShapeMismatch, UnsupportedOp, dynamic, require_onnx
+from ngrules.interop.onnx import (
+    OnnxError,
+    ShapeMismatch,
+    UnsupportedOp,
+    dynamic,
+    require_onnx,
+    weights,
+)
 from ngrules.interop.onnx.axes import Naming, name_axes
 from ngrules.interop.onnx.context import CONVERTERS, DOMAINS, Context, elem_name, graph_dtype
 from ngrules.interop.onnx.folding import Folding, np_elem
@@ -47,9 +54,10 @@ class Imported:
 
 class Importer:
     def __init__(self, model, lengths: Mapping[str, int], axis_names, constants,
-                 limits: Limits = DEFAULT_LIMITS):
-        model = _bind_constants(model, constants) if constants else model
-        self.folding = Folding(model, lengths, limits)
+                 limits: Limits = DEFAULT_LIMITS, arrays: Mapping[str, np.ndarray] | None = None):
+        arrays = arrays or {}
+        model = _bind_constants(model, constants, arrays) if constants else model
+        self.folding = Folding(model, lengths, limits, arrays)
         self.shapes = self.folding.shapes
         self.graph = self.shapes.model.graph
         self.opset = next(
@@ -141,13 +149,14 @@ class Importer:
         return self.tensor(name).ordered()
 
 
-def _bind_constants(model, constants: Mapping[str, np.ndarray]):
-    """A copy of the model with the given inputs turned into initializers."""
+def _bind_constants(model, constants: Mapping[str, np.ndarray], weights: Iterable[str] = ()):
+    """A copy of the model with the given inputs turned into initializers (not the inputs that
+    stand for `weights` left out of the model)."""
     from onnx import ModelProto, numpy_helper
 
     copy = ModelProto()
     copy.CopyFrom(model)
-    names = {i.name for i in copy.graph.input}
+    names = {i.name for i in copy.graph.input} - set(weights)
     for name, value in constants.items():
         if name not in names:
             raise OnnxError(f"constants: the model has no input {name!r}")
@@ -159,23 +168,30 @@ def _bind_constants(model, constants: Mapping[str, np.ndarray]):
 
 
 def _load_model(model_or_path, limits: Limits):
-    """The model, read from its file when given a path, and checked."""
+    """The model, read from its file when given a path, and checked, without its large
+    weights; and those weights as arrays sharing the file's (or serialised model's) bytes."""
     onnx = require_onnx()
     if isinstance(model_or_path, (str, os.PathLike)):
-        model = read_model(model_or_path, limits)
+        model, arrays = read_model(model_or_path, limits)
         where = os.fspath(model_or_path)
     elif isinstance(model_or_path, onnx.ModelProto):
-        model, where = model_or_path, "the model"
+        model, arrays, where = model_or_path, {}, "the model"
+        try:
+            data = model.SerializeToString()
+        except Exception:  # past protobuf's 2 GB: the checker says what is wrong
+            data = None
+        if data is not None:
+            model, arrays = weights.split(data, where)
     else:
         kind = type(model_or_path).__name__
         raise OnnxError(f"from_onnx takes a ModelProto or a path, got {kind}")
     check_model(model, where)
-    return model
+    return model, arrays
 
 
 def symbolic_dims(model_or_path) -> set[str]:
     """The names of the model's symbolic dimensions (the `dim_param`s of its values)."""
-    graph = _load_model(model_or_path, DEFAULT_LIMITS).graph
+    graph = _load_model(model_or_path, DEFAULT_LIMITS)[0].graph
     values = [*graph.input, *graph.output, *graph.value_info]
     return {d.dim_param for v in values for d in v.type.tensor_type.shape.dim if d.dim_param}
 
@@ -194,11 +210,11 @@ def import_model(
     `symbolic`, a symbolic dimension of an input not in `lengths` stays symbolic (`dynamic`):
     rules cannot read its length, and `to_onnx` writes it back as a `dim_param`."""
     _load_converters()
-    model = _load_model(model_or_path, limits)
+    model, arrays = _load_model(model_or_path, limits)
     lengths = dict(lengths or {})
     if symbolic:
         lengths = dynamic.with_stand_ins(model, lengths)
-    importer = Importer(model, lengths, axis_names or {}, constants or {}, limits)
+    importer = Importer(model, lengths, axis_names or {}, constants or {}, limits, arrays)
     for vi in importer.graph.input:
         importer.add_input(vi)
     for node in importer.graph.node:

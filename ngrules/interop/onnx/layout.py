@@ -80,7 +80,7 @@ class Layouts:
         dims = tuple(v.dims[i] for i in perm)
         shape = tuple(v.shape[i] for i in perm)
         if v.array is not None:
-            return Value(dims, shape, array=np.ascontiguousarray(v.array.transpose(perm)))
+            return Value(dims, shape, array=v.array.transpose(perm))  # copied when written
         return Value(dims, shape, self.node("Transpose", [v.name], perm=perm))
 
     def reshaped(self, v: Value, dims: Sequence[Axis], shape: Sequence[int]) -> Value:

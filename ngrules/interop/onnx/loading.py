@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ngrules.errors import FileError
-from ngrules.interop.onnx import OnnxError, require_onnx
+from ngrules.interop.onnx import OnnxError, require_onnx, weights
 from ngrules.ir.fileio import open_regular, read_regular
 
 
@@ -38,8 +38,10 @@ def one_line(text: object) -> str:
 
 
 def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS):
-    """The ModelProto in a file, its external tensors loaded, checked."""
-    onnx = require_onnx()
+    """The ModelProto in a file, its external tensors loaded, but its large weights left out
+    (`weights.split`: graph inputs in their place), and those weights as arrays viewing the
+    file's bytes."""
+    require_onnx()
     where = os.fspath(path)
     try:
         data = read_regular(path, limits.model_bytes)
@@ -48,12 +50,14 @@ def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS):
     if not data:
         raise OnnxError(f"{where}: an empty file (0 bytes) is not an ONNX model")
     try:
-        model = onnx.load_model_from_string(data)
+        model, arrays = weights.split(data, where)
+    except OnnxError:
+        raise
     except Exception as e:  # protobuf's DecodeError and friends
         reason = one_line(e) or type(e).__name__
         raise OnnxError(f"{where}: not a readable ONNX model ({reason})") from None
     _load_external(model, Path(where).parent, where, limits)
-    return model
+    return model, arrays
 
 
 def check_model(model, where: str) -> None:

@@ -1,0 +1,246 @@
+"""A model's large initializers as arrays that view its bytes, and the model without them.
+
+Parsing a model with protobuf copies every weight into the message, and `numpy_helper`
+copies it again into an array. Instead the serialised model is walked at the wire level: each
+initializer of more than `STEERING_SIZE` elements kept as little-endian `raw_data` becomes a
+read-only `np.frombuffer` view of the file's bytes (no copy), and is left out of the message
+that is parsed; in its place the graph gets an input of its type and shape, so the checker and
+shape inference see the same graph while never touching the weights. Small initializers (the
+values that steer shapes), external, typed-field or exotic-typed tensors stay in the message.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter
+
+import numpy as np
+
+from ngrules.interop.onnx import OnnxError
+
+#: Initializers of at most this many elements stay in the parsed model (folding's bound on
+#: values that steer shapes).
+STEERING_SIZE = 1 << 12
+
+#: ONNX element types stored as plain little-endian numbers, viewed as these numpy dtypes.
+_DTYPES = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "?",
+           10: "<f2", 11: "<f8", 12: "<u4", 13: "<u8"}
+
+_MODEL_GRAPH, _GRAPH_INIT, _GRAPH_INPUT = 7, 5, 11
+_DIMS, _TYPE, _NAME, _RAW, _EXTERNAL, _LOCATION = 1, 2, 8, 9, 13, 14
+
+
+def _varint(data, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _fields(data, start: int, end: int):
+    """(field number, wire type, value or (start, end) of its bytes, field start) of a message."""
+    pos = start
+    while pos < end:
+        begin = pos
+        tag, pos = _varint(data, pos)
+        number, wire = tag >> 3, tag & 7
+        if wire == 0:
+            value, pos = _varint(data, pos)
+        elif wire == 2:
+            size, pos = _varint(data, pos)
+            value, pos = (pos, pos + size), pos + size
+        elif wire in (1, 5):
+            value, pos = None, pos + (8 if wire == 1 else 4)
+        else:
+            raise ValueError(f"wire type {wire}")
+        if pos > end:
+            raise ValueError("a field runs past its message")
+        yield number, wire, value, begin, pos
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    return _encode_varint(number << 3 | 2) + _encode_varint(len(payload)) + payload
+
+
+class _Tensor:
+    """What the walk reads of one initializer."""
+
+    def __init__(self, data, span):
+        self.dims: list[int] = []
+        self.elem, self.name, self.raw, self.external = 0, "", None, False
+        for number, wire, value, _, _ in _fields(data, *span):
+            if number == _DIMS and wire == 0:
+                self.dims.append(value - (1 << 64) if value >= 1 << 63 else value)
+            elif number == _DIMS and wire == 2:
+                pos, end = value
+                while pos < end:
+                    dim, pos = _varint(data, pos)
+                    self.dims.append(dim - (1 << 64) if dim >= 1 << 63 else dim)
+            elif number == _TYPE:
+                self.elem = value
+            elif number == _NAME:
+                self.name = bytes(data[value[0]:value[1]]).decode("utf-8", "replace")
+            elif number == _RAW:
+                self.raw = value
+            elif number in (_EXTERNAL, _LOCATION) and (wire == 2 or value):
+                self.external = True
+
+    def viewable(self) -> bool:
+        return (self.raw is not None and not self.external and self.elem in _DTYPES
+                and all(d >= 0 for d in self.dims) and math.prod(self.dims) > STEERING_SIZE)
+
+    def array(self, data, where: str) -> np.ndarray:
+        dtype = np.dtype(_DTYPES[self.elem])
+        start, end = self.raw
+        if end - start != math.prod(self.dims) * dtype.itemsize:
+            raise OnnxError(f"{where}: tensor {self.name!r}: its data does not match its dims "
+                            f"{self.dims} and type ({end - start} bytes of raw data)")
+        array = np.frombuffer(data, dtype, math.prod(self.dims), start).reshape(self.dims)
+        return array if dtype.isnative else array.astype(dtype.newbyteorder("="))
+
+
+def split(data: bytes, where: str):
+    """(the model without its large initializers, {name: read-only array viewing `data`})."""
+    onnx = __import__("onnx")
+    if sys.byteorder != "little" or not isinstance(data, bytes):
+        return onnx.load_model_from_string(data), {}
+    try:
+        light, found = _strip(data)
+    except ValueError:  # not a well-formed message: protobuf says why
+        return onnx.load_model_from_string(data), {}
+    model = onnx.load_model_from_string(light)
+    weights = {t.name: t.array(data, where) for t in found}
+    names = Counter([t.name for t in found] + [i.name for i in model.graph.initializer])
+    twice = next((t.name for t in found if names[t.name] > 1), None)
+    if twice is not None:  # the checker's words for it, which no longer sees both
+        raise OnnxError(f"{where}: invalid ONNX model: {twice} initializer name is not unique")
+    _as_inputs(model, found)
+    return model, weights
+
+
+def _strip(data: bytes) -> tuple[bytes, list[_Tensor]]:
+    found: list[_Tensor] = []
+    parts: list[bytes] = []
+    for number, wire, value, begin, end in _fields(data, 0, len(data)):
+        if number == _MODEL_GRAPH and wire == 2:
+            parts.append(_field(_MODEL_GRAPH, _strip_graph(data, value, found)))
+        else:
+            parts.append(data[begin:end])
+    return b"".join(parts), found
+
+
+def _strip_graph(data: bytes, span, found: list[_Tensor]) -> bytes:
+    parts = []
+    for number, wire, value, begin, end in _fields(data, *span):
+        if number == _GRAPH_INIT and wire == 2:
+            tensor = _Tensor(data, value)
+            if tensor.viewable():
+                found.append(tensor)
+                continue
+        parts.append(data[begin:end])
+    return b"".join(parts)
+
+
+def _as_inputs(model, tensors: list[_Tensor]) -> None:
+    """Each viewed weight as a graph input of its type and shape (unless it is one already)."""
+    from onnx import helper
+
+    graph = model.graph
+    inputs = {i.name for i in graph.input}
+    for t in tensors:
+        if t.name not in inputs:
+            graph.input.append(helper.make_tensor_value_info(t.name, t.elem, t.dims))
+            inputs.add(t.name)
+
+
+# -- writing -----------------------------------------------------------------------------------
+def separable(array: np.ndarray) -> bool:
+    """Whether the exporter keeps this initializer as an array until the model is written."""
+    return array.size > STEERING_SIZE and array.dtype.newbyteorder("<").str in _ELEMS
+
+
+_ELEMS = {np.dtype(d).newbyteorder("<").str: elem for elem, d in _DTYPES.items()}
+
+
+def _little(array: np.ndarray) -> np.ndarray:
+    """The array's elements, C-ordered and little-endian (itself when it already is so)."""
+    return np.ascontiguousarray(array, array.dtype.newbyteorder("<"))
+
+
+def check(model, arrays) -> None:
+    """onnx's full check of the model completed by these arrays, each given to the checker as
+    a graph input of its type and shape, so their bytes are never serialised to be checked."""
+    from onnx import checker, helper
+
+    graph = model.graph
+    count = len(graph.input)
+    for name, array in arrays.items():
+        graph.input.append(helper.make_tensor_value_info(name, _elem(array), array.shape))
+    try:
+        checker.check_model(model, full_check=True)
+    finally:
+        del graph.input[count:]
+
+
+def _elem(array: np.ndarray) -> int:
+    return _ELEMS[array.dtype.newbyteorder("<").str]
+
+
+def add_to(model, arrays) -> None:
+    """The arrays as the model's initializers (each copied once, into the message)."""
+    for name, array in arrays.items():
+        tensor = model.graph.initializer.add()
+        tensor.name, tensor.data_type = name, _elem(array)
+        tensor.dims.extend(array.shape)
+        tensor.raw_data = _little(array).tobytes()
+
+
+def write(file, model, arrays) -> None:
+    """The model completed by the arrays as initializers, serialised to a binary file: the
+    model's message, then one message per array that protobuf merges into its graph, whose
+    bytes are written from the array itself (no copy of the weights is made)."""
+    from onnx import TensorProto
+
+    file.write(model.SerializeToString())
+    for name, array in arrays.items():
+        header = TensorProto(name=name, data_type=_elem(array), dims=array.shape)
+        raw = _encode_varint(_RAW << 3 | 2) + _encode_varint(array.nbytes)
+        tensor = header.SerializeToString() + raw
+        size = len(tensor) + array.nbytes
+        init = _encode_varint(_GRAPH_INIT << 3 | 2) + _encode_varint(size)
+        graph = _encode_varint(_MODEL_GRAPH << 3 | 2) + _encode_varint(len(init) + size)
+        file.write(graph + init + tensor)
+        for block in _blocks(array):
+            file.write(memoryview(_little(block).reshape(-1).view(np.uint8)))
+
+
+#: A weight stored in another order (a transposed view) is written this many bytes at a time,
+#: so writing it never holds a second copy of it.
+BLOCK_BYTES = 1 << 24
+
+
+def _blocks(array: np.ndarray):
+    """The array as consecutive slices of its first axis whose C orders, one after another,
+    are its own: itself when it is already C-ordered."""
+    if array.ndim == 0 or array.flags.c_contiguous:
+        yield array
+        return
+    rows = max(1, BLOCK_BYTES // max(array[0].nbytes, 1))
+    for start in range(0, array.shape[0], rows):
+        yield array[start:start + rows]

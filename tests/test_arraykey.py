@@ -1,0 +1,43 @@
+"""Hash-consing keys arrays by a sample of their elements (issue 21, item 6): the law stays
+that two constants are one node exactly when their dtype, shape and bytes agree."""
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from ngrules.ir import builders as F
+from ngrules.ir.arraykey import ArrayKey
+from ngrules.ir.axes import Axis
+
+SIZES = st.sampled_from([1, 7, ArrayKey.SAMPLE, ArrayKey.SAMPLE + 1, 3 * ArrayKey.SAMPLE + 5])
+
+
+@given(size=SIZES, data=st.data())
+def test_constants_are_one_node_exactly_when_their_bytes_agree(size, data):
+    dtype = data.draw(st.sampled_from([np.float32, np.int64, np.float16]))
+    a = data.draw(hnp.arrays(dtype, size, elements=st.integers(-3, 3).map(dtype)))
+    b = a.copy()
+    if data.draw(st.booleans()):
+        i = data.draw(st.integers(0, size - 1))
+        b[i] = dtype(7)  # outside the elements drawn: a real change, sampled or not
+    axes = [Axis("K", size)]
+    same = a.tobytes() == b.tobytes()
+    assert (F.constant(a, axes) is F.constant(b, axes)) == same
+    assert (ArrayKey(a) == ArrayKey(b)) == same
+    assert not same or hash(ArrayKey(a)) == hash(ArrayKey(b))
+
+
+def test_a_key_holds_the_array_itself_and_the_sample_reads_no_copy():
+    base = np.arange(10 * ArrayKey.SAMPLE, dtype=np.float32)
+    base.setflags(write=False)
+    value = base.reshape(10, -1).T  # not C-ordered, and nothing can write it
+    axes = [Axis("A", value.shape[0]), Axis("B", value.shape[1])]
+    assert F.constant(value, axes).attrs["value"] is value  # shared, not copied
+    assert ArrayKey(value) == ArrayKey(np.ascontiguousarray(value))
+    writable = np.arange(10 * ArrayKey.SAMPLE, dtype=np.float32)
+    view = writable.reshape(10, -1).T
+    view.setflags(write=False)  # read-only, but its base can still be written: copied
+    node = F.constant(view, axes)
+    writable[0] = -1.0
+    assert node.attrs["value"] is not view and node.attrs["value"][0, 0] == 0.0
