@@ -23,6 +23,7 @@ NOT_WRITTEN = {
     "Unslice": "steps above 1 have no ONNX Pad",
     "Argmax": "ONNX ArgMax takes one axis; instances reduce several",
     "Argmin": "ONNX ArgMin takes one axis; instances reduce several",
+    "BitCast": "ONNX's BitCast is from opset 26; the exporter writes opsets 17 to 23",
 }
 OPS = sorted(op for op in exportable_ops() if op in ng.OPS and op not in NOT_WRITTEN
              and not ng.OPS[op].has("multi_output"))
@@ -52,6 +53,8 @@ def run_ort(model, feeds):
 @given(data=st.data())
 def test_every_op_written_in_any_layout_computes_the_executors_values(op, data):
     node = ng.OPS[op].gen(data.draw, Relaid(np.float32, data.draw))
+    if op == "BitShift":  # ONNX's BitShift shifts unsigned integers only (signed: refused)
+        assume(np.issubdtype(node.dtype, np.unsignedinteger))
     outputs = single_outputs(node)
     feeds = random_feeds(outputs, data.draw(st.integers(0, 2**32 - 1), label="seed"))
     if op == "Gather":  # ONNX's Gather refuses an index out of range, where the op clips it
