@@ -8,6 +8,7 @@ import string
 
 import numpy as np
 from hypothesis import strategies as st
+from recurrent_reference import recurrent_reference
 
 import ngrules as ng
 from ngrules.ir.graph import toposort
@@ -430,6 +431,7 @@ _TABLE = {
     "Gather": lambda n, vals, a: _gather(n, *vals),
     "ScatterAdd": lambda n, vals, a: _scatter_add(n, *vals),
     "ReluBprop": lambda n, vals, a: vals[0] * ((vals[1] > 0) + a["slope"] * (vals[1] <= 0)),
+    **dict.fromkeys(("LSTM", "GRU", "RNN"), lambda n, vals, a: recurrent_reference(n, vals)),
 }
 
 

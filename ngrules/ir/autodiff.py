@@ -25,8 +25,8 @@ def deriv(cost: Node, wrt: Node) -> Node:
     return grad
 
 
-def _adjoints(cost: Node, wrt: Node) -> dict[Node, Node]:
-    """Adjoint of every node on a path from wrt to cost."""
+def _adjoints(cost: Node, *wrt: Node) -> dict[Node, Node]:
+    """Adjoint of every node on a path from any of `wrt` to cost."""
     from ngrules.ir.frontend import constant
 
     order = toposort([cost])
@@ -56,9 +56,9 @@ def _adjoints(cost: Node, wrt: Node) -> dict[Node, Node]:
     return adjoints
 
 
-def _reaching(order: list[Node], wrt: Node) -> set[Node]:
-    """The nodes that depend on wrt (only their adjoints matter)."""
-    reach = {wrt}
+def _reaching(order: list[Node], wrt) -> set[Node]:
+    """The nodes that depend on the nodes of wrt (only their adjoints matter)."""
+    reach = set(wrt)
     for node in order:
         if any(a in reach for a in node.args):
             reach.add(node)
@@ -68,3 +68,30 @@ def _reaching(order: list[Node], wrt: Node) -> set[Node]:
 def _check(node: Node, arg: Node, term: Node) -> None:
     if term.axes != arg.axes or term.axes.lengths != arg.axes.lengths:
         raise OpError(f"gradient of {node.op} gave axes {term.axes!r} for an argument {arg.axes!r}")
+
+
+def adjoints_through(stand_ins, outputs, args, deltas, label: str) -> tuple:
+    """The adjoints of `args` for an op computed by a body of primitives: `outputs` built on
+    `stand_ins` (placeholders standing for args), `deltas` the adjoints of the outputs (None
+    where absent); autodiff of sum(output * delta) through the body, the stand-ins replaced by
+    the arguments (None for an argument the outputs do not read)."""
+    from ngrules.ir.frontend import sum as sum_
+    from ngrules.ir.graph import make_node, substitute
+
+    mapping = dict(zip(stand_ins, args))
+    cost = None
+    for i, (out, d) in enumerate(zip(outputs, deltas)):
+        if d is None:
+            continue
+        d_in = make_node("Placeholder", name=f"{label}.delta{i}", axes=d.axes, dtype=d.dtype)
+        mapping[d_in] = d
+        term = sum_(out * d_in, out_axes=())
+        cost = term if cost is None else cost + term
+    if cost is None:
+        return (None,) * len(stand_ins)
+    with paused_gc():
+        adjoints = _adjoints(cost, *stand_ins)
+    grads = [adjoints.get(s) for s in stand_ins]
+    found = [g for g in grads if g is not None]
+    rebuilt = iter(substitute(found, mapping))
+    return tuple(None if g is None else next(rebuilt) for g in grads)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ngrules.errors import NgrulesError, OpError, RuleError
 from ngrules.ir import declared
-from ngrules.ir.graph import Node, make_node, substitute, toposort
+from ngrules.ir.graph import Node, make_node, toposort
 from ngrules.ir.ops import ATTR_KINDS, OPS, REQUIRED, AttrSpec, register_op
 from ngrules.lang.checker import Problems, check_expression
 from ngrules.lang.expr import evaluate
@@ -98,30 +98,14 @@ def _reference(body: Body):
 
 def _grad(body: Body):
     """Adjoints of the arguments: autodiff of sum(output * delta) through the body."""
-    from ngrules.ir.autodiff import deriv
-    from ngrules.ir.frontend import sum as sum_
+    from ngrules.ir.autodiff import adjoints_through
 
     single = len(body.decl.body) == 1
 
     def grad(node, delta):
         deltas = (delta,) if single else tuple(delta)
         stand_ins, outputs = body.on_stand_ins(node.args, node.attrs)
-        mapping = dict(zip(stand_ins, node.args))
-        cost = None
-        for i, (out, d) in enumerate(zip(outputs, deltas)):
-            if d is None:
-                continue
-            d_in = make_node(
-                "Placeholder", name=f"{body.decl.name}.delta{i}", axes=d.axes, dtype=d.dtype
-            )
-            mapping[d_in] = d
-            term = sum_(out * d_in, out_axes=())
-            cost = term if cost is None else cost + term
-        reached = set(toposort([cost])) if cost is not None else set()
-        grads = [deriv(cost, s) if s in reached else None for s in stand_ins]
-        found = [g for g in grads if g is not None]
-        rebuilt = iter(substitute(found, mapping))
-        return tuple(None if g is None else next(rebuilt) for g in grads)
+        return adjoints_through(stand_ins, outputs, node.args, deltas, body.decl.name)
 
     return grad
 

@@ -31,6 +31,7 @@ from ngrules.interop.onnx.export_forms import LOADED as _FORMS
 from ngrules.interop.onnx.export_layout import LOADED as _LAYOUT_OPS
 from ngrules.interop.onnx.export_nn import LOADED as _NN_OPS
 from ngrules.interop.onnx.export_positional import POSITIONAL, elem_type
+from ngrules.interop.onnx.export_recurrent import LOADED as _RECURRENT
 from ngrules.interop.onnx.functions import DOMAIN, FUNCTIONS
 from ngrules.interop.onnx.layout import Value, constant_value, full_value
 from ngrules.ir.graph import Node, toposort
@@ -148,7 +149,7 @@ def _folded(em: Emitter, n: Node) -> Value | None:
 
 
 def exportable_ops() -> set[str]:
-    assert _LAYOUT_OPS and _NN_OPS and _FORMS  # the modules have registered their ops
+    assert _LAYOUT_OPS and _NN_OPS and _FORMS and _RECURRENT  # their ops are registered
     return set(POSITIONAL) | set(LAYOUT)
 
 

@@ -20,6 +20,7 @@ from ngrules.ir.builtin import (
     mathops,  # noqa: F401
     pooling,  # noqa: F401
     products,  # noqa: F401
+    recurrent,  # noqa: F401
     reductions,  # noqa: F401
     slicing,  # noqa: F401
     sorting,  # noqa: F401
