@@ -152,3 +152,53 @@ def test_backend_node_tests_come_back_no_larger_with_no_new_transpose():
                                        atol=case.atol, err_msg=case.name)
         checked += 1
     assert checked >= 50, checked
+
+
+def _written(model, feeds) -> Counter:
+    """The ops of the model written back with no rule, checked equal under onnxruntime."""
+    from onnx_cases import check_against_ort
+
+    from ngrules.interop.onnx.exporter import to_onnx
+
+    imported = import_model(model)
+    check_against_ort(model, feeds)
+    return ops(to_onnx(imported.outputs, output_names=imported.output_names))
+
+
+def test_a_split_comes_back_as_one_split():
+    """A Split is read as slices; slices that tile an axis are written as one Split, slices
+    that do not (a gap) as themselves."""
+    from onnx import TensorProto, helper
+    from onnx_cases import node_model
+
+    x = np.arange(24, dtype=np.float32).reshape(2, 12)
+    model = node_model("Split", {"x": x}, {"s": np.array([3, 4, 5])}, n_out=3, axis=1)
+    assert _written(model, {"x": x}) == Counter({"Split": 1})
+    inits = [onnx.numpy_helper.from_array(np.array(v, np.int64), n)
+             for v, n in (([0], "a"), ([3], "b"), ([4], "c"), ([12], "d"), ([1], "ax"))]
+    nodes = [helper.make_node("Slice", ["x", "a", "b", "ax"], ["y0"]),
+             helper.make_node("Slice", ["x", "c", "d", "ax"], ["y1"])]
+    outs = [helper.make_tensor_value_info(y, TensorProto.FLOAT, [2, k])
+            for y, k in (("y0", 3), ("y1", 8))]
+    graph = helper.make_graph(nodes, "gap", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [2, 12])], outs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert _written(model, {"x": x}) == Counter({"Slice": 2})
+
+
+def test_a_gather_nd_that_reads_in_order_and_a_mask_and_add_no_nodes():
+    """torch's attention mask: GatherND at every position in order (a reshape) and And with a
+    constant over ONNX's broadcasting, written as a Reshape and one And (no Gather, Expand)."""
+    from onnx import TensorProto, helper
+
+    grid = np.stack(np.meshgrid(np.arange(2), np.arange(8), indexing="ij"), -1)
+    inits = [onnx.numpy_helper.from_array(grid.reshape(2, 1, 1, 8, 2).astype(np.int64), "i"),
+             onnx.numpy_helper.from_array(np.tril(np.ones((8, 8), bool))[None, None], "c")]
+    nodes = [helper.make_node("GatherND", ["m", "i"], ["g"]),
+             helper.make_node("And", ["c", "g"], ["y"])]
+    graph = helper.make_graph(nodes, "mask", [helper.make_tensor_value_info(
+        "m", TensorProto.BOOL, [2, 8])], [helper.make_tensor_value_info(
+            "y", TensorProto.BOOL, [2, 1, 8, 8])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    mask = np.random.default_rng(0).random((2, 8)) > 0.3
+    assert _written(model, {"m": mask}) == Counter({"Reshape": 1, "And": 1})

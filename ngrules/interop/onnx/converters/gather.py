@@ -111,10 +111,31 @@ def _gather_nd(ctx: Context):
     a linear index over the data's first b+k dimensions."""
     data, indices, out = ctx.x(0), ctx.x(1), ctx.out_axes(0)
     batch = int(ctx.attr("batch_dims", 0))
+    if _reads_in_order(data.shape, ctx.const(1), batch):
+        return [ctx.result(reshape(data, out))]
     tuple_axes = out[: len(indices.axes) - 1]
     linear = _tuple_index(data, indices, batch, tuple_axes)
     result = flat_gather(data, batch + indices.shape[-1], linear, tuple_axes)
     return [conform(result, out)]
+
+
+def _reads_in_order(shape, indices: np.ndarray | None, batch: int) -> bool:
+    """Whether constant GatherND indices pick every element of the data's first batch + k
+    dimensions once, in row-major order (a mask laid out again, as torch's exporter writes
+    it): then the result is the data reshaped."""
+    if indices is None or indices.ndim < 1 or indices.dtype.kind not in "iu":
+        return False
+    k = indices.shape[-1]
+    lead = shape[batch:batch + k]
+    if len(lead) != k or (indices < -np.array(lead)).any() or (indices >= np.array(lead)).any():
+        return False
+    strides = _strides(shape[:batch + k])
+    linear = (np.mod(indices, lead) * strides[batch:]).sum(axis=-1)
+    for p in range(batch):
+        linear = linear + np.arange(shape[p]).reshape(
+            [-1 if q == p else 1 for q in range(linear.ndim)]) * strides[p]
+    return linear.size == np.prod(shape[:batch + k]) and (
+        np.ravel(linear) == np.arange(linear.size)).all()
 
 
 def _tuple_index(data: Tensor, indices: Tensor, batch: int, tuple_axes) -> Node:
