@@ -116,8 +116,9 @@ def import_zoo_model(model) -> Imported:
 
 
 def through_pipeline(model, imported: Imported, pipeline: str | None, rules=None) -> Outcome:
-    """Rewrite (unless `pipeline` is None), export, and compare with the original under
-    onnxruntime on random inputs; the first stage that fails is the outcome."""
+    """Rewrite (unless `pipeline` is None), export at the model's own opset, and compare with
+    the original under onnxruntime on random inputs; the first stage that fails is the
+    outcome."""
     outputs, fired = imported.outputs, {}
     if pipeline is not None:
         try:
@@ -128,7 +129,7 @@ def through_pipeline(model, imported: Imported, pipeline: str | None, rules=None
             return Outcome("rewrite", f"stopped: {res.stop} {res.message}".strip())
         outputs, fired = res.outputs, dict(res.fired())
     try:
-        exported = ng.to_onnx(outputs, output_names=imported.output_names)
+        exported = ng.to_onnx(outputs, output_names=imported.output_names, opset=imported.opset)
     except Exception as exc:
         return Outcome("export", short_reason(exc), fired=fired)
     outcome = Outcome("ok", "", len(exported.graph.node), fired, exported)

@@ -202,3 +202,19 @@ def test_a_gather_nd_that_reads_in_order_and_a_mask_and_add_no_nodes():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     mask = np.random.default_rng(0).random((2, 8)) > 0.3
     assert _written(model, {"m": mask}) == Counter({"Reshape": 1, "And": 1})
+
+
+def test_a_model_is_written_back_at_its_own_opset():
+    """Imported.opset: the model's opset within what to_onnx writes; at it, an opset-20 Gelu
+    goes out as Gelu (at 17 it is a function of the ngrules domain)."""
+    from onnx_cases import node_model
+
+    from ngrules.interop.onnx.exporter import to_onnx
+
+    x = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
+    imported = import_model(node_model("Gelu", {"x": x}, opset=20))
+    assert imported.opset == 20
+    assert [n.op_type for n in to_onnx(imported.outputs, opset=imported.opset).graph.node] == [
+        "Gelu"]
+    assert [n.domain for n in to_onnx(imported.outputs).graph.node] == ["ngrules"]
+    assert import_model(node_model("Relu", {"x": x}, opset=13)).opset == 17

@@ -26,6 +26,7 @@ from ngrules.interop.onnx import (
 )
 from ngrules.interop.onnx.axes import Naming, name_axes
 from ngrules.interop.onnx.context import CONVERTERS, DOMAINS, Context, elem_name, graph_dtype
+from ngrules.interop.onnx.emitter import OPSET, OPSETS
 from ngrules.interop.onnx.folding import Folding, np_elem
 from ngrules.interop.onnx.loading import DEFAULT_LIMITS, Limits, check_model, read_model
 from ngrules.interop.onnx.shaping import Tensor, conform
@@ -50,6 +51,9 @@ class Imported:
     output_names: list[str]
     inputs: dict[str, Node] = field(default_factory=dict)
     naming: Naming | None = None
+    #: The opset to write the model back at: its own, within the range `to_onnx` writes (an
+    #: opset-20 model's GELU then goes out as ONNX's Gelu, not as a function).
+    opset: int = OPSET
 
 
 class Importer:
@@ -227,7 +231,8 @@ def import_model(
         importer.convert(node)
     names = [o.name for o in importer.graph.output]
     outputs = [importer.output(n) for n in names]
-    return Imported(outputs, names, dict(importer.placeholders), importer.naming)
+    opset = min(max(importer.opset, OPSETS.start), OPSETS.stop - 1)
+    return Imported(outputs, names, dict(importer.placeholders), importer.naming, opset)
 
 
 def from_onnx(model_or_path, **options) -> list[Node]:

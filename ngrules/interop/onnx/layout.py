@@ -113,16 +113,18 @@ class Layouts:
         return self.node("Expand", [self.name_of(v), self.const(list(lengths))])
 
     def _in_order(self, v: Value, order: Sequence[Axis]) -> Value:
-        """v transposed so that the dimensions in `order` come in its relative order (the
-        others, all of length 1, after them); not at all when only dimensions of length 1 are
-        out of place (a reshape moves those)."""
+        """v transposed so that its dimensions longer than 1 come in `order`'s relative order;
+        dimensions of length 1 stay where they are (a reshape moves those), so the Transpose
+        moves no more dimensions than it must (onnxruntime's is slower for every extra one)."""
         rank = {a: i for i, a in enumerate(order)}
-        inside = sorted((i for i, d in enumerate(v.dims) if d in rank),
-                        key=lambda i: rank[v.dims[i]])
-        long = [i for i in inside if v.shape[i] > 1]
+        long = sorted((i for i, d in enumerate(v.dims) if d in rank and v.shape[i] > 1),
+                      key=lambda i: rank[v.dims[i]])
         if long == sorted(long):
             return v
-        return self.permuted(v, inside + [i for i, d in enumerate(v.dims) if d not in rank])
+        perm = list(range(len(v.dims)))
+        for slot, i in zip(sorted(long), long):
+            perm[slot] = i
+        return self.permuted(v, perm)
 
     def aligned(self, node: Node, target: Sequence[Axis]) -> str:
         """The node's data shaped to broadcast against `target` (numpy's rule: right-aligned,
