@@ -8,7 +8,7 @@ from helpers import (
     draw_op_instance,
     placeholder_domains,
 )
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ngrules as ng
@@ -65,12 +65,28 @@ def check_gradients(cost, feeds, seed: int, rtol=1e-5, atol=1e-6):
 ROUNDING = {"Cast"}
 
 
-@pytest.mark.parametrize("name", sorted(set(DIFFERENTIABLE) - ROUNDING))
-@given(data=st.data())
-def test_deriv_matches_finite_differences(name, data):
+#: Ops whose gradient goes through an unrolled loop (a graph of hundreds of nodes per
+#: instance): fewer examples, to keep the suite's time.
+UNROLLED = {"LSTM", "GRU", "RNN"}
+
+
+def _check_op_gradient(name, data):
     node, outputs, feeds = draw_op_instance(data, name, np.float64)
     seed = data.draw(st.integers(0, 2**16), label="weights")
     check_gradients(weighted_cost(outputs, seed), feeds, seed)
+
+
+@pytest.mark.parametrize("name", sorted(set(DIFFERENTIABLE) - ROUNDING - UNROLLED))
+@given(data=st.data())
+def test_deriv_matches_finite_differences(name, data):
+    _check_op_gradient(name, data)
+
+
+@pytest.mark.parametrize("name", sorted(UNROLLED))
+@settings(max_examples=12)
+@given(data=st.data())
+def test_recurrent_deriv_matches_finite_differences(name, data):
+    _check_op_gradient(name, data)
 
 
 @pytest.mark.parametrize("builder", [ng.greater, ng.less], ids=["greater", "less"])
