@@ -234,3 +234,17 @@ def test_the_constant_budget_is_an_option_of_every_command_reading_onnx(cli, mod
         assert proc.returncode == 2 and "ConstantOfShape node 'fill'" in proc.stderr, proc.stderr
         assert "256 bytes, more than the limit of 100" in proc.stderr
         assert cli(*command, cwd=models).returncode == 0
+
+
+def test_apply_writes_a_model_back_at_its_own_opset(cli, tmp_path):
+    """An opset-20 model's GELU comes back as ONNX's Gelu at opset 20, not as a function."""
+    x = helper.make_tensor_value_info("x", 1, [2, 3])
+    y = helper.make_tensor_value_info("y", 1, [2, 3])
+    graph = helper.make_graph([helper.make_node("Gelu", ["x"], ["y"])], "g", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]),
+              tmp_path / "gelu.onnx")
+    proc = cli("apply", "gelu.onnx", "-o", "out.onnx", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = onnx.load(tmp_path / "out.onnx")
+    assert [(o.domain, o.version) for o in out.opset_import] == [("", 20)]
+    assert [n.op_type for n in out.graph.node] == ["Gelu"]

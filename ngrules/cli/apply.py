@@ -50,7 +50,8 @@ def run(args) -> int:
     rules = without_rules(rules_or_library(args.rules, args.import_path), args.disable)
     # ONNX in and out: a dimension given no --length stays symbolic (a dynamic batch)
     symbolic = graphio.is_onnx(args.graph) and graphio.is_onnx(args.output)
-    outputs, names = load_graph_argument(args, symbolic=symbolic)  # may use its ops
+    meta: dict = {}  # an ONNX model is written back at its own opset
+    outputs, names = load_graph_argument(args, symbolic=symbolic, meta=meta)  # may use its ops
     pipeline = default_pipeline(rules, args.pipeline, args.passes)
     result = rewrite(
         outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats,
@@ -69,7 +70,7 @@ def run(args) -> int:
         title = Path(args.picture).stem
         picture = draw(result.outputs, title, timeout=args.picture_timeout)
     with staged_files() as stage:
-        graphio.stage_any(stage, args.output, result.outputs, names)
+        graphio.stage_any(stage, args.output, result.outputs, names, meta.get("opset"))
         if picture is not None:
             stage_picture(stage, picture, args.picture)
     if picture is not None:

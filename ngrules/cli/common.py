@@ -114,15 +114,15 @@ def add_graph_argument(p: argparse.ArgumentParser) -> None:
     add_length_option(p)
 
 
-def load_graph_argument(args, symbolic: bool = False):
+def load_graph_argument(args, symbolic: bool = False, meta: dict | None = None):
     """The graph `add_graph_argument` named: its outputs, and their names if it is an ONNX model.
     symbolic: an ONNX dimension given no `--length` keeps its symbol (for commands that only
-    rewrite, and write ONNX back)."""
+    rewrite, and write ONNX back); `meta` receives an ONNX model's opset (`graphio.load`)."""
     from dataclasses import replace
 
     from ngrules.cli import graphio
 
-    return graphio.load(args.graph, replace(graphio.read_options(args), symbolic=symbolic))
+    return graphio.load(args.graph, replace(graphio.read_options(args), symbolic=symbolic), meta)
 
 
 def add_disable_option(p: argparse.ArgumentParser) -> None:

@@ -26,8 +26,10 @@ def is_onnx(path: str) -> bool:
     return Path(path).suffix.lower() == ".onnx"
 
 
-def load(path: str, options: ReadOptions | None = None) -> tuple[list[Node], list[str] | None]:
-    """The graph's outputs, and their names when the file is an ONNX model."""
+def load(path: str, options: ReadOptions | None = None,
+         meta: dict | None = None) -> tuple[list[Node], list[str] | None]:
+    """The graph's outputs, and their names when the file is an ONNX model; `meta`, when
+    given, receives the model's `opset` (to write it back at)."""
     options = options or ReadOptions()
     if is_onnx(path):
         from ngrules.interop.onnx.importer import import_model
@@ -38,6 +40,8 @@ def load(path: str, options: ReadOptions | None = None) -> tuple[list[Node], lis
             limits = Limits(DEFAULT_LIMITS.model_bytes, options.max_constant_bytes)
         imported = import_model(path, lengths=options.lengths, axis_names=options.axis_names,
                                 limits=limits, symbolic=options.symbolic)
+        if meta is not None:
+            meta["opset"] = imported.opset
         return imported.outputs, imported.output_names
     from ngrules.errors import NgrulesError
     from ngrules.ir.graphfile import load_graph
@@ -109,16 +113,18 @@ def check_graph_output(path: str) -> None:
                            "or a .onnx file (an ONNX model)")
 
 
-def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | None = None):
-    """Stage the graph at `path` (with `stage` from `staged_files`): an ONNX model (checked)
-    for `.onnx`, else a graph file."""
+def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | None = None,
+              opset: int | None = None):
+    """Stage the graph at `path` (with `stage` from `staged_files`): an ONNX model (checked,
+    at `opset`, by default the exporter's) for `.onnx`, else a graph file."""
     if is_onnx(path):
         from ngrules.interop.onnx import weights
         from ngrules.interop.onnx.exporter import export_parts
         from ngrules.ir.fileio import check_output
 
         check_output(path)
-        model, arrays = export_parts(outputs, output_names=names)
+        model, arrays = export_parts(outputs, output_names=names,
+                                     **({"opset": opset} if opset is not None else {}))
         stage(Path(path), lambda f: weights.write(f, model, arrays))
         return
     from ngrules.ir.graphfile import stage_graph
