@@ -81,17 +81,21 @@ PEERS: dict[str, Callable] = {
 
 
 # -- variants of one model ---------------------------------------------------------------------
-def ngrules_variants(model, pipelines: list[str], rules) -> dict[str, object]:
+TARGETS = {"onnx": "", "onnxruntime": " --target onnxruntime"}
+
+
+def ngrules_variants(model, pipelines: list[str], rules, targets=("onnx",)) -> dict[str, object]:
     """name -> exported model, or a string saying why there is none."""
+    names = [(p, t, f"ngrules {p or 'round trip'}{TARGETS[t]}")
+             for t in targets for p in [None, *pipelines]]
     try:
         imported = zs.import_zoo_model(model)
     except Exception as exc:
         reason = f"cannot import: {zs.short_reason(exc, 70)}"
-        return {f"ngrules {p or 'round trip'}": reason for p in [None, *pipelines]}
+        return {name: reason for _, _, name in names}
     out = {}
-    for pipeline in [None, *pipelines]:
-        outcome = zs.through_pipeline(model, imported, pipeline, rules)
-        name = f"ngrules {pipeline or 'round trip'}"
+    for pipeline, target, name in names:
+        outcome = zs.through_pipeline(model, imported, pipeline, rules, target=target)
         if outcome.exported is None:
             out[name] = f"{outcome.stage}: {outcome.reason[:70]}"
         elif not outcome.ok:
@@ -140,7 +144,7 @@ def measure(path: Path, pipelines, rules, rounds: int, runs: int, missing: set[s
     model = onnx.load(str(path))
     feeds = zs.random_feeds(model)
     want = zs.run_onnxruntime(model, feeds)
-    variants = {"input": model, **ngrules_variants(model, pipelines, rules)}
+    variants = {"input": model, **ngrules_variants(model, pipelines, rules, tuple(TARGETS))}
     variants.update(peer_variants(model, missing))
     sessions, notes, nodes = {}, {}, {}
     for name, variant in variants.items():

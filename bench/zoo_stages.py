@@ -115,9 +115,10 @@ def import_zoo_model(model) -> Imported:
     return import_model(model, lengths=symbolic_lengths(model))
 
 
-def through_pipeline(model, imported: Imported, pipeline: str | None, rules=None) -> Outcome:
-    """Rewrite (unless `pipeline` is None), export, and compare with the original under
-    onnxruntime on random inputs; the first stage that fails is the outcome."""
+def through_pipeline(model, imported: Imported, pipeline: str | None, rules=None,
+                     target: str = "onnx") -> Outcome:
+    """Rewrite (unless `pipeline` is None), export (for `target`), and compare with the
+    original under onnxruntime on random inputs; the first stage that fails is the outcome."""
     outputs, fired = imported.outputs, {}
     if pipeline is not None:
         try:
@@ -128,7 +129,7 @@ def through_pipeline(model, imported: Imported, pipeline: str | None, rules=None
             return Outcome("rewrite", f"stopped: {res.stop} {res.message}".strip())
         outputs, fired = res.outputs, dict(res.fired())
     try:
-        exported = ng.to_onnx(outputs, output_names=imported.output_names)
+        exported = ng.to_onnx(outputs, output_names=imported.output_names, target=target)
     except Exception as exc:
         return Outcome("export", short_reason(exc), fired=fired)
     outcome = Outcome("ok", "", len(exported.graph.node), fired, exported)

@@ -19,6 +19,7 @@ from ngrules.cli.common import (
     add_disable_option,
     add_graph_argument,
     add_rules_option,
+    add_target_option,
     default_pipeline,
     load_graph_argument,
     rules_or_library,
@@ -38,6 +39,7 @@ def _check_paths(args) -> None:
     inputs = [*graphio.files(args.graph), *expand_paths(args.rules or [])]
     check_outputs(outputs, inputs)
     graphio.check_graph_output(args.output)
+    graphio.check_target(args.output, args.target)
 
 
 def run(args) -> int:
@@ -69,7 +71,7 @@ def run(args) -> int:
         title = Path(args.picture).stem
         picture = draw(result.outputs, title, timeout=args.picture_timeout)
     with staged_files() as stage:
-        graphio.stage_any(stage, args.output, result.outputs, names)
+        graphio.stage_any(stage, args.output, result.outputs, names, args.target)
         if picture is not None:
             stage_picture(stage, picture, args.picture)
     if picture is not None:
@@ -128,6 +130,7 @@ def register(sub) -> None:
     p.add_argument("--fold-limit", type=_elements, default=None, metavar="N",
                    help="the most elements one value folded by the built-in pass "
                         "fold_constants may have (default 16777216)")
+    add_target_option(p)
     p.add_argument("--trace", action="store_true", help="print every rewrite")
     p.add_argument("--stats", action="store_true", help="print per-rule statistics")
     p.add_argument("--picture", metavar="DOT",

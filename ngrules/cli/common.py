@@ -107,6 +107,14 @@ def add_length_option(p: argparse.ArgumentParser) -> None:
                    help="the largest constant an ONNX import may compute (default 256 MiB)")
 
 
+def add_target_option(p: argparse.ArgumentParser) -> None:
+    """`--target`: what an ONNX output is written for (`graphio.stage_any` reads it)."""
+    p.add_argument("--target", choices=("onnx", "onnxruntime"), default="onnx",
+                   help="an .onnx output in standard ONNX (default), or for onnxruntime: "
+                        "chains joined into its com.microsoft ops (FusedConv, FusedGemm, "
+                        "SkipLayerNormalization, BiasGelu, FastGelu, Gelu)")
+
+
 def add_graph_argument(p: argparse.ArgumentParser) -> None:
     """The GRAPH a command reads, a graph file or an ONNX model, and `--length` for the model's
     symbolic dimensions (`graphio.load` reads both)."""

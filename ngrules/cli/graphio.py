@@ -109,16 +109,26 @@ def check_graph_output(path: str) -> None:
                            "or a .onnx file (an ONNX model)")
 
 
-def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | None = None):
+def check_target(path: str, target: str) -> None:
+    """A target other than standard ONNX is for an .onnx output only."""
+    from ngrules.errors import NgrulesError
+
+    if target != "onnx" and not is_onnx(path):
+        raise NgrulesError(f"{path}: --target {target} is for an ONNX output (a .onnx file)")
+
+
+def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | None = None,
+              target: str = "onnx"):
     """Stage the graph at `path` (with `stage` from `staged_files`): an ONNX model (checked)
-    for `.onnx`, else a graph file."""
+    for `.onnx`, written for `target`, else a graph file."""
+    check_target(path, target)
     if is_onnx(path):
         from ngrules.interop.onnx import weights
         from ngrules.interop.onnx.exporter import export_parts
         from ngrules.ir.fileio import check_output
 
         check_output(path)
-        model, arrays = export_parts(outputs, output_names=names)
+        model, arrays = export_parts(outputs, output_names=names, target=target)
         stage(Path(path), lambda f: weights.write(f, model, arrays))
         return
     from ngrules.ir.graphfile import stage_graph
@@ -126,12 +136,14 @@ def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | 
     stage_graph(stage, path, outputs)
 
 
-def save(path: str, outputs: Sequence[Node], names: Sequence[str] | None = None) -> None:
-    """Write the graph to `path`: an ONNX model for `.onnx`, else a graph file."""
+def save(path: str, outputs: Sequence[Node], names: Sequence[str] | None = None,
+         target: str = "onnx") -> None:
+    """Write the graph to `path`: an ONNX model for `.onnx` (for `target`), else a graph
+    file."""
     from ngrules.ir.fileio import staged_files
 
     with staged_files() as stage:
-        stage_any(stage, path, outputs, names)
+        stage_any(stage, path, outputs, names, target)
 
 
 def parse_lengths(items: Sequence[str] | None) -> dict[str, int]:
