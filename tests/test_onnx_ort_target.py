@@ -93,6 +93,27 @@ def _transformer_model(opset: int):
     return _model(nodes, {"x": [2, 5, 8]}, {"y": [2, 5, 8]}, inits, opset), {"x": _array(2, 5, 8)}
 
 
+def _gelu_chains_model(half: float = 0.5):
+    """GELU written out as exporters do: erf after a bias (legacy order), then tanh with Pow
+    and the half taken first; with `half` other than 0.5, neither is GELU."""
+    c = {"sqrt2": np.float32(np.sqrt(2)), "one": np.float32(1), "half": np.float32(half),
+         "three": np.float32(3), "k": np.float32(np.sqrt(2 / np.pi)),
+         "c": np.float32(0.044715)}
+    n = helper.make_node
+    nodes = [
+        n("MatMul", ["x", "w1"], ["m1"]), n("Add", ["m1", "b1"], ["h"]),
+        n("Div", ["h", "sqrt2"], ["hd"]), n("Erf", ["hd"], ["he"]), n("Add", ["he", "one"], ["h1"]),
+        n("Mul", ["h", "h1"], ["hh"]), n("Mul", ["hh", "half"], ["a"]),
+        n("MatMul", ["a", "w2"], ["t"]),
+        n("Mul", ["t", "half"], ["t_half"]), n("Pow", ["t", "three"], ["t3"]),
+        n("Mul", ["t3", "c"], ["ct3"]), n("Add", ["t", "ct3"], ["inner"]),
+        n("Mul", ["inner", "k"], ["scaled"]), n("Tanh", ["scaled"], ["th"]),
+        n("Add", ["th", "one"], ["th1"]), n("Mul", ["t_half", "th1"], ["y"]),
+    ]
+    inits = {"w1": _array(8, 8), "b1": _array(8), "w2": _array(8, 8), **c}
+    return _model(nodes, {"x": [2, 5, 8]}, {"y": [2, 5, 8]}, inits), {"x": _array(2, 5, 8)}
+
+
 @pytest.fixture(scope="module")
 def written():
     """model name -> (ops written for onnxruntime, their outputs, the standard export's)."""
@@ -100,7 +121,9 @@ def written():
     out = {}
     cases = {"conv": (_conv_model(), None, 17), "gemm": (_gemm_model(), None, 17),
              "transformer17": (_transformer_model(17), "fuse_nn", 17),
-             "transformer20": (_transformer_model(20), "fuse_nn", 20)}
+             "transformer20": (_transformer_model(20), "fuse_nn", 20),
+             "gelu_chains": (_gelu_chains_model(), None, 17),
+             "not_gelu": (_gelu_chains_model(half=0.6), None, 17)}
     for name, ((model, feeds), pipeline, opset) in cases.items():
         outputs = import_model(model).outputs
         if pipeline:
@@ -118,6 +141,10 @@ def written():
     ("transformer17", {"com.microsoft.BiasGelu": 1, "com.microsoft.SkipLayerNormalization": 1}),
     ("transformer20", {"com.microsoft.BiasGelu": 1, "com.microsoft.SkipLayerNormalization": 1,
                        "com.microsoft.FastGelu": 1}),
+    ("gelu_chains", {"com.microsoft.BiasGelu": 1, "com.microsoft.FastGelu": 1, "Erf": 0,
+                     "Tanh": 0, "MatMul": 2}),
+    ("not_gelu", {"com.microsoft.BiasGelu": 0, "com.microsoft.FastGelu": 0, "Erf": 1,
+                  "Tanh": 1}),
 ])
 def test_each_contrib_op_computes_the_standard_form(written, name, want):
     ops, fused, standard, original = written[name]

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ngrules.interop.onnx import ort_gelu
+
 TARGETS = ("onnx", "onnxruntime")
 MS = "com.microsoft"
 
@@ -60,6 +62,9 @@ class _Graph:
         if len(readers) != 1 or value in self.outputs:
             return None
         return readers[0]
+
+    def position(self, node) -> int:
+        return next(i for i, n in enumerate(self.nodes) if n is node)
 
     def drop(self, *nodes) -> None:
         self.dropped.update(id(n) for n in nodes)
@@ -167,7 +172,7 @@ def _gelu(g: _Graph, gelu, make_node) -> None:
 
 def _replace(g: _Graph, chain: list, fused, at) -> None:
     """`fused` takes the place of `at`, one node of the chain; the others go."""
-    g.nodes[g.nodes.index(at)] = fused
+    g.nodes[g.position(at)] = fused
     g.drop(*chain)
     g.add(fused)
 
@@ -215,15 +220,39 @@ def for_onnxruntime(model, arrays: dict) -> None:
             _fused_gemm(g, node, helper.make_node)
         elif _std(node, "Add"):
             _skip_layer_norm(g, node, helper.make_node)
+    _join_gelu_chains(g, ort_gelu.scalar_constants(model), helper.make_node)
     for node in list(g.nodes):
         if id(node) not in g.dropped and _is_gelu(node):
             _gelu(g, node, helper.make_node)
-    kept = [n for n in g.nodes if id(n) not in g.dropped]
+    kept = _read(g, [n for n in g.nodes if id(n) not in g.dropped])
     del model.graph.node[:]
     model.graph.node.extend(kept)
     if any(n.domain == MS for n in kept):
         model.opset_import.append(helper.make_opsetid(MS, 1))
     _drop_unused_functions(model)
+
+
+def _join_gelu_chains(g: _Graph, scalars: dict, make_node) -> None:
+    """GELU written out in elementwise nodes (`ort_gelu`) as one standard Gelu node, which
+    the next step writes as onnxruntime's."""
+    for node in list(g.nodes):
+        if id(node) in g.dropped or not _std(node, "Erf", "Tanh"):
+            continue
+        found = ort_gelu.find(g, node, scalars)
+        if found is not None:
+            chain, x, form = found
+            gelu = make_node("Gelu", [x], [chain[-1].output[0]], approximate=form)
+            _replace(g, chain, gelu, at=chain[-1])
+
+
+def _read(g: _Graph, nodes: list) -> list:
+    """The nodes an output still needs (a joined chain's Constant nodes are not)."""
+    needed, kept = set(g.outputs), []
+    for node in reversed(nodes):
+        if any(y in needed for y in node.output):
+            kept.append(node)
+            needed.update(node.input)
+    return kept[::-1]
 
 
 def _drop_unused_functions(model) -> None:
