@@ -199,7 +199,16 @@ def regroup(em: Emitter, n: Node) -> Value:
     split = _flatten_split(v.shape, shape)
     if split is not None and not _reshaped_before(em, v.name):
         return Value(dims, shape, em.node("Flatten", [v.name], axis=split))
+    dims, shape = _without_stale_units(dims, shape, n.axes)
     return Value(dims, shape, em.node("Reshape", [v.name, em.const(list(shape))]))
+
+
+def _without_stale_units(dims, shape, axes):
+    """A Reshape being written anyway drops the unit dimensions of axes the node does not
+    have (a sliced-off index): onnxruntime's elementwise kernels run a trailing unit
+    dimension element by element (a Mul by a scalar 25x slower)."""
+    kept = [(d, s) for d, s in zip(dims, shape) if s != 1 or d in axes]
+    return tuple(d for d, _ in kept), tuple(s for _, s in kept)
 
 
 def _reshaped_before(em: Emitter, name: str) -> bool:
