@@ -68,8 +68,6 @@ LARGER = {
     # the attention mask's GatherND goes out as Reshape + Gather and its And over two Expands
     # (+2 or +3 nodes); the cpu pipeline's simplifications make up for it on the BERT
     ("bert_dynamo", "no rules"): "the attention mask (And, GatherND) costs 3 nodes more",
-    ("gpt2_dynamo", "no rules"): "the attention mask (And, GatherND) costs 2 nodes more",
-    ("gpt2_dynamo", "cpu"): "the attention mask (And, GatherND) costs 2 nodes more",
 }
 
 

@@ -149,6 +149,8 @@ def sliced(em: Emitter, x: Node, v: Value, spec) -> str:
         source = name
     out = em.node("Slice", [source, *(em.const(list(p)) for p in spec)])
     em.slices[out] = (source, spec)
+    if source == name and len(spec[2]) == 1 and spec[3][0] == 1:
+        em.slice_extent[out] = v.shape[spec[2][0]]
     return out
 
 
