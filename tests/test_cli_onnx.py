@@ -77,14 +77,19 @@ def test_apply_reads_and_writes_onnx_by_extension(cli, models):
 
 def test_apply_writes_onnxruntime_ops_for_that_target_only_into_onnx(cli, models):
     proc = cli("apply", "mlp.onnx", "-o", "out.onnx", "--length", "N=8", "--pipeline",
-               "inference", "--target", "onnxruntime", cwd=models)
+               "inference", "--target", "onnxruntime", "--opset", "20", cwd=models)
     assert proc.returncode == 0, proc.stderr
-    ops = [(n.domain, n.op_type) for n in onnx.load(models / "out.onnx").graph.node]
+    written = onnx.load(models / "out.onnx")
+    ops = [(n.domain, n.op_type) for n in written.graph.node]
     assert ("com.microsoft", "FusedGemm") in ops and ("", "Relu") not in ops, ops
+    assert {o.domain: o.version for o in written.opset_import}[""] == 20
     assert_computes_the_mlp(models / "out.onnx", models, seed=3)
     proc = cli("apply", "mlp.onnx", "-o", "g.json", "--length", "N=8", "--target",
                "onnxruntime", cwd=models)
     assert_bad_input(proc, "g.json: --target onnxruntime is for an ONNX output")
+    proc = cli("apply", "mlp.onnx", "-o", "g.json", "--length", "N=8", "--opset", "23",
+               cwd=models)
+    assert_bad_input(proc, "g.json: --opset is for an ONNX output")
     assert not (models / "g.json").exists()
 
 

@@ -39,7 +39,7 @@ def _check_paths(args) -> None:
     inputs = [*graphio.files(args.graph), *expand_paths(args.rules or [])]
     check_outputs(outputs, inputs)
     graphio.check_graph_output(args.output)
-    graphio.check_target(args.output, args.target)
+    graphio.check_target(args.output, args.target, args.opset)
 
 
 def run(args) -> int:
@@ -71,7 +71,7 @@ def run(args) -> int:
         title = Path(args.picture).stem
         picture = draw(result.outputs, title, timeout=args.picture_timeout)
     with staged_files() as stage:
-        graphio.stage_any(stage, args.output, result.outputs, names, args.target)
+        graphio.stage_any(stage, args.output, result.outputs, names, args.target, args.opset)
         if picture is not None:
             stage_picture(stage, picture, args.picture)
     if picture is not None:

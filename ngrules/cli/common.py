@@ -108,11 +108,14 @@ def add_length_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_target_option(p: argparse.ArgumentParser) -> None:
-    """`--target`: what an ONNX output is written for (`graphio.stage_any` reads it)."""
+    """`--target` and `--opset`: how an ONNX output is written (`graphio.stage_any`)."""
     p.add_argument("--target", choices=("onnx", "onnxruntime"), default="onnx",
                    help="an .onnx output in standard ONNX (default), or for onnxruntime: "
                         "chains joined into its com.microsoft ops (FusedConv, FusedGemm, "
                         "SkipLayerNormalization, BiasGelu, FastGelu, Gelu)")
+    p.add_argument("--opset", type=int, choices=range(17, 24), default=None, metavar="17..23",
+                   help="the ONNX opset of an .onnx output (default 17; Gelu from 20, "
+                        "Attention from 23)")
 
 
 def add_graph_argument(p: argparse.ArgumentParser) -> None:

@@ -12,10 +12,10 @@ def run(args) -> int:
 
     check_outputs(graphio.output_files(args.output), graphio.files(args.graph))  # before work
     graphio.check_graph_output(args.output)
-    graphio.check_target(args.output, args.target)
+    graphio.check_target(args.output, args.target, args.opset)
     outputs, names = graphio.load(args.graph, graphio.read_options(args))
     graphio.save(args.output, outputs, args.names.split(",") if args.names else names,
-                 args.target)
+                 args.target, args.opset)
     print(f"exported {len(outputs)} output(s) to {args.output}")
     return 0
 

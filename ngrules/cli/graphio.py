@@ -109,26 +109,31 @@ def check_graph_output(path: str) -> None:
                            "or a .onnx file (an ONNX model)")
 
 
-def check_target(path: str, target: str) -> None:
-    """A target other than standard ONNX is for an .onnx output only."""
+def check_target(path: str, target: str, opset: int | None = None) -> None:
+    """A target other than standard ONNX, or an opset, is for an .onnx output only."""
     from ngrules.errors import NgrulesError
 
-    if target != "onnx" and not is_onnx(path):
+    if is_onnx(path):
+        return
+    if target != "onnx":
         raise NgrulesError(f"{path}: --target {target} is for an ONNX output (a .onnx file)")
+    if opset is not None:
+        raise NgrulesError(f"{path}: --opset is for an ONNX output (a .onnx file)")
 
 
 def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | None = None,
-              target: str = "onnx"):
+              target: str = "onnx", opset: int | None = None):
     """Stage the graph at `path` (with `stage` from `staged_files`): an ONNX model (checked)
-    for `.onnx`, written for `target`, else a graph file."""
-    check_target(path, target)
+    for `.onnx`, written for `target` at `opset`, else a graph file."""
+    check_target(path, target, opset)
     if is_onnx(path):
         from ngrules.interop.onnx import weights
         from ngrules.interop.onnx.exporter import export_parts
         from ngrules.ir.fileio import check_output
 
         check_output(path)
-        model, arrays = export_parts(outputs, output_names=names, target=target)
+        options = {} if opset is None else {"opset": opset}
+        model, arrays = export_parts(outputs, output_names=names, target=target, **options)
         stage(Path(path), lambda f: weights.write(f, model, arrays))
         return
     from ngrules.ir.graphfile import stage_graph
@@ -137,13 +142,13 @@ def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | 
 
 
 def save(path: str, outputs: Sequence[Node], names: Sequence[str] | None = None,
-         target: str = "onnx") -> None:
-    """Write the graph to `path`: an ONNX model for `.onnx` (for `target`), else a graph
-    file."""
+         target: str = "onnx", opset: int | None = None) -> None:
+    """Write the graph to `path`: an ONNX model for `.onnx` (for `target`, at `opset`), else
+    a graph file."""
     from ngrules.ir.fileio import staged_files
 
     with staged_files() as stage:
-        stage_any(stage, path, outputs, names, target)
+        stage_any(stage, path, outputs, names, target, opset)
 
 
 def parse_lengths(items: Sequence[str] | None) -> dict[str, int]:
