@@ -1,14 +1,15 @@
 """What ngrules writes, beside what the tools a user would pick instead write, on the zoo.
 
 Each network of tests/zoo/ goes through ngrules (import, then no rules and each shipped
-pipeline, then export) and through the peers: onnxsim, onnxscript's optimizer (and its
-onnxruntime fusions, which write `com.microsoft` ops), and onnxruntime's offline optimizer
-(the model ORT_ENABLE_ALL saves). For every output: its ONNX node count, and its onnxruntime
-latency as a ratio to the input model's (the denominator), every variant in one process, one
-thread, run in turns (round-robin, `--rounds` rounds of `--runs` runs each; the median over
-rounds of each round's ratio). Each
-output is also run on the same random inputs as the input model and compared (1e-3): a
-differing one is marked. A model ngrules cannot import shows the reason on its ngrules rows.
+pipeline, then export: standard ONNX at opset 17, `--target onnxruntime`, and standard ONNX
+at opset 23, where attention may be ONNX's Attention op) and through the peers: onnxsim,
+onnxscript's optimizer (and its onnxruntime fusions, which write `com.microsoft` ops), and
+onnxruntime's offline optimizer (the model ORT_ENABLE_ALL saves). For every output: its ONNX
+node count, and its onnxruntime latency as a ratio to the input model's (the denominator),
+every variant in one process, one thread, run in turns (round-robin, `--rounds` rounds of
+`--runs` runs each; the median over rounds of each round's ratio). Each output is also run on
+the same random inputs as the input model and compared (1e-3): a differing one is marked. A
+model ngrules cannot import shows the reason on its ngrules rows.
 
 The peers are optional; a missing one is skipped with a message. To measure with them:
     pip install onnxsim onnxscript
@@ -81,21 +82,24 @@ PEERS: dict[str, Callable] = {
 
 
 # -- variants of one model ---------------------------------------------------------------------
-TARGETS = {"onnx": "", "onnxruntime": " --target onnxruntime"}
+#: How ngrules writes: (target, opset) -> what the row's name adds.
+EXPORTS = {("onnx", 17): "", ("onnxruntime", 17): " --target onnxruntime",
+           ("onnx", 23): " --opset 23"}
 
 
-def ngrules_variants(model, pipelines: list[str], rules, targets=("onnx",)) -> dict[str, object]:
+def ngrules_variants(model, pipelines: list[str], rules, exports=(("onnx", 17),)) -> dict:
     """name -> exported model, or a string saying why there is none."""
-    names = [(p, t, f"ngrules {p or 'round trip'}{TARGETS[t]}")
-             for t in targets for p in [None, *pipelines]]
+    names = [(p, e, f"ngrules {p or 'round trip'}{EXPORTS[e]}")
+             for e in exports for p in [None, *pipelines]]
     try:
         imported = zs.import_zoo_model(model)
     except Exception as exc:
         reason = f"cannot import: {zs.short_reason(exc, 70)}"
         return {name: reason for _, _, name in names}
     out = {}
-    for pipeline, target, name in names:
-        outcome = zs.through_pipeline(model, imported, pipeline, rules, target=target)
+    for pipeline, (target, opset), name in names:
+        outcome = zs.through_pipeline(model, imported, pipeline, rules, target=target,
+                                      opset=opset)
         if outcome.exported is None:
             out[name] = f"{outcome.stage}: {outcome.reason[:70]}"
         elif not outcome.ok:
@@ -144,7 +148,7 @@ def measure(path: Path, pipelines, rules, rounds: int, runs: int, missing: set[s
     model = onnx.load(str(path))
     feeds = zs.random_feeds(model)
     want = zs.run_onnxruntime(model, feeds)
-    variants = {"input": model, **ngrules_variants(model, pipelines, rules, tuple(TARGETS))}
+    variants = {"input": model, **ngrules_variants(model, pipelines, rules, tuple(EXPORTS))}
     variants.update(peer_variants(model, missing))
     sessions, notes, nodes = {}, {}, {}
     for name, variant in variants.items():

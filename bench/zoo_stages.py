@@ -116,9 +116,10 @@ def import_zoo_model(model) -> Imported:
 
 
 def through_pipeline(model, imported: Imported, pipeline: str | None, rules=None,
-                     target: str = "onnx") -> Outcome:
-    """Rewrite (unless `pipeline` is None), export (for `target`), and compare with the
-    original under onnxruntime on random inputs; the first stage that fails is the outcome."""
+                     target: str = "onnx", opset: int = 17) -> Outcome:
+    """Rewrite (unless `pipeline` is None), export (for `target`, at `opset`), and compare
+    with the original under onnxruntime on random inputs; the first stage that fails is the
+    outcome."""
     outputs, fired = imported.outputs, {}
     if pipeline is not None:
         try:
@@ -129,7 +130,8 @@ def through_pipeline(model, imported: Imported, pipeline: str | None, rules=None
             return Outcome("rewrite", f"stopped: {res.stop} {res.message}".strip())
         outputs, fired = res.outputs, dict(res.fired())
     try:
-        exported = ng.to_onnx(outputs, output_names=imported.output_names, target=target)
+        exported = ng.to_onnx(outputs, output_names=imported.output_names, target=target,
+                              opset=opset)
     except Exception as exc:
         return Outcome("export", short_reason(exc), fired=fired)
     outcome = Outcome("ok", "", len(exported.graph.node), fired, exported)
