@@ -125,16 +125,17 @@ def peer_variants(model, missing: set[str]) -> dict[str, object]:
 
 
 def timed(sessions: dict[str, tuple], rounds: int, runs: int) -> dict[str, float]:
-    """Each session's time per run over the input's, the median of the rounds' ratios (the
-    sessions take turns in every round, so a busy moment of the machine meets both sides);
-    under "input", the input's median seconds per run."""
+    """Each session's CPU time per run over the input's, the median of the rounds' ratios
+    (the sessions take turns in every round, so a busy moment of the machine meets both
+    sides; CPU time, since on a shared machine wall time counts waits for a core); under
+    "input", the input's median CPU seconds per run."""
     samples: dict[str, list[float]] = {name: [] for name in sessions}
     for _ in range(rounds):
         for name, (session, feeds) in sessions.items():
-            start = time.perf_counter()
+            start = time.process_time()
             for _ in range(runs):
                 session.run(None, feeds)
-            samples[name].append((time.perf_counter() - start) / runs)
+            samples[name].append((time.process_time() - start) / runs)
     base = samples["input"]
     ratios = {n: statistics.median(t / b for t, b in zip(s, base)) for n, s in samples.items()}
     ratios["input"] = statistics.median(base)
