@@ -22,6 +22,7 @@ from ngrules.interop.onnx import (
     OnnxError,
     declared,
     dynamic,
+    export_transposes,
     ort_target,
     require_onnx,
     weights,
@@ -222,6 +223,7 @@ def export_parts(
     model = helper.make_model(graph, opset_imports=opsets, functions=functions,
                               producer_name="ngrules")
     model.ir_version = min(model.ir_version, 8 if opset < 19 else 9 if opset < 21 else 10)
+    export_transposes.join_in_model(model, em.weights, lambda: em.fresh("c"))
     dynamic.restore(model)  # symbolic dimensions written back as dim_params and run-time shapes
     if target == "onnxruntime":
         ort_target.for_onnxruntime(model, em.weights)

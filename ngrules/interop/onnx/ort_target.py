@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ngrules.interop.onnx import ort_gelu
+from ngrules.interop.onnx.inferred import value_shapes
 
 TARGETS = ("onnx", "onnxruntime")
 MS = "com.microsoft"
@@ -173,32 +174,11 @@ def _is_gelu(node) -> bool:
         node, "Gelu")
 
 
-def _shapes(model, arrays) -> dict[str, tuple]:
-    """Every value's static shape (None for a symbolic dimension), by onnx's inference over
-    the model with its separate weights as typed inputs."""
-    from onnx import helper, shape_inference
-
-    probe = type(model)()
-    probe.CopyFrom(model)  # without its separate weights: small
-    for name, array in arrays.items():
-        probe.graph.input.append(helper.make_tensor_value_info(
-            name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape))
-    inferred = shape_inference.infer_shapes(probe).graph
-    shapes = {}
-    for vi in [*inferred.input, *inferred.value_info, *inferred.output]:
-        dims = vi.type.tensor_type.shape.dim
-        shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else d.dim_param
-                                for d in dims)
-    for t in inferred.initializer:
-        shapes[t.name] = tuple(t.dims)
-    return shapes
-
-
 def for_onnxruntime(model, arrays: dict) -> None:
     """Join the model's nodes into onnxruntime's contrib ops, in place."""
     from onnx import helper
 
-    shapes = _shapes(model, arrays)
+    shapes = value_shapes(model, arrays)
     constants = {t.name: tuple(t.dims) for t in model.graph.initializer}
     constants.update((name, a.shape) for name, a in arrays.items())
     g = _Graph(list(model.graph.node), {o.name for o in model.graph.output}, shapes, constants)
