@@ -177,3 +177,17 @@ def test_an_unknown_target_is_an_error():
     model, _ = _gemm_model()
     with pytest.raises(NgrulesError, match="targets onnx or onnxruntime, not 'tensorrt'"):
         ng.to_onnx(import_model(model).outputs, target="tensorrt")
+
+
+@pytest.mark.parametrize("opset, want", [
+    (17, {"ngrules.Gelu": 1, "ngrules.GeluTanh": 1}),  # the functions, before opset 20
+    (20, {"Gelu": 2}),
+])
+def test_gelu_chains_are_one_node_in_standard_onnx_too(opset, want):
+    model, feeds = _gelu_chains_model()
+    written = ng.to_onnx(import_model(model).outputs, opset=opset)
+    ops = Counter(f"{n.domain}.{n.op_type}".lstrip(".") for n in written.graph.node)
+    assert {op: ops[op] for op in [*want, "Erf", "Tanh", "Pow"]} == {
+        **want, "Erf": 0, "Tanh": 0, "Pow": 0}, ops
+    np.testing.assert_allclose(_run(written, feeds)[0], _run(model, feeds)[0], rtol=1e-4,
+                               atol=1e-4)

@@ -67,15 +67,15 @@ LARGER = {
     ("gru", "*"): "the importer unrolls the recurrence into primitives; nothing writes GRU",
     # the attention mask's GatherND goes out as Reshape + Gather and its And over two Expands
     # (+2 or +3 nodes); the cpu pipeline's simplifications make up for it on the BERT
-    ("bert_dynamo", "no rules"): "the attention mask (And, GatherND) costs 3 nodes more",
+    ("bert_dynamo_op20", "no rules"): "the attention mask (And, GatherND) costs 3 nodes more",
 }
 
 
 def _larger_expected(name: str, pipeline) -> bool:
-    """Whether LARGER lists the model by family (`bert`) or family and exporter
-    (`bert_dynamo`), for every pipeline ("*") or this one."""
+    """Whether LARGER lists the model by family (`bert`), family and exporter
+    (`bert_dynamo`) or name (`bert_dynamo_op20`), for every pipeline ("*") or this one."""
     family, exporter = name.rsplit("_", 2)[:2]
-    return any((who, when) in LARGER for who in (family, f"{family}_{exporter}")
+    return any((who, when) in LARGER for who in (family, f"{family}_{exporter}", name)
                for when in ("*", pipeline or "no rules"))
 
 

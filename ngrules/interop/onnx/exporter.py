@@ -23,6 +23,7 @@ from ngrules.interop.onnx import (
     declared,
     dynamic,
     export_transposes,
+    gelu_chains,
     ort_target,
     require_onnx,
     weights,
@@ -224,6 +225,7 @@ def export_parts(
                               producer_name="ngrules")
     model.ir_version = min(model.ir_version, 8 if opset < 19 else 9 if opset < 21 else 10)
     export_transposes.join_in_model(model, em.weights, lambda: em.fresh("c"))
+    gelu_chains.join_in_model(model, opset)  # GELU in elementwise nodes as one node
     dynamic.restore(model)  # symbolic dimensions written back as dim_params and run-time shapes
     if target == "onnxruntime":
         ort_target.for_onnxruntime(model, em.weights)

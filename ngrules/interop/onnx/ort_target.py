@@ -19,10 +19,8 @@ rule may still write any contrib op through a declared op, `op ... onnx com.micr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from ngrules.interop.onnx import ort_gelu
 from ngrules.interop.onnx.inferred import value_shapes
+from ngrules.interop.onnx.written import WrittenGraph, read, replace
 
 TARGETS = ("onnx", "onnxruntime")
 MS = "com.microsoft"
@@ -30,44 +28,6 @@ MS = "com.microsoft"
 #: activation op -> the attributes FusedConv/FusedGemm read as `activation_params` (in order).
 _ACTIVATIONS = {"Relu": (), "Sigmoid": (), "Tanh": (), "LeakyRelu": (("alpha", 0.01),),
                 "HardSigmoid": (("alpha", 0.2), ("beta", 0.5))}
-
-
-@dataclass
-class _Graph:
-    """The model's nodes with who reads each value, the values' shapes and the constants."""
-
-    nodes: list
-    outputs: set[str]
-    shapes: dict[str, tuple]
-    constants: dict[str, tuple]  # name -> shape of an initializer
-    _readers: dict[str, list] = field(default_factory=dict)
-    producer: dict[str, object] = field(default_factory=dict)
-    dropped: set[int] = field(default_factory=set)
-
-    def __post_init__(self):
-        for node in self.nodes:
-            self.add(node)
-
-    def add(self, node) -> None:
-        for x in node.input:
-            self._readers.setdefault(x, []).append(node)
-        self.producer.update((y, node) for y in node.output)
-
-    def readers(self, value: str) -> list:
-        return [n for n in self._readers.get(value, []) if id(n) not in self.dropped]
-
-    def only_reader(self, value: str):
-        """The one node reading `value`, if it is read once and is not an output."""
-        readers = self.readers(value)
-        if len(readers) != 1 or value in self.outputs:
-            return None
-        return readers[0]
-
-    def position(self, node) -> int:
-        return next(i for i, n in enumerate(self.nodes) if n is node)
-
-    def drop(self, *nodes) -> None:
-        self.dropped.update(id(n) for n in nodes)
 
 
 def _attr(node, name: str, default=None):
@@ -97,7 +57,7 @@ def _activation_attrs(act: tuple[str, list[float]], params_name: str) -> dict:
     return {"activation": op, **{f"activation_{a}": p for a, p in zip(names, params)}}
 
 
-def _fused_conv(g: _Graph, conv, make_node) -> None:
+def _fused_conv(g: WrittenGraph, conv, make_node) -> None:
     """Conv -> activation: one FusedConv. (Not a residual Add between them, as FusedConv's
     `Z`: onnxruntime then runs the Conv outside its NCHWc layout, 1.2x slower on ResNet.)"""
     nxt = g.only_reader(conv.output[0])
@@ -107,10 +67,10 @@ def _fused_conv(g: _Graph, conv, make_node) -> None:
     attrs = {a.name: _attr(conv, a.name) for a in conv.attribute}
     fused = make_node("FusedConv", list(conv.input), [nxt.output[0]], name=conv.name,
                       domain=MS, **attrs, **_activation_attrs(act, "activation_params"))
-    _replace(g, [conv, nxt], fused, at=nxt)
+    replace(g, [conv, nxt], fused, at=nxt)
 
 
-def _fused_gemm(g: _Graph, gemm, make_node) -> None:
+def _fused_gemm(g: WrittenGraph, gemm, make_node) -> None:
     act = _activation(g.only_reader(gemm.output[0]))
     if act is None:
         return
@@ -118,10 +78,10 @@ def _fused_gemm(g: _Graph, gemm, make_node) -> None:
     attrs = {a.name: _attr(gemm, a.name) for a in gemm.attribute}
     fused = make_node("FusedGemm", list(gemm.input), [nxt.output[0]], name=gemm.name, domain=MS,
                       **attrs, **_activation_attrs(act, "activation_"))
-    _replace(g, [gemm, nxt], fused, at=nxt)
+    replace(g, [gemm, nxt], fused, at=nxt)
 
 
-def _skip_layer_norm(g: _Graph, add, make_node) -> None:
+def _skip_layer_norm(g: WrittenGraph, add, make_node) -> None:
     """Add(a, b) -> LayerNormalization(axis=-1) over a and b of one shape, the sum read by
     nothing else (a pre-norm block's sum, read again by the next residual, could be the op's
     4th output, but onnxruntime runs that form slower: a ViT 1.09x against 0.94x)."""
@@ -138,10 +98,10 @@ def _skip_layer_norm(g: _Graph, add, make_node) -> None:
     inputs = list(add.input) + list(norm.input[1:])
     fused = make_node("SkipLayerNormalization", inputs, [norm.output[0]], name=norm.name,
                       domain=MS, epsilon=float(_attr(norm, "epsilon", 1e-5)))
-    _replace(g, [add, norm], fused, at=norm)
+    replace(g, [add, norm], fused, at=norm)
 
 
-def _bias_of(g: _Graph, add) -> tuple[str, str] | None:
+def _bias_of(g: WrittenGraph, add) -> tuple[str, str] | None:
     """(x, bias) of Add(x, bias), the bias a 1-D constant as long as x's last axis."""
     for x, b in (add.input, add.input[::-1]):
         shape, bias = g.shapes.get(x), g.constants.get(b)
@@ -150,7 +110,7 @@ def _bias_of(g: _Graph, add) -> tuple[str, str] | None:
     return None
 
 
-def _gelu(g: _Graph, gelu, make_node) -> None:
+def _gelu(g: WrittenGraph, gelu, make_node) -> None:
     """Gelu (standard, or ngrules' function) -> Gelu / FastGelu, a bias Add before it joined."""
     tanh = (gelu.op_type == "GeluTanh" if gelu.domain == "ngrules"
             else _attr(gelu, "approximate", b"none") in (b"tanh", "tanh"))
@@ -159,14 +119,7 @@ def _gelu(g: _Graph, gelu, make_node) -> None:
     op = "FastGelu" if tanh else "BiasGelu" if pair else "Gelu"
     inputs = list(pair) if pair else [gelu.input[0]]
     fused = make_node(op, inputs, list(gelu.output), name=gelu.name, domain=MS)
-    _replace(g, [src, gelu] if pair else [gelu], fused, at=gelu)
-
-
-def _replace(g: _Graph, chain: list, fused, at) -> None:
-    """`fused` takes the place of `at`, one node of the chain; the others go."""
-    g.nodes[g.position(at)] = fused
-    g.drop(*chain)
-    g.add(fused)
+    replace(g, [src, gelu] if pair else [gelu], fused, at=gelu)
 
 
 def _is_gelu(node) -> bool:
@@ -181,7 +134,8 @@ def for_onnxruntime(model, arrays: dict) -> None:
     shapes = value_shapes(model, arrays)
     constants = {t.name: tuple(t.dims) for t in model.graph.initializer}
     constants.update((name, a.shape) for name, a in arrays.items())
-    g = _Graph(list(model.graph.node), {o.name for o in model.graph.output}, shapes, constants)
+    outputs = {o.name for o in model.graph.output}
+    g = WrittenGraph(list(model.graph.node), outputs, shapes, constants)
     for node in list(g.nodes):
         if id(node) in g.dropped:
             continue
@@ -191,39 +145,15 @@ def for_onnxruntime(model, arrays: dict) -> None:
             _fused_gemm(g, node, helper.make_node)
         elif _std(node, "Add"):
             _skip_layer_norm(g, node, helper.make_node)
-    _join_gelu_chains(g, ort_gelu.scalar_constants(model), helper.make_node)
     for node in list(g.nodes):
         if id(node) not in g.dropped and _is_gelu(node):
             _gelu(g, node, helper.make_node)
-    kept = _read(g, [n for n in g.nodes if id(n) not in g.dropped])
+    kept = read(g, [n for n in g.nodes if id(n) not in g.dropped])
     del model.graph.node[:]
     model.graph.node.extend(kept)
     if any(n.domain == MS for n in kept):
         model.opset_import.append(helper.make_opsetid(MS, 1))
     _drop_unused_functions(model)
-
-
-def _join_gelu_chains(g: _Graph, scalars: dict, make_node) -> None:
-    """GELU written out in elementwise nodes (`ort_gelu`) as one standard Gelu node, which
-    the next step writes as onnxruntime's."""
-    for node in list(g.nodes):
-        if id(node) in g.dropped or not _std(node, "Erf", "Tanh"):
-            continue
-        found = ort_gelu.find(g, node, scalars)
-        if found is not None:
-            chain, x, form = found
-            gelu = make_node("Gelu", [x], [chain[-1].output[0]], approximate=form)
-            _replace(g, chain, gelu, at=chain[-1])
-
-
-def _read(g: _Graph, nodes: list) -> list:
-    """The nodes an output still needs (a joined chain's Constant nodes are not)."""
-    needed, kept = set(g.outputs), []
-    for node in reversed(nodes):
-        if any(y in needed for y in node.output):
-            kept.append(node)
-            needed.update(node.input)
-    return kept[::-1]
 
 
 def _drop_unused_functions(model) -> None:

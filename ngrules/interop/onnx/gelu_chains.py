@@ -1,12 +1,14 @@
-"""GELU written out in elementwise nodes, found for the onnxruntime target.
+"""GELU written out in elementwise nodes, written as one node.
 
 Exporters write GELU in many association orders (`x * 0.5 * (1 + erf(x / √2))`, `(x * (erf(x /
 √2) + 1)) * 0.5`, `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))` with `Pow` or products, ...).
 Rather than list them, a chain is taken as GELU when it is a small subgraph of elementwise
 nodes (Add, Sub, Mul, Div, Pow, Erf, Tanh) over one input and scalar constants, its inner values
 read by nothing else, that computes GELU (erf or tanh form) on 201 points of [-6, 6] within
-1e-5. Such a chain becomes one `Gelu` node (standard form, tanh approximation or not), which
-`ort_target` then writes as onnxruntime's Gelu, FastGelu or BiasGelu.
+1e-5. Such a chain becomes one node: ONNX's `Gelu` from opset 20 (with `approximate`), the
+`ngrules` domain's `Gelu` or `GeluTanh` function before (which onnxruntime inlines, and joins
+again into its Gelu kernel for the erf form); the onnxruntime target then writes them as its
+Gelu, FastGelu or BiasGelu (`ort_target`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from ngrules.interop.onnx.written import WrittenGraph, read, replace
 
 _ELEMENTWISE = ("Add", "Sub", "Mul", "Div", "Pow", "Erf", "Tanh")
 _BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
@@ -129,3 +133,44 @@ def find(g, squash, scalars) -> tuple[list, str, str] | None:
                 if form is not None:
                     return chain, x, form
     return None
+
+
+def join_in_model(model, opset: int) -> None:
+    """Each GELU chain of the model's graph as one node (in place)."""
+    from onnx import helper
+
+    from ngrules.interop.onnx.functions import DOMAIN, FUNCTIONS
+
+    if not any(n.op_type in ("Erf", "Tanh") for n in model.graph.node):
+        return
+    scalars = scalar_constants(model)
+    g = WrittenGraph(list(model.graph.node), {o.name for o in model.graph.output}, {}, {})
+    called: set[str] = set()
+    for node in list(g.nodes):
+        if id(node) in g.dropped or node.op_type not in ("Erf", "Tanh") or node.domain:
+            continue
+        found = find(g, node, scalars)
+        if found is None:
+            continue
+        chain, x, form = found
+        y = chain[-1].output[0]
+        if opset >= 20:
+            gelu = helper.make_node("Gelu", [x], [y], approximate=form)
+        else:
+            name = "GeluTanh" if form == "tanh" else "Gelu"
+            gelu = helper.make_node(name, [x], [y], domain=DOMAIN)
+            called.add(name)
+        replace(g, chain, gelu, at=chain[-1])
+    if not g.dropped:
+        return
+    nodes = read(g, [n for n in g.nodes if id(n) not in g.dropped])
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    have = {(f.domain, f.name) for f in model.functions}
+    model.functions.extend(FUNCTIONS[f](opset) for f in sorted(called) if (DOMAIN, f) not in have)
+    if called and DOMAIN not in {o.domain for o in model.opset_import}:
+        model.opset_import.append(helper.make_opsetid(DOMAIN, 1))
+    used = {x for n in nodes for x in n.input}
+    kept = [t for t in model.graph.initializer if t.name in used]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(kept)
