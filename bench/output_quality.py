@@ -1,8 +1,9 @@
 """What ngrules writes, beside what the tools a user would pick instead write, on the zoo.
 
 Each network of tests/zoo/ goes through ngrules (import, then no rules and each shipped
-pipeline, then export: standard ONNX at opset 17, `--target onnxruntime`, and standard ONNX
-at opset 23, where attention may be ONNX's Attention op) and through the peers: onnxsim,
+pipeline, then export as `ngrules apply` does, at the input's opset: standard ONNX, then
+`--target onnxruntime`, then standard ONNX at opset 23, where attention may be ONNX's
+Attention op) and through the peers: onnxsim,
 onnxscript's optimizer (and its onnxruntime fusions, which write `com.microsoft` ops), and
 onnxruntime's offline optimizer (the model ORT_ENABLE_ALL saves). For every output: its ONNX
 node count, and its onnxruntime latency as a ratio to the input model's (the denominator),
@@ -82,12 +83,13 @@ PEERS: dict[str, Callable] = {
 
 
 # -- variants of one model ---------------------------------------------------------------------
-#: How ngrules writes: (target, opset) -> what the row's name adds.
-EXPORTS = {("onnx", 17): "", ("onnxruntime", 17): " --target onnxruntime",
+#: How ngrules writes: (target, opset) -> what the row's name adds (opset None: the input
+#: model's, as `ngrules apply` writes it).
+EXPORTS = {("onnx", None): "", ("onnxruntime", None): " --target onnxruntime",
            ("onnx", 23): " --opset 23"}
 
 
-def ngrules_variants(model, pipelines: list[str], rules, exports=(("onnx", 17),)) -> dict:
+def ngrules_variants(model, pipelines: list[str], rules, exports=(("onnx", None),)) -> dict:
     """name -> exported model, or a string saying why there is none."""
     names = [(p, e, f"ngrules {p or 'round trip'}{EXPORTS[e]}")
              for e in exports for p in [None, *pipelines]]

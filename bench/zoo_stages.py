@@ -116,10 +116,14 @@ def import_zoo_model(model) -> Imported:
 
 
 def through_pipeline(model, imported: Imported, pipeline: str | None, rules=None,
-                     target: str = "onnx", opset: int = 17) -> Outcome:
-    """Rewrite (unless `pipeline` is None), export (for `target`, at `opset`), and compare
-    with the original under onnxruntime on random inputs; the first stage that fails is the
-    outcome."""
+                     target: str = "onnx", opset: int | None = 17) -> Outcome:
+    """Rewrite (unless `pipeline` is None), export (for `target`, at `opset`; None: the
+    model's own, as `ngrules apply` writes it), and compare with the original under
+    onnxruntime on random inputs; the first stage that fails is the outcome."""
+    if opset is None:
+        from ngrules.cli.graphio import written_opset
+
+        opset = written_opset(imported.opset) or 17
     outputs, fired = imported.outputs, {}
     if pipeline is not None:
         try:

@@ -93,6 +93,16 @@ def test_apply_writes_onnxruntime_ops_for_that_target_only_into_onnx(cli, models
     assert not (models / "g.json").exists()
 
 
+def test_apply_writes_onnx_at_the_models_own_opset(cli, models):
+    model = mlp()
+    model.opset_import[0].version = 20
+    onnx.save(model, models / "mlp20.onnx")
+    proc = cli("apply", "mlp20.onnx", "-o", "out.onnx", "--length", "N=8", cwd=models)
+    assert proc.returncode == 0, proc.stderr
+    written = onnx.load(models / "out.onnx")
+    assert {o.domain: o.version for o in written.opset_import}[""] == 20
+
+
 def assert_computes_the_mlp(path, models, seed: int) -> None:
     """path holds a checked ONNX model with output y that computes what mlp.onnx computes."""
     model = onnx.load(path)  # a JSON file would not parse as a model

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from ngrules.cli.common import (
@@ -21,7 +22,6 @@ from ngrules.cli.common import (
     add_rules_option,
     add_target_option,
     default_pipeline,
-    load_graph_argument,
     rules_or_library,
     without_rules,
 )
@@ -52,7 +52,12 @@ def run(args) -> int:
     rules = without_rules(rules_or_library(args.rules, args.import_path), args.disable)
     # ONNX in and out: a dimension given no --length stays symbolic (a dynamic batch)
     symbolic = graphio.is_onnx(args.graph) and graphio.is_onnx(args.output)
-    outputs, names = load_graph_argument(args, symbolic=symbolic)  # may use its ops
+    outputs, names, opset = graphio.load_with_opset(  # may use its ops
+        args.graph, replace(graphio.read_options(args), symbolic=symbolic))
+    if args.opset or not graphio.is_onnx(args.output):
+        opset = args.opset
+    else:  # .onnx in and out: the model's own opset
+        opset = graphio.written_opset(opset)
     pipeline = default_pipeline(rules, args.pipeline, args.passes)
     result = rewrite(
         outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats,
@@ -71,7 +76,7 @@ def run(args) -> int:
         title = Path(args.picture).stem
         picture = draw(result.outputs, title, timeout=args.picture_timeout)
     with staged_files() as stage:
-        graphio.stage_any(stage, args.output, result.outputs, names, args.target, args.opset)
+        graphio.stage_any(stage, args.output, result.outputs, names, args.target, opset)
         if picture is not None:
             stage_picture(stage, picture, args.picture)
     if picture is not None:

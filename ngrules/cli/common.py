@@ -114,8 +114,8 @@ def add_target_option(p: argparse.ArgumentParser) -> None:
                         "chains joined into its com.microsoft ops (FusedConv, FusedGemm, "
                         "SkipLayerNormalization, BiasGelu, FastGelu, Gelu)")
     p.add_argument("--opset", type=int, choices=range(17, 24), default=None, metavar="17..23",
-                   help="the ONNX opset of an .onnx output (default 17; Gelu from 20, "
-                        "Attention from 23)")
+                   help="the ONNX opset of an .onnx output (default: the input model's, "
+                        "within 17..23, else 17; Gelu from 20, Attention from 23)")
 
 
 def add_graph_argument(p: argparse.ArgumentParser) -> None:

@@ -28,6 +28,20 @@ def is_onnx(path: str) -> bool:
 
 def load(path: str, options: ReadOptions | None = None) -> tuple[list[Node], list[str] | None]:
     """The graph's outputs, and their names when the file is an ONNX model."""
+    outputs, names, _ = load_with_opset(path, options)
+    return outputs, names
+
+
+def written_opset(opset: int | None) -> int | None:
+    """The opset an ONNX output of a model of this opset is written at: the model's own,
+    within what the exporter writes (17 to 23)."""
+    from ngrules.interop.onnx.emitter import OPSETS
+
+    return None if opset is None else min(max(opset, OPSETS.start), OPSETS.stop - 1)
+
+
+def load_with_opset(path: str, options: ReadOptions | None = None):
+    """`load`, and the model's standard opset (None for a graph file)."""
     options = options or ReadOptions()
     if is_onnx(path):
         from ngrules.interop.onnx.importer import import_model
@@ -38,14 +52,14 @@ def load(path: str, options: ReadOptions | None = None) -> tuple[list[Node], lis
             limits = Limits(DEFAULT_LIMITS.model_bytes, options.max_constant_bytes)
         imported = import_model(path, lengths=options.lengths, axis_names=options.axis_names,
                                 limits=limits, symbolic=options.symbolic)
-        return imported.outputs, imported.output_names
+        return imported.outputs, imported.output_names, imported.opset
     from ngrules.errors import NgrulesError
     from ngrules.ir.graphfile import load_graph
 
     if options.lengths:
         raise NgrulesError(f"--length {next(iter(options.lengths))}: {path} is a graph file, whose "
                            "axes have their lengths (--length is for ONNX models)")
-    return load_graph(path), None
+    return load_graph(path), None, None
 
 
 def options_per_model(paths: Sequence[str], options: ReadOptions) -> dict[str, ReadOptions]:

@@ -50,6 +50,7 @@ class Imported:
     output_names: list[str]
     inputs: dict[str, Node] = field(default_factory=dict)
     naming: Naming | None = None
+    opset: int | None = None  # the model's standard-domain opset
 
 
 class Importer:
@@ -221,7 +222,8 @@ def import_model(
         importer.convert(node)
     names = [o.name for o in importer.graph.output]
     outputs = [importer.output(n) for n in names]
-    return Imported(outputs, names, dict(importer.placeholders), importer.naming)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    return Imported(outputs, names, dict(importer.placeholders), importer.naming, opset)
 
 
 def from_onnx(model_or_path, **options) -> list[Node]:
