@@ -155,3 +155,17 @@ def test_slices_of_one_axis_are_one_split(spans, ops):
     model = assert_same(parts, {"x": np.arange(18, dtype=np.float32).reshape(3, 6)})
     written = Counter(node.op_type for node in model.graph.node)
     assert {k: written[k] for k in ("Split", "Slice")} == {"Split": 0, "Slice": 0, **ops}
+
+
+def test_two_constants_in_a_row_are_summed_into_one():
+    n, c = ng.make_axis(3, "N"), ng.make_axis(4, "C")
+    x = ng.placeholder([n, c], name="x")
+    rng = np.random.default_rng(1)
+    c1 = ng.constant(rng.standard_normal((3, 4)).astype(np.float32), [n, c])
+    c2 = ng.constant(rng.standard_normal(4).astype(np.float32), [c])
+    inner = x + c1
+    feeds = {"x": rng.standard_normal((3, 4)).astype(np.float32)}
+    model = assert_same([(inner + c2) * c2 * c1], feeds, rtol=1e-5)
+    assert Counter(node.op_type for node in model.graph.node) == Counter({"Add": 1, "Mul": 1})
+    model = assert_same([inner + c2, inner], feeds, rtol=1e-5)  # the inner sum is read again
+    assert Counter(node.op_type for node in model.graph.node) == Counter({"Add": 2})

@@ -22,6 +22,7 @@ from ngrules.interop.onnx import (
     OnnxError,
     declared,
     dynamic,
+    export_constants,
     export_transposes,
     gelu_chains,
     ort_target,
@@ -224,6 +225,7 @@ def export_parts(
     model = helper.make_model(graph, opset_imports=opsets, functions=functions,
                               producer_name="ngrules")
     model.ir_version = min(model.ir_version, 8 if opset < 19 else 9 if opset < 21 else 10)
+    export_constants.join_in_model(model, lambda: em.fresh("c"))  # (x + c1) + c2: x + c
     export_transposes.join_in_model(model, em.weights, lambda: em.fresh("c"))
     gelu_chains.join_in_model(model, opset)  # GELU in elementwise nodes as one node
     dynamic.restore(model)  # symbolic dimensions written back as dim_params and run-time shapes
