@@ -1,14 +1,16 @@
 """What ngrules writes, beside what the tools a user would pick instead write, on the zoo.
 
 Each network of tests/zoo/ goes through ngrules (import, then no rules and each shipped
-pipeline, then export) and through the peers: onnxsim, onnxscript's optimizer (and its
-onnxruntime fusions, which write `com.microsoft` ops), and onnxruntime's offline optimizer
-(the model ORT_ENABLE_ALL saves). For every output: its ONNX node count, and its onnxruntime
-latency as a ratio to the input model's (the denominator), every variant in one process, one
-thread, run in turns (round-robin, `--rounds` rounds of `--runs` runs each; the median over
-rounds of each round's ratio). Each
-output is also run on the same random inputs as the input model and compared (1e-3): a
-differing one is marked. A model ngrules cannot import shows the reason on its ngrules rows.
+pipeline, then export as `ngrules apply` does, at the input's opset: standard ONNX, then
+`--target onnxruntime`, then standard ONNX at opset 23, where attention may be ONNX's
+Attention op) and through the peers: onnxsim,
+onnxscript's optimizer (and its onnxruntime fusions, which write `com.microsoft` ops), and
+onnxruntime's offline optimizer (the model ORT_ENABLE_ALL saves). For every output: its ONNX
+node count, and its onnxruntime latency as a ratio to the input model's (the denominator),
+every variant in one process, one thread, run in turns (round-robin, `--rounds` rounds of
+`--runs` runs each; the median over rounds of each round's ratio). Each output is also run on
+the same random inputs as the input model and compared (1e-3): a differing one is marked. A
+model ngrules cannot import shows the reason on its ngrules rows.
 
 The peers are optional; a missing one is skipped with a message. To measure with them:
     pip install onnxsim onnxscript
@@ -81,17 +83,25 @@ PEERS: dict[str, Callable] = {
 
 
 # -- variants of one model ---------------------------------------------------------------------
-def ngrules_variants(model, pipelines: list[str], rules) -> dict[str, object]:
+#: How ngrules writes: (target, opset) -> what the row's name adds (opset None: the input
+#: model's, as `ngrules apply` writes it).
+EXPORTS = {("onnx", None): "", ("onnxruntime", None): " --target onnxruntime",
+           ("onnx", 23): " --opset 23"}
+
+
+def ngrules_variants(model, pipelines: list[str], rules, exports=(("onnx", None),)) -> dict:
     """name -> exported model, or a string saying why there is none."""
+    names = [(p, e, f"ngrules {p or 'round trip'}{EXPORTS[e]}")
+             for e in exports for p in [None, *pipelines]]
     try:
         imported = zs.import_zoo_model(model)
     except Exception as exc:
         reason = f"cannot import: {zs.short_reason(exc, 70)}"
-        return {f"ngrules {p or 'round trip'}": reason for p in [None, *pipelines]}
+        return {name: reason for _, _, name in names}
     out = {}
-    for pipeline in [None, *pipelines]:
-        outcome = zs.through_pipeline(model, imported, pipeline, rules)
-        name = f"ngrules {pipeline or 'round trip'}"
+    for pipeline, (target, opset), name in names:
+        outcome = zs.through_pipeline(model, imported, pipeline, rules, target=target,
+                                      opset=opset)
         if outcome.exported is None:
             out[name] = f"{outcome.stage}: {outcome.reason[:70]}"
         elif not outcome.ok:
@@ -117,35 +127,31 @@ def peer_variants(model, missing: set[str]) -> dict[str, object]:
 
 
 def timed(sessions: dict[str, tuple], rounds: int, runs: int) -> dict[str, float]:
-    """Each session's time per run over the input's, the median of the rounds' ratios (the
-    sessions take turns in every round, so a busy moment of the machine meets both sides);
-    under "input", the input's median seconds per run; under (name, "range"), the lowest and
-    highest of the rounds' ratios."""
+    """Each session's CPU time per run over the input's, the median of the rounds' ratios
+    (the sessions take turns in every round, so a busy moment of the machine meets both
+    sides; CPU time, since on a shared machine wall time counts waits for a core); under
+    "input", the input's median CPU seconds per run."""
     samples: dict[str, list[float]] = {name: [] for name in sessions}
     for _ in range(rounds):
         for name, (session, feeds) in sessions.items():
-            start = time.perf_counter()
+            start = time.process_time()
             for _ in range(runs):
                 session.run(None, feeds)
-            samples[name].append((time.perf_counter() - start) / runs)
+            samples[name].append((time.process_time() - start) / runs)
     base = samples["input"]
     ratios = {n: statistics.median(t / b for t, b in zip(s, base)) for n, s in samples.items()}
-    for n, s in samples.items():
-        each = [t / b for t, b in zip(s, base)]
-        ratios[n, "range"] = (min(each), max(each))
     ratios["input"] = statistics.median(base)
     return ratios
 
 
 def measure(path: Path, pipelines, rules, rounds: int, runs: int, missing: set[str]) -> list[list]:
-    """Rows (variant, nodes, nodes / input's, latency / input's, note, the latency ratio's
-    lowest-highest round) for one zoo model."""
+    """Rows (variant, nodes, nodes / input's, latency / input's, note) for one zoo model."""
     import onnx
 
     model = onnx.load(str(path))
     feeds = zs.random_feeds(model)
     want = zs.run_onnxruntime(model, feeds)
-    variants = {"input": model, **ngrules_variants(model, pipelines, rules)}
+    variants = {"input": model, **ngrules_variants(model, pipelines, rules, tuple(EXPORTS))}
     variants.update(peer_variants(model, missing))
     sessions, notes, nodes = {}, {}, {}
     for name, variant in variants.items():
@@ -171,14 +177,12 @@ def measure(path: Path, pipelines, rules, rounds: int, runs: int, missing: set[s
     rows = []
     for name in variants:
         if name not in sessions:
-            rows.append([name, nodes.get(name, ""), "", "", notes.get(name, ""), ""])
+            rows.append([name, nodes.get(name, ""), "", "", notes.get(name, "")])
             continue
         ratio = nodes[name] / nodes["input"]
         note = notes[name] or ("" if name != "input" else f"{latency['input'] * 1e6:.0f} µs/run")
         speed = 1.0 if name == "input" else latency[name]
-        low, high = latency[name, "range"]
-        spread = "" if name == "input" else f"{low:.2f}-{high:.2f}"
-        rows.append([name, nodes[name], f"{ratio:.2f}", f"{speed:.2f}", note, spread])
+        rows.append([name, nodes[name], f"{ratio:.2f}", f"{speed:.2f}", note])
     return rows
 
 
@@ -201,9 +205,8 @@ def main() -> None:
             continue
         rows = measure(path, pipelines, rules, args.rounds, args.runs, missing)
         print(f"\n### {path.stem}\n")
-        print("| variant | ONNX nodes | nodes / input's | latency / input's | note | "
-              "latency / input's, lowest-highest round |")
-        print("|---|---:|---:|---:|---|---:|")
+        print("| variant | ONNX nodes | nodes / input's | latency / input's | note |")
+        print("|---|---:|---:|---:|---|")
         for row in rows:
             print("| " + " | ".join(str(c) for c in row) + " |", flush=True)
 

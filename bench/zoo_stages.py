@@ -115,10 +115,15 @@ def import_zoo_model(model) -> Imported:
     return import_model(model, lengths=symbolic_lengths(model))
 
 
-def through_pipeline(model, imported: Imported, pipeline: str | None, rules=None) -> Outcome:
-    """Rewrite (unless `pipeline` is None), export at the model's own opset, and compare with
-    the original under onnxruntime on random inputs; the first stage that fails is the
-    outcome."""
+def through_pipeline(model, imported: Imported, pipeline: str | None, rules=None,
+                     target: str = "onnx", opset: int | None = 17) -> Outcome:
+    """Rewrite (unless `pipeline` is None), export (for `target`, at `opset`; None: the
+    model's own, as `ngrules apply` writes it), and compare with the original under
+    onnxruntime on random inputs; the first stage that fails is the outcome."""
+    if opset is None:
+        from ngrules.cli.graphio import written_opset
+
+        opset = written_opset(imported.opset) or 17
     outputs, fired = imported.outputs, {}
     if pipeline is not None:
         try:
@@ -129,7 +134,8 @@ def through_pipeline(model, imported: Imported, pipeline: str | None, rules=None
             return Outcome("rewrite", f"stopped: {res.stop} {res.message}".strip())
         outputs, fired = res.outputs, dict(res.fired())
     try:
-        exported = ng.to_onnx(outputs, output_names=imported.output_names, opset=imported.opset)
+        exported = ng.to_onnx(outputs, output_names=imported.output_names, target=target,
+                              opset=opset)
     except Exception as exc:
         return Outcome("export", short_reason(exc), fired=fired)
     outcome = Outcome("ok", "", len(exported.graph.node), fired, exported)

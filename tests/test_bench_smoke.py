@@ -66,6 +66,8 @@ def test_output_quality_and_zoo_status_benches_run_on_one_zoo_model():
     by_name = {row[0]: row for row in rows}
     assert by_name["input"][1] == len(onnx.load(str(path)).graph.node)
     assert by_name["ngrules cpu"][4] == "" and float(by_name["ngrules cpu"][3]) > 0
+    for_ort = by_name["ngrules cpu --target onnxruntime"]  # FusedGemm, Gemm, Gelu, Gemm
+    assert for_ort[4] == "" and for_ort[1] <= by_name["onnxruntime ALL (offline)"][1] < 9
     assert int(by_name["onnxruntime ALL (offline)"][1]) > 0 and "onnxsim" not in by_name
     row = status.status_row(path, ["cpu"], ng_library())
     assert row == {"model": path.stem, "import": "ok", "no rules": "ok", "cpu": "ok"}

@@ -75,6 +75,34 @@ def test_apply_reads_and_writes_onnx_by_extension(cli, models):
     assert_computes_the_mlp(models / "out.onnx", models, seed=1)
 
 
+def test_apply_writes_onnxruntime_ops_for_that_target_only_into_onnx(cli, models):
+    proc = cli("apply", "mlp.onnx", "-o", "out.onnx", "--length", "N=8", "--pipeline",
+               "inference", "--target", "onnxruntime", "--opset", "20", cwd=models)
+    assert proc.returncode == 0, proc.stderr
+    written = onnx.load(models / "out.onnx")
+    ops = [(n.domain, n.op_type) for n in written.graph.node]
+    assert ("com.microsoft", "FusedGemm") in ops and ("", "Relu") not in ops, ops
+    assert {o.domain: o.version for o in written.opset_import}[""] == 20
+    assert_computes_the_mlp(models / "out.onnx", models, seed=3)
+    proc = cli("apply", "mlp.onnx", "-o", "g.json", "--length", "N=8", "--target",
+               "onnxruntime", cwd=models)
+    assert_bad_input(proc, "g.json: --target onnxruntime is for an ONNX output")
+    proc = cli("apply", "mlp.onnx", "-o", "g.json", "--length", "N=8", "--opset", "23",
+               cwd=models)
+    assert_bad_input(proc, "g.json: --opset is for an ONNX output")
+    assert not (models / "g.json").exists()
+
+
+def test_apply_writes_onnx_at_the_models_own_opset(cli, models):
+    model = mlp()
+    model.opset_import[0].version = 20
+    onnx.save(model, models / "mlp20.onnx")
+    proc = cli("apply", "mlp20.onnx", "-o", "out.onnx", "--length", "N=8", cwd=models)
+    assert proc.returncode == 0, proc.stderr
+    written = onnx.load(models / "out.onnx")
+    assert {o.domain: o.version for o in written.opset_import}[""] == 20
+
+
 def assert_computes_the_mlp(path, models, seed: int) -> None:
     """path holds a checked ONNX model with output y that computes what mlp.onnx computes."""
     model = onnx.load(path)  # a JSON file would not parse as a model

@@ -2,6 +2,7 @@
 fused ops included (as ngrules-domain functions)."""
 
 import contextlib
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -139,3 +140,32 @@ def test_an_op_declared_in_a_rules_file_exports_through_its_body(tmp_path):
     )
     assert "SiluExported" in {n.op_type for n in model.graph.node}  # one node, its body a function
     assert "Sigmoid" in {n.op_type for f in model.functions for n in f.node}
+
+
+@pytest.mark.parametrize("spans, ops", [
+    ([(0, 2), (2, 4), (4, 6)], {"Split": 1}),  # a fused QKV projection's three parts
+    ([(0, 2), (4, 6)], {"Split": 1}),  # the middle part an output nothing reads
+    ([(0, 3), (2, 5)], {"Slice": 2}),  # overlapping: Slices
+])
+def test_slices_of_one_axis_are_one_split(spans, ops):
+    f, n = ng.make_axis(6, "F"), ng.make_axis(3, "N")
+    x = ng.placeholder([n, f], name="x")
+    parts = [ng.make_node("Slice", (x,), position=1, start=a, stop=b,
+                          axis=ng.make_axis(b - a, f"P{a}")) * 2.0 for a, b in spans]
+    model = assert_same(parts, {"x": np.arange(18, dtype=np.float32).reshape(3, 6)})
+    written = Counter(node.op_type for node in model.graph.node)
+    assert {k: written[k] for k in ("Split", "Slice")} == {"Split": 0, "Slice": 0, **ops}
+
+
+def test_two_constants_in_a_row_are_summed_into_one():
+    n, c = ng.make_axis(3, "N"), ng.make_axis(4, "C")
+    x = ng.placeholder([n, c], name="x")
+    rng = np.random.default_rng(1)
+    c1 = ng.constant(rng.standard_normal((3, 4)).astype(np.float32), [n, c])
+    c2 = ng.constant(rng.standard_normal(4).astype(np.float32), [c])
+    inner = x + c1
+    feeds = {"x": rng.standard_normal((3, 4)).astype(np.float32)}
+    model = assert_same([(inner + c2) * c2 * c1], feeds, rtol=1e-5)
+    assert Counter(node.op_type for node in model.graph.node) == Counter({"Add": 1, "Mul": 1})
+    model = assert_same([inner + c2, inner], feeds, rtol=1e-5)  # the inner sum is read again
+    assert Counter(node.op_type for node in model.graph.node) == Counter({"Add": 2})

@@ -136,16 +136,48 @@ def test_declared_gelu_is_gelu(library, opset):
     assert ops == Counter({"Gelu" if opset >= 20 else "GeluTanh": 1})
 
 
-def test_fuse_nn_writes_a_transformer_with_its_layer_norms():
+@pytest.fixture(scope="module")
+def fused_transformer():
     from ngrules.interop.onnx.examples import MODELS
 
     build, lengths = MODELS["transformer"]
     imp = import_model(build(), lengths=lengths)
-    result = ng.rewrite(imp.outputs, load_library(), pipeline="fuse_nn")
+    return ng.rewrite(imp.outputs, load_library(), pipeline="fuse_nn")
+
+
+def test_fuse_nn_writes_a_transformer_with_its_layer_norms(fused_transformer):
+    result = fused_transformer
     assert result.fired().get("layer_norm") == 2
     feeds = {"x": RNG.standard_normal((2, 8, 16)).astype(np.float32)}
     ops = exported_ops(result.outputs, feeds, rtol=1e-4)
     assert ops["LayerNormalization"] == 2 and not ops["ReduceMean"]
+
+
+@pytest.mark.parametrize("opset", [22, 23])
+def test_attention_is_onnx_attention_from_opset_23(fused_transformer, opset):
+    assert fused_transformer.fired().get("dot_product_attention_scaled") == 1
+    feeds = {"x": RNG.standard_normal((2, 8, 16)).astype(np.float32)}
+    ops = exported_ops(fused_transformer.outputs, feeds, opset=opset, rtol=1e-4)
+    assert ops["Attention"] == (opset >= 23) and (ops["Softmax"] == 0) == (opset >= 23), ops
+
+
+def test_masked_attention_is_onnx_attention_with_its_mask(library):
+    b, h, s, t, d = (ng.make_axis(n, name=x) for n, x in [(2, "B"), (3, "H"), (4, "S"),
+                                                          (5, "T"), (6, "D")])
+    q = ng.placeholder([b, s, h, d], name="q")  # in any order: written as [B, H, S, D]
+    k, v = ng.placeholder([b, h, t, d], name="k"), ng.placeholder([t, b, h, d], name="v")
+    mask = ng.placeholder([t, b, s], name="mask")  # broadcast over the heads
+    y = ng.make_node("MaskedDotProductAttention", (q, k, v, mask),
+                     qk_axes=ng.make_axes([b, s, h, t, d]), key_axes=ng.make_axes([d]),
+                     softmax_axes=ng.make_axes([t]), pv_axes=ng.make_axes([b, s, h, t, d]),
+                     value_axes=ng.make_axes([t]), scale=0.4)
+    feeds = {name: RNG.standard_normal([a.length for a in x.axes]).astype(np.float32)
+             for name, x in (("q", q), ("k", k), ("v", v), ("mask", mask))}
+    ops = exported_ops([y], feeds, opset=23, rtol=1e-4)
+    assert ops["Attention"] == 1 and not ops["Softmax"], ops
+    short = y.with_args((q, k, v, ng.placeholder([b, t], name="mask")))  # not over S: body
+    ops = exported_ops([short], {**feeds, "mask": feeds["mask"][:, :, 0].T}, opset=23, rtol=1e-4)
+    assert ops["Attention"] == 0 and ops["Softmax"] == 1, ops
 
 
 def test_a_node_of_constants_is_written_as_its_value():

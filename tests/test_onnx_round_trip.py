@@ -205,8 +205,9 @@ def test_a_gather_nd_that_reads_in_order_and_a_mask_and_add_no_nodes():
 
 
 def test_a_model_is_written_back_at_its_own_opset():
-    """Imported.opset: the model's opset within what to_onnx writes; at it, an opset-20 Gelu
-    goes out as Gelu (at 17 it is a function of the ngrules domain)."""
+    """Imported.opset: the model's opset; written back within what to_onnx writes
+    (`written_opset`), an opset-20 Gelu goes out as Gelu (at 17 it is a function of the ngrules
+    domain)."""
     from onnx_cases import node_model
 
     from ngrules.interop.onnx.exporter import to_onnx
@@ -217,4 +218,7 @@ def test_a_model_is_written_back_at_its_own_opset():
     assert [n.op_type for n in to_onnx(imported.outputs, opset=imported.opset).graph.node] == [
         "Gelu"]
     assert [n.domain for n in to_onnx(imported.outputs).graph.node] == ["ngrules"]
-    assert import_model(node_model("Relu", {"x": x}, opset=13)).opset == 17
+    from ngrules.cli.graphio import written_opset
+
+    assert import_model(node_model("Relu", {"x": x}, opset=13)).opset == 13
+    assert written_opset(13) == 17 and written_opset(26) == 23

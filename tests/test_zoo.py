@@ -62,14 +62,20 @@ def test_the_zoo_holds_every_family_with_both_exporters():
 #: Where the output is still larger than the input (more nodes or a Transpose the input did not
 #: have), by model family or family and exporter, and pipeline ("*": every one), with why.
 #: The test asserts these are still larger, so a fix must strike its entry.
-LARGER: dict[tuple[str, str], str] = {}
+LARGER = {
+    ("lstm", "*"): "the importer unrolls the recurrence into primitives; nothing writes LSTM",
+    ("gru", "*"): "the importer unrolls the recurrence into primitives; nothing writes GRU",
+    # the attention mask's GatherND goes out as Reshape + Gather and its And over two Expands
+    # (+2 or +3 nodes); the cpu pipeline's simplifications make up for it on the BERT
+    ("bert_dynamo_op20", "no rules"): "the attention mask (And, GatherND) costs 3 nodes more",
+}
 
 
 def _larger_expected(name: str, pipeline) -> bool:
-    """Whether LARGER lists the model by family (`bert`) or family and exporter
-    (`bert_dynamo`), for every pipeline ("*") or this one."""
+    """Whether LARGER lists the model by family (`bert`), family and exporter
+    (`bert_dynamo`) or name (`bert_dynamo_op20`), for every pipeline ("*") or this one."""
     family, exporter = name.rsplit("_", 2)[:2]
-    return any((who, when) in LARGER for who in (family, f"{family}_{exporter}")
+    return any((who, when) in LARGER for who in (family, f"{family}_{exporter}", name)
                for when in ("*", pipeline or "no rules"))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from ngrules.cli.common import (
@@ -19,8 +20,8 @@ from ngrules.cli.common import (
     add_disable_option,
     add_graph_argument,
     add_rules_option,
+    add_target_option,
     default_pipeline,
-    load_graph_argument,
     rules_or_library,
     without_rules,
 )
@@ -38,6 +39,7 @@ def _check_paths(args) -> None:
     inputs = [*graphio.files(args.graph), *expand_paths(args.rules or [])]
     check_outputs(outputs, inputs)
     graphio.check_graph_output(args.output)
+    graphio.check_target(args.output, args.target, args.opset)
 
 
 def run(args) -> int:
@@ -50,8 +52,12 @@ def run(args) -> int:
     rules = without_rules(rules_or_library(args.rules, args.import_path), args.disable)
     # ONNX in and out: a dimension given no --length stays symbolic (a dynamic batch)
     symbolic = graphio.is_onnx(args.graph) and graphio.is_onnx(args.output)
-    meta: dict = {}  # an ONNX model is written back at its own opset
-    outputs, names = load_graph_argument(args, symbolic=symbolic, meta=meta)  # may use its ops
+    outputs, names, opset = graphio.load_with_opset(  # may use its ops
+        args.graph, replace(graphio.read_options(args), symbolic=symbolic))
+    if args.opset or not graphio.is_onnx(args.output):
+        opset = args.opset
+    else:  # .onnx in and out: the model's own opset
+        opset = graphio.written_opset(opset)
     pipeline = default_pipeline(rules, args.pipeline, args.passes)
     result = rewrite(
         outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats,
@@ -70,7 +76,7 @@ def run(args) -> int:
         title = Path(args.picture).stem
         picture = draw(result.outputs, title, timeout=args.picture_timeout)
     with staged_files() as stage:
-        graphio.stage_any(stage, args.output, result.outputs, names, meta.get("opset"))
+        graphio.stage_any(stage, args.output, result.outputs, names, args.target, opset)
         if picture is not None:
             stage_picture(stage, picture, args.picture)
     if picture is not None:
@@ -129,6 +135,7 @@ def register(sub) -> None:
     p.add_argument("--fold-limit", type=_elements, default=None, metavar="N",
                    help="the most elements one value folded by the built-in pass "
                         "fold_constants may have (default 16777216)")
+    add_target_option(p)
     p.add_argument("--trace", action="store_true", help="print every rewrite")
     p.add_argument("--stats", action="store_true", help="print per-rule statistics")
     p.add_argument("--picture", metavar="DOT",

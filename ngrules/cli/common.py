@@ -107,6 +107,17 @@ def add_length_option(p: argparse.ArgumentParser) -> None:
                    help="the largest constant an ONNX import may compute (default 256 MiB)")
 
 
+def add_target_option(p: argparse.ArgumentParser) -> None:
+    """`--target` and `--opset`: how an ONNX output is written (`graphio.stage_any`)."""
+    p.add_argument("--target", choices=("onnx", "onnxruntime"), default="onnx",
+                   help="an .onnx output in standard ONNX (default), or for onnxruntime: "
+                        "chains joined into its com.microsoft ops (FusedConv, FusedGemm, "
+                        "SkipLayerNormalization, BiasGelu, FastGelu, Gelu)")
+    p.add_argument("--opset", type=int, choices=range(17, 24), default=None, metavar="17..23",
+                   help="the ONNX opset of an .onnx output (default: the input model's, "
+                        "within 17..23, else 17; Gelu from 20, Attention from 23)")
+
+
 def add_graph_argument(p: argparse.ArgumentParser) -> None:
     """The GRAPH a command reads, a graph file or an ONNX model, and `--length` for the model's
     symbolic dimensions (`graphio.load` reads both)."""
@@ -114,15 +125,15 @@ def add_graph_argument(p: argparse.ArgumentParser) -> None:
     add_length_option(p)
 
 
-def load_graph_argument(args, symbolic: bool = False, meta: dict | None = None):
+def load_graph_argument(args, symbolic: bool = False):
     """The graph `add_graph_argument` named: its outputs, and their names if it is an ONNX model.
     symbolic: an ONNX dimension given no `--length` keeps its symbol (for commands that only
-    rewrite, and write ONNX back); `meta` receives an ONNX model's opset (`graphio.load`)."""
+    rewrite, and write ONNX back)."""
     from dataclasses import replace
 
     from ngrules.cli import graphio
 
-    return graphio.load(args.graph, replace(graphio.read_options(args), symbolic=symbolic), meta)
+    return graphio.load(args.graph, replace(graphio.read_options(args), symbolic=symbolic))
 
 
 def add_disable_option(p: argparse.ArgumentParser) -> None:

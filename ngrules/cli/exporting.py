@@ -3,7 +3,7 @@ and written by suffix through `graphio`, like every command)."""
 
 from __future__ import annotations
 
-from ngrules.cli.common import add_command, add_length_option
+from ngrules.cli.common import add_command, add_length_option, add_target_option
 
 
 def run(args) -> int:
@@ -12,8 +12,10 @@ def run(args) -> int:
 
     check_outputs(graphio.output_files(args.output), graphio.files(args.graph))  # before work
     graphio.check_graph_output(args.output)
+    graphio.check_target(args.output, args.target, args.opset)
     outputs, names = graphio.load(args.graph, graphio.read_options(args))
-    graphio.save(args.output, outputs, args.names.split(",") if args.names else names)
+    graphio.save(args.output, outputs, args.names.split(",") if args.names else names,
+                 args.target, args.opset)
     print(f"exported {len(outputs)} output(s) to {args.output}")
     return 0
 
@@ -30,3 +32,4 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", required=True, metavar="MODEL.onnx")
     p.add_argument("--names", metavar="A,B,..", help="output names (default output_0, ...)")
     add_length_option(p)
+    add_target_option(p)

@@ -26,10 +26,22 @@ def is_onnx(path: str) -> bool:
     return Path(path).suffix.lower() == ".onnx"
 
 
-def load(path: str, options: ReadOptions | None = None,
-         meta: dict | None = None) -> tuple[list[Node], list[str] | None]:
-    """The graph's outputs, and their names when the file is an ONNX model; `meta`, when
-    given, receives the model's `opset` (to write it back at)."""
+def load(path: str, options: ReadOptions | None = None) -> tuple[list[Node], list[str] | None]:
+    """The graph's outputs, and their names when the file is an ONNX model."""
+    outputs, names, _ = load_with_opset(path, options)
+    return outputs, names
+
+
+def written_opset(opset: int | None) -> int | None:
+    """The opset an ONNX output of a model of this opset is written at: the model's own,
+    within what the exporter writes (17 to 23)."""
+    from ngrules.interop.onnx.emitter import OPSETS
+
+    return None if opset is None else min(max(opset, OPSETS.start), OPSETS.stop - 1)
+
+
+def load_with_opset(path: str, options: ReadOptions | None = None):
+    """`load`, and the model's standard opset (None for a graph file)."""
     options = options or ReadOptions()
     if is_onnx(path):
         from ngrules.interop.onnx.importer import import_model
@@ -40,16 +52,14 @@ def load(path: str, options: ReadOptions | None = None,
             limits = Limits(DEFAULT_LIMITS.model_bytes, options.max_constant_bytes)
         imported = import_model(path, lengths=options.lengths, axis_names=options.axis_names,
                                 limits=limits, symbolic=options.symbolic)
-        if meta is not None:
-            meta["opset"] = imported.opset
-        return imported.outputs, imported.output_names
+        return imported.outputs, imported.output_names, imported.opset
     from ngrules.errors import NgrulesError
     from ngrules.ir.graphfile import load_graph
 
     if options.lengths:
         raise NgrulesError(f"--length {next(iter(options.lengths))}: {path} is a graph file, whose "
                            "axes have their lengths (--length is for ONNX models)")
-    return load_graph(path), None
+    return load_graph(path), None, None
 
 
 def options_per_model(paths: Sequence[str], options: ReadOptions) -> dict[str, ReadOptions]:
@@ -113,18 +123,31 @@ def check_graph_output(path: str) -> None:
                            "or a .onnx file (an ONNX model)")
 
 
+def check_target(path: str, target: str, opset: int | None = None) -> None:
+    """A target other than standard ONNX, or an opset, is for an .onnx output only."""
+    from ngrules.errors import NgrulesError
+
+    if is_onnx(path):
+        return
+    if target != "onnx":
+        raise NgrulesError(f"{path}: --target {target} is for an ONNX output (a .onnx file)")
+    if opset is not None:
+        raise NgrulesError(f"{path}: --opset is for an ONNX output (a .onnx file)")
+
+
 def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | None = None,
-              opset: int | None = None):
-    """Stage the graph at `path` (with `stage` from `staged_files`): an ONNX model (checked,
-    at `opset`, by default the exporter's) for `.onnx`, else a graph file."""
+              target: str = "onnx", opset: int | None = None):
+    """Stage the graph at `path` (with `stage` from `staged_files`): an ONNX model (checked)
+    for `.onnx`, written for `target` at `opset`, else a graph file."""
+    check_target(path, target, opset)
     if is_onnx(path):
         from ngrules.interop.onnx import weights
         from ngrules.interop.onnx.exporter import export_parts
         from ngrules.ir.fileio import check_output
 
         check_output(path)
-        model, arrays = export_parts(outputs, output_names=names,
-                                     **({"opset": opset} if opset is not None else {}))
+        options = {} if opset is None else {"opset": opset}
+        model, arrays = export_parts(outputs, output_names=names, target=target, **options)
         stage(Path(path), lambda f: weights.write(f, model, arrays))
         return
     from ngrules.ir.graphfile import stage_graph
@@ -132,12 +155,14 @@ def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | 
     stage_graph(stage, path, outputs)
 
 
-def save(path: str, outputs: Sequence[Node], names: Sequence[str] | None = None) -> None:
-    """Write the graph to `path`: an ONNX model for `.onnx`, else a graph file."""
+def save(path: str, outputs: Sequence[Node], names: Sequence[str] | None = None,
+         target: str = "onnx", opset: int | None = None) -> None:
+    """Write the graph to `path`: an ONNX model for `.onnx` (for `target`, at `opset`), else
+    a graph file."""
     from ngrules.ir.fileio import staged_files
 
     with staged_files() as stage:
-        stage_any(stage, path, outputs, names)
+        stage_any(stage, path, outputs, names, target, opset)
 
 
 def parse_lengths(items: Sequence[str] | None) -> dict[str, int]:

@@ -38,9 +38,9 @@ class Emitter(Layouts):
         self.biasable: dict[str, tuple[str, int]] = {}
         #: ONNX Slice output -> (its input, (starts, ends, axes, steps)), to merge slices.
         self.slices: dict[str, tuple[str, tuple]] = {}
-        #: ONNX Slice output -> (input, axis, start, stop, the axis's length), for slices along
-        #: one axis in steps of 1: those that split an axis become one Split (`export_finish`).
-        self.parts_of_axis: dict[str, tuple[str, int, int, int, int]] = {}
+        #: Slice output along one axis, step 1 -> the length of that axis in its input (for
+        #: slices of one value that become one Split, `export_finish`).
+        self.slice_extent: dict[str, int] = {}
         #: node -> the order of axes its reader wants (for ops free to choose, as Einsum).
         self.prefer: dict[Node, tuple] = {}
         #: nodes a Conv or pooling reads (through views): a reduction keeps its unit dims.

@@ -1,20 +1,21 @@
 """The exporter's last pass: outputs named in place, and nothing kept that no output reads.
 
-Slices that together cut one value along one axis into consecutive pieces become one Split (as
-a model's Split came in). A recognised form (a Gemm's bias, a BatchNormalization) can leave
-nodes written before it was recognised with no reader; they are dropped here, with unread
-initializers, after a Reshape of a Reshape has become one Reshape. Each output is the node
-computing it renamed, not an extra Identity, unless it is a graph input, an initializer or
-already another output."""
+A recognised form (a Gemm's bias, a BatchNormalization) can leave nodes written before it was
+recognised with no reader; they are dropped here, with unread initializers, after a Reshape of
+a Reshape has become one Reshape. Each output is the
+node computing it renamed, not an extra Identity, unless it is a graph input, an initializer or
+already another output.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ngrules.ir.symbolic import symbols_of
+
 
 def finish(em, results: Sequence[str], names: Sequence[str]) -> None:
     """Name the results `names` and drop the nodes and initializers they do not need."""
-    _split_once(em)
     produced = {out: node for node in em.nodes for out in node.output}
     renames: dict[str, str] = {}
     for result, name in zip(results, names):
@@ -31,31 +32,11 @@ def finish(em, results: Sequence[str], names: Sequence[str]) -> None:
                 node.output[i] = renames[x]
     _reshape_once(em)
     _prune(em, set(names))
+    if _slices_as_split(em):
+        _prune(em, set(names))
 
 
 _RESHAPES = ("Reshape", "Flatten")
-
-
-def _split_once(em) -> None:
-    """The Slices of one value along one axis whose ranges tile the axis: one Split, where the
-    first of them was, its outputs named as theirs."""
-    groups: dict[tuple[str, int], list] = {}
-    for out, (source, axis, start, stop, length) in em.parts_of_axis.items():
-        groups.setdefault((source, axis), []).append((start, min(stop, length), length, out))
-    slices = {node.output[0]: node for node in em.nodes if node.op_type == "Slice"}
-    for (source, axis), parts in groups.items():
-        parts.sort()
-        ends = [0] + [stop for _, stop, _, _ in parts]
-        if (len(parts) < 2 or ends[-1] != parts[0][2] or any(out not in slices for *_, out in parts)
-                or [start for start, *_ in parts] != ends[:-1]):
-            continue
-        sizes = em.const([stop - start for start, stop, _, _ in parts])
-        split = em.helper.make_node("Split", [source, sizes], [out for *_, out in parts],
-                                    axis=axis)
-        doomed = {id(slices[out]) for *_, out in parts}
-        first = min(em.nodes.index(slices[out]) for *_, out in parts)
-        em.nodes[first] = split
-        em.nodes[:] = [node for node in em.nodes if id(node) not in doomed]
 
 
 def _reshape_once(em) -> None:
@@ -69,6 +50,45 @@ def _reshape_once(em) -> None:
         while inner is not None and inner.op_type in _RESHAPES:
             node.input[0] = inner.input[0]
             inner = producer.get(node.input[0])
+
+
+def _slices_as_split(em) -> bool:
+    """Two or more Slices of one value along one axis, not overlapping, are one Split (a part
+    no Slice took is an output nothing reads): how exporters write a fused QKV projection."""
+    groups: dict[tuple, list] = {}
+    for node in em.nodes:
+        out = node.output[0] if node.op_type == "Slice" else None
+        if out in em.slice_extent:
+            source, (starts, stops, axes, _) = em.slices[out]
+            extent = em.slice_extent[out]
+            piece = (min(starts[0], extent), min(stops[0], extent))
+            groups.setdefault((source, axes[0], extent), []).append((piece, node))
+    joined = False
+    for (source, axis, extent), pieces in groups.items():
+        pieces.sort(key=lambda p: p[0])
+        spans = [span for span, _ in pieces]
+        if len(pieces) < 2 or any(a[1] > b[0] for a, b in zip(spans, spans[1:])):
+            continue
+        sizes, outputs, at = [], [], 0
+        for (start, stop), node in pieces:
+            if start > at:  # a gap: a part nothing reads
+                sizes.append(start - at)
+                outputs.append(em.fresh("unread"))
+            sizes.append(stop - start)
+            outputs.append(node.output[0])
+            at = stop
+        if at < extent:
+            sizes.append(extent - at)
+            outputs.append(em.fresh("unread"))
+        if any(size <= 0 for size in sizes) or symbols_of(tuple(sizes)):
+            continue  # (a symbolic length is computed at run time: Slices keep it so)
+        split = em.helper.make_node("Split", [source, em.const(sizes)], outputs, axis=axis)
+        first = min(em.nodes.index(node) for _, node in pieces)
+        gone = {id(node) for _, node in pieces}
+        em.nodes[first] = split
+        em.nodes[:] = [n for n in em.nodes if id(n) not in gone]
+        joined = True
+    return joined
 
 
 def _prune(em, needed: set[str]) -> None:

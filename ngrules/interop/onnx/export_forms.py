@@ -14,6 +14,7 @@ import numpy as np
 
 from ngrules.interop.onnx import OnnxError
 from ngrules.interop.onnx.emitter import Emitter, layout_exporter
+from ngrules.interop.onnx.export_attention import attention_op
 from ngrules.interop.onnx.export_layout import broadcast_result, reduce, relu
 from ngrules.interop.onnx.export_nn import fold_bias, through_views
 from ngrules.interop.onnx.layout import Value, full_value
@@ -318,9 +319,14 @@ def _declared_gelu_erf(em: Emitter, n: Node) -> Value:
 
 @layout_exporter("DotProductAttention", "MaskedDotProductAttention")
 def _declared_attention(em: Emitter, n: Node) -> Value:
-    """nn.rules' attention ops as their bodies on their arguments, written like the rest of the
+    """nn.rules' attention ops: ONNX's Attention from opset 23 where it computes them
+    (`export_attention`), else their bodies on their arguments, written like the rest of the
     graph (MatMul or Einsum, Softmax with its axis): no reordering of the operands."""
     from ngrules.ir import declared
+
+    v = attention_op(em, n)
+    if v is not None:
+        return v
 
     stand_ins, outputs = declared.DECLARATIONS[n.op].body(n)
     memo = dict(zip(stand_ins, n.args))

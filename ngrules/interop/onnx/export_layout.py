@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError
 from ngrules.interop.onnx.emitter import Emitter, layout_exporter
 from ngrules.interop.onnx.export_positional import elem_type
 from ngrules.interop.onnx.layout import Value, full_value
@@ -40,23 +39,10 @@ def target_dims(em: Emitter, n: Node) -> tuple:
     return extra + dims
 
 
-def _in_own_order(em: Emitter, n: Node) -> tuple | None:
-    """The node's own order of axes, where every operand holds its dimensions in that order
-    (so aligning them reshapes at most: no Transpose), else None."""
-    for a in n.args:
-        v = em.values[a]
-        present = [d for d in v.dims if d in n.axes]
-        if present != [d for d in n.axes if d in present]:
-            return None
-    return tuple(n.axes)
-
-
-def broadcast_result(em: Emitter, n: Node, op: str, cast: bool = False, own: bool = False,
-                     **attrs) -> Value:
-    """`op` over the operands aligned to the target order (with `own`, the node's order where
-    the operands allow it); bool operands of arithmetic are cast to the result's dtype first
-    (masks)."""
-    dims = (own and _in_own_order(em, n)) or target_dims(em, n)
+def broadcast_result(em: Emitter, n: Node, op: str, cast: bool = False, **attrs) -> Value:
+    """`op` over the operands aligned to the target order; bool operands of arithmetic are
+    cast to the result's dtype first (masks)."""
+    dims = target_dims(em, n)
     names = []
     for arg in n.args:
         name = em.aligned(arg, dims)
@@ -81,15 +67,6 @@ for _op in _BINARY:
 @layout_exporter(*_LOGICAL)
 def _logical(em: Emitter, n: Node) -> Value:
     return broadcast_result(em, n, _LOGICAL[n.op])
-
-
-@layout_exporter("And", "Or", "Xor")
-def _bitwise(em: Emitter, n: Node) -> Value:
-    """Logic on masks, over ONNX's broadcasting (no Expand), in the mask's own order (an
-    attention mask read by scores in that order); on integers it is bitwise, from opset 18."""
-    if n.dtype != np.bool_:
-        raise OnnxError(f"cannot export {n!r}: bitwise {n.op} on integers needs opset 18")
-    return broadcast_result(em, n, n.op, own=True)
 
 
 @layout_exporter("NotEqual")
@@ -172,8 +149,8 @@ def sliced(em: Emitter, x: Node, v: Value, spec) -> str:
         source = name
     out = em.node("Slice", [source, *(em.const(list(p)) for p in spec)])
     em.slices[out] = (source, spec)
-    if source == name and len(spec[2]) == 1 and spec[3] == [1]:
-        em.parts_of_axis[out] = (source, spec[2][0], spec[0][0], spec[1][0], v.shape[spec[2][0]])
+    if source == name and len(spec[2]) == 1 and spec[3][0] == 1:
+        em.slice_extent[out] = v.shape[spec[2][0]]
     return out
 
 
@@ -224,7 +201,16 @@ def regroup(em: Emitter, n: Node) -> Value:
     split = _flatten_split(v.shape, shape)
     if split is not None and not _reshaped_before(em, v.name):
         return Value(dims, shape, em.node("Flatten", [v.name], axis=split))
+    dims, shape = _without_stale_units(dims, shape, n.axes)
     return Value(dims, shape, em.node("Reshape", [v.name, em.const(list(shape))]))
+
+
+def _without_stale_units(dims, shape, axes):
+    """A Reshape being written anyway drops the unit dimensions of axes the node does not
+    have (a sliced-off index): onnxruntime's elementwise kernels run a trailing unit
+    dimension element by element (a Mul by a scalar 25x slower)."""
+    kept = [(d, s) for d, s in zip(dims, shape) if s != 1 or d in axes]
+    return tuple(d for d, _ in kept), tuple(s for _, s in kept)
 
 
 def _reshaped_before(em: Emitter, name: str) -> bool:

@@ -18,7 +18,17 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, declared, dynamic, require_onnx, weights
+from ngrules.interop.onnx import (
+    OnnxError,
+    declared,
+    dynamic,
+    export_constants,
+    export_transposes,
+    gelu_chains,
+    ort_target,
+    require_onnx,
+    weights,
+)
 from ngrules.interop.onnx.emitter import (
     LAYOUT,
     OPSET,
@@ -163,7 +173,7 @@ def _users(order: Sequence[Node]) -> dict[Node, int]:
 
 def to_onnx(outputs: Sequence[Node], **options):
     """A valid ONNX `ModelProto` computing `outputs` (each in its node's axes order);
-    `options` are `export_parts`'s (`output_names`, `name`, `opset`)."""
+    `options` are `export_parts`'s (`output_names`, `name`, `opset`, `target`)."""
     model, arrays = export_parts(outputs, **options)
     weights.add_to(model, arrays)
     return model
@@ -175,10 +185,12 @@ def export_parts(
     output_names: Sequence[str] | None = None,
     name: str = "ngrules",
     opset: int = OPSET,
+    target: str = "onnx",
 ):
     """`to_onnx`'s model without its large initializers, checked as if it had them, and those
     initializers as arrays (name -> array, not copied): `weights.write` writes the two as one
-    model file, `weights.add_to` makes them one ModelProto."""
+    model file, `weights.add_to` makes them one ModelProto. `target="onnxruntime"` joins
+    nodes into onnxruntime's contrib ops (`ort_target`)."""
     require_onnx()
     from onnx import helper
 
@@ -186,6 +198,8 @@ def export_parts(
 
     if opset not in OPSETS:
         raise OnnxError(f"to_onnx writes opsets {OPSETS.start} to {OPSETS.stop - 1}, not {opset}")
+    if target not in ort_target.TARGETS:
+        raise OnnxError(f"to_onnx targets {' or '.join(ort_target.TARGETS)}, not {target!r}")
     outputs = list(outputs)
     names = list(output_names) if output_names else [f"output_{i}" for i in range(len(outputs))]
     if len(names) != len(outputs):
@@ -212,6 +226,11 @@ def export_parts(
     model = helper.make_model(graph, opset_imports=opsets, functions=functions,
                               producer_name="ngrules")
     model.ir_version = min(model.ir_version, 8 if opset < 19 else 9 if opset < 21 else 10)
+    export_constants.join_in_model(model, lambda: em.fresh("c"))  # (x + c1) + c2: x + c
+    export_transposes.join_in_model(model, em.weights, lambda: em.fresh("c"))
+    gelu_chains.join_in_model(model, opset)  # GELU in elementwise nodes as one node
     dynamic.restore(model)  # symbolic dimensions written back as dim_params and run-time shapes
+    if target == "onnxruntime":
+        ort_target.for_onnxruntime(model, em.weights)
     weights.check(model, em.weights)
     return model, em.weights

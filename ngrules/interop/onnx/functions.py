@@ -155,11 +155,13 @@ def _gelu(name: str, squash: list, opset: int):
 
 
 def gelu(opset: int = 17):
-    """Gelu(x) = 0.5 x (1 + erf(x / sqrt 2)): ONNX's Gelu (opset 20) for older opsets."""
+    """Gelu(x) = 0.5 x (1 + erf(x / sqrt 2)): ONNX's Gelu (opset 20) for older opsets. A
+    division by sqrt 2, not a product by its inverse: onnxruntime joins this form into its
+    own Gelu kernel once it has inlined the function (its GeluFusion reads a Div)."""
     h = _h()
     return _gelu("Gelu", [
-        *_number("r2", 0.7071067811865476, "x"),
-        h.make_node("Mul", ["x", "r2"], ["xs"]),
+        *_number("r2", 1.4142135623730951, "x"),
+        h.make_node("Div", ["x", "r2"], ["xs"]),
         h.make_node("Erf", ["xs"], ["s"]),
     ], opset)
 

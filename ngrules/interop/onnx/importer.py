@@ -26,7 +26,6 @@ from ngrules.interop.onnx import (
 )
 from ngrules.interop.onnx.axes import Naming, name_axes
 from ngrules.interop.onnx.context import CONVERTERS, DOMAINS, Context, elem_name, graph_dtype
-from ngrules.interop.onnx.emitter import OPSET, OPSETS
 from ngrules.interop.onnx.folding import Folding, np_elem
 from ngrules.interop.onnx.loading import DEFAULT_LIMITS, Limits, check_model, read_model
 from ngrules.interop.onnx.shaping import Tensor, conform
@@ -51,9 +50,7 @@ class Imported:
     output_names: list[str]
     inputs: dict[str, Node] = field(default_factory=dict)
     naming: Naming | None = None
-    #: The opset to write the model back at: its own, within the range `to_onnx` writes (an
-    #: opset-20 model's GELU then goes out as ONNX's Gelu, not as a function).
-    opset: int = OPSET
+    opset: int | None = None  # the model's standard-domain opset
 
 
 class Importer:
@@ -70,8 +67,6 @@ class Importer:
         self.consts: dict[str, np.ndarray] = self.folding.consts
         self.values: dict[str, Tensor] = {}
         self.placeholders: dict[str, Node] = {}
-        #: LSTM, GRU and RNN unrolled into primitives rather than one op each.
-        self.unroll_recurrent = False
         self._check_inference()
         self.naming = name_axes(self.shapes, self.consts, axis_names)
 
@@ -210,28 +205,24 @@ def import_model(
     constants: Mapping[str, np.ndarray] | None = None,
     limits: Limits = DEFAULT_LIMITS,
     symbolic: bool = False,
-    unroll_recurrent: bool = False,
 ) -> Imported:
     """The model as an ngrules graph, with its input and output names. `limits` bounds the
     model file's size and every constant computed while importing (`loading.Limits`). With
     `symbolic`, a symbolic dimension of an input not in `lengths` stays symbolic (`dynamic`):
-    rules cannot read its length, and `to_onnx` writes it back as a `dim_param`. LSTM, GRU and
-    RNN are one node each (the op table's ops of those names) unless `unroll_recurrent` asks
-    for them unrolled into primitives over their sequence (differentiable, seen by rules)."""
+    rules cannot read its length, and `to_onnx` writes it back as a `dim_param`."""
     _load_converters()
     model, arrays = _load_model(model_or_path, limits)
     lengths = dict(lengths or {})
     if symbolic:
         lengths = dynamic.with_stand_ins(model, lengths)
     importer = Importer(model, lengths, axis_names or {}, constants or {}, limits, arrays)
-    importer.unroll_recurrent = unroll_recurrent
     for vi in importer.graph.input:
         importer.add_input(vi)
     for node in importer.graph.node:
         importer.convert(node)
     names = [o.name for o in importer.graph.output]
     outputs = [importer.output(n) for n in names]
-    opset = min(max(importer.opset, OPSETS.start), OPSETS.stop - 1)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     return Imported(outputs, names, dict(importer.placeholders), importer.naming, opset)
 
 

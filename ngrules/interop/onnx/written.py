@@ -1,0 +1,61 @@
+"""A written model's nodes as a graph that passes over written nodes rewrite: who reads and
+who makes each value, the values' shapes and constants, chains replaced by one node."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class WrittenGraph:
+    """The model's nodes with who reads each value, the values' shapes and the constants."""
+
+    nodes: list
+    outputs: set[str]
+    shapes: dict[str, tuple]
+    constants: dict[str, tuple]  # name -> shape of an initializer
+    _readers: dict[str, list] = field(default_factory=dict)
+    producer: dict[str, object] = field(default_factory=dict)
+    dropped: set[int] = field(default_factory=set)
+
+    def __post_init__(self):
+        for node in self.nodes:
+            self.add(node)
+
+    def add(self, node) -> None:
+        for x in node.input:
+            self._readers.setdefault(x, []).append(node)
+        self.producer.update((y, node) for y in node.output)
+
+    def readers(self, value: str) -> list:
+        return [n for n in self._readers.get(value, []) if id(n) not in self.dropped]
+
+    def only_reader(self, value: str):
+        """The one node reading `value`, if it is read once and is not an output."""
+        readers = self.readers(value)
+        if len(readers) != 1 or value in self.outputs:
+            return None
+        return readers[0]
+
+    def position(self, node) -> int:
+        return next(i for i, n in enumerate(self.nodes) if n is node)
+
+    def drop(self, *nodes) -> None:
+        self.dropped.update(id(n) for n in nodes)
+
+
+def replace(g: WrittenGraph, chain: list, fused, at) -> None:
+    """`fused` takes the place of `at`, one node of the chain; the others go."""
+    g.nodes[g.position(at)] = fused
+    g.drop(*chain)
+    g.add(fused)
+
+
+def read(g: WrittenGraph, nodes: list) -> list:
+    """The nodes an output still needs (a joined chain's Constant nodes are not)."""
+    needed, kept = set(g.outputs), []
+    for node in reversed(nodes):
+        if any(y in needed for y in node.output):
+            kept.append(node)
+            needed.update(node.input)
+    return kept[::-1]
