@@ -42,6 +42,8 @@ from ngrules.interrupts import raise_if_interrupted
 from ngrules.ir.graph import (
     Node,
     creation_order,
+    fresh_on,
+    live_rebuilt,
     paused_gc,
     rebuilt_on,
     register,
@@ -135,7 +137,7 @@ class _Pass:
                     if node.op in lazy:
                         pending[node] = images
                     else:
-                        if pending and _any_pending(images, pending):  # build them first
+                        if lazy and pending and _any_pending(images, pending):  # build first
                             images = tuple([pending.force(i) for i in images])
                         self._rebuild(node, images)
                         continue
@@ -168,11 +170,20 @@ class _Pass:
         """A node that no rule fuses away, rebuilt on its arguments' (built) normal forms, then the
         rules at it. A new node enters the hash-consing table only if it stays: when the rules
         that could fire at it build nothing (`=> x`), they are tried first."""
-        memo = self.memo
-        rebuilt, fresh = rebuilt_on(node, images)
-        rules = self._index.get(rebuilt.op)
+        memo, op = self.memo, node.op
+        rules = self._index.get(op)
         if rules is None:
-            rules = self.rules_for(rebuilt.op)
+            rules = self.rules_for(op)
+        if rules and self.direct and self._only_returns[op]:
+            rebuilt = live_rebuilt(node, images)
+            if rebuilt is None:  # a new node that `=> x` rules may replace: not built yet
+                if not self._replaced_on_view(node, images, rules):
+                    rebuilt = register(fresh_on(node, images))
+                    memo[node] = memo[rebuilt] = rebuilt
+                return
+            fresh = False
+        else:
+            rebuilt, fresh = rebuilt_on(node, images)
         if fresh:
             if not rules:  # most nodes: nothing to try, nothing built since the lookup
                 memo[node] = memo[rebuilt] = register(rebuilt)
@@ -198,6 +209,19 @@ class _Pass:
             memo[node] = self._result(found[1][0], rebuilt, rule)
         else:
             memo[node] = memo[rebuilt] = self._result(found[1][0], rebuilt, rule)
+
+    def _replaced_on_view(self, node: Node, images: tuple[Node, ...], rules) -> bool:
+        """Try `=> x` rules at node rebuilt on `images` without building it: node is matched
+        through its view, as a pending node is, and stays pending if a rule replaces it (the
+        trace rebuilds it when read). Whether one did."""
+        pending = self.pending
+        pending[node] = images
+        rule, found = rules.first(node, pending, self.run, self.name)
+        if rule is None:
+            del pending[node]
+            return False
+        self.memo[node] = self._result(found[1][0], node, rule)
+        return True
 
     def _result(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
         memo = self.memo
