@@ -36,6 +36,8 @@ RULES = [
     "rule let_size:\n    x - y\n    let n = size(x)\n    if n == 3 and y.op == \"Exp\"\n"
     "    => -(y - x)",
     "rule opt_neg:\n    Negative?(Exp(x)) + y\n    if y.op == \"Constant\"\n    => y + Exp(x)",
+    # fails to evaluate where y holds no known value: the match is rejected and counted
+    "rule known_two:\n    x - y\n    if value(y) == 2\n    => x + (-y)",
 ]
 
 

@@ -48,6 +48,12 @@ _APPLYING = (
     *_FOUND,
 )
 
+_FUSED = (  # guards, lets and the replacement evaluated by the matcher itself (see `fused`)
+    "    found = F{i}(node, None, None, V)",
+    "    if found is not None:",
+    *_FOUND,
+)
+
 _CACHE: dict[tuple[CompiledRule, ...], Callable] = {}
 
 
@@ -72,6 +78,9 @@ def _generate(rules: tuple[CompiledRule, ...]) -> Callable:
         if rule.returning is not None:
             consts[f"M{i}"] = rule.returning
             lines += [line.format(i=i) for line in _RETURNING]
+        elif rule.fused is not None:
+            consts[f"F{i}"] = rule.fused
+            lines += [line.format(i=i) for line in _FUSED]
         else:
             lines += [line.format(i=i) for line in _APPLYING]
     lines.append("    return None, None")

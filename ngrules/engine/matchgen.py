@@ -17,6 +17,8 @@ only generated identifiers appear in the code. `source_of(matcher)` returns the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ngrules.engine.pending import NONE_PENDING, same_node
@@ -64,7 +66,9 @@ class _Generator:
     chain is cut into several functions when it nests too deep. `consts` becomes the
     functions' globals."""
 
-    def __init__(self, prebound: dict[str, str], returns: str | None = None):
+    def __init__(
+        self, prebound: dict[str, str], returns: str | None = None, fused: bool = False
+    ):
         self.consts: dict[str, object] = {
             "_optional": _optional,
             "_lit": literal_is,
@@ -73,7 +77,7 @@ class _Generator:
             "_same_type": same_type,
             "_WRONG_TYPE": WRONG_TYPE,
         }
-        self.returns = returns
+        self.returns, self.fused = returns, fused
         self.bound = dict(prebound)  # pattern name -> local holding its node
         self.count = 0
         self.done: list[_Function] = []
@@ -179,6 +183,12 @@ class _Generator:
             self.fn.line("return _WRONG_TYPE")
             self._close()
             return
+        if self.fused:  # the clauses' function takes the bound nodes (see `fused`)
+            self.fn.line(f"r = _CL(node, V, {', '.join(self.bound.values())})")
+            self.fn.line("if r is not None:", opens=True)
+            self.fn.line("return r")
+            self._close()
+            return
         items = ", ".join(f"{self.const(name)}: {local}" for name, local in self.bound.items())
         self.fn.line(f"r = k({{**b, {items}}})" if items else "r = k(b)")
         self.fn.line("if r is not None:", opens=True)
@@ -204,6 +214,20 @@ def generate(
     for name, local in names.items():
         gen.fn.line(f"{local} = b[{gen.const(name)}]")
     return gen.run(pattern, "node"), gen.consts
+
+
+def compile_fused(pattern) -> tuple[Callable, list[str]]:
+    """The matcher of a one-root rule, `match(node, None, None, V)`, that calls the function
+    `match.__globals__["_CL"]` (to be set by the caller) with `node, V` and the nodes bound to
+    the returned names, in that order, at each way it matches, and returns its first non-None
+    result (see `fused`)."""
+    gen = _Generator({}, fused=True)
+    source = gen.run(pattern, "node")
+    namespace = dict(gen.consts)
+    exec(compile(source, "<ngrules pattern>", "exec"), namespace)  # noqa: S102 - generated
+    match = namespace["match"]
+    match.source = source
+    return match, list(gen.bound)
 
 
 def names_in(pattern) -> set[str]:
