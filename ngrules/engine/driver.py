@@ -94,6 +94,19 @@ class _Pass:
         self._only_returns: dict[str, bool] = {}  # every rule at the op is `=> x`, no clauses
         self._index: dict[str, list[CompiledRule]] = {}
         self._multi_index: dict[str, list[CompiledRule]] = {}
+        #: Ops whose rules are all `=> x` (see `_rebuild_returning`), known when every rule
+        #: names its root's ops; the walk's generated dispatch tries them on a view.
+        self.returning = self._returning_ops() if self.direct else frozenset()
+
+    def _returning_ops(self) -> frozenset[str]:
+        if any(r.root_ops is None for r in self.single):
+            return frozenset()
+        ops = set().union(*(r.root_ops for r in self.single))
+        return frozenset(op for op in ops if self._only_returns_at(op))
+
+    def _only_returns_at(self, op: str) -> bool:
+        self.rules_for(op)
+        return self._only_returns[op]
 
     def rules_for(self, op: str) -> list[CompiledRule]:
         rules = self._index.get(op)
@@ -116,6 +129,7 @@ class _Pass:
         view and rebuilt only if needed. Only a rewrite's result is normalised on the explicit
         stack."""
         memo, pending, lazy, index = self.memo, self.pending, self.lazy, self._index
+        returning = self.returning
         order = creation_order(outputs)
         self.run.budget.size_for(len(order))
         for node in order:
@@ -139,7 +153,10 @@ class _Pass:
                     else:
                         if lazy and pending and _any_pending(images, pending):  # build first
                             images = tuple([pending.force(i) for i in images])
-                        self._rebuild(node, images)
+                        if node.op in returning:
+                            self._rebuild_returning(node, images)
+                        else:
+                            self._rebuild(node, images)
                         continue
                 else:
                     done = memo.get(node)  # reached before as a rebuilt node: known
@@ -174,16 +191,7 @@ class _Pass:
         rules = self._index.get(op)
         if rules is None:
             rules = self.rules_for(op)
-        if rules and self.direct and self._only_returns[op]:
-            rebuilt = live_rebuilt(node, images)
-            if rebuilt is None:  # a new node that `=> x` rules may replace: not built yet
-                if not self._replaced_on_view(node, images, rules):
-                    rebuilt = register(fresh_on(node, images))
-                    memo[node] = memo[rebuilt] = rebuilt
-                return
-            fresh = False
-        else:
-            rebuilt, fresh = rebuilt_on(node, images)
+        rebuilt, fresh = rebuilt_on(node, images)
         if fresh:
             if not rules:  # most nodes: nothing to try, nothing built since the lookup
                 memo[node] = memo[rebuilt] = register(rebuilt)
@@ -210,18 +218,25 @@ class _Pass:
         else:
             memo[node] = memo[rebuilt] = self._result(found[1][0], rebuilt, rule)
 
-    def _replaced_on_view(self, node: Node, images: tuple[Node, ...], rules) -> bool:
-        """Try `=> x` rules at node rebuilt on `images` without building it: node is matched
-        through its view, as a pending node is, and stays pending if a rule replaces it (the
-        trace rebuilds it when read). Whether one did."""
-        pending = self.pending
+    def _rebuild_returning(self, node: Node, images: tuple[Node, ...]) -> None:
+        """`_rebuild` for a node whose rules are all `=> x`: if it would be a new node, they
+        are tried on its view before it is built (node is held pending while they are), and
+        one that replaces it saves building it (it stays pending: the trace rebuilds it when
+        read)."""
+        if live_rebuilt(node, images) is not None:
+            self._rebuild(node, images)
+            return
+        memo, pending = self.memo, self.pending
         pending[node] = images
-        rule, found = rules.first(node, pending, self.run, self.name)
-        if rule is None:
+        rule, found = self._index[node.op].first(node, pending, self.run, self.name)
+        if rule is None:  # none would match the built node either: it stays
             del pending[node]
-            return False
-        self.memo[node] = self._result(found[1][0], node, rule)
-        return True
+            rebuilt = register(fresh_on(node, images))
+            memo[node] = memo[rebuilt] = rebuilt
+            return
+        replacement = found[1][0]
+        done = memo.get(replacement)
+        memo[node] = done if done is not None else self._result(replacement, node, rule)
 
     def _result(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
         memo = self.memo
