@@ -135,15 +135,17 @@ class _Pass:
         for node in order:
             args = node.args
             if args:
-                if len(args) == 1:
-                    a = args[0]
-                    images = (memo[a],)
-                    changed = images[0] is not a or a in pending
-                elif len(args) == 2:
+                arity = len(args)
+                if arity == 1:
+                    (a,) = args
+                    image = memo[a]
+                    images = (image,)
+                    changed = image is not a or a in pending
+                elif arity == 2:
                     a, b = args
-                    images = (memo[a], memo[b])
-                    changed = (images[0] is not a or images[1] is not b
-                               or a in pending or b in pending)
+                    image, other = memo[a], memo[b]
+                    images = (image, other)
+                    changed = image is not a or other is not b or a in pending or b in pending
                 else:
                     images = tuple([memo[a] for a in args])
                     changed = images != args or _any_pending(args, pending)
