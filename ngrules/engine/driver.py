@@ -35,9 +35,9 @@ from ngrules.engine.compiled import CompiledRule, RuleStats, inner_ops
 from ngrules.engine.dispatch import first_match
 from ngrules.engine.folding import Folding
 from ngrules.engine.multiroot import Context, apply_together
+from ngrules.engine.passes import as_ruleset, pass_names
 from ngrules.engine.pending import Pending
 from ngrules.engine.results import RewriteResult, Run
-from ngrules.errors import NgrulesError
 from ngrules.interrupts import raise_if_interrupted
 from ngrules.ir.graph import (
     Node,
@@ -49,7 +49,6 @@ from ngrules.ir.graph import (
     register,
     validate,
 )
-from ngrules.ir.ops import did_you_mean
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
 
 
@@ -370,33 +369,6 @@ def _compile(rule: Rule) -> CompiledRule:
     return entry[1]
 
 
-def _pass_names(rules: RuleSet, pipeline: str | None, passes: Sequence[str] | None) -> list[str]:
-    if pipeline is not None and passes is not None:
-        raise NgrulesError("give a pipeline or a list of passes, not both")
-    if pipeline is not None:
-        if pipeline not in rules.pipelines:
-            hint = did_you_mean(pipeline, rules.pipelines)
-            raise NgrulesError(f"no pipeline named {pipeline!r}{hint}")
-        return list(rules.pipelines[pipeline])
-    names = list(passes) if passes is not None else list(rules.passes)
-    for name in names:
-        if name not in rules.passes and name not in BUILTIN_PASSES:
-            hint = did_you_mean(name, [*rules.passes, *BUILTIN_PASSES])
-            raise NgrulesError(f"no pass named {name!r}{hint}")
-    return names
-
-
-def _as_ruleset(rules: RuleSet | Rule | Iterable[Rule]) -> RuleSet:
-    if isinstance(rules, RuleSet):
-        return rules
-    rules = (rules,) if isinstance(rules, Rule) else tuple(rules)
-    grouped: dict[str, list[Rule]] = {}
-    for r in rules:
-        grouped.setdefault(r.pass_name, []).append(r)
-    passes = {k: tuple(sorted(v, key=lambda r: (-r.priority, r.order))) for k, v in grouped.items()}
-    return RuleSet(rules, passes, {})
-
-
 def rewrite(
     outputs: Sequence[Node],
     rules: RuleSet | Rule | Iterable[Rule],
@@ -416,8 +388,8 @@ def rewrite(
     attempts and matches are counted either way. fold_limit bounds the elements of one value
     the built-in pass `fold_constants` computes (default `folding.DEFAULT_LIMIT`).
     """
-    ruleset = _as_ruleset(rules)
-    names = _pass_names(ruleset, pipeline, passes)
+    ruleset = as_ruleset(rules)
+    names = pass_names(ruleset, pipeline, passes)
     with paused_gc():
         return _rewrite(outputs, ruleset, names, Run(fuel, checked, stats), fold_limit)
 
