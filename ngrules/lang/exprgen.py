@@ -21,7 +21,7 @@ from typing import Any
 
 from ngrules.ir.axes import Axes, is_difference
 from ngrules.ir.frontend import apply_op
-from ngrules.ir.graph import Node, make_node
+from ngrules.ir.graph import Node
 from ngrules.ir.ops import OPS
 from ngrules.lang.bounds import bounded, multiply
 from ngrules.lang.expr import get_attribute, index_value
@@ -60,7 +60,6 @@ class _Generator:
             "_attr": get_attribute,
             "_index": index_value,
             "_op": apply_op,
-            "_make": make_node,
             "_NotBoolean": NotBoolean,
             "_bounded": bounded,
             "_multiply": multiply,
@@ -127,9 +126,6 @@ class _Generator:
         args = "".join(f"{self.expr(a)}, " for a in e.args)
         kwargs = ", ".join(f"{self.const(k)}: {self.expr(v)}" for k, v in e.kwargs)
         if e.func in OPS:
-            if e.kwargs or len(e.args) != 2 or not OPS[e.func].has("elementwise"):
-                # what apply_op does for such a call, without the call (no broadcasting)
-                return f"_make({self.const(e.func)}, ({args}), **{{{kwargs}}})"
             return f"_op({self.const(e.func)}, [{args}], {{{kwargs}}})"
         fdef = FUNCTIONS.get(e.func)
         if fdef is None:
