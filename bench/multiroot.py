@@ -5,6 +5,7 @@ Each layer is dot, batchnorm (from primitives) and leaky relu; autodiff adds the
 The pipeline fuses every layer's batchnorm forward and backward (two multi-root rules) and its
 relu: one round of multi-root matching takes every layer's match, so the time grows with the
 size of the network. Target: 640 layers in at most 10x the time of 80 (8x the nodes).
+The sizes take turns in each repeat (CPU time, medians).
 Run: `python bench/multiroot.py [--layers 80,160,320,640] [--repeat 3]`.
 """
 
@@ -57,23 +58,28 @@ def fuse(outputs, rules):
     return res
 
 
-def measure(layers: int, rules, repeat: int) -> dict:
-    outputs = deep_mlp(layers)
-    nodes = len(ng.toposort(outputs))
-    times = []
+def measure(sizes: list[int], rules, repeat: int) -> list[dict]:
+    """Median CPU seconds of fusing each size; the sizes take turns in every repeat, so a
+    change in machine load affects them alike."""
+    graphs = {layers: deep_mlp(layers) for layers in sizes}
+    times: dict[int, list[float]] = {layers: [] for layers in sizes}
     for _ in range(repeat):
-        start = time.process_time()  # CPU time: steadier than wall time on a shared machine
-        res = fuse(outputs, rules)
-        times.append(time.process_time() - start)
-        fired = res.fired()
-        assert fired["batchnorm_fprop"] == fired["batchnorm_bprop"] == layers, fired
-        del res
-    return {
-        "layers": layers,
-        "nodes": nodes,
-        "seconds": statistics.median(times),
-        "spread": (min(times), max(times)),
-    }
+        for layers, outputs in graphs.items():
+            start = time.process_time()  # CPU time: steadier than wall time on a shared machine
+            res = fuse(outputs, rules)
+            times[layers].append(time.process_time() - start)
+            fired = res.fired()
+            assert fired["batchnorm_fprop"] == fired["batchnorm_bprop"] == layers, fired
+            del res
+    return [
+        {
+            "layers": layers,
+            "nodes": len(ng.toposort(graphs[layers])),
+            "seconds": statistics.median(times[layers]),
+            "spread": (min(times[layers]), max(times[layers])),
+        }
+        for layers in sizes
+    ]
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -82,7 +88,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     rules = ng.load_rules(RULES)
-    rows = [measure(int(k), rules, args.repeat) for k in args.layers.split(",")]
+    rows = measure([int(k) for k in args.layers.split(",")], rules, args.repeat)
     print(f"{'layers':>7s} {'nodes':>8s} {'median cpu s':>12s} {'min-max s':>15s} {'x first':>8s}")
     for r in rows:
         lo, hi = r["spread"]

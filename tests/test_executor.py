@@ -330,3 +330,18 @@ def test_views_and_small_values_of_constants_are_computed_once_at_compile_time()
     assert [type(k) for k, *_ in program.steps] == [np.ufunc, np.ufunc]  # multiply, subtract
     xv = np.arange(6.0).reshape(3, 2)
     np.testing.assert_allclose(program.run({x: xv})[0], xv * 3.0 - np.exp(0.5), rtol=1e-12)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_a_broadcast_is_a_read_only_view_whatever_its_operands_layout(layout):
+    """A C-contiguous operand is viewed through strides built by the kernel; any other layout
+    through np.broadcast_to: the same values either way, never writable (it aliases its
+    operand)."""
+    a, b, c = ng.make_axis(3, "a"), ng.make_axis(4, "b"), ng.make_axis(2, "c")
+    x = ng.placeholder([b, a], np.float32, name="x")
+    y = ng.broadcast(x, [a, c, b])
+    value = np.arange(24, dtype=np.float32).reshape(8, 3)
+    fed = {"C": value[:4], "F": np.asfortranarray(value[:4]), "strided": value[::2]}[layout]
+    (got,) = ng.execute([y], {x: fed})
+    assert np.array_equal(got, np.broadcast_to(fed.T[:, None, :], (3, 2, 4)))
+    assert not got.flags.writeable and np.shares_memory(got, fed)

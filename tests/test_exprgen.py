@@ -29,6 +29,11 @@ EXPRESSIONS = [
     "(x.rank, w.rank)",
     "Sum(x * 2, reduction_axes=x.axes[:1])",
     "broadcast(w, x.axes)",
+    "d.axes == x.axes - w.axes",  # compared with no Axes built
+    "w.axes != x.axes - d.axes",
+    "x.rank == 3 - 1",  # a difference of numbers: the general path
+    "x.axes == w.axes",
+    "x.op != w.op",
 ]
 
 

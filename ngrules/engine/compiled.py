@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ngrules.engine.fused import clause_function
 from ngrules.engine.match import compile_pattern
-from ngrules.engine.matchgen import WRONG_TYPE, compile_returning
+from ngrules.engine.matchgen import WRONG_TYPE, compile_fused, compile_returning
 from ngrules.engine.pending import NONE_PENDING, Pending
 from ngrules.engine.semantics import same_type
 from ngrules.errors import NgrulesError, RuleError
@@ -111,7 +112,9 @@ class CompiledRule:
         self._match = self.matchers[0]
         self._exprs: dict[int, object] = {}
         self._finish_single = self._finish_single  # bind once: it runs at every match
-        self._generated = compile_clauses(rule.clauses, rule.replacement) or self._interpret
+        self._generated = compile_clauses(rule.clauses, rule.replacement)
+        can_fuse = self._generated is not None and not self.is_multi_root
+        self._generated = self._generated or self._interpret
         only = rule.replacement[0] if len(rule.replacement) == 1 else None
         plain = isinstance(only, EVar) and not rule.clauses and not self.is_multi_root
         #: For `=> x` with no clauses: a matcher that returns x itself (no bindings dict, no
@@ -120,6 +123,18 @@ class CompiledRule:
         self.returning = compile_returning(rule.roots[0], only.name) if plain else None
         self.builds = not isinstance(only, EVar)  # its replacement is not just a bound node
         self._needs_nodes = needs_nodes(rule)
+        #: For a one-root rule with generated clauses (not `=> x`): a matcher,
+        #: `fused(node, None, None, V)`, that evaluates them at each match itself and returns
+        #: what `apply` would (see `fused`); None otherwise.
+        self.fused = self._fuse() if can_fuse and self.returning is None else None
+
+    def _fuse(self):
+        match, names = compile_fused(self.rule.roots[0])
+        clauses = clause_function(self, names, _ROOT, _PENDING)
+        if clauses is None:
+            return None
+        match.__globals__["_CL"] = clauses
+        return match
 
     @property
     def returns_a_binding(self) -> bool:
@@ -205,12 +220,23 @@ class CompiledRule:
                 values = self._evaluate(dict(b))
             if values is None:
                 return None
-            replacements = self._replacements(values, roots)
+            return self.found(values, roots, log)
         except NgrulesError as e:
             raise self._error(e) from e
         finally:
             graph.creation_log = None
-        return roots, replacements, tuple(log)
+
+    def found(self, values, roots: tuple[Node, ...], log: list) -> tuple:
+        """(roots, replacements, new nodes) for the replacement's values (`log`: the nodes
+        created meanwhile); a replacement of the wrong kind raises."""
+        return roots, self._replacements(values, roots), tuple(log)
+
+    def located_found(self, values, roots: tuple[Node, ...], log: list) -> tuple:
+        """`found`, its error located at this rule (for the generated clauses, see `fused`)."""
+        try:
+            return self.found(values, roots, log)
+        except NgrulesError as e:
+            raise self._error(e) from e
 
     def _interpret(self, b: dict) -> list | None:
         return self._evaluate(dict(b))

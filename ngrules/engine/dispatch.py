@@ -33,7 +33,7 @@ _RETURNING = (
     "            found = R{i}.apply(node, None, V)",
     *["    " + line for line in _FOUND],
     "        s.matches += 1  # what run.record does for a match building nothing",
-    "        found = (node,), (V.force(value) if V else value,), ()",
+    "        found = (node,), (V.force(value) if value in V else value,), ()",
     "        run.trace.append((N{i}, L{i}, *found, name, V if node in V else None))",
     "        budget = run.budget",
     "        budget.left -= 1",
@@ -44,6 +44,12 @@ _RETURNING = (
 
 _APPLYING = (
     "    found = R{i}.apply(node, None, V)",
+    "    if found is not None:",
+    *_FOUND,
+)
+
+_FUSED = (  # guards, lets and the replacement evaluated by the matcher itself (see `fused`)
+    "    found = F{i}(node, None, None, V)",
     "    if found is not None:",
     *_FOUND,
 )
@@ -72,6 +78,9 @@ def _generate(rules: tuple[CompiledRule, ...]) -> Callable:
         if rule.returning is not None:
             consts[f"M{i}"] = rule.returning
             lines += [line.format(i=i) for line in _RETURNING]
+        elif rule.fused is not None:
+            consts[f"F{i}"] = rule.fused
+            lines += [line.format(i=i) for line in _FUSED]
         else:
             lines += [line.format(i=i) for line in _APPLYING]
     lines.append("    return None, None")

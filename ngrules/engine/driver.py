@@ -35,19 +35,20 @@ from ngrules.engine.compiled import CompiledRule, RuleStats, inner_ops
 from ngrules.engine.dispatch import first_match
 from ngrules.engine.folding import Folding
 from ngrules.engine.multiroot import Context, apply_together
+from ngrules.engine.passes import as_ruleset, pass_names
 from ngrules.engine.pending import Pending
 from ngrules.engine.results import RewriteResult, Run
-from ngrules.errors import NgrulesError
 from ngrules.interrupts import raise_if_interrupted
 from ngrules.ir.graph import (
     Node,
     creation_order,
+    fresh_on,
+    live_rebuilt,
     paused_gc,
     rebuilt_on,
     register,
     validate,
 )
-from ngrules.ir.ops import did_you_mean
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
 
 
@@ -92,6 +93,19 @@ class _Pass:
         self._only_returns: dict[str, bool] = {}  # every rule at the op is `=> x`, no clauses
         self._index: dict[str, list[CompiledRule]] = {}
         self._multi_index: dict[str, list[CompiledRule]] = {}
+        #: Ops whose rules are all `=> x` (see `_rebuild_returning`), known when every rule
+        #: names its root's ops; the walk's generated dispatch tries them on a view.
+        self.returning = self._returning_ops() if self.direct else frozenset()
+
+    def _returning_ops(self) -> frozenset[str]:
+        if any(r.root_ops is None for r in self.single):
+            return frozenset()
+        ops = set().union(*(r.root_ops for r in self.single))
+        return frozenset(op for op in ops if self._only_returns_at(op))
+
+    def _only_returns_at(self, op: str) -> bool:
+        self.rules_for(op)
+        return self._only_returns[op]
 
     def rules_for(self, op: str) -> list[CompiledRule]:
         rules = self._index.get(op)
@@ -114,20 +128,23 @@ class _Pass:
         view and rebuilt only if needed. Only a rewrite's result is normalised on the explicit
         stack."""
         memo, pending, lazy, index = self.memo, self.pending, self.lazy, self._index
+        returning = self.returning
         order = creation_order(outputs)
         self.run.budget.size_for(len(order))
         for node in order:
             args = node.args
             if args:
-                if len(args) == 1:
-                    a = args[0]
-                    images = (memo[a],)
-                    changed = images[0] is not a or a in pending
-                elif len(args) == 2:
+                arity = len(args)
+                if arity == 1:
+                    (a,) = args
+                    image = memo[a]
+                    images = (image,)
+                    changed = image is not a or a in pending
+                elif arity == 2:
                     a, b = args
-                    images = (memo[a], memo[b])
-                    changed = (images[0] is not a or images[1] is not b
-                               or a in pending or b in pending)
+                    image, other = memo[a], memo[b]
+                    images = (image, other)
+                    changed = image is not a or other is not b or a in pending or b in pending
                 else:
                     images = tuple([memo[a] for a in args])
                     changed = images != args or _any_pending(args, pending)
@@ -135,9 +152,12 @@ class _Pass:
                     if node.op in lazy:
                         pending[node] = images
                     else:
-                        if pending and _any_pending(images, pending):  # build them first
+                        if lazy and pending and _any_pending(images, pending):  # build first
                             images = tuple([pending.force(i) for i in images])
-                        self._rebuild(node, images)
+                        if node.op in returning:
+                            self._rebuild_returning(node, images)
+                        else:
+                            self._rebuild(node, images)
                         continue
                 else:
                     done = memo.get(node)  # reached before as a rebuilt node: known
@@ -168,11 +188,11 @@ class _Pass:
         """A node that no rule fuses away, rebuilt on its arguments' (built) normal forms, then the
         rules at it. A new node enters the hash-consing table only if it stays: when the rules
         that could fire at it build nothing (`=> x`), they are tried first."""
-        memo = self.memo
-        rebuilt, fresh = rebuilt_on(node, images)
-        rules = self._index.get(rebuilt.op)
+        memo, op = self.memo, node.op
+        rules = self._index.get(op)
         if rules is None:
-            rules = self.rules_for(rebuilt.op)
+            rules = self.rules_for(op)
+        rebuilt, fresh = rebuilt_on(node, images)
         if fresh:
             if not rules:  # most nodes: nothing to try, nothing built since the lookup
                 memo[node] = memo[rebuilt] = register(rebuilt)
@@ -198,6 +218,26 @@ class _Pass:
             memo[node] = self._result(found[1][0], rebuilt, rule)
         else:
             memo[node] = memo[rebuilt] = self._result(found[1][0], rebuilt, rule)
+
+    def _rebuild_returning(self, node: Node, images: tuple[Node, ...]) -> None:
+        """`_rebuild` for a node whose rules are all `=> x`: if it would be a new node, they
+        are tried on its view before it is built (node is held pending while they are), and
+        one that replaces it saves building it (it stays pending: the trace rebuilds it when
+        read)."""
+        if live_rebuilt(node, images) is not None:
+            self._rebuild(node, images)
+            return
+        memo, pending = self.memo, self.pending
+        pending[node] = images
+        rule, found = self._index[node.op].first(node, pending, self.run, self.name)
+        if rule is None:  # none would match the built node either: it stays
+            del pending[node]
+            rebuilt = register(fresh_on(node, images))
+            memo[node] = memo[rebuilt] = rebuilt
+            return
+        replacement = found[1][0]
+        done = memo.get(replacement)
+        memo[node] = done if done is not None else self._result(replacement, node, rule)
 
     def _result(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
         memo = self.memo
@@ -329,33 +369,6 @@ def _compile(rule: Rule) -> CompiledRule:
     return entry[1]
 
 
-def _pass_names(rules: RuleSet, pipeline: str | None, passes: Sequence[str] | None) -> list[str]:
-    if pipeline is not None and passes is not None:
-        raise NgrulesError("give a pipeline or a list of passes, not both")
-    if pipeline is not None:
-        if pipeline not in rules.pipelines:
-            hint = did_you_mean(pipeline, rules.pipelines)
-            raise NgrulesError(f"no pipeline named {pipeline!r}{hint}")
-        return list(rules.pipelines[pipeline])
-    names = list(passes) if passes is not None else list(rules.passes)
-    for name in names:
-        if name not in rules.passes and name not in BUILTIN_PASSES:
-            hint = did_you_mean(name, [*rules.passes, *BUILTIN_PASSES])
-            raise NgrulesError(f"no pass named {name!r}{hint}")
-    return names
-
-
-def _as_ruleset(rules: RuleSet | Rule | Iterable[Rule]) -> RuleSet:
-    if isinstance(rules, RuleSet):
-        return rules
-    rules = (rules,) if isinstance(rules, Rule) else tuple(rules)
-    grouped: dict[str, list[Rule]] = {}
-    for r in rules:
-        grouped.setdefault(r.pass_name, []).append(r)
-    passes = {k: tuple(sorted(v, key=lambda r: (-r.priority, r.order))) for k, v in grouped.items()}
-    return RuleSet(rules, passes, {})
-
-
 def rewrite(
     outputs: Sequence[Node],
     rules: RuleSet | Rule | Iterable[Rule],
@@ -375,8 +388,8 @@ def rewrite(
     attempts and matches are counted either way. fold_limit bounds the elements of one value
     the built-in pass `fold_constants` computes (default `folding.DEFAULT_LIMIT`).
     """
-    ruleset = _as_ruleset(rules)
-    names = _pass_names(ruleset, pipeline, passes)
+    ruleset = as_ruleset(rules)
+    names = pass_names(ruleset, pipeline, passes)
     with paused_gc():
         return _rewrite(outputs, ruleset, names, Run(fuel, checked, stats), fold_limit)
 

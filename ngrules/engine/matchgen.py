@@ -17,28 +17,23 @@ only generated identifiers appear in the code. `source_of(matcher)` returns the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ngrules.engine.pending import NONE_PENDING, same_node
 from ngrules.engine.semantics import (
+    F32,
+    VALUELESS,
     is_commutative,
     kind_predicate,
     literal_is,
     rounded,
     same_type,
 )
+from ngrules.ir.graph import UNKNOWN
 from ngrules.ir.ops import OPS
 from ngrules.lang.syntax import PLit, PNamed, POp, PVar
-
-
-def _optional(node, op, pending):
-    """The ways an optional wrapper can be read: under `op` first, then without it."""
-    if node.op == op:
-        args = pending.get(node) or node.args
-        if len(args) == 1:
-            return (args[0], node)
-    return (node,)
-
 
 #: A generated function nests at most this deep (Python allows 100 levels of indentation and
 #: 20 nested loops); the rest of the pattern continues in a further function it calls.
@@ -64,16 +59,20 @@ class _Generator:
     chain is cut into several functions when it nests too deep. `consts` becomes the
     functions' globals."""
 
-    def __init__(self, prebound: dict[str, str], returns: str | None = None):
+    def __init__(
+        self, prebound: dict[str, str], returns: str | None = None, fused: bool = False
+    ):
         self.consts: dict[str, object] = {
-            "_optional": _optional,
             "_lit": literal_is,
+            "_UNKNOWN": UNKNOWN,
+            "_VALUELESS": VALUELESS,
+            "_F32": F32,
             "_same": same_node,
             "_NONE": NONE_PENDING,
             "_same_type": same_type,
             "_WRONG_TYPE": WRONG_TYPE,
         }
-        self.returns = returns
+        self.returns, self.fused = returns, fused
         self.bound = dict(prebound)  # pattern name -> local holding its node
         self.count = 0
         self.done: list[_Function] = []
@@ -127,8 +126,15 @@ class _Generator:
                 self._bind(p.name, node)
         elif isinstance(p, PLit):
             f32, f64 = self.const(rounded(p.value, np.float32)), self.const(float(p.value))
-            real = f"(V.force({node}) if {node} in V else {node})"  # its value, not its view's
-            self.fn.line(f"if _lit({real}, {f32}, {f64}):", opens=True)
+            real, known = self.fresh("l"), self.fresh("k")  # its value, not its view's
+            self.fn.line(f"{real} = V.force({node}) if {node} in V else {node}")
+            self.fn.line(f"{known} = {real}._scalar")
+            # literal_is in line for a value already known (cached on the node); else called
+            cached = (f"{known} is not _UNKNOWN and {known} is not None and "
+                      f"{known} == ({f32} if {real}.dtype is _F32 else {f64})")
+            unknown = f"{known} is _UNKNOWN and {real}.op not in _VALUELESS"
+            self.fn.line(f"if ({cached}) or ({unknown} and _lit({real}, {f32}, {f64})):",
+                         opens=True)
         elif isinstance(p, PNamed):
             if p.name in self.bound:
                 self._bind(p.name, node)
@@ -136,7 +142,12 @@ class _Generator:
                 self.work += [("bind", p.name, node), ("match", p.pattern, node)]
         elif p.optional:
             inner = self.fresh("o")
-            self.fn.line(f"for {inner} in _optional({node}, {self.const(p.op)}, V):", loop=True)
+            # under `op` first (its operand, through its view), then node without it
+            under = self.fresh("w")
+            self.fn.line(f"{under} = (V.get({node}) or {node}.args) "
+                         f"if {node}.op == {self.const(p.op)} else ()")
+            self.fn.line(f"for {inner} in (({under}[0], {node}) if len({under}) == 1 "
+                         f"else ({node},)):", loop=True)
             self.work.append(("match", p.args[0], inner))
         else:
             self._op(p, node)
@@ -179,6 +190,12 @@ class _Generator:
             self.fn.line("return _WRONG_TYPE")
             self._close()
             return
+        if self.fused:  # the clauses' function takes the bound nodes (see `fused`)
+            self.fn.line(f"r = _CL(node, V, {', '.join(self.bound.values())})")
+            self.fn.line("if r is not None:", opens=True)
+            self.fn.line("return r")
+            self._close()
+            return
         items = ", ".join(f"{self.const(name)}: {local}" for name, local in self.bound.items())
         self.fn.line(f"r = k({{**b, {items}}})" if items else "r = k(b)")
         self.fn.line("if r is not None:", opens=True)
@@ -204,6 +221,20 @@ def generate(
     for name, local in names.items():
         gen.fn.line(f"{local} = b[{gen.const(name)}]")
     return gen.run(pattern, "node"), gen.consts
+
+
+def compile_fused(pattern) -> tuple[Callable, list[str]]:
+    """The matcher of a one-root rule, `match(node, None, None, V)`, that calls the function
+    `match.__globals__["_CL"]` (to be set by the caller) with `node, V` and the nodes bound to
+    the returned names, in that order, at each way it matches, and returns its first non-None
+    result (see `fused`)."""
+    gen = _Generator({}, fused=True)
+    source = gen.run(pattern, "node")
+    namespace = dict(gen.consts)
+    exec(compile(source, "<ngrules pattern>", "exec"), namespace)  # noqa: S102 - generated
+    match = namespace["match"]
+    match.source = source
+    return match, list(gen.bound)
 
 
 def names_in(pattern) -> set[str]:

@@ -17,18 +17,18 @@ Bindings = dict[str, Any]
 Cont = Callable[[Bindings], Any]
 Matcher = Callable[[Node, Bindings, Cont], Any]
 
-_F32 = np.dtype(np.float32)
+F32 = np.dtype(np.float32)
 
 
 def literal_matches(value: float, node: Node) -> bool:
     """Does node hold `value` everywhere, compared in the node's dtype?"""
-    return literal_is(node, rounded(value, _F32), float(value))
+    return literal_is(node, rounded(value, F32), float(value))
 
 
 #: Ops whose nodes never hold a known value (neither a Constant nor a view): a node just
 #: rebuilt by a walk has no cached value yet, and most are of these ops. Ops are registered
 #: once, so an op's traits never change.
-_VALUELESS: set[str] = set()
+VALUELESS: set[str] = set()
 
 
 def literal_is(node: Node, as_f32: float, as_f64: float) -> bool:
@@ -36,14 +36,14 @@ def literal_is(node: Node, as_f32: float, as_f64: float) -> bool:
     known = node._scalar
     if known is UNKNOWN:
         op = node.op
-        if op in _VALUELESS:
+        if op in VALUELESS:
             return False
         known = known_scalar(node)
         if known is None and op != "Constant" and not OPS[op].has("view"):
-            _VALUELESS.add(op)
+            VALUELESS.add(op)
     if known is None:
         return False
-    return known == (as_f32 if node.dtype is _F32 else as_f64)
+    return known == (as_f32 if node.dtype is F32 else as_f64)
 
 
 def rounded(value: float, dtype) -> float:

@@ -136,6 +136,13 @@ def _subset(items: tuple[Axis, ...]) -> Axes:
     return axes
 
 
+def is_difference(a: Axes, b: Axes, c: Axes) -> bool:
+    """`a == b - c` without building `b - c` (checking lengths as the difference does)."""
+    _check_lengths(b, c)
+    names = c._names
+    return a._names == tuple([n for n in b._names if n not in names])
+
+
 class Axes:
     """An ordered, immutable tuple of axes with distinct names."""
 

@@ -227,6 +227,24 @@ def rebuilt_on(node: Node, args: tuple[Node, ...]) -> tuple[Node, bool]:
     return _Building(op, args, node.attrs, node.axes, node.dtype, node.outputs, key, origin), True
 
 
+def fresh_on(node: Node, args: tuple[Node, ...]) -> Node:
+    """`node` on new arguments, built unregistered with no lookup: for a caller that knows,
+    from `live_rebuilt`, that no live node has that key."""
+    key = (node.op, args, node._key[2])
+    op, origin = node.op, node.origin
+    return _Building(op, args, node.attrs, node.axes, node.dtype, node.outputs, key, origin)
+
+
+def live_rebuilt(node: Node, args: tuple[Node, ...]) -> Node | None:
+    """The live node `rebuilt_on(node, args)` would find (given node's provenance if it has
+    none), or None: then nothing is built, so a caller that may not need the node saves it."""
+    ref = _INTERN.get((node.op, args, node._key[2]))
+    found = None if ref is None else ref()
+    if found is not None and found.origin is None and node.origin is not None:
+        found.origin = node.origin
+    return found
+
+
 def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
     """Build (or find) the node `op(args, attrs)`, inferring its axes and dtype."""
     opdef = get_op(op)

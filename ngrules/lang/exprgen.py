@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ngrules.ir.axes import Axes, is_difference
 from ngrules.ir.frontend import apply_op
 from ngrules.ir.graph import Node
 from ngrules.ir.ops import OPS
@@ -52,7 +53,8 @@ class NotBoolean(Exception):
 
 
 class _Generator:
-    def __init__(self):
+    def __init__(self, params: dict[str, str] | None = None):
+        self.params = params  # pattern name -> the local holding its node (else read from b)
         self.consts: dict[str, object] = {
             "_Node": Node,
             "_attr": get_attribute,
@@ -61,6 +63,8 @@ class _Generator:
             "_NotBoolean": NotBoolean,
             "_bounded": bounded,
             "_multiply": multiply,
+            "_Axes": Axes,
+            "_is_difference": is_difference,
         }
         self.lines: list[str] = []
         self.locals: dict[str, str] = {}  # rule name -> local holding its value
@@ -77,6 +81,8 @@ class _Generator:
 
     def var(self, name: str) -> str:
         local = self.locals.get(name)
+        if local is None and self.params is not None:
+            return self.params[name]  # KeyError: not bound by the pattern (not generated)
         if local is None:  # a pattern binding: read from the match's bindings
             local = self.locals[name] = self.fresh("v")
             self.lines.insert(0, f"    {local} = b[{self.const(name)}]")
@@ -131,7 +137,14 @@ class _Generator:
         return f"_bounded({value})"
 
     def _binary(self, e: EBinary) -> str:
+        if e.op in ("==", "!=") and isinstance(e.right, EBinary) and e.right.op == "-":
+            return self._equals_difference(e)
         left, right = self.expr(e.left), self.expr(e.right)
+        if e.op in ("==", "!="):  # two Axes compare their names here, with no call
+            a, b = self.fresh("t"), self.fresh("t")
+            fast = f"{a}._names {e.op} {b}._names"
+            both = f"(({a} := {left}).__class__ is _Axes) & (({b} := {right}).__class__ is _Axes)"
+            return f"({fast} if {both} else {a} {e.op} {b})"
         if e.op in ("and", "or"):
             return f"((not not {left}) {e.op} (not not {right}))"
         if e.op == "in":
@@ -144,10 +157,35 @@ class _Generator:
             return f"_bounded({left} {e.op} {right})"
         return f"({left} {e.op} {right})"
 
+    def _equals_difference(self, e: EBinary) -> str:
+        """`a == b - c`: for three Axes, compared with no new Axes built (`is_difference`)."""
+        a, b, c = self.fresh("t"), self.fresh("t"), self.fresh("t")
+        operands = ((a, self.expr(e.left)), (b, self.expr(e.right.left)),
+                    (c, self.expr(e.right.right)))
+        all_axes = " & ".join(f"(({t} := {x}).__class__ is _Axes)" for t, x in operands)
+        negate = "not " if e.op == "!=" else ""
+        return (f"({negate}_is_difference({a}, {b}, {c}) if {all_axes} "
+                f"else {a} {e.op} _bounded({b} - {c}))")
+
 
 def generate(clauses: Sequence, replacement: Sequence) -> tuple[str, dict]:
     """The source of `run(b)` and its constant table."""
     gen = _Generator()
+    body = _body(gen, clauses, replacement)
+    return "\n".join(["def run(b):", *gen.lines, *body]) + "\n", gen.consts
+
+
+def generate_body(
+    clauses: Sequence, replacement: Sequence, params: dict[str, str]
+) -> tuple[list[str], dict]:
+    """The lines of `run`'s body (indented once, ending in `return (values)`) with each
+    pattern name read from the local `params` gives it, and their constant table; KeyError or
+    TypeError if they cannot be generated."""
+    gen = _Generator(params)
+    return _body(gen, clauses, replacement), gen.consts
+
+
+def _body(gen: _Generator, clauses: Sequence, replacement: Sequence) -> list[str]:
     body: list[str] = []
     for clause in clauses:
         value = gen.expr(clause.expr)
@@ -165,7 +203,7 @@ def generate(clauses: Sequence, replacement: Sequence) -> tuple[str, dict]:
             ]
     values = "".join(f"{gen.expr(e)}, " for e in replacement)
     body.append(f"    return ({values})")
-    return "\n".join(["def run(b):", *gen.lines, *body]) + "\n", gen.consts
+    return body
 
 
 def compile_clauses(clauses: Sequence, replacement: Sequence) -> Callable[[dict], Any] | None:

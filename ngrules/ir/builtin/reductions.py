@@ -24,14 +24,18 @@ def _reduction_infer(name):
     return infer
 
 
-def _reduction_kernel(fn):
+def _reduction_kernel(ufunc: np.ufunc):
+    """The ufunc's `reduce` itself (what np.sum, np.max... call after a Python-level wrapper
+    that costs a few microseconds per call)."""
+    reduce = ufunc.reduce
+
     def kernel(node):
         x = node.args[0]
         where = tuple(x.axes.index(a) for a in node.attrs["reduction_axes"])
-        if fn in (np.sum, np.prod):  # numpy widens small integers; keep x's dtype
+        if ufunc in (np.add, np.multiply):  # numpy widens small integers; keep x's dtype
             dtype = node.dtype
-            return lambda a: fn(a, axis=where, dtype=dtype)
-        return lambda a: fn(a, axis=where)
+            return lambda a: reduce(a, axis=where, dtype=dtype)
+        return lambda a: reduce(a, axis=where)
 
     return kernel
 
@@ -60,10 +64,10 @@ def _prod_grad(node, d):
 
 
 for _name, _fn, _grad, _domain in (
-    ("Sum", np.sum, _sum_grad, "real"),
-    ("Max", np.max, _extremum_grad, "real"),
-    ("Min", np.min, _extremum_grad, "real"),
-    ("Prod", np.prod, _prod_grad, "real"),
+    ("Sum", np.add, _sum_grad, "real"),
+    ("Max", np.maximum, _extremum_grad, "real"),
+    ("Min", np.minimum, _extremum_grad, "real"),
+    ("Prod", np.multiply, _prod_grad, "real"),
 ):
     register_op(
         _name,

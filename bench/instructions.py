@@ -1,0 +1,74 @@
+"""Instructions per rewrite of the peers' workloads, for changes too small for timing.
+
+On a machine shared with other work, `ab.py`'s rounds scatter by 20-40%, more than a step of a
+few percent changes. Instructions do not depend on the load: `--callgrind` runs this script
+twice under valgrind's callgrind (building the graphs, then rewriting them `--rewrites` times
+or not at all) and prints the difference per rewrite. Without it, the script only builds and
+rewrites (what callgrind counts). `PYTHONHASHSEED` is fixed, so two runs of one tree agree.
+
+Run: `python bench/instructions.py --harness PATH/TO/peers --workload W2 --size 10000
+--callgrind [--tree PATH]` (`--tree`: a checkout whose `ngrules/` is measured instead of this
+one, e.g. `git archive REV ngrules grammar rules | tar -x -C PATH`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def rewrite_times(harness: Path, workload: str, size: int, rewrites: int) -> None:
+    """Build two graphs of the workload, then rewrite them `rewrites` times in turn."""
+    sys.path[:0] = [str(harness), str(HERE)]
+    from peer_adapter import NgrulesAdapter
+    from workloads import make_spec
+
+    adapter = NgrulesAdapter()
+    spec = make_spec(workload, size)
+    graphs = [adapter.build(spec) for _ in range(2)]
+    gc.collect()
+    gc.disable()
+    for i in range(rewrites):
+        result = adapter.rewrite(graphs[i % 2], spec)
+        assert result.stop == "fixpoint", result.message
+
+
+def _instructions(args, rewrites: int) -> int:
+    command = [
+        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+        __file__, "--harness", str(args.harness), "--workload", args.workload,
+        "--size", str(args.size), "--rewrites", str(rewrites),
+    ]
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    if args.tree:
+        env["PYTHONPATH"] = str(args.tree)
+    run = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    return int(re.search(r"Collected : (\d+)", run.stderr).group(1))
+
+
+def main(argv: list[str] | None = None) -> int | None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--harness", type=Path, required=True, help="the peers' folder")
+    parser.add_argument("--workload", default="W2")
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--rewrites", type=int, default=2)
+    parser.add_argument("--callgrind", action="store_true", help="count under valgrind")
+    parser.add_argument("--tree", type=Path, help="measure this checkout's ngrules/")
+    args = parser.parse_args(argv)
+    if not args.callgrind:
+        rewrite_times(args.harness, args.workload, args.size, args.rewrites)
+        return None
+    per_rewrite = (_instructions(args, args.rewrites) - _instructions(args, 0)) // args.rewrites
+    print(f"{args.workload} {args.size} nodes: {per_rewrite} instructions per rewrite")
+    return per_rewrite
+
+
+if __name__ == "__main__":
+    main()
