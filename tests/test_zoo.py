@@ -62,13 +62,7 @@ def test_the_zoo_holds_every_family_with_both_exporters():
 #: Where the output is still larger than the input (more nodes or a Transpose the input did not
 #: have), by model family or family and exporter, and pipeline ("*": every one), with why.
 #: The test asserts these are still larger, so a fix must strike its entry.
-LARGER = {
-    ("lstm", "*"): "the importer unrolls the recurrence into primitives; nothing writes LSTM",
-    ("gru", "*"): "the importer unrolls the recurrence into primitives; nothing writes GRU",
-    # the attention mask's GatherND goes out as Reshape + Gather and its And over two Expands
-    # (+2 or +3 nodes); the cpu pipeline's simplifications make up for it on the BERT
-    ("bert_dynamo_op20", "no rules"): "the attention mask (And, GatherND) costs 3 nodes more",
-}
+LARGER: dict[tuple[str, str], str] = {}
 
 
 def _larger_expected(name: str, pipeline) -> bool:
