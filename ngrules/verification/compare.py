@@ -25,7 +25,7 @@ import numpy as np
 
 from ngrules.errors import NgrulesError
 from ngrules.ir.graph import Node, toposort
-from ngrules.verification.instances import as_float64
+from ngrules.verification.instances import as_float64, converted_feeds
 from ngrules.verification.instances.assumed import Assumed, generic_within
 
 #: Default tolerance: float64 on both sides, so only reassociation error is allowed.
@@ -157,7 +157,7 @@ def compare(
 ) -> Comparison:
     """Run both graphs in float64 on the same feeds and compare output by output."""
     graphs, memo = as_float64(list(before) + list(after))
-    feeds64 = {memo[k]: np.asarray(v, np.float64) for k, v in feeds.items() if k in memo}
+    feeds64 = converted_feeds(feeds, memo)
     expected = _run(graphs[: len(before)], feeds64)
     try:
         got = _run(graphs[len(before) :], feeds64)
@@ -222,13 +222,15 @@ def compare_derivatives(
     cannot be compared: an op without a gradient, or values not finite at generic inputs).
     The generic inputs keep within the rule's `assumed` ranges (see `instances.assumed`)."""
     graphs, memo = as_float64(list(before) + list(after))
-    inputs = sorted((k for k in feeds if k in memo and k.op == "Placeholder"), key=lambda n: n.name)
-    if not inputs:
+    inputs = sorted((k for k in feeds if k in memo and k.op == "Placeholder"
+                     and memo[k].dtype.kind == "f"), key=lambda n: n.name)
+    if not inputs:  # integer and bool inputs have no derivative
         return None
     values = generic_within(generic_feeds({memo[k]: feeds[k] for k in inputs}, seed), assumed,
                             memo, seed)
     if values is None:
         return None
+    values = {**converted_feeds(feeds, memo), **values}
     left, right = graphs[: len(before)], graphs[len(before) :]
     expected = _run(left, values)
     if not all(np.isfinite(e).all() for e in expected):

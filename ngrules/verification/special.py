@@ -1,0 +1,102 @@
+"""Special values: every instance run on ±0, ±inf, NaN, huge, tiny and cancelling inputs.
+
+Random draws rarely give an input of inf, NaN or 1e17 next to 1, where IEEE arithmetic parts
+from the real numbers a rule is written for (`x * 0` is NaN at x = inf, `Equal(x, x)` is 0 at
+NaN, `Minimum(x, 2e6)` is not x at x = 1e300). Here each input of a few instances takes every
+special value (and every pair of them, for two inputs), cancelling pairs (1 beside ±1e17) and
+random mixes per element; a difference judged as testing judges it (`compare`) is a
+counterexample. The verifier runs this after its random instances, and the prover before any
+proof: a counterexample here vetoes the proof.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from ngrules.ir.graph import Node, toposort
+from ngrules.verification.compare import compare
+from ngrules.verification.instances import Instance
+from ngrules.verification.instances.assumed import broken
+from ngrules.verification.verdicts import Counterexample
+
+INF, NAN = float("inf"), float("nan")
+#: Values where IEEE floats part from the reals: signed zeros, ones, infinities, NaN, the
+#: largest and smallest magnitudes, and values on the edge of cancelling (1e17 + 1 == 1e17).
+SPECIALS = (0.0, -0.0, 1.0, -1.0, INF, -INF, NAN, 1e308, -1e308, 5e-324, -5e-324,
+            1e-300, 1e17, -1e17, 4e6, 0.5)
+#: The finite ones, mixed per element (an infinity in one element of a reduction hides where
+#: another element ran out of range).
+FINITE = tuple(v for v in SPECIALS if np.isfinite(v))
+#: Inputs beside each other that cancel in float64 (a + b - b is not a).
+PAIRS = ((1.0, 1e17), (1.0, -1e17), (1e17, 1.0), (-1e17, 1.0), (1e17, -1e17), (3.0, 1e16))
+#: Feeds tried per instance at most, instances per rule, and seconds per rule.
+MAX_FEEDS, MAX_INSTANCES, BUDGET = 300, 4, 1.5
+
+
+def _inputs(inst: Instance) -> list[Node]:
+    """The float inputs of the instance, in a fixed order."""
+    return sorted((n for n in inst.feeds if np.asarray(inst.feeds[n]).dtype.kind == "f"),
+                  key=lambda n: n.name)
+
+
+def _assignments(count: int, rng: np.random.Generator) -> Iterator[tuple]:
+    """Tuples of one value per input: every special value for each, every pair for two
+    inputs (a random sample for more), and cancelling pairs on each two inputs."""
+    if count <= 2:
+        yield from itertools.product(SPECIALS, repeat=count)
+    else:
+        for _ in range(MAX_FEEDS // 2):
+            yield tuple(rng.choice(SPECIALS, count))
+    for i, j in itertools.permutations(range(count), 2):
+        for a, b in PAIRS:
+            row = [1.0] * count
+            row[i], row[j] = a, b
+            yield tuple(row)
+
+
+def special_feeds(inst: Instance, seed: int = 0) -> Iterator[dict[Node, np.ndarray]]:
+    """Feeds of special values for the instance: uniform per input, then mixed per element."""
+    rng = np.random.default_rng(seed)
+    inputs = _inputs(inst)
+    if not inputs:
+        return
+    with np.errstate(all="ignore"):
+        for row in itertools.islice(_assignments(len(inputs), rng), MAX_FEEDS):
+            yield {**inst.feeds, **{n: _full(n, v) for n, v in zip(inputs, row)}}
+        for _ in range(MAX_FEEDS // 8):
+            yield {**inst.feeds, **{n: rng.choice(FINITE, n.axes.lengths).astype(n.dtype)
+                                    for n in inputs}}
+
+
+def _full(node: Node, value: float) -> np.ndarray:
+    return np.full(node.axes.lengths, value).astype(node.dtype)
+
+
+def special_counterexample(
+    instances: Sequence[Instance], semantics: str = "strict", rtol: float = 1e-6,
+    atol: float = 1e-9, budget: float = BUDGET,
+) -> Counterexample | None:
+    """The first special-value feed on which an instance's rewrite changes results (values
+    within the rule's assumptions only), as a counterexample; None if there is none. Smaller
+    instances first; after `budget` seconds the feeds left are not tried."""
+    deadline = time.perf_counter() + budget
+    chosen = sorted(instances, key=lambda i: len(toposort(i.outputs)))[:MAX_INSTANCES]
+    for inst in chosen:
+        if inst.after is None:
+            continue
+        after = inst.after if inst.stop == "fixpoint" else inst.step
+        for feeds in special_feeds(inst):
+            if time.perf_counter() > deadline:
+                return None
+            if inst.assumed and broken(inst.assumed, feeds) is not None:
+                continue
+            result = compare(inst.outputs, after, feeds, rtol, atol, semantics)
+            if result.problem is not None:
+                return Counterexample(inst.rule, inst.outputs, feeds,
+                                      f"{result.problem} (special values)", after,
+                                      result.expected, result.got)
+    return None
