@@ -38,7 +38,7 @@ def test_a_proof_that_rounds_is_over_the_reals_and_an_exact_one_is_proved():
 
 def test_every_layout_is_tried_and_the_reordered_constant_is_ill_formed():
     from ngrules.verification.instances.sampling import rewrite_instance
-    from ngrules.verification.prove.layouts import layouts
+    from ngrules.verification.layouts import layouts
     from ngrules.verification.verdicts import ill_formed
 
     rule = ng.parse_rules("pass p\nrule r: a - Broadcast?(c: Constant) => a + -c\n").rule("r")

@@ -81,3 +81,44 @@ def test_a_constant_tied_to_a_lets_size_is_built_to_satisfy_it():
                                                                      "name='reduction_axes')",
                                                                      "s.reduction_axes")
     assert any("reduction_axes" in repr(e) for e in hints.equations["gamma"])
+
+
+def test_a_float_divided_by_zero_in_a_rule_is_ieee_and_an_integer_one_an_error():
+    from ngrules.lang.bounds import divide
+
+    assert divide(1, 0.0) == float("inf") and divide(-1.0, 0) == float("-inf")
+    assert divide(1, -0.0) == float("-inf") and divide(0.0, 0.0) != divide(0.0, 0.0)  # NaN
+    with pytest.raises(ZeroDivisionError):
+        divide(3, 0)
+    rules = ng.parse_rules("pass p\nrule d: x / (c: Constant) if c.rank == 0 "
+                           "=> x * (1 / value(c))\n")
+    assert verify(rules, EXAMPLES)["d"].status == "verified"  # c = 0: inf on both sides
+
+
+RANGE = """
+pass p
+rule log_power:
+    Log(Power(a, b))
+    assume a > 0
+    => b * Log(a)
+"""
+
+
+def test_an_intermediate_out_of_float_range_is_not_a_wrong_rule():
+    # a = 5e-324: Power underflows to 0 and Log gives -inf; b = inf: 1^inf is 1, inf·log 1 NaN
+    verdict = verify(ng.parse_rules(RANGE), EXAMPLES)["log_power"]
+    assert verdict.status == "verified", str(verdict)
+
+
+def test_verify_a_file_verifies_the_rules_it_defines_and_with_imports_those_it_imports(
+        tmp_path, capsys):
+    from ngrules.cli.main import main
+
+    path = tmp_path / "mine.rules"
+    path.write_text('import "ngrules:relu.rules"\npass mine\nrule mine_neg: -(-x) => x\n')
+    assert main(["verify", str(path), "--examples", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "mine_neg" in out and "relu_fprop" not in out and "1 verified of 1 rules" in out
+    assert main(["verify", str(path), "--examples", "5", "--with-imports"]) == 0
+    out = capsys.readouterr().out
+    assert "mine_neg" in out and "relu_fprop" in out and "relu_bprop" in out

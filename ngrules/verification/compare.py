@@ -25,6 +25,7 @@ import numpy as np
 
 from ngrules.errors import NgrulesError
 from ngrules.ir.graph import Node, toposort
+from ngrules.ir.ops import OPS
 from ngrules.verification.instances import as_float64, converted_feeds
 from ngrules.verification.instances.assumed import Assumed, generic_within
 
@@ -38,7 +39,7 @@ CANCELLATION = 1e-11
 _POLES = frozenset({"Divide", "Reciprocal", "Log", "Power"})
 #: Elementwise ops that are never zero where their operands are nonzero (a zero is underflow);
 #: the positive ones below are never zero at all.
-_NEVER_ZERO = frozenset({"Multiply", "Divide", "Square", "Reciprocal"})
+_NEVER_ZERO = frozenset({"Multiply", "Divide", "Square", "Reciprocal", "Power"})
 #: Ops positive on every finite operand: a zero is underflow (`Softmax` of `[0, 1e6]`).
 _POSITIVE = frozenset({"Exp", "Sigmoid", "Softmax"})
 
@@ -75,6 +76,7 @@ def difference(
     semantics: str = "strict",
     overflow: bool = False,
     floor: float = 0.0,
+    unordered: bool = False,
 ) -> str | None:
     """How got differs from expected (None: it does not), in words. The absolute tolerance is
     atol scaled by the largest result, and at least `floor`."""
@@ -88,6 +90,8 @@ def difference(
     with np.errstate(all="ignore"):
         close = np.isclose(got, expected, rtol=rtol, atol=scale, equal_nan=True)
         close |= ~judged | (np.isnan(expected) & ~np.isfinite(got))
+        if unordered:  # infinite inputs: a rewrite may lose a finite or infinite result
+            close |= ~np.isfinite(got) & ~np.isnan(expected)
         if close.all():
             return None
         diff = np.where(close, 0.0, np.abs(got - expected))
@@ -105,7 +109,8 @@ def _underflowed(node: Node, value: np.ndarray, args: list) -> bool:
         return bool((value == 0).any())
     if node.op not in _NEVER_ZERO or any(np.shape(a) != np.shape(value) for a in args):
         return False
-    nonzero = np.logical_and.reduce([np.asarray(a) != 0 for a in args])
+    bases = args[:1] if node.op == "Power" else args  # a^b is 0 only where a is
+    nonzero = np.logical_and.reduce([np.asarray(a) != 0 for a in bases])
     return bool(((value == 0) & nonzero).any())
 
 
@@ -117,13 +122,16 @@ def overflowed(before: Sequence[Node], feeds: dict[Node, np.ndarray]) -> bool:
     values = dict(zip(nodes, _run(nodes, feeds)))
     for node in nodes:
         value, args = values[node], [values.get(a) for a in node.args]
-        if any(a is None or not np.isfinite(a).all() for a in args):
-            continue
+        if not args or any(a is None or not np.isfinite(a).all() for a in args):
+            continue  # an input, or an op on values already out of range
         if _underflowed(node, value, args):
             return True
-        if not np.isinf(value).any():  # a NaN is a domain error, not a range one
+        if not np.isinf(value).any():  # a NaN is a domain error, not a range one, except
+            if np.isnan(value).any() and not OPS[node.op].has("elementwise"):
+                return True  # from a sum, dot or convolution of finite terms: inf - inf inside
             continue
-        if node.op in _POLES and any((a == 0).any() for a in args):
+        poles = args[:1] if node.op == "Power" else args  # a^b has its pole at a = 0
+        if node.op in _POLES and any((a == 0).any() for a in poles):
             continue
         return True
     return False
@@ -154,8 +162,13 @@ def compare(
     rtol: float = RTOL,
     atol: float = ATOL,
     semantics: str = "strict",
+    unordered: bool = False,
 ) -> Comparison:
-    """Run both graphs in float64 on the same feeds and compare output by output."""
+    """Run both graphs in float64 on the same feeds and compare output by output. With
+    `unordered` (for infinite inputs, which stand for values already out of range), a result
+    that became NaN or infinite is not judged (which of inf - inf or inf * 0 a sum meets
+    first depends on the order of its terms; 1^inf is 1, inf * log(1) is NaN); one that
+    became finite where it was not still is (`x * 0 => 0` at x = inf)."""
     graphs, memo = as_float64(list(before) + list(after))
     feeds64 = converted_feeds(feeds, memo)
     expected = _run(graphs[: len(before)], feeds64)
@@ -169,7 +182,7 @@ def compare(
         over = overflowed(graphs[len(before) :], feeds64)
     floor = CANCELLATION * _magnitude(graphs, feeds64)
     for i, (e, g, node) in enumerate(zip(expected, got, before)):
-        problem = difference(e, g, node, rtol, atol, semantics, over, floor)
+        problem = difference(e, g, node, rtol, atol, semantics, over, floor, unordered)
         if problem is not None:
             where = f" (output {i})" if len(before) > 1 else ""
             return Comparison(expected, got, f"results differ{where}: {problem}")

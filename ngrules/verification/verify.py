@@ -28,6 +28,7 @@ from ngrules.verification.compare import (
     compare_derivatives,
 )
 from ngrules.verification.instances import Instance, Rejected, attempts, earlier_rules
+from ngrules.verification.layouts import ill_formed_layout
 from ngrules.verification.special import special_counterexample
 from ngrules.verification.verdicts import (
     Counterexample,
@@ -254,9 +255,13 @@ def verify_rule(
             f = tally.smallest
             verdict.status, verdict.counterexample = f.status, f.counterexample
     if verdict.status in ("verified", "loops") and tally.kept:
-        cx = special_counterexample(tally.kept, semantics, rtol, atol)
+        cx = ill_formed_layout(tally.kept)  # the same shapes in every layout
         if cx is not None:
-            verdict.status, verdict.counterexample = "wrong", cx
+            verdict.status, verdict.counterexample = "ill-formed", cx
+        else:
+            cx = special_counterexample(tally.kept, semantics, rtol, atol)
+            if cx is not None:
+                verdict.status, verdict.counterexample = "wrong", cx
     if verdict.status == "verified" and tally.loops:
         verdict.status = "loops"
         verdict.reason = f"{tally.loops} (each step preserves values on {tally.fired} examples)"
@@ -300,6 +305,7 @@ def verify(
     bound: int = 3,
     disable: Iterable[str] = (),
     on_rule: Callable[[int, int, Rule], None] | None = None,
+    only: Iterable[str] | None = None,
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
@@ -312,7 +318,8 @@ def verify(
     left out, of a RuleSet's passes too (`RuleSet.without`, as `apply --disable`). Within a
     RuleSet, a rule is checked on the nodes it would get in its pass: those no earlier rule of
     the pass matches (first match wins); a lone rule or a list is checked on its own.
-    on_rule(i, n, rule) is called before the i-th of n rules (a progress display).
+    on_rule(i, n, rule) is called before the i-th of n rules (a progress display). only:
+    the names of the rules to verify (the others still take their nodes in their passes).
     Ctrl-C raises `Interrupted`, whose `report` holds the verdicts computed so far.
     """
     start = time.perf_counter()
@@ -325,6 +332,9 @@ def verify(
     if off and ruleset is not None:
         ruleset = ruleset.without(off)  # out of their passes too, as `apply --disable` does
     chosen = [r for r in chosen if r.name not in off]
+    if only is not None:
+        wanted = set(only)
+        chosen = [r for r in chosen if r.name in wanted]
     report = VerificationReport()
     try:
         for i, rule in enumerate(chosen, start=1):

@@ -29,10 +29,10 @@ from ngrules.lang.syntax import PVar, walk
 from ngrules.verification.compare import compare
 from ngrules.verification.instances import Instance
 from ngrules.verification.instances.assumed import broken
+from ngrules.verification.layouts import MAX_LAYOUTS, layout_count, layouts
 from ngrules.verification.prove.floats import encodable as fp_encodable
 from ngrules.verification.prove.floats import prove_in_floats
 from ngrules.verification.prove.ground import ground_axioms
-from ngrules.verification.prove.layouts import MAX_LAYOUTS, layout_count, layouts
 from ngrules.verification.prove.scalars import axioms_for
 from ngrules.verification.prove.tensors import NoEncoding, evaluate
 from ngrules.verification.special import special_counterexample

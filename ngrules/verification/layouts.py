@@ -78,3 +78,21 @@ def layouts(inst: Instance) -> Iterator[Instance]:
         if laid.fired:
             laid.assumed = tuple((a, memo.get(n, n)) for a, n in inst.assumed)
             yield laid
+
+
+def ill_formed_layout(instances, budget: int = 150):
+    """A counterexample from the first layout of the (smallest) instances whose rewrite is
+    ill-formed, trying at most `budget` layouts; None if there is none."""
+    from ngrules.verification.verdicts import Counterexample, ill_formed
+
+    tried = 0
+    for inst in sorted(instances, key=layout_count):
+        for laid in layouts(inst):
+            tried += 1
+            bad = ill_formed(laid)
+            if bad is not None:
+                return Counterexample(laid.rule, laid.outputs, laid.feeds,
+                                      f"{bad} (in another layout of an instance)", laid.after)
+            if tried >= budget:
+                return None
+    return None
