@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,12 +53,13 @@ def _relaid(node: Node, args: list[Node], order: tuple[int, ...], wrap: bool) ->
     return make_node("Broadcast", [laid], axes=node.axes) if wrap else laid
 
 
-def layouts(inst: Instance) -> Iterator[Instance]:
+def layouts(inst: Instance, limit: int | None = None) -> Iterator[Instance]:
     """The instance in every layout of its leaves and broadcasts that builds and that the rule
-    fires on (the drawn layout among them)."""
+    fires on (the drawn layout among them), out of the first `limit` layouts (None: all)."""
     nodes = [n for n in toposort(inst.outputs)]
     movable = [n for n in nodes if len(_orders(n)) > 1]
-    for combo in itertools.product(*(_orders(n) for n in movable)):
+    combos = itertools.product(*(_orders(n) for n in movable))
+    for combo in itertools.islice(combos, limit):
         chosen = dict(zip(movable, combo))
         memo: dict[Node, Node] = {}
         try:
@@ -80,19 +82,36 @@ def layouts(inst: Instance) -> Iterator[Instance]:
             yield laid
 
 
-def ill_formed_layout(instances, budget: int = 150):
-    """A counterexample from the first layout of the (smallest) instances whose rewrite is
-    ill-formed, trying at most `budget` layouts; None if there is none."""
+@dataclass
+class LayoutCheck:
+    """What `ill_formed_layout` found: a counterexample or None, and the layouts it tried
+    (built or not, fired or not) out of the bound it was given."""
+
+    counterexample: object | None
+    tried: int
+    bound: int
+
+    def __str__(self) -> str:
+        return f"{self.tried} layouts tried for ill-formedness (bound {self.bound})"
+
+
+def ill_formed_layout(instances, budget: int = 150) -> LayoutCheck:
+    """The first layout of the (smallest) instances whose rewrite is ill-formed, as a
+    counterexample, out of at most `budget` layouts in all: each instance takes
+    min(its layout count, what is left) of the budget, whether its layouts fire or not."""
     from ngrules.verification.verdicts import Counterexample, ill_formed
 
-    tried = 0
+    left = budget
     for inst in sorted(instances, key=layout_count):
-        for laid in layouts(inst):
-            tried += 1
+        if left <= 0:
+            break
+        for laid in layouts(inst, left):
             bad = ill_formed(laid)
             if bad is not None:
-                return Counterexample(laid.rule, laid.outputs, laid.feeds,
-                                      f"{bad} (in another layout of an instance)", laid.after)
-            if tried >= budget:
-                return None
-    return None
+                tried = budget - left + min(layout_count(inst), left)
+                where = f"in another layout of an instance, among {tried} tried (bound {budget})"
+                cx = Counterexample(laid.rule, laid.outputs, laid.feeds, f"{bad} ({where})",
+                                    laid.after)
+                return LayoutCheck(cx, tried, budget)
+        left -= min(layout_count(inst), left)
+    return LayoutCheck(None, budget - left, budget)

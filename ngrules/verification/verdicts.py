@@ -127,6 +127,7 @@ class Verdict:
     semantics: str = "strict"
     bound: int | None = None  # proved for lengths <= bound (None: for all)
     note: str = ""  # e.g. why a rule tested was not proved
+    layouts: str = ""  # how many other layouts were judged for ill-formedness, of what bound
 
     @property
     def ok(self) -> bool:
@@ -142,7 +143,7 @@ class Verdict:
         assuming = f", assuming {describe(assumed)}" if assumed else ""
         if self.status == "verified":
             budget = " (time budget reached)" if self.out_of_time else ""
-            note = f"; {self.note}" if self.note else ""
+            note = "".join(f"; {n}" for n in (self.layouts, self.note) if n)
             return f"{self.examples} examples fired{refine}{budget}{assuming}{note}"
         if self.status in PROVED:
             scope = f" for lengths <= {self.bound}" if self.bound is not None else ""

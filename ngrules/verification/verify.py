@@ -255,9 +255,10 @@ def verify_rule(
             f = tally.smallest
             verdict.status, verdict.counterexample = f.status, f.counterexample
     if verdict.status in ("verified", "loops") and tally.kept:
-        cx = ill_formed_layout(tally.kept)  # the same shapes in every layout
-        if cx is not None:
-            verdict.status, verdict.counterexample = "ill-formed", cx
+        check = ill_formed_layout(tally.kept)  # the same shapes in other layouts
+        verdict.layouts = str(check)
+        if check.counterexample is not None:
+            verdict.status, verdict.counterexample = "ill-formed", check.counterexample
         else:
             cx = special_counterexample(tally.kept, semantics, rtol, atol)
             if cx is not None:
