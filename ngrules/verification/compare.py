@@ -77,9 +77,13 @@ def difference(
     overflow: bool = False,
     floor: float = 0.0,
     unordered: bool = False,
+    undefined: bool = False,
 ) -> str | None:
     """How got differs from expected (None: it does not), in words. The absolute tolerance is
-    atol scaled by the largest result, and at least `floor`."""
+    atol scaled by the largest result, and at least `floor`. With `undefined` (finite inputs),
+    an infinity on the left may be NaN on the right: the left side has no real value there
+    (`(d - m) / sqrt(v)` at v = 0 is inf, its fold meets inf - inf); an infinity of the other
+    sign, or a finite value, is still a difference."""
     if expected.shape != got.shape:
         return f"shapes differ: {expected.shape} before, {got.shape} after"
     expected, got = np.asarray(expected, np.float64), np.asarray(got, np.float64)  # bool masks
@@ -92,6 +96,8 @@ def difference(
         close |= ~judged | (np.isnan(expected) & ~np.isfinite(got))
         if unordered:  # infinite inputs: a rewrite may lose a finite or infinite result
             close |= ~np.isfinite(got) & ~np.isnan(expected)
+        if undefined:  # an infinity whose fold meets inf - inf: no real value either side
+            close |= np.isinf(expected) & np.isnan(got)
         if close.all():
             return None
         diff = np.where(close, 0.0, np.abs(got - expected))
@@ -114,6 +120,20 @@ def _underflowed(node: Node, value: np.ndarray, args: list) -> bool:
     return bool(((value == 0) & nonzero).any())
 
 
+def _overflowed_where_finite(node: Node, value: np.ndarray, args: list) -> bool:
+    """An elementwise op gave an infinity at a position where its operands are finite and
+    away from a pole, though other positions are not finite (a NaN channel beside an
+    overflowing one must not hide the overflow)."""
+    if not OPS[node.op].has("elementwise") or any(np.shape(a) != np.shape(value) for a in args):
+        return False
+    with np.errstate(all="ignore"):
+        here = np.logical_and.reduce([np.isfinite(np.asarray(a, np.float64)) for a in args])
+        if node.op in _POLES:
+            poles = args[:1] if node.op == "Power" else args
+            here &= np.logical_and.reduce([np.asarray(a) != 0 for a in poles])
+        return bool((np.isinf(np.asarray(value, np.float64)) & here).any())
+
+
 def overflowed(before: Sequence[Node], feeds: dict[Node, np.ndarray]) -> bool:
     """Whether float64 ran out of range somewhere in the graph: an op gave an infinity from
     finite operands away from a pole (overflow), or a zero no real number would (underflow,
@@ -122,8 +142,12 @@ def overflowed(before: Sequence[Node], feeds: dict[Node, np.ndarray]) -> bool:
     values = dict(zip(nodes, _run(nodes, feeds)))
     for node in nodes:
         value, args = values[node], [values.get(a) for a in node.args]
-        if not args or any(a is None or not np.isfinite(a).all() for a in args):
-            continue  # an input, or an op on values already out of range
+        if not args or any(a is None for a in args):
+            continue  # an input
+        if _overflowed_where_finite(node, value, args):
+            return True
+        if any(not np.isfinite(a).all() for a in args):
+            continue  # an op on values already out of range (or undefined) somewhere
         if _underflowed(node, value, args):
             return True
         if not np.isinf(value).any():  # a NaN is a domain error, not a range one, except
@@ -181,8 +205,10 @@ def compare(
     if not over and not all(np.isfinite(g).all() for g in got):  # float range, not the rule
         over = overflowed(graphs[len(before) :], feeds64)
     floor = CANCELLATION * _magnitude(graphs, feeds64)
+    computed = all(np.isfinite(v).all() for v in feeds64.values() if v.dtype.kind == "f")
     for i, (e, g, node) in enumerate(zip(expected, got, before)):
-        problem = difference(e, g, node, rtol, atol, semantics, over, floor, unordered)
+        problem = difference(e, g, node, rtol, atol, semantics, over, floor, unordered,
+                             computed)
         if problem is not None:
             where = f" (output {i})" if len(before) > 1 else ""
             return Comparison(expected, got, f"results differ{where}: {problem}")
