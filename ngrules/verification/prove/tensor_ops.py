@@ -32,11 +32,12 @@ def as_syms(values) -> np.ndarray:
     return out
 
 
-def grouped(node: Node, x: np.ndarray, axes) -> tuple[np.ndarray, list[int]]:
-    """x with `axes` moved last and merged into one (in x's order): (kept..., group), and the
+def grouped(node: Node, x: np.ndarray, axes, x_order: bool) -> tuple[np.ndarray, list[int]]:
+    """x with `axes` moved last and merged into one, in x's order or in the order of `axes`
+    (as Sum and Max unroll, so that equal sums are equal terms): (kept..., group), and the
     order of x's axes that took it there."""
     src = node.args[0].axes
-    where = [src.index(a) for a in src if a in axes]
+    where = [src.index(a) for a in (src if x_order else axes) if a in axes]
     keep = [i for i in range(x.ndim) if i not in where]
     moved = x.transpose(keep + where)
     return moved.reshape(tuple(x.shape[i] for i in keep) + (-1,)), keep + where
@@ -54,7 +55,7 @@ def _ok(syms) -> object:
 def softmax(node: Node, x: np.ndarray) -> np.ndarray:
     """exp(x - max) / sum(exp(x - max)) over the normalization axes, as the kernel computes it
     (the sum is positive: exp's axioms say so, so the division is always defined)."""
-    moved, order = grouped(node, x, node.attrs["normalization_axes"])
+    moved, order = grouped(node, x, node.attrs["normalization_axes"], False)
     out = np.empty(moved.shape, dtype=object)
     for idx in np.ndindex(moved.shape[:-1]):
         group = list(moved[idx])
@@ -70,7 +71,7 @@ def softmax(node: Node, x: np.ndarray) -> np.ndarray:
 def arg_extreme(node: Node, x: np.ndarray) -> np.ndarray:
     """Argmax/Argmin: the first position of the extreme in the flattened reduction axes."""
     biggest = node.op == "Argmax"
-    moved, _ = grouped(node, x, node.attrs["reduction_axes"])
+    moved, _ = grouped(node, x, node.attrs["reduction_axes"], True)
     out = np.empty(moved.shape[:-1], dtype=object)
     for idx in np.ndindex(out.shape):
         group = list(moved[idx])

@@ -19,7 +19,7 @@ from ngrules.ir import declared
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import OPS
 from ngrules.verification.prove.scalars import ENCODINGS, Sym
-from ngrules.verification.prove.tensor_ops import TENSOR_OPS, pick, through_body
+from ngrules.verification.prove.tensor_ops import TENSOR_OPS, grouped, pick, through_body
 
 #: Ops whose numpy kernel works on object arrays unchanged (it adds, multiplies or moves).
 OBJECT_KERNELS = frozenset({"Dot", "DotLowDimension", "Slice", "Concat"})
@@ -59,10 +59,7 @@ def missing_reason(op: str) -> str:
 
 
 def _reduce(node: Node, x: np.ndarray) -> np.ndarray:
-    src = node.args[0]
-    where = [src.axes.index(a) for a in node.attrs["reduction_axes"]]
-    keep = [i for i in range(x.ndim) if i not in where]
-    moved = x.transpose(keep + where).reshape(node.axes.lengths + (-1,))
+    moved, _ = grouped(node, x, node.attrs["reduction_axes"], False)
     out = np.empty(moved.shape[:-1], dtype=object)
     step = _REDUCTIONS[node.op]
     for idx in np.ndindex(out.shape):
