@@ -80,6 +80,28 @@ def test_wrong_mutants_are_never_proved(text):
     assert v.status not in ("proved", "proved-reals"), str(v)
 
 
+BATCHNORM_FPROP_BETA_SUBTRACTED = """
+rule r:
+    y @ Broadcast(gamma) * (xc * Broadcast(Reciprocal(Sqrt(var + Broadcast(eps: Constant)))))
+        - Broadcast(beta),
+    mean,
+    var
+    where var = Sum(Square(xc)) / m
+    where xc = x - Broadcast(mean)
+    where mean = Sum(x) / m
+    where m = Broadcast(count: Constant)
+    if len(x.axes) > 1 and mean.axes == x.axes[:1] and count.rank == 0 and eps.rank == 0
+    if value(count) * size(mean) == size(x)
+    if gamma.axes == mean.axes and beta.axes == mean.axes
+    => BatchnormFprop(x, gamma, beta, eps=value(eps))
+"""
+
+
+def test_a_mutant_of_the_library_batchnorm_fold_is_not_proved():
+    v = prove_rule(rule(BATCHNORM_FPROP_BETA_SUBTRACTED), bound=2)
+    assert v.status == "wrong", str(v)
+
+
 def test_a_cast_that_rounds_or_integer_arithmetic_has_no_encoding():
     x = ng.placeholder([], dtype=np.float64, name="x")
     with pytest.raises(NoEncoding, match="rounds"):

@@ -20,7 +20,7 @@ from ngrules.ir import declared
 from ngrules.ir.builtin.windows import padded, taps
 from ngrules.ir.graph import Node
 from ngrules.ir.ops import OPS
-from ngrules.verification.prove.scalars import EXP, Sym
+from ngrules.verification.prove.scalars import EXP, SQRT, Sym
 
 
 def as_syms(values) -> np.ndarray:
@@ -128,6 +128,30 @@ def through_body(node: Node, args: list[np.ndarray], run: Callable) -> np.ndarra
     return values[0] if node.outputs is None else tuple(values)
 
 
+def _mean(row: list[Sym], m: int) -> Sym:
+    total = functools.reduce(lambda a, b: a + b, row)
+    return Sym(total.v / m, total.ok)
+
+
+def batchnorm_fprop(node: Node, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> tuple:
+    """(y, mean, var) per channel (x's first axis) as the fused kernel: y = (x - mean) times
+    gamma / sqrt(var + eps), plus beta; defined where var + eps > 0."""
+    flat = x.reshape(x.shape[0], -1)
+    m, eps = flat.shape[1], z3.RealVal(float(node.attrs["eps"]))
+    y, means, variances = np.empty(flat.shape, dtype=object), [], []
+    for c, row in enumerate(flat):
+        mean = _mean(list(row), m)
+        centred = [s - mean for s in row]
+        var = _mean([d * d for d in centred], m)
+        root = SQRT(var.v + eps)
+        ok = z3.And(var.ok, gamma[c].ok, beta[c].ok, var.v + eps > 0)
+        for j, d in enumerate(centred):
+            y[c, j] = Sym(d.v * (gamma[c].v / root) + beta[c].v, z3.And(ok, d.ok))
+        means.append(mean)
+        variances.append(var)
+    return y.reshape(x.shape), np.array(means, dtype=object), np.array(variances, dtype=object)
+
+
 #: op name -> its tensor encoding (node, argument arrays) -> array.
 TENSOR_OPS: dict[str, Callable] = {
     "Softmax": softmax,
@@ -136,4 +160,5 @@ TENSOR_OPS: dict[str, Callable] = {
     "Pooling": pooling,
     "Pad": by_kernel,
     "Convolution": by_kernel,
+    "BatchnormFprop": batchnorm_fprop,
 }
