@@ -7,7 +7,8 @@ misses verification once had (issue 14): unbuildable ops, attributes never varie
 over-constrained and never special, small fixed scope, tolerance hiding dropped terms, looping
 reported as wrong, guards phrased for the generator; then (issue 22) rules true over the reals
 but wrong in IEEE floats, rules ill-formed only in another layout, mutants of the
-library's rules, and convolution and pooling rules right only at default attributes. tests/corpus/true/*.rules: every rule is
+library's rules (also through the ops the prover encodes since, class 13), and convolution and
+pooling rules right only at default attributes. tests/corpus/true/*.rules: every rule is
 `verified` unless it says `# expect: loops` (sound, but the rule alone never stops).
 Each rule is verified on its own (not shadowed by an earlier rule of its pass).
 """

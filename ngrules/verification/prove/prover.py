@@ -38,9 +38,12 @@ from ngrules.verification.prove.tensors import NoEncoding, evaluate
 from ngrules.verification.special import special_counterexample
 from ngrules.verification.verdicts import Counterexample, Verdict, ill_formed
 
-#: Milliseconds z3 may spend on one result element, with the quantified axioms and with
-#: their instances on the element's terms (tried first).
-TIMEOUT_MS, GROUND_MS = 4000, 1000
+#: z3's resource limit (deterministic steps: a verdict must not depend on the machine's load)
+#: for one result element, with the quantified axioms and with their instances on the
+#: element's terms (tried first); the hardest library proofs take about 4 million.
+RLIMIT, GROUND_RLIMIT = 16_000_000, 6_000_000
+#: A wall-clock stop besides, in milliseconds, should a step take unusually long.
+SAFETY_MS = 60_000
 #: Instances drawn per rule (distinct shapes; each then in every layout).
 LAYOUTS = 12
 #: Ops exact in IEEE floats: they move, select, compare or negate values, never round.
@@ -133,13 +136,14 @@ def _ground(task: _Task) -> Outcome | None:
     """The claim decided with the axioms instantiated on its terms: a proof, a counterexample
     that reproduces, or None (undecided, or a model that breaks some axiom)."""
     facts = ground_axioms(z3.And(task.claim, task.assumed))
-    outcome = _decide(task, facts, GROUND_MS)
+    outcome = _decide(task, facts, GROUND_RLIMIT)
     return None if outcome.status == "unknown" else outcome
 
 
-def _decide(task: _Task, facts, ms: int = TIMEOUT_MS) -> Outcome:
+def _decide(task: _Task, facts, steps: int = RLIMIT) -> Outcome:
     solver = z3.Solver()
-    solver.set("timeout", ms)
+    solver.set("rlimit", steps)
+    solver.set("timeout", SAFETY_MS)
     solver.add(*facts)
     solver.add(task.assumed, z3.Not(task.claim))
     answer = solver.check()
@@ -150,8 +154,8 @@ def _decide(task: _Task, facts, ms: int = TIMEOUT_MS) -> Outcome:
         outcome = _replay(task.inst, task.after, feeds, task.semantics)
         return outcome if outcome.status == "wrong" else _widened(solver, task, outcome)
     reason = solver.reason_unknown()
-    if reason in ("canceled", "timeout"):
-        reason = f"timeout: {ms / 1000:g} s on one result element"
+    if reason in ("canceled", "timeout", "max. resource limit exceeded"):
+        reason = f"its limit of {steps / 1e6:g} million steps ran out on one result element"
     return Outcome("unknown", f"z3 could not decide ({reason})")
 
 
