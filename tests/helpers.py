@@ -504,3 +504,15 @@ class InterruptedInDestructor:
 
     def __del__(self):
         raise KeyboardInterrupt
+
+
+@st.composite
+def expressions(draw, leaves, depth: int, stop_odds: int):
+    """A random expression of Add, Multiply, Subtract, Negative and Exp over `leaves` (shared
+    by hash-consing): a leaf at depth 0, or with chance 1 / (stop_odds + 1) at any depth."""
+    if depth == 0 or draw(st.integers(0, stop_odds)) == 0:
+        return draw(st.sampled_from(leaves))
+    op = draw(st.sampled_from(["Add", "Multiply", "Subtract", "Negative", "Exp"]))
+    arity = 1 if op in ("Negative", "Exp") else 2
+    args = tuple(draw(expressions(leaves, depth - 1, stop_odds)) for _ in range(arity))
+    return ng.make_node(op, args)

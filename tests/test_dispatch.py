@@ -6,6 +6,7 @@ reference here: the two paths differ only in how the rules at a node are tried.
 """
 
 import numpy as np
+from helpers import expressions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,15 +39,9 @@ RULES = [
 ]
 
 
-@st.composite
-def graphs(draw, depth=4):
+def graphs():
     """A random expression over the leaves (shared by hash-consing)."""
-    if depth == 0 or draw(st.integers(0, 4)) == 0:
-        return draw(st.sampled_from(LEAVES))
-    op = draw(st.sampled_from(["Add", "Multiply", "Subtract", "Negative", "Exp"]))
-    if op in ("Negative", "Exp"):
-        return ng.make_node(op, (draw(graphs(depth=depth - 1)),))
-    return ng.make_node(op, (draw(graphs(depth=depth - 1)), draw(graphs(depth=depth - 1))))
+    return expressions(LEAVES, depth=4, stop_odds=4)
 
 
 def _summary(result):

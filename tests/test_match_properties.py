@@ -3,6 +3,7 @@
 from unittest.mock import patch
 
 import numpy as np
+from helpers import expressions
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,15 +21,9 @@ LEAVES = [ng.placeholder([A], name=n) for n in ("p", "q")] + [
 ]
 
 
-@st.composite
-def graphs(draw, depth=3):
+def graphs():
     """A random expression over two placeholders and two constants (shared by hash-consing)."""
-    if depth == 0 or draw(st.integers(0, 3)) == 0:
-        return draw(st.sampled_from(LEAVES))
-    op = draw(st.sampled_from(["Add", "Multiply", "Subtract", "Negative", "Exp"]))
-    if op in ("Negative", "Exp"):
-        return ng.make_node(op, (draw(graphs(depth=depth - 1)),))
-    return ng.make_node(op, (draw(graphs(depth=depth - 1)), draw(graphs(depth=depth - 1))))
+    return expressions(LEAVES, depth=3, stop_odds=3)
 
 
 @st.composite

@@ -186,3 +186,17 @@ def test_a_sequence_too_long_to_unroll_is_refused_quickly():
     del m.graph.output[:]
     m.graph.output.append(value("y0", [2**40, 1, 2, 4]))
     assert "a sequence of 1099511627776 steps in 1 direction(s) is more than" in _error(m)
+
+
+@pytest.mark.parametrize(("output", "batch"), [("yQy", 2), ("y", "bQb")], ids=["node", "graph"])
+def test_a_name_that_is_not_utf8_is_located(output, batch, tmp_path):
+    """Protobuf hands back a string field that is not UTF-8 as bytes (a flipped bit in an LSTM
+    output's name was a TypeError in axis naming): a node's output, a graph's dim_param."""
+    node = helper.make_node("Relu", ["x"], [output], name="relu")
+    inp = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3])
+    out = helper.make_tensor_value_info(output, TensorProto.FLOAT, [batch, 3])
+    data = helper.make_model(helper.make_graph([node], "g", [inp], [out])).SerializeToString()
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data.replace(b"Q", b"\xd3"))
+    with pytest.raises(OnnxError, match="not UTF-8 text"):
+        ng.from_onnx(str(path))

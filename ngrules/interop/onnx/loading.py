@@ -81,15 +81,31 @@ def _check_what_onnx_trusts(model, where: str) -> None:
     """What onnx's own checks do not bound, before they run. A `num_outputs` attribute must
     count the node's outputs (onnx allocates that many outputs first: 2**31 of them take
     minutes and gigabytes); an attribute in `_LEAST_VALUES` must not be below its least
-    value (a GatherND with batch_dims -5 is a segmentation fault in shape inference)."""
+    value (a GatherND with batch_dims -5 is a segmentation fault in shape inference). Every
+    name must be text: protobuf hands a string field that is not UTF-8 back as bytes."""
+    _check_names(_graph_names(model.graph), f"{where}: the graph")
     for node in _nodes(model):
         label = f"{where}: {node.op_type} node {node.name or node.output[:1]!r}"
+        _check_names([node.name, node.op_type, node.domain, *node.input, *node.output], label)
         for a in node.attribute:
             if a.name == "num_outputs" and a.i != len(node.output):
                 raise OnnxError(f"{label}: num_outputs is {a.i} for {len(node.output)} outputs")
             least = _LEAST_VALUES.get((node.op_type, a.name))
             if least is not None and a.i < least:
                 raise OnnxError(f"{label}: {a.name} is {a.i}, less than {least}")
+
+
+def _graph_names(graph) -> list:
+    """The names the graph gives its values and their symbolic dimensions."""
+    values = [*graph.input, *graph.output, *graph.value_info]
+    dims = [d.dim_param for v in values for d in v.type.tensor_type.shape.dim]
+    return [*(v.name for v in values), *(t.name for t in graph.initializer), *dims]
+
+
+def _check_names(names, label: str) -> None:
+    bad = next((n for n in names if not isinstance(n, str)), None)
+    if bad is not None:
+        raise OnnxError(f"{label}: a name is not UTF-8 text ({bytes(bad)[:40]!r})")
 
 
 def _nodes(model):
