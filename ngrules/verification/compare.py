@@ -134,14 +134,21 @@ def _overflowed_where_finite(node: Node, value: np.ndarray, args: list) -> bool:
         return bool((np.isinf(np.asarray(value, np.float64)) & here).any())
 
 
+def _producer(node: Node) -> Node:
+    """The op that computed node's value: an `Output` of a multi-output op (a fused kernel)
+    is judged as that op, on that op's operands."""
+    return node.args[0] if node.op == "Output" else node
+
+
 def overflowed(before: Sequence[Node], feeds: dict[Node, np.ndarray]) -> bool:
     """Whether float64 ran out of range somewhere in the graph: an op gave an infinity from
     finite operands away from a pole (overflow), or a zero no real number would (underflow,
     as `Exp(-1e6)`)."""
     nodes = [n for n in toposort(before) if n.outputs is None]
     values = dict(zip(nodes, _run(nodes, feeds)))
-    for node in nodes:
-        value, args = values[node], [values.get(a) for a in node.args]
+    for output in nodes:
+        node = _producer(output)
+        value, args = values[output], [values.get(a) for a in node.args]
         if not args or any(a is None for a in args):
             continue  # an input
         if _overflowed_where_finite(node, value, args):
