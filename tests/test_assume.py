@@ -113,7 +113,8 @@ def test_a_rule_wrong_outside_its_assumption_is_verified_under_it():
                                                  .values()) < 0
     under = verify_rule(rule_of(RELU_AS_IDENTITY), 15)
     assert under.status == "verified", str(under)
-    assert under.headline.endswith("15 examples fired, assuming x >= 0")
+    assert under.headline.endswith("15 examples fired, assuming x >= 0; 150 layouts tried for "
+                                   "ill-formedness (bound 150)")
 
 
 def test_a_rule_wrong_inside_its_assumption_is_still_wrong_there():
@@ -212,7 +213,8 @@ def test_the_prover_honours_an_assumption_on_a_computed_node():
     text = "rule r:\n    Maximum(x, 0) + Maximum(y, 0)\n    where y = Negative(x)\n    => x\n"
     assert prove_rule(rule_of(text)).status == "wrong"
     proved = prove_rule(rule_of(text.replace("    =>", "    assume y <= 0\n    =>")))
-    assert proved.status == "proved", str(proved)
+    # Add rounds in floats: proved over the reals (issue 22), unless proved in IEEE floats
+    assert proved.status in ("proved", "proved-reals"), str(proved)
 
 
 # -- the language server ------------------------------------------------------------------------

@@ -5,7 +5,10 @@ tests/corpus/wrong/*.rules: every rule is `wrong` unless its first line says `# 
 (a rule whose replacement changes axes is `ill-formed`); the files are named after the classes of
 misses verification once had (issue 14): unbuildable ops, attributes never varied, values
 over-constrained and never special, small fixed scope, tolerance hiding dropped terms, looping
-reported as wrong, guards phrased for the generator. tests/corpus/true/*.rules: every rule is
+reported as wrong, guards phrased for the generator; then (issue 22) rules true over the reals
+but wrong in IEEE floats, rules ill-formed only in another layout, mutants of the
+library's rules (also through the ops the prover encodes since, class 13), and convolution and
+pooling rules right only at default attributes. tests/corpus/true/*.rules: every rule is
 `verified` unless it says `# expect: loops` (sound, but the rule alone never stops).
 Each rule is verified on its own (not shadowed by an earlier rule of its pass).
 """

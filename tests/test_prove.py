@@ -17,25 +17,30 @@ def rule(text: str):
     return ng.parse_rules(text, "p.rules").rules[0]
 
 
+PROVED = ("proved", "proved-reals")
+
+
 @pytest.mark.parametrize(
-    "text",
+    ("text", "status"),
     [
-        "rule r: x * 1 => x",
-        "rule r: -(-x) => x",
-        "rule r: Log(Exp(a)) => a",
-        "rule r: Maximum(x, y) + Minimum(x, y) => x + y",
-        "rule r: Greater(x, y) => Less(y, x)",
+        ("rule r: x * 1 => x", "proved"),  # in IEEE floats (z3's FP theory)
+        ("rule r: -(-x) => x", "proved"),
+        ("rule r: Log(Exp(a)) => a", "proved-reals"),  # exp and log: real axioms only
+        # z3's FP theory cannot decide that float addition commutes in time: reals
+        ("rule r: Maximum(x, y) + Minimum(x, y) => x + y", "proved-reals"),
+        ("rule r: Greater(x, y) => Less(y, x)", "proved"),
         # rational identities over exp: decided with the axioms instantiated on their terms
-        "rule r: -(-(d / (1 + Exp(-x)) / (1 + Exp(-x))) * Exp(-x))"
-        " => d * (Sigmoid(x) * (1 - Sigmoid(x)))",
-        "rule r: Log(Exp(a) / d) => a - Log(d)",
-        "rule r: d * Greater(x, 0) => ReluBprop(d, x)",
+        ("rule r: -(-(d / (1 + Exp(-x)) / (1 + Exp(-x))) * Exp(-x))"
+         " => d * (Sigmoid(x) * (1 - Sigmoid(x)))", "proved-reals"),
+        ("rule r: Log(Exp(a) / d) => a - Log(d)", "proved-reals"),
+        ("rule r: d * Greater(x, 0) => ReluBprop(d, x)", "proved"),
     ],
 )
-def test_elementwise_identities_are_proved_for_every_shape(text):
+def test_elementwise_identities_are_proved_for_every_shape(text, status):
     v = prove_rule(rule(text))
-    assert v.status == "proved" and v.bound is None, str(v)
-    assert "proved (elementwise: every shape)" in str(v)
+    assert v.status == status and v.bound is None, str(v)
+    assert "(elementwise: every shape)" in str(v) or "; elementwise: every shape)" in str(v)
+    assert ("over the reals" in str(v)) == (status == "proved-reals")
 
 
 def test_a_tensor_rule_is_proved_for_lengths_up_to_the_bound():
@@ -48,13 +53,14 @@ def test_a_tensor_rule_is_proved_for_lengths_up_to_the_bound():
 def test_a_wrong_rule_is_refuted_with_a_replayed_counterexample():
     v = prove_rule(rule("rule r: Maximum(x, y) * 2 => x + x"))
     assert v.status == "wrong"
-    assert "found by z3, replayed with the executor" in v.counterexample.problem
+    problem = v.counterexample.problem  # on special values first, else z3's model replayed
+    assert "found by z3, replayed with the executor" in problem or "special values" in problem
 
 
 def test_strict_semantics_sees_the_undefined_left_side():
     text = "rule r: x * (y / x) => y"
     assert prove_rule(rule(text)).status == "wrong"
-    assert prove_rule(rule(text), semantics="refine").status == "proved"
+    assert prove_rule(rule(text), semantics="refine").status == "proved-reals"  # 49·(1/49)
 
 
 def test_a_model_that_does_not_reproduce_is_not_reported_as_wrong():
@@ -63,7 +69,7 @@ def test_a_model_that_does_not_reproduce_is_not_reported_as_wrong():
         p @ Prod(Broadcast(c: Constant)) if c.rank == 0
         => broadcast(constant(pow(value(c), size(p.reduction_axes)), dtype=c.dtype), p.axes)"""
     v = prove_rule(rule(text))
-    assert v.status in ("proved", "unverified")
+    assert v.status in ("proved-reals", "unverified")
     if v.status == "unverified":
         assert "does not reproduce numerically" in v.reason
 
@@ -89,15 +95,18 @@ def test_every_instance_stays_within_the_bound():
 
 def test_ops_without_an_encoding_are_listed_with_a_reason():
     gaps = missing()
-    assert "BatchnormFprop" in gaps and "multi-output" in gaps["BatchnormFprop"]
+    assert "BatchnormBprop" in gaps and "multi-output" in gaps["BatchnormBprop"]
     assert "Add" not in gaps and "Dot" not in gaps and "Slice" not in gaps
+    encoded = {"Softmax", "Power", "Erf", "Tanh", "Sigmoid", "Pad", "Argmax", "Cast",
+               "Convolution", "Pooling", "BatchnormFprop", "Output", "Absolute"}
+    assert not encoded & set(gaps)
 
 
 def test_verify_with_prove_proves_or_falls_back_to_testing():
     rules = ng.parse_rules("rule a: x * 1 => x\nrule b: Exp(x) * 2 => Exp(x) + Exp(x)", "p.rules")
     report = ng.verify(rules, 10, prove=True)
     assert report["a"].status == "proved"
-    assert report["b"].status in ("proved", "verified")
+    assert report["b"].status in ("proved-reals", "verified")
 
 
 def test_the_axioms_are_instantiated_on_the_claims_own_terms():
@@ -117,14 +126,14 @@ def test_the_axioms_are_instantiated_on_the_claims_own_terms():
 
 
 def test_a_rule_with_a_guard_is_proved_element_by_element_on_big_instances():
-    v = prove_rule(rule("rule r: d - d * Less(0, x) + d * Greater(x, 0) if x.rank > 2 => d"))
-    assert v.status == "proved" and v.bound == 3, str(v)
+    v = prove_rule(rule("rule r: d - d * Less(0, x) + d * Greater(x, 0) if x.rank > 1 => d"))
+    assert v.status in PROVED and v.bound == 3, str(v)
 
 
 @pytest.mark.parametrize("name", ["sum_const", "prod_const"])
 def test_constants_a_rule_folds_are_drawn_exact_in_floats(name):
     v = prove_rule(next(r for r in ng.load_library().rules if r.name == name))
-    assert v.status == "proved", str(v)  # c * 0.1 folded in floats is not the real c / 10
+    assert v.status == "proved-reals", str(v)  # c * 0.1 folded in floats is not the real c / 10
 
 
 @pytest.mark.parametrize("name", ["simplify", "relu", "dot", "shaping"])
@@ -133,4 +142,4 @@ def test_every_rule_of_the_encodable_library_files_is_proved(name):
 
     for rule in ng.load_rules(library_path() / f"{name}.rules").rules:
         v = prove_rule(rule)
-        assert v.status == "proved", str(v)
+        assert v.status in PROVED, str(v)

@@ -30,6 +30,7 @@ def run(args) -> int:
     register_profiles()
     settings.load_profile("ci")  # derandomized: the same verdicts on every run
     rules = without_rules(rules_or_library(args.paths, args.import_path), args.disable)  # as apply
+    only = None if args.with_imports or not args.paths else _defined_in(rules, args.paths)
     progress = _progress if sys.stderr.isatty() else None
     try:
         report = verify(
@@ -39,6 +40,7 @@ def run(args) -> int:
             prove=args.prove,
             bound=args.bound,
             on_rule=progress,
+            only=only,
         )
     except Interrupted as stop:
         _end_progress(progress)
@@ -49,6 +51,17 @@ def run(args) -> int:
     _end_progress(progress)
     print(report)
     return 0 if report.ok else FINDINGS
+
+
+def _defined_in(rules, paths: list[str]) -> list[str]:
+    """The names of the rules the files at `paths` define (not those they import)."""
+    from pathlib import Path
+
+    from ngrules.lang.loader import expand_paths
+
+    files = {Path(f).resolve() for f in expand_paths(paths)}
+    return [r.name for r in rules.rules
+            if r.span is not None and Path(r.span.file).resolve() in files]
 
 
 def _progress(i: int, n: int, rule) -> None:
@@ -82,4 +95,7 @@ def register(sub) -> None:
                    help="prove rules with the z3 SMT solver first (pip install 'ngrules[prove]')")
     p.add_argument("--bound", type=at_least(1), default=3,
                    help="with --prove: axis lengths up to this are unrolled (default: 3)")
+    p.add_argument("--with-imports", action="store_true",
+                   help="also verify the rules the files import (default: only those they "
+                   "define; an imported rule still takes its nodes in its pass)")
     add_disable_option(p)

@@ -57,6 +57,19 @@ def multiply(a: Any, b: Any) -> Any:
     return bounded(operator.mul(a, b))
 
 
+def divide(a: Any, b: Any) -> Any:
+    """`a / b`; a float divided by zero as IEEE floats do (±inf, or NaN for 0 / 0), as the
+    tensor a rule folds the value into would compute (`x * (1 / value(c))` at c = 0).
+    Integers (ranks, sizes) divided by zero stay an error."""
+    numbers = all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+                  for v in (a, b))
+    floats = any(isinstance(v, (float, np.floating)) for v in (a, b))
+    if numbers and floats and b == 0:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(np.float64(a) / np.float64(b))
+    return operator.truediv(a, b)
+
+
 def power(a: Any, b: Any) -> Any:
     """`a` to the power `b`: exact for integers (within the bounds), IEEE for floats (inf when
     it overflows, nan where it is undefined), never a complex number."""

@@ -18,7 +18,7 @@ from ngrules.ir.frontend import apply_op
 from ngrules.ir.graph import Node, make_node
 from ngrules.ir.ops import OPS, did_you_mean
 from ngrules.ir.symbolic import known
-from ngrules.lang.bounds import bounded, checked, multiply
+from ngrules.lang.bounds import bounded, checked, divide, multiply
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.syntax import (
     EAttr,
@@ -79,7 +79,7 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {  # arithmetic within the langu
     "+": checked(operator.add),
     "-": checked(operator.sub),
     "*": multiply,
-    "/": operator.truediv,
+    "/": divide,
     "|": checked(operator.or_),
     "&": checked(operator.and_),
     "==": operator.eq,

@@ -23,7 +23,7 @@ from ngrules.ir.axes import Axes, is_difference
 from ngrules.ir.frontend import apply_op
 from ngrules.ir.graph import Node
 from ngrules.ir.ops import OPS
-from ngrules.lang.bounds import bounded, multiply
+from ngrules.lang.bounds import bounded, divide, multiply
 from ngrules.lang.expr import get_attribute, index_value
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.syntax import (
@@ -65,6 +65,7 @@ class _Generator:
             "_multiply": multiply,
             "_Axes": Axes,
             "_is_difference": is_difference,
+            "_divide": divide,
         }
         self.lines: list[str] = []
         self.locals: dict[str, str] = {}  # rule name -> local holding its value
@@ -153,6 +154,8 @@ class _Generator:
             raise KeyError(e.op)
         if e.op == "*":  # refused before it is computed if too large
             return f"_multiply({left}, {right})"
+        if e.op == "/":  # numbers by zero as IEEE floats
+            return f"_divide({left}, {right})"
         if e.op in _GROWING:
             return f"_bounded({left} {e.op} {right})"
         return f"({left} {e.op} {right})"

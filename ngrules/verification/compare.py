@@ -25,7 +25,8 @@ import numpy as np
 
 from ngrules.errors import NgrulesError
 from ngrules.ir.graph import Node, toposort
-from ngrules.verification.instances import as_float64
+from ngrules.ir.ops import OPS
+from ngrules.verification.instances import as_float64, converted_feeds
 from ngrules.verification.instances.assumed import Assumed, generic_within
 
 #: Default tolerance: float64 on both sides, so only reassociation error is allowed.
@@ -38,7 +39,7 @@ CANCELLATION = 1e-11
 _POLES = frozenset({"Divide", "Reciprocal", "Log", "Power"})
 #: Elementwise ops that are never zero where their operands are nonzero (a zero is underflow);
 #: the positive ones below are never zero at all.
-_NEVER_ZERO = frozenset({"Multiply", "Divide", "Square", "Reciprocal"})
+_NEVER_ZERO = frozenset({"Multiply", "Divide", "Square", "Reciprocal", "Power"})
 #: Ops positive on every finite operand: a zero is underflow (`Softmax` of `[0, 1e6]`).
 _POSITIVE = frozenset({"Exp", "Sigmoid", "Softmax"})
 
@@ -75,9 +76,14 @@ def difference(
     semantics: str = "strict",
     overflow: bool = False,
     floor: float = 0.0,
+    unordered: bool = False,
+    undefined: bool = False,
 ) -> str | None:
     """How got differs from expected (None: it does not), in words. The absolute tolerance is
-    atol scaled by the largest result, and at least `floor`."""
+    atol scaled by the largest result, and at least `floor`. With `undefined` (finite inputs),
+    an infinity on the left may be NaN on the right: the left side has no real value there
+    (`(d - m) / sqrt(v)` at v = 0 is inf, its fold meets inf - inf); an infinity of the other
+    sign, or a finite value, is still a difference."""
     if expected.shape != got.shape:
         return f"shapes differ: {expected.shape} before, {got.shape} after"
     expected, got = np.asarray(expected, np.float64), np.asarray(got, np.float64)  # bool masks
@@ -88,6 +94,10 @@ def difference(
     with np.errstate(all="ignore"):
         close = np.isclose(got, expected, rtol=rtol, atol=scale, equal_nan=True)
         close |= ~judged | (np.isnan(expected) & ~np.isfinite(got))
+        if unordered:  # infinite inputs: a rewrite may lose a finite or infinite result
+            close |= ~np.isfinite(got) & ~np.isnan(expected)
+        if undefined:  # an infinity whose fold meets inf - inf: no real value either side
+            close |= np.isinf(expected) & np.isnan(got)
         if close.all():
             return None
         diff = np.where(close, 0.0, np.abs(got - expected))
@@ -105,8 +115,29 @@ def _underflowed(node: Node, value: np.ndarray, args: list) -> bool:
         return bool((value == 0).any())
     if node.op not in _NEVER_ZERO or any(np.shape(a) != np.shape(value) for a in args):
         return False
-    nonzero = np.logical_and.reduce([np.asarray(a) != 0 for a in args])
+    bases = args[:1] if node.op == "Power" else args  # a^b is 0 only where a is
+    nonzero = np.logical_and.reduce([np.asarray(a) != 0 for a in bases])
     return bool(((value == 0) & nonzero).any())
+
+
+def _overflowed_where_finite(node: Node, value: np.ndarray, args: list) -> bool:
+    """An elementwise op gave an infinity at a position where its operands are finite and
+    away from a pole, though other positions are not finite (a NaN channel beside an
+    overflowing one must not hide the overflow)."""
+    if not OPS[node.op].has("elementwise") or any(np.shape(a) != np.shape(value) for a in args):
+        return False
+    with np.errstate(all="ignore"):
+        here = np.logical_and.reduce([np.isfinite(np.asarray(a, np.float64)) for a in args])
+        if node.op in _POLES:
+            poles = args[:1] if node.op == "Power" else args
+            here &= np.logical_and.reduce([np.asarray(a) != 0 for a in poles])
+        return bool((np.isinf(np.asarray(value, np.float64)) & here).any())
+
+
+def _producer(node: Node) -> Node:
+    """The op that computed node's value: an `Output` of a multi-output op (a fused kernel)
+    is judged as that op, on that op's operands."""
+    return node.args[0] if node.op == "Output" else node
 
 
 def overflowed(before: Sequence[Node], feeds: dict[Node, np.ndarray]) -> bool:
@@ -115,15 +146,23 @@ def overflowed(before: Sequence[Node], feeds: dict[Node, np.ndarray]) -> bool:
     as `Exp(-1e6)`)."""
     nodes = [n for n in toposort(before) if n.outputs is None]
     values = dict(zip(nodes, _run(nodes, feeds)))
-    for node in nodes:
-        value, args = values[node], [values.get(a) for a in node.args]
-        if any(a is None or not np.isfinite(a).all() for a in args):
-            continue
+    for output in nodes:
+        node = _producer(output)
+        value, args = values[output], [values.get(a) for a in node.args]
+        if not args or any(a is None for a in args):
+            continue  # an input
+        if _overflowed_where_finite(node, value, args):
+            return True
+        if any(not np.isfinite(a).all() for a in args):
+            continue  # an op on values already out of range (or undefined) somewhere
         if _underflowed(node, value, args):
             return True
-        if not np.isinf(value).any():  # a NaN is a domain error, not a range one
+        if not np.isinf(value).any():  # a NaN is a domain error, not a range one, except
+            if np.isnan(value).any() and not OPS[node.op].has("elementwise"):
+                return True  # from a sum, dot or convolution of finite terms: inf - inf inside
             continue
-        if node.op in _POLES and any((a == 0).any() for a in args):
+        poles = args[:1] if node.op == "Power" else args  # a^b has its pole at a = 0
+        if node.op in _POLES and any((a == 0).any() for a in poles):
             continue
         return True
     return False
@@ -154,10 +193,15 @@ def compare(
     rtol: float = RTOL,
     atol: float = ATOL,
     semantics: str = "strict",
+    unordered: bool = False,
 ) -> Comparison:
-    """Run both graphs in float64 on the same feeds and compare output by output."""
+    """Run both graphs in float64 on the same feeds and compare output by output. With
+    `unordered` (for infinite inputs, which stand for values already out of range), a result
+    that became NaN or infinite is not judged (which of inf - inf or inf * 0 a sum meets
+    first depends on the order of its terms; 1^inf is 1, inf * log(1) is NaN); one that
+    became finite where it was not still is (`x * 0 => 0` at x = inf)."""
     graphs, memo = as_float64(list(before) + list(after))
-    feeds64 = {memo[k]: np.asarray(v, np.float64) for k, v in feeds.items() if k in memo}
+    feeds64 = converted_feeds(feeds, memo)
     expected = _run(graphs[: len(before)], feeds64)
     try:
         got = _run(graphs[len(before) :], feeds64)
@@ -168,8 +212,10 @@ def compare(
     if not over and not all(np.isfinite(g).all() for g in got):  # float range, not the rule
         over = overflowed(graphs[len(before) :], feeds64)
     floor = CANCELLATION * _magnitude(graphs, feeds64)
+    computed = all(np.isfinite(v).all() for v in feeds64.values() if v.dtype.kind == "f")
     for i, (e, g, node) in enumerate(zip(expected, got, before)):
-        problem = difference(e, g, node, rtol, atol, semantics, over, floor)
+        problem = difference(e, g, node, rtol, atol, semantics, over, floor, unordered,
+                             computed)
         if problem is not None:
             where = f" (output {i})" if len(before) > 1 else ""
             return Comparison(expected, got, f"results differ{where}: {problem}")
@@ -222,13 +268,15 @@ def compare_derivatives(
     cannot be compared: an op without a gradient, or values not finite at generic inputs).
     The generic inputs keep within the rule's `assumed` ranges (see `instances.assumed`)."""
     graphs, memo = as_float64(list(before) + list(after))
-    inputs = sorted((k for k in feeds if k in memo and k.op == "Placeholder"), key=lambda n: n.name)
-    if not inputs:
+    inputs = sorted((k for k in feeds if k in memo and k.op == "Placeholder"
+                     and memo[k].dtype.kind == "f"), key=lambda n: n.name)
+    if not inputs:  # integer and bool inputs have no derivative
         return None
     values = generic_within(generic_feeds({memo[k]: feeds[k] for k in inputs}, seed), assumed,
                             memo, seed)
     if values is None:
         return None
+    values = {**converted_feeds(feeds, memo), **values}
     left, right = graphs[: len(before)], graphs[len(before) :]
     expected = _run(left, values)
     if not all(np.isfinite(e).all() for e in expected):
@@ -240,10 +288,13 @@ def compare_derivatives(
     if dl is None or dr is None:
         return None
     gl, gr = _run(dl, values), _run(dr, values)
-    for x, a, b in zip(inputs, gl, gr):
+    for x, a, b, left_d, right_d in zip(inputs, gl, gr, dl, dr):
         if not np.isfinite(a).all():
             continue
-        problem = difference(a, b, x, rtol, atol)
+        # cancellation in this derivative's own graph (a saturated softmax scaled by 1e5 leaves
+        # 1e-11 of rounding), not in the values: a hidden `+ y` still shows
+        floor = CANCELLATION * _magnitude([left_d, right_d], values)
+        problem = difference(a, b, x, rtol, atol, floor=floor)
         if problem is not None:
             gone = "" if _depends(right, memo[x]) else f" (the replacement no longer uses {x.name})"
             return f"derivatives with respect to {x.name} differ{gone}: {problem}"

@@ -8,6 +8,7 @@
 | `unverified` | too few instances could be built; the reason says why      | no          |
 | `verified`   | right on every instance tried                              | no          |
 | `proved`     | an SMT proof, for all inputs (perhaps for lengths <= k)    | no          |
+| `proved-reals` | an SMT proof for real numbers; the ops round in floats   | no          |
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from ngrules.lang.rules import Rule
 if TYPE_CHECKING:
     from ngrules.verification.instances import Instance
 
-STATUSES = ("wrong", "ill-formed", "loops", "unverified", "verified", "proved")
+STATUSES = ("wrong", "ill-formed", "loops", "unverified", "verified", "proved-reals", "proved")
+#: The statuses of a proof: `proved` holds for IEEE floats, `proved-reals` for real numbers.
+PROVED = frozenset({"proved", "proved-reals"})
 FAILING = frozenset({"wrong", "ill-formed"})
 
 
@@ -105,6 +108,7 @@ _LABELS = {
     "unverified": "UNVERIFIED",
     "verified": "verified",
     "proved": "proved",
+    "proved-reals": "proved/reals",
 }
 
 
@@ -123,6 +127,7 @@ class Verdict:
     semantics: str = "strict"
     bound: int | None = None  # proved for lengths <= bound (None: for all)
     note: str = ""  # e.g. why a rule tested was not proved
+    layouts: str = ""  # how many other layouts were judged for ill-formedness, of what bound
 
     @property
     def ok(self) -> bool:
@@ -138,11 +143,12 @@ class Verdict:
         assuming = f", assuming {describe(assumed)}" if assumed else ""
         if self.status == "verified":
             budget = " (time budget reached)" if self.out_of_time else ""
-            note = f"; {self.note}" if self.note else ""
+            note = "".join(f"; {n}" for n in (self.layouts, self.note) if n)
             return f"{self.examples} examples fired{refine}{budget}{assuming}{note}"
-        if self.status == "proved":
+        if self.status in PROVED:
             scope = f" for lengths <= {self.bound}" if self.bound is not None else ""
-            return f"proved{scope}{refine} {self.reason}".rstrip() + assuming
+            over = " over the reals" if self.status == "proved-reals" else ""
+            return f"proved{over}{scope}{refine} {self.reason}".rstrip() + assuming
         if self.status in FAILING and self.counterexample is not None:
             return self.counterexample.problem + assuming
         return self.reason + assuming

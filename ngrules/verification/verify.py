@@ -28,6 +28,8 @@ from ngrules.verification.compare import (
     compare_derivatives,
 )
 from ngrules.verification.instances import Instance, Rejected, attempts, earlier_rules
+from ngrules.verification.layouts import ill_formed_layout
+from ngrules.verification.special import special_counterexample
 from ngrules.verification.verdicts import (
     Counterexample,
     Verdict,
@@ -52,6 +54,10 @@ __all__ = [
 
 #: Seconds per rule after which no new instances are built.
 BUDGET = 5.0
+#: The budget may stretch this many times for a rule short of the instances it needs.
+SLOW = 6
+#: Instances kept per rule to run on special values once the random ones pass.
+KEPT = 8
 #: Seconds spent shrinking a counterexample; then the smallest found so far is reported.
 SHRINK_BUDGET = 3.0
 _UNDEFINED = "the left side is not finite (undefined under refinement, or it overflowed)"
@@ -113,6 +119,7 @@ class _Tally:
     smallest: Falsified | None = None  # the last (smallest) failure while shrinking
     loops: str = ""
     reasons: Counter = field(default_factory=Counter)
+    kept: list = field(default_factory=list)  # instances for the special values
 
     def reject(self, reason: str) -> None:
         from hypothesis import reject
@@ -181,7 +188,8 @@ def _property(rule: Rule, earlier: list, tally: _Tally, opts: Options, deadline)
         if tally.failing and now > tally.failed_at + SHRINK_BUDGET:
             raise _OutOfTime  # shrunk long enough: report the smallest failure so far
         tally.tried += 1
-        if deadline is not None and now > deadline and not tally.failing:
+        if deadline is not None and now > deadline[0] and not tally.failing and (
+                tally.fired >= deadline[2] or now > deadline[1]):
             tally.tried -= 1  # not judged
             raise _OutOfTime
         if isinstance(attempt, Rejected):
@@ -199,6 +207,8 @@ def _property(rule: Rule, earlier: list, tally: _Tally, opts: Options, deadline)
         if not usable:
             tally.reject(_UNDEFINED)
         tally.fired += 1
+        if len(tally.kept) < KEPT:
+            tally.kept.append(attempt)
 
     return prop
 
@@ -222,7 +232,10 @@ def verify_rule(
         raise ValueError(f"semantics must be one of {SEMANTICS}, not {semantics!r}")
     start, tally = time.perf_counter(), _Tally()
     earlier = earlier_rules(rule, ruleset)
-    deadline = None if budget is None else start + budget
+    needed = max(1, (examples or _settings(None).max_examples) // 10)
+    # the budget ends a rule once it has the instances a verdict needs; before, only a
+    # longer one does (a loaded machine must not turn a rule unverified)
+    deadline = None if budget is None else (start + budget, start + SLOW * budget, needed)
     opts = Options(rtol, atol, semantics, derivatives)
     run = _settings(examples)(_property(rule, earlier, tally, opts, deadline))
     verdict = Verdict(rule, "verified", semantics=semantics)
@@ -241,7 +254,15 @@ def verify_rule(
         if tally.smallest is not None:
             f = tally.smallest
             verdict.status, verdict.counterexample = f.status, f.counterexample
-    needed = max(1, (examples or _settings(None).max_examples) // 10)
+    if verdict.status in ("verified", "loops") and tally.kept:
+        check = ill_formed_layout(tally.kept)  # the same shapes in other layouts
+        verdict.layouts = str(check)
+        if check.counterexample is not None:
+            verdict.status, verdict.counterexample = "ill-formed", check.counterexample
+        else:
+            cx = special_counterexample(tally.kept, semantics, rtol, atol)
+            if cx is not None:
+                verdict.status, verdict.counterexample = "wrong", cx
     if verdict.status == "verified" and tally.loops:
         verdict.status = "loops"
         verdict.reason = f"{tally.loops} (each step preserves values on {tally.fired} examples)"
@@ -285,6 +306,7 @@ def verify(
     bound: int = 3,
     disable: Iterable[str] = (),
     on_rule: Callable[[int, int, Rule], None] | None = None,
+    only: Iterable[str] | None = None,
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
@@ -297,7 +319,8 @@ def verify(
     left out, of a RuleSet's passes too (`RuleSet.without`, as `apply --disable`). Within a
     RuleSet, a rule is checked on the nodes it would get in its pass: those no earlier rule of
     the pass matches (first match wins); a lone rule or a list is checked on its own.
-    on_rule(i, n, rule) is called before the i-th of n rules (a progress display).
+    on_rule(i, n, rule) is called before the i-th of n rules (a progress display). only:
+    the names of the rules to verify (the others still take their nodes in their passes).
     Ctrl-C raises `Interrupted`, whose `report` holds the verdicts computed so far.
     """
     start = time.perf_counter()
@@ -310,6 +333,9 @@ def verify(
     if off and ruleset is not None:
         ruleset = ruleset.without(off)  # out of their passes too, as `apply --disable` does
     chosen = [r for r in chosen if r.name not in off]
+    if only is not None:
+        wanted = set(only)
+        chosen = [r for r in chosen if r.name in wanted]
     report = VerificationReport()
     try:
         for i, rule in enumerate(chosen, start=1):
@@ -317,7 +343,7 @@ def verify(
             if on_rule is not None:
                 on_rule(i, len(chosen), rule)
             report.verdicts.append(
-                _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound)
+                _isolated(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound)
             )
     except KeyboardInterrupt:
         report.interrupted = True
@@ -332,12 +358,28 @@ def verify(
     return report
 
 
+def _isolated(rule, *args) -> Verdict:
+    """The rule's verdict; an error of the verifier itself (not of the rule's rewrite, which
+    is a verdict) is this rule's `unverified` with the error, never the end of the run."""
+    start = time.perf_counter()
+    try:
+        return _one(rule, *args)
+    except (KeyboardInterrupt, Interrupted):
+        raise
+    except Exception as e:  # one rule's failure never stops the others'
+        if _while_interrupted(e):
+            raise KeyboardInterrupt from None
+        verdict = Verdict(rule, "unverified", seconds=time.perf_counter() - start)
+        verdict.reason = f"verification itself failed: {type(e).__name__}: {e}"
+        return verdict
+
+
 def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound) -> Verdict:
     if prove:
         from ngrules.verification.prove import prove_rule
 
         proof = prove_rule(rule, bound=bound, semantics=semantics)
-        if proof.status in ("proved", "loops") or proof.failed:  # as testing would say
+        if proof.status in ("proved", "proved-reals", "loops") or proof.failed:  # as tested
             return proof
         tested = verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics)
         tested.note = proof.reason

@@ -22,6 +22,7 @@ from ngrules.verification.instances.classes import constraints
 from ngrules.verification.instances.domains import (
     argument_domain,
     as_float64,
+    converted_feeds,
     domain_values,
     feeds_for,
     placeholder_domains,
@@ -42,6 +43,7 @@ __all__ = [
     "Rejected",
     "argument_domain",
     "as_float64",
+    "converted_feeds",
     "attempts",
     "constraints",
     "domain_values",

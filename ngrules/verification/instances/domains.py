@@ -125,14 +125,22 @@ def feeds_for(
     return feeds
 
 
-def as_float64(outputs: Sequence[Node]) -> tuple[list[Node], dict[Node, Node]]:
-    """The same graph in float64 (leaves rebuilt, the rest re-inferred), and old -> new leaves."""
+def as_float64(
+    outputs: Sequence[Node], dtype=np.float64
+) -> tuple[list[Node], dict[Node, Node]]:
+    """The same graph with its float leaves in `dtype` (float64 unless given; the rest
+    re-inferred, integer and bool leaves kept), and old -> new nodes."""
     memo: dict[Node, Node] = {}
     for node in toposort(outputs):
         attrs = dict(node.attrs)
         if node.op in ("Placeholder", "Variable") and node.dtype.kind == "f":
-            attrs["dtype"] = np.float64
+            attrs["dtype"] = np.dtype(dtype)
         elif node.op == "Constant" and node.dtype.kind == "f":
-            attrs["value"] = np.asarray(attrs["value"], np.float64)
+            attrs["value"] = np.asarray(attrs["value"], dtype)
         memo[node] = make_node(node.op, [memo[a] for a in node.args], **attrs)
     return [memo[o] for o in outputs], memo
+
+
+def converted_feeds(feeds: Mapping[Node, np.ndarray], memo: Mapping[Node, Node]) -> dict:
+    """Feeds for the nodes of `as_float64`'s graph, each in its node's dtype."""
+    return {memo[k]: np.asarray(v).astype(memo[k].dtype) for k, v in feeds.items() if k in memo}

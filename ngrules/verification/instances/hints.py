@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ngrules.lang.rules import Rule
-from ngrules.lang.syntax import EAttr, EBinary, ECall, ENum, EStr, EUnary, EVar, Guard
+from ngrules.lang.syntax import EAttr, EBinary, ECall, ENum, EStr, EUnary, EVar, Guard, Let
 
 
 # -- guard hints --------------------------------------------------------------------------------
@@ -104,6 +105,18 @@ def _is_rank_bound(e) -> bool:
     return ok and _rank_of(e.left) is not None
 
 
+def _same_length(e) -> tuple[str, object] | None:
+    """(v, E) when e is `len(v.axes) == len(E)` with E not a number."""
+    if not (isinstance(e, EBinary) and e.op == "=="):
+        return None
+    for a, b in ((e.left, e.right), (e.right, e.left)):
+        is_len = isinstance(b, ECall) and b.func == "len" and len(b.args) == 1
+        name = _rank_of(a) if isinstance(a, ECall) else None
+        if name is not None and is_len and _axes_of(b.args[0]) != name:
+            return name, b.args[0]
+    return None
+
+
 def _hint(e, hints: Hints) -> None:
     e = _normal(e)
     nonzero = isinstance(e, EBinary) and e.op == "!=" and isinstance(e.right, ENum)
@@ -112,6 +125,9 @@ def _hint(e, hints: Hints) -> None:
     if isinstance(e, EBinary) and e.op == "and":
         _hint(e.left, hints)
         _hint(e.right, hints)
+    elif _same_length(e) is not None:  # len(v.axes) == len(E): E's own axes are one answer
+        name, other = _same_length(e)
+        hints.equations.setdefault(name, []).append(other)
     elif _is_rank_bound(e):
         name = _rank_of(e.left)
         lo, hi = _RANGES[e.op](int(e.right.value))
@@ -127,14 +143,30 @@ def _hint(e, hints: Hints) -> None:
             hints.ranks[call.args[0].name] = (1, 99)
 
 
+def _inlined(e, lets: dict):
+    """e with the let values it names written out (`size(normalised)` as
+    `size(s.reduction_axes)`), so a hint can be computed from the pattern's own nodes."""
+    if isinstance(e, EVar):
+        return lets.get(e.name, e)
+    if isinstance(e, tuple):
+        return tuple(_inlined(x, lets) for x in e)
+    if not dataclasses.is_dataclass(e):
+        return e
+    changes = {f.name: _inlined(getattr(e, f.name), lets) for f in dataclasses.fields(e)
+               if f.name not in ("span", "kwarg_spans")}
+    return dataclasses.replace(e, **changes)
+
+
 def guard_hints(rule: Rule) -> Hints:
-    """What the rule's guards state plainly (ranks, dtype, axes equations, constant values);
-    other guards are honoured by filtering."""
-    hints = Hints()
+    """What the rule's guards state plainly (ranks, dtype, axes equations, constant values),
+    lets written out; other guards are honoured by filtering."""
+    hints, lets = Hints(), {}
     for clause in rule.clauses:
-        if isinstance(clause, Guard):
+        if isinstance(clause, Let):
+            lets[clause.name] = _inlined(clause.expr, lets)
+        elif isinstance(clause, Guard):
             try:
-                _hint(clause.expr, hints)
+                _hint(_inlined(clause.expr, lets), hints)
             except (TypeError, ValueError):
                 continue
     return hints

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
 from hypothesis import strategies as st
 
 from ngrules.ir.axes import Axes
@@ -67,8 +68,9 @@ def _plan_softmax(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dic
 
 
 def _plan_convolution(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
-    """Result (K, M, P, Q, N): filters (C, T, R, S, K') of small windows, inputs (C, D, H, W, N)
-    with D = M + T - 1 and so on (no padding, unit strides and dilation)."""
+    """Result (K, M, P, Q, N): filters (C/G, T, R, S, K) of small windows, inputs (C, D, H, W,
+    N), with padding, strides, dilation and groups drawn and D the input length they map to M
+    (the extra positions a stride skips drawn too)."""
     from ngrules.ir.axes import Axis
 
     if len(want) != 5:
@@ -76,10 +78,27 @@ def _plan_convolution(b: Builder, want: Axes, forced: list) -> tuple[list[Axes],
     k, *spatial, n = want
     channel, *window, k_out = b.fresh(5)
     window = [Axis(a.name, b.draw(st.integers(1, 2))) for a in window]
-    inner = b.fresh(3)
-    inputs = [Axis(a.name, s.length + w.length - 1) for a, s, w in zip(inner, spatial, window)]
+    geometry = [_spatial_geometry(b, s.length, w.length) for s, w in zip(spatial, window)]
+    inputs = [Axis(a.name, length) for a, (length, *_) in zip(b.fresh(3), geometry)]
+    groups = b.draw(st.sampled_from([g for g in (1, 1, 2, 3) if k.length % g == 0]))
     filters = Axes([channel, *window, Axis(k_out.name, k.length)])
-    return [Axes([channel, *inputs, n]), filters], {"axes": want}
+    source = channel if groups == 1 else Axis(b.fresh(1)[0].name, channel.length * groups)
+    attrs = {"axes": want, "groups": groups}
+    for i, key in enumerate(("padding", "strides", "dilation"), start=1):
+        attrs[key] = np.array([g[i] for g in geometry], np.int64)
+    return [Axes([source, *inputs, n]), filters], attrs
+
+
+def _spatial_geometry(b: Builder, out: int, window: int) -> tuple[int, int, int, int]:
+    """(input length, padding, stride, dilation) giving `out` positions for a window."""
+    stride = b.draw(st.sampled_from((1, 1, 2)))
+    dilation = b.draw(st.sampled_from((1, 1, 2))) if window > 1 else 1
+    pad = b.draw(st.sampled_from((0, 0, 1)))
+    span = dilation * (window - 1) + 1
+    length = (out - 1) * stride + span - 2 * pad + b.draw(st.integers(0, stride - 1))
+    if length < 1:
+        pad, length = 0, (out - 1) * stride + span
+    return length, pad, stride, dilation
 
 
 def _plan_dot(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:

@@ -15,29 +15,41 @@ reported; `unknown` (nonlinear arithmetic, quantified axioms) leaves the rule un
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
 import numpy as np
 import z3
 
-from ngrules.ir.graph import Node, toposort
+from ngrules.ir.graph import Node, format_graph, toposort
 from ngrules.ir.ops import OPS
 from ngrules.lang.rules import Rule
 from ngrules.lang.syntax import PVar, walk
 from ngrules.verification.compare import compare
 from ngrules.verification.instances import Instance
 from ngrules.verification.instances.assumed import broken
+from ngrules.verification.layouts import MAX_LAYOUTS, layout_count, layouts
+from ngrules.verification.prove.floats import encodable as fp_encodable
+from ngrules.verification.prove.floats import prove_in_floats
 from ngrules.verification.prove.ground import ground_axioms
 from ngrules.verification.prove.scalars import axioms_for
 from ngrules.verification.prove.tensors import NoEncoding, evaluate
+from ngrules.verification.special import special_counterexample
 from ngrules.verification.verdicts import Counterexample, Verdict, ill_formed
 
-#: Milliseconds z3 may spend on one result element, with the quantified axioms and with
-#: their instances on the element's terms (tried first).
-TIMEOUT_MS, GROUND_MS = 4000, 1000
-#: Instances proved per rule (distinct layouts).
+#: z3's resource limit (deterministic steps: a verdict must not depend on the machine's load)
+#: for one result element, with the quantified axioms and with their instances on the
+#: element's terms (tried first); the hardest library proofs take about 4 million.
+RLIMIT, GROUND_RLIMIT = 16_000_000, 6_000_000
+#: A wall-clock stop besides, in milliseconds, should a step take unusually long.
+SAFETY_MS = 60_000
+#: Instances drawn per rule (distinct shapes; each then in every layout).
 LAYOUTS = 12
+#: Ops exact in IEEE floats: they move, select, compare or negate values, never round.
+EXACT_OPS = frozenset({"Placeholder", "Variable", "Constant", "Slice", "Concat", "Negative",
+                       "Absolute", "Sign", "Maximum", "Minimum", "Max", "Min", "Greater", "Less",
+                       "GreaterEqual", "LessEqual", "Equal", "NotEqual", "Select"})
 
 
 @dataclass
@@ -58,8 +70,20 @@ def _claims(before: list[np.ndarray], after: list[np.ndarray], semantics: str) -
         for idx in np.ndindex(b_arr.shape):
             b, a = b_arr[idx], a_arr[idx]
             same = z3.Implies(b.ok, z3.And(a.ok, b.v == a.v))
-            parts.append(same if semantics == "refine" else z3.And(same, a.ok == b.ok))
+            parts.append((same if semantics == "refine" else z3.And(same, a.ok == b.ok), b, a))
     return parts
+
+
+#: Relative differences asked for when a model's difference falls under the tolerance once
+#: rounded to floats (z3 found x = 2000001 for `Minimum(x, 2e6) => x`: ask for a bigger one).
+WIDER = (1e-3, 1.0, 1e3)
+
+
+def _wider(b, a, k: float):
+    """Both sides defined and apart by more than k times (1 + |before|)."""
+    gap = z3.If(b.v >= a.v, b.v - a.v, a.v - b.v)
+    size = z3.If(b.v >= 0, b.v, -b.v)
+    return z3.And(b.ok, a.ok, gap > k * (1 + size))
 
 
 def _feeds(model, inputs: dict[Node, np.ndarray]) -> dict[Node, np.ndarray]:
@@ -85,8 +109,8 @@ def prove_instance(inst: Instance, semantics: str = "strict") -> Outcome:
         return Outcome("unknown", str(e))
     except (TypeError, ValueError) as e:  # a kernel that cannot run on terms
         return Outcome("unknown", f"could not unroll the instance into terms: {e}")
-    for claim in _claims(left, right, semantics):
-        task = _Task(claim, assumed, inst, after, inputs, semantics)
+    for claim, b, a in _claims(left, right, semantics):
+        task = _Task(claim, assumed, inst, after, inputs, semantics, (b, a))
         outcome = _ground(task)
         if outcome is None:
             outcome = _decide(task, axioms_for(z3.And(claim, assumed)))
@@ -105,19 +129,21 @@ class _Task:
     after: list
     inputs: dict
     semantics: str
+    sides: tuple = ()  # the element before and after (Sym), to ask for a wider difference
 
 
 def _ground(task: _Task) -> Outcome | None:
     """The claim decided with the axioms instantiated on its terms: a proof, a counterexample
     that reproduces, or None (undecided, or a model that breaks some axiom)."""
     facts = ground_axioms(z3.And(task.claim, task.assumed))
-    outcome = _decide(task, facts, GROUND_MS)
+    outcome = _decide(task, facts, GROUND_RLIMIT)
     return None if outcome.status == "unknown" else outcome
 
 
-def _decide(task: _Task, facts, ms: int = TIMEOUT_MS) -> Outcome:
+def _decide(task: _Task, facts, steps: int = RLIMIT) -> Outcome:
     solver = z3.Solver()
-    solver.set("timeout", ms)
+    solver.set("rlimit", steps)
+    solver.set("timeout", SAFETY_MS)
     solver.add(*facts)
     solver.add(task.assumed, z3.Not(task.claim))
     answer = solver.check()
@@ -125,11 +151,27 @@ def _decide(task: _Task, facts, ms: int = TIMEOUT_MS) -> Outcome:
         return Outcome("proved")
     if answer == z3.sat:
         feeds = _feeds(solver.model(), task.inputs)
-        return _replay(task.inst, task.after, feeds, task.semantics)
+        outcome = _replay(task.inst, task.after, feeds, task.semantics)
+        return outcome if outcome.status == "wrong" else _widened(solver, task, outcome)
     reason = solver.reason_unknown()
-    if reason in ("canceled", "timeout"):
-        reason = f"timeout: {ms / 1000:g} s on one result element"
+    if reason in ("canceled", "timeout", "max. resource limit exceeded"):
+        reason = f"its limit of {steps / 1e6:g} million steps ran out on one result element"
     return Outcome("unknown", f"z3 could not decide ({reason})")
+
+
+def _widened(solver, task: _Task, first: Outcome) -> Outcome:
+    """A counterexample under the tolerance is never dropped: ask z3 for one whose difference
+    is wider, and replay it; `first` (not proved) if none reproduces."""
+    for k in WIDER if task.sides else ():
+        solver.push()
+        solver.add(_wider(*task.sides, k))
+        if solver.check() == z3.sat:
+            outcome = _replay(task.inst, task.after, _feeds(solver.model(), task.inputs),
+                              task.semantics)
+            if outcome.status == "wrong":
+                return outcome
+        solver.pop()
+    return first
 
 
 def _preconditions(inst: Instance, inputs: dict[Node, np.ndarray]):
@@ -178,8 +220,8 @@ def _pointwise(rule: Rule) -> bool:
 def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
     """Up to count instances of distinct layouts, every axis of length <= bound."""
     from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis.errors import Unsatisfiable
 
-    from ngrules.ir.graph import format_graph
     from ngrules.verification.instances import attempts
 
     exact: dict[str, Instance] = {}
@@ -189,14 +231,16 @@ def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
         if not isinstance(attempt, Instance) or len(exact) >= count:
             return
         nodes = [n for n in toposort(attempt.outputs) if n.outputs is None]
-        if all(a.length <= bound for n in nodes for a in n.axes.leaves()):
+        small = all(len(n.axes) <= bound for n in nodes)  # each in every layout: rank <= k
+        if small and all(a.length <= bound for n in nodes for a in n.axes.leaves()):
             kept = exact if all(_dyadic(n) for n in nodes) else other
             kept.setdefault(format_graph(attempt.outputs), attempt)
 
     for tries in (150, 1000):  # more only for a rule whose instances within the bound are rare
         run = settings(max_examples=tries, database=None, derandomize=True, deadline=None,
                        phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
-        run(given(attempts(rule))(collect))()
+        with contextlib.suppress(Unsatisfiable):  # nothing built: the caller says so
+            run(given(attempts(rule))(collect))()
         if exact or other:
             break
     return sorted(exact.values() or other.values(), key=lambda i: len(toposort(i.outputs)))
@@ -211,46 +255,96 @@ def _dyadic(node: Node) -> bool:
     return bool(np.all((value == np.round(value)) & (np.abs(value) <= 1024)))
 
 
-def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict") -> Verdict:
-    """A `proved` verdict (for lengths <= bound, or for all shapes when the rule is pointwise),
-    `wrong` with a replayed counterexample, or `unverified` saying why there is no proof."""
-    start = time.perf_counter()
-    verdict = Verdict(rule, "unverified", semantics=semantics, bound=bound)
-    instances = _instances(rule, bound, LAYOUTS)
-    for inst in instances:  # as the verifier: an ill-formed rewrite is no claim to prove
+def _all_layouts(drawn: list[Instance]) -> tuple[list[Instance], str]:
+    """Every layout of the drawn instances (distinct), and which shapes they cover: all drawn
+    shapes, or those whose layouts fit within MAX_LAYOUTS (fewest first)."""
+    seen: dict[str, Instance] = {}
+    done = 0
+    for inst in sorted(drawn, key=layout_count):
+        if layout_count(inst) + len(seen) > MAX_LAYOUTS:
+            break
+        done += 1
+        for laid in layouts(inst):
+            seen.setdefault(format_graph(laid.outputs) + repr(laid.after), laid)
+    shapes = f"the {done} shapes drawn" if done == len(drawn) else \
+        f"{done} of the {len(drawn)} shapes drawn (the others have too many layouts)"
+    return sorted(seen.values(), key=lambda i: len(toposort(i.outputs))), shapes
+
+
+def _exact(instances: list[Instance]) -> bool:
+    """Whether every op of every instance, before and after, is exact in IEEE floats (moves,
+    compares or negates values, never rounds): a proof over the reals holds for floats."""
+    for inst in instances:
+        after = inst.after if inst.stop == "fixpoint" else inst.step
+        for node in toposort(list(inst.outputs) + list(after or ())):
+            if not (node.op in EXACT_OPS or OPS[node.op].has("view")
+                    or node.op == "Relu" and float(node.attrs.get("slope", 0.0)) == 0.0):
+                return False
+    return True
+
+
+def _early_verdict(verdict: Verdict, laid: list[Instance], semantics: str) -> bool:
+    """Ill-formed on some layout, or wrong on special values: the verdict, and True."""
+    for inst in laid:  # as the verifier: an ill-formed rewrite is no claim to prove
         bad = ill_formed(inst)
         if bad is not None:
             verdict.status = "ill-formed"
-            verdict.counterexample = Counterexample(rule, inst.outputs, inst.feeds, bad,
+            verdict.counterexample = Counterexample(verdict.rule, inst.outputs, inst.feeds, bad,
                                                     after=inst.after)
-            verdict.seconds = time.perf_counter() - start
-            return verdict
-    scalars = [i for i in instances if not any(n.axes for n in i.outputs)]
+            return True
+    cx = special_counterexample(laid, semantics)  # IEEE's corners veto any proof
+    if cx is not None:
+        verdict.status, verdict.counterexample = "wrong", cx
+        return True
+    return False
+
+
+def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict") -> Verdict:
+    """A `proved` verdict (for lengths <= bound, or for all shapes when the rule is pointwise),
+    `proved-reals` when the proof holds for real numbers and the ops round in floats, `wrong`
+    with a replayed counterexample, `ill-formed`, or `unverified` saying why there is no proof.
+    """
+    start = time.perf_counter()
+    verdict = Verdict(rule, "unverified", semantics=semantics, bound=bound)
+    drawn = _instances(rule, bound, LAYOUTS)
+    laid, shapes = _all_layouts(drawn)
+    if _early_verdict(verdict, laid + drawn, semantics):
+        verdict.seconds = time.perf_counter() - start
+        return verdict
+    if drawn and not laid:
+        verdict.reason = (f"no proof: every shape drawn has more than {MAX_LAYOUTS} layouts "
+                          "(a bounded proof tries every one)")
+    else:
+        _prove_values(verdict, laid, shapes, semantics)
+    verdict.seconds = time.perf_counter() - start
+    return verdict
+
+
+def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics: str):
+    rule, bound = verdict.rule, verdict.bound
+    scalars = [i for i in laid if not any(n.axes for n in i.outputs)]
     everywhere = bool(scalars) and _pointwise(rule)
-    if everywhere:  # a proof at rank 0 holds for every shape
-        instances = scalars
+    instances = scalars if everywhere else laid  # a proof at rank 0 holds for every shape
     if not instances:
         verdict.reason = f"no proof: no instance with lengths <= {bound} could be built"
-        return verdict
-    for inst in instances:
+        return
+    ieee = all(fp_encodable(i) for i in instances) and prove_in_floats(instances, semantics)
+    for inst in () if ieee else instances:
         outcome = prove_instance(inst, semantics)
         if outcome.status == "wrong":
             verdict.status, verdict.counterexample = "wrong", outcome.counterexample
-            break
+            return
         if outcome.status == "unknown":
             verdict.reason = f"no proof: {outcome.detail}"
-            break
+            return
+    verdict.status = "proved" if ieee or _exact(instances) else "proved-reals"
+    verdict.examples = len(instances)
+    if everywhere:
+        verdict.bound = None
+        scope = "elementwise: every shape"
     else:
-        verdict.status = "proved"
-        verdict.examples = len(instances)
-        if everywhere:
-            verdict.bound = None
-            scope = "elementwise: every shape"
-        else:
-            scope = f"all input values, {len(instances)} instance layouts"
-        verdict.reason = f"({scope})"
-        loop = next((i.message for i in instances if i.stop != "fixpoint"), "")
-        if loop:  # as the verifier says: sound, but the rule alone does not terminate
-            verdict.status, verdict.reason = "loops", f"{loop} (each step proved, {scope})"
-    verdict.seconds = time.perf_counter() - start
-    return verdict
+        scope = f"all input values, every axis order of {shapes}: {len(instances)} layouts"
+    verdict.reason = f"({'IEEE float16, float32 and float64; ' if ieee else ''}{scope})"
+    loop = next((i.message for i in instances if i.stop != "fixpoint"), "")
+    if loop:  # as the verifier says: sound, but the rule alone does not terminate
+        verdict.status, verdict.reason = "loops", f"{loop} (each step proved, {scope})"

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import z3
 
 R = z3.RealSort()
 EXP, LOG, SQRT = z3.Function("exp", R, R), z3.Function("log", R, R), z3.Function("sqrt", R, R)
 TANH, SIGMOID = z3.Function("tanh", R, R), z3.Function("sigmoid", R, R)
+ERF = z3.Function("erf", R, R)
+#: x ** y for x < 0 (numpy defines it at integer y): unconstrained, so a proof cannot lean on it.
+POW_NEGATIVE = z3.Function("pow_negative", R, R, R)
 
 
 #: The variables of the axioms' patterns and bodies.
@@ -38,12 +42,13 @@ def _axiom_table() -> list[tuple[object, object]]:
         (SQRT(a), z3.Implies(a >= 0, z3.And(SQRT(a) >= 0, SQRT(a) * SQRT(a) == a))),
         (TANH(a), z3.And(TANH(-a) == -TANH(a), TANH(a) > -1, TANH(a) < 1)),
         (SIGMOID(a), SIGMOID(a) == 1 / (1 + EXP(-a))),
+        (ERF(a), z3.And(ERF(-a) == -ERF(a), ERF(a) > -1, ERF(a) < 1)),
     ]
 
 
 def _axioms(table: list[tuple[object, object]]) -> list[tuple[frozenset, object]]:
     """(the functions an axiom speaks of, the axiom), quantified over its pattern."""
-    axioms = [EXP(0) == 1, LOG(1) == 0]
+    axioms = [EXP(0) == 1, LOG(1) == 0, TANH(0) == 0, ERF(0) == 0]
     for pattern, body in table:
         bound = [v for v in (_A, _B) if _occurs(v, pattern)]
         axioms.append(z3.ForAll(bound, body, patterns=[pattern]))
@@ -170,6 +175,41 @@ def _where(c: Sym, a: Sym, b: Sym, attrs) -> Sym:
     return Sym(z3.If(c.v != 0, a.v, b.v), z3.And(c.ok, a.ok, b.ok))
 
 
+def _power(a: Sym, b: Sym, attrs) -> Sym:
+    """x ** y as numpy: a product for a small integer constant y; else exp(y log x) for x > 0,
+    0 ** y is 1 at y = 0 and 0 for y > 0, and x < 0 only at integer y with a value left
+    unconstrained (undefined elsewhere: numpy gives NaN or inf there)."""
+    x, y = a.v, b.v
+    if z3.is_rational_value(y) and y.denominator_as_long() == 1 and abs(y.as_long()) <= 8:
+        return _integer_power(a, y.as_long(), b.ok)
+    value = z3.If(x > 0, EXP(y * LOG(x)),
+                  z3.If(x == 0, z3.If(y == 0, ONE, ZERO), POW_NEGATIVE(x, y)))
+    defined = z3.Or(x > 0, z3.And(x == 0, y >= 0), z3.And(x < 0, z3.IsInt(y)))
+    return Sym(value, z3.And(a.ok, b.ok, defined))
+
+
+def _integer_power(a: Sym, k: int, ok) -> Sym:
+    value = ONE
+    for _ in range(abs(k)):
+        value = value * a.v
+    if k >= 0:
+        return Sym(value, z3.And(a.ok, ok))
+    return Sym(1 / value, z3.And(a.ok, ok, a.v != 0))
+
+
+def _cast(a: Sym, attrs) -> Sym:
+    """Cast to a float (the value itself: `tensors` refuses casts that round), an integer
+    (numpy truncates toward 0; undefined outside the type's range) or bool (x != 0)."""
+    dtype = np.dtype(attrs["dtype"])
+    if dtype.kind == "b":
+        return Sym(z3.If(a.v != 0, ONE, ZERO), a.ok)
+    if dtype.kind == "f":
+        return a
+    info = np.iinfo(dtype)
+    whole = z3.If(a.v >= 0, z3.ToReal(z3.ToInt(a.v)), -z3.ToReal(z3.ToInt(-a.v)))
+    return Sym(whole, z3.And(a.ok, a.v > int(info.min) - 1, a.v < int(info.max) + 1))
+
+
 def _flag(cond) -> Callable:
     return _both(lambda a, b: z3.If(cond(a, b), z3.RealVal(1), z3.RealVal(0)))
 
@@ -191,7 +231,10 @@ ENCODINGS: dict[str, Callable] = {
     "Negative": _one(lambda a: -a),
     "Reciprocal": _one(lambda a: 1 / a, lambda a: a != 0),
     "Square": _one(lambda a: a * a),
-    "Abs": _one(lambda a: z3.If(a >= 0, a, -a)),
+    "Absolute": _one(lambda a: z3.If(a >= 0, a, -a)),
+    "Erf": _one(lambda a: ERF(a)),
+    "Power": _power,
+    "Cast": _cast,
     "Sign": _one(lambda a: z3.If(a > 0, ONE, z3.If(a < 0, -ONE, ZERO))),
     "Sqrt": _one(lambda a: SQRT(a), lambda a: a >= 0),
     "Exp": _one(lambda a: EXP(a)),

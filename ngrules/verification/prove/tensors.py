@@ -15,9 +15,11 @@ from collections.abc import Sequence
 import numpy as np
 import z3
 
+from ngrules.ir import declared
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import OPS
 from ngrules.verification.prove.scalars import ENCODINGS, Sym
+from ngrules.verification.prove.tensor_ops import TENSOR_OPS, grouped, pick, through_body
 
 #: Ops whose numpy kernel works on object arrays unchanged (it adds, multiplies or moves).
 OBJECT_KERNELS = frozenset({"Dot", "DotLowDimension", "Slice", "Concat"})
@@ -25,18 +27,13 @@ OBJECT_KERNELS = frozenset({"Dot", "DotLowDimension", "Slice", "Concat"})
 _REDUCTIONS = {
     "Sum": lambda a, b: a + b,
     "Prod": lambda a, b: a * b,
-    "Max": lambda a, b: _pick(a, b, True),
-    "Min": lambda a, b: _pick(a, b, False),
+    "Max": lambda a, b: pick(a, b, True),
+    "Min": lambda a, b: pick(a, b, False),
 }
 
 
 class NoEncoding(Exception):
     """An op of the instance has no encoding; the message names it and says why."""
-
-
-def _pick(a: Sym, b: Sym, biggest: bool) -> Sym:
-    cond = a.v >= b.v if biggest else a.v <= b.v
-    return Sym(z3.If(cond, a.v, b.v), z3.And(a.ok, b.ok))
 
 
 def encodable(op: str) -> bool:
@@ -46,12 +43,15 @@ def encodable(op: str) -> bool:
         return False
     if d.has("leaf"):
         return op in ("Placeholder", "Variable", "Constant")  # a variable holds any value
-    return op in ENCODINGS or op in OBJECT_KERNELS or op in _REDUCTIONS or d.has("view")
+    if op in declared.DECLARATIONS or op == "Output":  # a declaration is its own encoding
+        return True
+    return (op in ENCODINGS or op in OBJECT_KERNELS or op in _REDUCTIONS or op in TENSOR_OPS
+            or d.has("view"))
 
 
 def missing_reason(op: str) -> str:
     d = OPS[op]
-    if d.has("multi_output") or op == "Output":
+    if d.has("multi_output"):
         return f"{op} is a multi-output fused kernel with no scalar encoding"
     if d.has("leaf"):
         return f"{op} is a leaf whose value is not an input"
@@ -59,10 +59,7 @@ def missing_reason(op: str) -> str:
 
 
 def _reduce(node: Node, x: np.ndarray) -> np.ndarray:
-    src = node.args[0]
-    where = [src.axes.index(a) for a in node.attrs["reduction_axes"]]
-    keep = [i for i in range(x.ndim) if i not in where]
-    moved = x.transpose(keep + where).reshape(node.axes.lengths + (-1,))
+    moved, _ = grouped(node, x, node.attrs["reduction_axes"], False)
     out = np.empty(moved.shape[:-1], dtype=object)
     step = _REDUCTIONS[node.op]
     for idx in np.ndindex(out.shape):
@@ -94,22 +91,58 @@ def _leaf(node: Node, inputs: dict[Node, np.ndarray]) -> np.ndarray:
     return inputs[node]
 
 
-def evaluate(outputs: Sequence[Node], inputs: dict[Node, np.ndarray]) -> list[np.ndarray]:
+#: Ops whose result may be an integer or bool tensor: they compare, pick a position, cast, or
+#: move values. Arithmetic in integers wraps around and divides by truncation, which the
+#: reals do not: such instances have no encoding.
+_INTEGER_SAFE = frozenset({"Constant", "Greater", "Less", "GreaterEqual", "LessEqual", "Equal",
+                           "NotEqual", "Argmax", "Argmin", "Cast", "Select", "Where", "Slice",
+                           "Concat", "Pad", "Output"})
+
+
+def _refused(node: Node) -> str | None:
+    """Why a node of an encodable op still has no encoding, if it has none."""
+    if node.op in ("Placeholder", "Variable") and node.dtype.kind != "f":
+        return f"{node.op} {node.name!r} holds {node.dtype} values (integer arithmetic wraps)"
+    if node.dtype is not None and node.dtype.kind != "f" and node.op not in _INTEGER_SAFE \
+            and not OPS[node.op].has("view"):
+        return f"{node.op} computes in {node.dtype}, which wraps and truncates unlike the reals"
+    if node.op == "Cast" and node.dtype.kind == "f" and node.args[0].dtype.kind == "f" \
+            and node.dtype.itemsize < node.args[0].dtype.itemsize:
+        return f"Cast from {node.args[0].dtype} to {node.dtype} rounds; the reals cannot say how"
+    return None
+
+
+def evaluate(outputs: Sequence[Node], inputs: dict[Node, np.ndarray],
+             seeded: dict[Node, np.ndarray] | None = None) -> list[np.ndarray]:
     """The outputs as object arrays of Sym; placeholders become z3 reals (kept in inputs, so
-    two graphs evaluated with one `inputs` share their variables)."""
-    values: dict[Node, np.ndarray] = {}
+    two graphs evaluated with one `inputs` share their variables), except those `seeded` with
+    terms already (a declared op's stand-ins)."""
+    values: dict[Node, np.ndarray] = dict(seeded or {})
     for node in toposort(outputs):
+        if node in values:
+            continue
         if not encodable(node.op):
             raise NoEncoding(missing_reason(node.op))
-        if OPS[node.op].has("leaf"):
-            values[node] = _leaf(node, inputs)
-            continue
-        args = [values[a] for a in node.args]
-        if node.op in ENCODINGS:
-            values[node] = _elementwise(node, args)
-        elif node.op in _REDUCTIONS:
-            values[node] = _reduce(node, args[0])
-        else:
-            result = OPS[node.op].kernel(node)(*args)
-            values[node] = np.asarray(result, dtype=object).reshape(node.axes.lengths)
+        why = _refused(node)
+        if why is not None:
+            raise NoEncoding(why)
+        values[node] = _value(node, values, inputs)
     return [values[o] for o in outputs]
+
+
+def _value(node: Node, values: dict, inputs: dict[Node, np.ndarray]):
+    if OPS[node.op].has("leaf"):
+        return _leaf(node, inputs)
+    args = [values[a] for a in node.args]
+    if node.op == "Output":
+        return args[0][node.attrs["index"]]
+    if node.op in declared.DECLARATIONS:
+        return through_body(node, args, lambda outs, seeded: evaluate(outs, inputs, seeded))
+    if node.op in ENCODINGS:
+        return _elementwise(node, args)
+    if node.op in _REDUCTIONS:
+        return _reduce(node, args[0])
+    if node.op in TENSOR_OPS:
+        return TENSOR_OPS[node.op](node, *args)
+    result = OPS[node.op].kernel(node)(*args)
+    return np.asarray(result, dtype=object).reshape(node.axes.lengths)

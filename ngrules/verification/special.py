@@ -1,0 +1,153 @@
+"""Special values: every instance run on ±0, ±inf, NaN, huge, tiny and cancelling inputs.
+
+Random draws rarely give an input of inf, NaN or 1e17 next to 1, where IEEE arithmetic parts
+from the real numbers a rule is written for (`x * 0` is NaN at x = inf, `Equal(x, x)` is 0 at
+NaN, `Minimum(x, 2e6)` is not x at x = 1e300). Here each input of a few instances takes every
+special value (and every pair of them, for two inputs), cancelling pairs (1 beside ±1e17) and
+random mixes per element; a difference judged as testing judges it (`compare`) is a
+counterexample. The verifier runs this after its random instances, and the prover before any
+proof: a counterexample here vetoes the proof.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from ngrules.ir.executor import compile_graph, execute
+from ngrules.ir.graph import Node, toposort
+from ngrules.verification.compare import compare
+from ngrules.verification.instances import Instance, as_float64, converted_feeds
+from ngrules.verification.instances.assumed import broken
+from ngrules.verification.verdicts import Counterexample
+
+INF, NAN = float("inf"), float("nan")
+#: Values where IEEE floats part from the reals: signed zeros, ones, infinities, NaN, the
+#: largest and smallest magnitudes, and values on the edge of cancelling (1e17 + 1 == 1e17).
+SPECIALS = (0.0, -0.0, 1.0, -1.0, INF, -INF, NAN, 1e308, -1e308, 5e-324, -5e-324,
+            1e-300, 1e17, -1e17, 4e6, 0.5)
+#: The finite ones, mixed per element (an infinity in one element of a reduction hides where
+#: another element ran out of range).
+FINITE = tuple(v for v in SPECIALS if np.isfinite(v))
+#: Inputs beside each other that cancel in float64 (a + b - b is not a).
+PAIRS = ((1.0, 1e17), (1.0, -1e17), (1e17, 1.0), (-1e17, 1.0), (1e17, -1e17), (3.0, 1e16))
+#: Feeds tried per instance at most, instances per rule, and seconds per rule.
+MAX_FEEDS, MAX_INSTANCES, BUDGET = 300, 4, 1.5
+
+
+def _inputs(inst: Instance) -> list[Node]:
+    """The float inputs of the instance, in a fixed order."""
+    return sorted((n for n in inst.feeds if np.asarray(inst.feeds[n]).dtype.kind == "f"),
+                  key=lambda n: n.name)
+
+
+def _assignments(count: int, rng: np.random.Generator) -> Iterator[tuple]:
+    """Tuples of one value per input: every special value for each, every pair for two
+    inputs (a random sample for more), and cancelling pairs on each two inputs."""
+    if count <= 2:
+        yield from itertools.product(SPECIALS, repeat=count)
+    else:
+        for _ in range(MAX_FEEDS // 2):
+            yield tuple(rng.choice(SPECIALS, count))
+    for i, j in itertools.permutations(range(count), 2):
+        for a, b in PAIRS:
+            row = [1.0] * count
+            row[i], row[j] = a, b
+            yield tuple(row)
+
+
+def special_feeds(inst: Instance, seed: int = 0) -> Iterator[dict[Node, np.ndarray]]:
+    """Feeds of special values for the instance: uniform per input, then mixed per element."""
+    rng = np.random.default_rng(seed)
+    inputs = _inputs(inst)
+    if not inputs:
+        return
+    with np.errstate(all="ignore"):
+        for row in itertools.islice(_assignments(len(inputs), rng), MAX_FEEDS):
+            yield {**inst.feeds, **{n: _full(n, v) for n, v in zip(inputs, row)}}
+        for _ in range(MAX_FEEDS // 8):
+            yield {**inst.feeds, **{n: rng.choice(FINITE, n.axes.lengths).astype(n.dtype)
+                                    for n in inputs}}
+
+
+def _full(node: Node, value: float) -> np.ndarray:
+    return np.full(node.axes.lengths, value).astype(node.dtype)
+
+
+def _nan_from_input(outputs: Sequence[Node], feeds) -> bool:
+    """Whether the first NaN of the graph comes from an op on a non-finite input itself
+    (`x * 0` at x = inf), not on an infinity computed from one (`exp(-x) * 0` at x = -inf)."""
+    nodes = [n for n in toposort(outputs) if n.outputs is None]
+    with np.errstate(all="ignore"):
+        values = dict(zip(nodes, execute(nodes, feeds, ignore_unused=True)))
+    for node in nodes:
+        args = [values.get(a) for a in node.args]
+        if not node.args or not np.isnan(values[node]).any():
+            continue
+        if any(a is None or np.isnan(a).any() for a in args):
+            return False  # a NaN passed on
+        return any(a.op in ("Placeholder", "Variable") and not np.isfinite(values[a]).all()
+                   for a in node.args if a in values)
+    return False
+
+
+class _Agreement:
+    """Whether both sides give the same results (within tolerance, NaN equal to NaN) on a
+    feed: one program per side, compiled once, where `compare` rebuilds and compiles both
+    graphs for each feed. Most special feeds agree; only the others are compared in full."""
+
+    def __init__(self, before: Sequence[Node], after: Sequence[Node], rtol: float,
+                 atol: float):
+        graphs, self.memo = as_float64(list(before) + list(after))
+        self.before = compile_graph(graphs[: len(before)])
+        self.after = compile_graph(graphs[len(before):])
+        self.rtol, self.atol = rtol, atol
+
+    def __call__(self, feeds) -> bool:
+        feeds64 = converted_feeds(feeds, self.memo)
+        try:
+            with np.errstate(all="ignore"):
+                left = self.before.run(feeds64, ignore_unused=True)
+                right = self.after.run(feeds64, ignore_unused=True)
+                return all(np.shape(a) == np.shape(b) and np.isclose(
+                    np.asarray(b, np.float64), np.asarray(a, np.float64), rtol=self.rtol,
+                    atol=self.atol, equal_nan=True).all() for a, b in zip(left, right))
+        except Exception:  # noqa: BLE001 - whatever it is, the full comparison reports it
+            return False
+
+
+def special_counterexample(
+    instances: Sequence[Instance], semantics: str = "strict", rtol: float = 1e-6,
+    atol: float = 1e-9, budget: float = BUDGET,
+) -> Counterexample | None:
+    """The first special-value feed on which an instance's rewrite changes results (values
+    within the rule's assumptions only), as a counterexample; None if there is none. Smaller
+    instances first; after `budget` seconds the feeds left are not tried."""
+    deadline = time.perf_counter() + budget
+    chosen = sorted(instances, key=lambda i: len(toposort(i.outputs)))[:MAX_INSTANCES]
+    for inst in chosen:
+        if inst.after is None:
+            continue
+        after = inst.after if inst.stop == "fixpoint" else inst.step
+        same = _Agreement(inst.outputs, after, rtol, atol)
+        for feeds in special_feeds(inst):
+            if time.perf_counter() > deadline:
+                return None
+            if inst.assumed and broken(inst.assumed, feeds) is not None:
+                continue
+            if same(feeds):
+                continue  # the results agree: nothing for the full comparison to judge
+            infinite = any((~np.isfinite(v)).any() for v in feeds.values()
+                           if np.asarray(v).dtype.kind == "f")
+            sem = semantics
+            if infinite and not _nan_from_input(inst.outputs, feeds):
+                sem = "refine"  # a NaN of computed infinities (exp(inf) * 0): out of range
+            result = compare(inst.outputs, after, feeds, rtol, atol, sem, infinite)
+            if result.problem is not None:
+                return Counterexample(inst.rule, inst.outputs, feeds,
+                                      f"{result.problem} (special values)", after,
+                                      result.expected, result.got)
+    return None

@@ -1,0 +1,60 @@
+"""Proved means proved for what runs: IEEE corners (special values) veto a proof, a proof that
+rounds in floats is `proved-reals`, bounded proofs try every layout, and a solver's model
+under the tolerance is widened, never dropped (issue 22's probes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ngrules as ng
+from ngrules.verification.verify import verify
+
+z3 = pytest.importorskip("z3")
+
+PROBES = """
+pass probes
+rule cancel:    (x + y) - y => x
+rule times0:    x * 0 => 0
+rule equal:     Equal(x, x) => 1
+rule minimum:   Minimum(x, 2e6) => x
+"""
+
+
+def test_the_float_probes_are_wrong_on_special_values():
+    report = verify(ng.parse_rules(PROBES), 10)
+    assert [v.status for v in report] == ["wrong"] * 4, str(report)
+    assert "special values" in report["times0"].counterexample.problem
+
+
+def test_a_proof_that_rounds_is_over_the_reals_and_an_exact_one_is_proved():
+    from ngrules.verification.prove import prove_rule
+
+    rules = ng.parse_rules("pass p\nrule swap: Log(Exp(x)) => x\nrule neg: -(-x) => x\n")
+    swap, neg = prove_rule(rules.rule("swap")), prove_rule(rules.rule("neg"))
+    assert swap.status == "proved-reals" and "proved over the reals" in swap.headline
+    assert neg.status == "proved", str(neg)
+
+
+def test_every_layout_is_tried_and_the_reordered_constant_is_ill_formed():
+    from ngrules.verification.instances.sampling import rewrite_instance
+    from ngrules.verification.layouts import layouts
+    from ngrules.verification.verdicts import ill_formed
+
+    rule = ng.parse_rules("pass p\nrule r: a - Broadcast?(c: Constant) => a + -c\n").rule("r")
+    A, B = ng.make_axis(2, name="a"), ng.make_axis(3, name="b")
+    a = ng.placeholder([A, B], name="a", dtype=np.float64)
+    c = ng.constant(np.arange(6.0).reshape(2, 3), [A, B], dtype=np.float64)
+    drawn = rewrite_instance(rule, [a - c], {a: np.ones((2, 3))})
+    assert ill_formed(drawn) is None  # the drawn layout is fine
+    laid = list(layouts(drawn))
+    assert len(laid) >= 3
+    assert any(ill_formed(i) is not None for i in laid)
+
+
+def test_a_model_under_the_tolerance_is_widened_not_dropped():
+    from ngrules.verification.prove.prover import _instances, prove_instance
+
+    rule = ng.parse_rules("pass p\nrule m: Minimum(x, 2e6) => x\n").rule("m")
+    outcome = prove_instance(_instances(rule, 1, 1)[0])
+    assert outcome.status == "wrong" and "found by z3" in outcome.detail
