@@ -130,7 +130,8 @@ def timed(sessions: dict[str, tuple], rounds: int, runs: int) -> dict[str, float
     """Each session's CPU time per run over the input's, the median of the rounds' ratios
     (the sessions take turns in every round, so a busy moment of the machine meets both
     sides; CPU time, since on a shared machine wall time counts waits for a core); under
-    "input", the input's median CPU seconds per run."""
+    "input", the input's median CPU seconds per run; under (name, "range"), the lowest and
+    highest of the rounds' ratios."""
     samples: dict[str, list[float]] = {name: [] for name in sessions}
     for _ in range(rounds):
         for name, (session, feeds) in sessions.items():
@@ -140,12 +141,16 @@ def timed(sessions: dict[str, tuple], rounds: int, runs: int) -> dict[str, float
             samples[name].append((time.process_time() - start) / runs)
     base = samples["input"]
     ratios = {n: statistics.median(t / b for t, b in zip(s, base)) for n, s in samples.items()}
+    for n, s in samples.items():
+        each = [t / b for t, b in zip(s, base)]
+        ratios[n, "range"] = (min(each), max(each))
     ratios["input"] = statistics.median(base)
     return ratios
 
 
 def measure(path: Path, pipelines, rules, rounds: int, runs: int, missing: set[str]) -> list[list]:
-    """Rows (variant, nodes, nodes / input's, latency / input's, note) for one zoo model."""
+    """Rows (variant, nodes, nodes / input's, latency / input's, note, the latency ratio's
+    lowest-highest round) for one zoo model."""
     import onnx
 
     model = onnx.load(str(path))
@@ -177,12 +182,14 @@ def measure(path: Path, pipelines, rules, rounds: int, runs: int, missing: set[s
     rows = []
     for name in variants:
         if name not in sessions:
-            rows.append([name, nodes.get(name, ""), "", "", notes.get(name, "")])
+            rows.append([name, nodes.get(name, ""), "", "", notes.get(name, ""), ""])
             continue
         ratio = nodes[name] / nodes["input"]
         note = notes[name] or ("" if name != "input" else f"{latency['input'] * 1e6:.0f} µs/run")
         speed = 1.0 if name == "input" else latency[name]
-        rows.append([name, nodes[name], f"{ratio:.2f}", f"{speed:.2f}", note])
+        low, high = latency[name, "range"]
+        spread = "" if name == "input" else f"{low:.2f}-{high:.2f}"
+        rows.append([name, nodes[name], f"{ratio:.2f}", f"{speed:.2f}", note, spread])
     return rows
 
 
@@ -205,8 +212,9 @@ def main() -> None:
             continue
         rows = measure(path, pipelines, rules, args.rounds, args.runs, missing)
         print(f"\n### {path.stem}\n")
-        print("| variant | ONNX nodes | nodes / input's | latency / input's | note |")
-        print("|---|---:|---:|---:|---|")
+        print("| variant | ONNX nodes | nodes / input's | latency / input's | note | "
+              "latency / input's, lowest-highest round |")
+        print("|---|---:|---:|---:|---|---:|")
         for row in rows:
             print("| " + " | ".join(str(c) for c in row) + " |", flush=True)
 

@@ -16,6 +16,7 @@ from ngrules.ir.symbolic import symbols_of
 
 def finish(em, results: Sequence[str], names: Sequence[str]) -> None:
     """Name the results `names` and drop the nodes and initializers they do not need."""
+    _slices_as_split(em)  # before renaming: slices are known by the names they were written as
     produced = {out: node for node in em.nodes for out in node.output}
     renames: dict[str, str] = {}
     for result, name in zip(results, names):
@@ -32,8 +33,6 @@ def finish(em, results: Sequence[str], names: Sequence[str]) -> None:
                 node.output[i] = renames[x]
     _reshape_once(em)
     _prune(em, set(names))
-    if _slices_as_split(em):
-        _prune(em, set(names))
 
 
 _RESHAPES = ("Reshape", "Flatten")

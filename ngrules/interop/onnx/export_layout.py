@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ngrules.interop.onnx import OnnxError
 from ngrules.interop.onnx.emitter import Emitter, layout_exporter
 from ngrules.interop.onnx.export_positional import elem_type
 from ngrules.interop.onnx.layout import Value, full_value
@@ -39,10 +40,23 @@ def target_dims(em: Emitter, n: Node) -> tuple:
     return extra + dims
 
 
-def broadcast_result(em: Emitter, n: Node, op: str, cast: bool = False, **attrs) -> Value:
-    """`op` over the operands aligned to the target order; bool operands of arithmetic are
-    cast to the result's dtype first (masks)."""
-    dims = target_dims(em, n)
+def _in_own_order(em: Emitter, n: Node) -> tuple | None:
+    """The node's own order of axes, where every operand holds its dimensions in that order
+    (so aligning them reshapes at most: no Transpose), else None."""
+    for a in n.args:
+        v = em.values[a]
+        present = [d for d in v.dims if d in n.axes]
+        if present != [d for d in n.axes if d in present]:
+            return None
+    return tuple(n.axes)
+
+
+def broadcast_result(em: Emitter, n: Node, op: str, cast: bool = False, own: bool = False,
+                     **attrs) -> Value:
+    """`op` over the operands aligned to the target order (with `own`, the node's order where
+    the operands allow it); bool operands of arithmetic are cast to the result's dtype first
+    (masks)."""
+    dims = (own and _in_own_order(em, n)) or target_dims(em, n)
     names = []
     for arg in n.args:
         name = em.aligned(arg, dims)
@@ -67,6 +81,15 @@ for _op in _BINARY:
 @layout_exporter(*_LOGICAL)
 def _logical(em: Emitter, n: Node) -> Value:
     return broadcast_result(em, n, _LOGICAL[n.op])
+
+
+@layout_exporter("And", "Or", "Xor")
+def _bitwise(em: Emitter, n: Node) -> Value:
+    """Logic on masks, over ONNX's broadcasting (no Expand), in the mask's own order (an
+    attention mask read by scores in that order); on integers it is bitwise, from opset 18."""
+    if n.dtype != np.bool_:
+        raise OnnxError(f"cannot export {n!r}: bitwise {n.op} on integers needs opset 18")
+    return broadcast_result(em, n, n.op, own=True)
 
 
 @layout_exporter("NotEqual")

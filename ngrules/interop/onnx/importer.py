@@ -67,6 +67,8 @@ class Importer:
         self.consts: dict[str, np.ndarray] = self.folding.consts
         self.values: dict[str, Tensor] = {}
         self.placeholders: dict[str, Node] = {}
+        #: LSTM, GRU and RNN unrolled into primitives rather than one op each.
+        self.unroll_recurrent = False
         self._check_inference()
         self.naming = name_axes(self.shapes, self.consts, axis_names)
 
@@ -205,17 +207,21 @@ def import_model(
     constants: Mapping[str, np.ndarray] | None = None,
     limits: Limits = DEFAULT_LIMITS,
     symbolic: bool = False,
+    unroll_recurrent: bool = False,
 ) -> Imported:
     """The model as an ngrules graph, with its input and output names. `limits` bounds the
     model file's size and every constant computed while importing (`loading.Limits`). With
     `symbolic`, a symbolic dimension of an input not in `lengths` stays symbolic (`dynamic`):
-    rules cannot read its length, and `to_onnx` writes it back as a `dim_param`."""
+    rules cannot read its length, and `to_onnx` writes it back as a `dim_param`. LSTM, GRU and
+    RNN are one node each (the op table's ops of those names) unless `unroll_recurrent` asks
+    for them unrolled into primitives over their sequence (differentiable, seen by rules)."""
     _load_converters()
     model, arrays = _load_model(model_or_path, limits)
     lengths = dict(lengths or {})
     if symbolic:
         lengths = dynamic.with_stand_ins(model, lengths)
     importer = Importer(model, lengths, axis_names or {}, constants or {}, limits, arrays)
+    importer.unroll_recurrent = unroll_recurrent
     for vi in importer.graph.input:
         importer.add_input(vi)
     for node in importer.graph.node:
