@@ -51,7 +51,7 @@ def _reshape_once(em) -> None:
             inner = producer.get(node.input[0])
 
 
-def _slices_as_split(em) -> bool:
+def _slices_as_split(em) -> None:
     """Two or more Slices of one value along one axis, not overlapping, are one Split (a part
     no Slice took is an output nothing reads): how exporters write a fused QKV projection."""
     groups: dict[tuple, list] = {}
@@ -62,7 +62,6 @@ def _slices_as_split(em) -> bool:
             extent = em.slice_extent[out]
             piece = (min(starts[0], extent), min(stops[0], extent))
             groups.setdefault((source, axes[0], extent), []).append((piece, node))
-    joined = False
     for (source, axis, extent), pieces in groups.items():
         pieces.sort(key=lambda p: p[0])
         spans = [span for span, _ in pieces]
@@ -86,8 +85,6 @@ def _slices_as_split(em) -> bool:
         gone = {id(node) for _, node in pieces}
         em.nodes[first] = split
         em.nodes[:] = [n for n in em.nodes if id(n) not in gone]
-        joined = True
-    return joined
 
 
 def _prune(em, needed: set[str]) -> None:
