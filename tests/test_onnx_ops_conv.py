@@ -33,6 +33,18 @@ def test_grouped_conv_is_one_convolution_and_matches_onnxruntime(channels, out, 
     assert len(convs) == 1 and convs[0].attrs["groups"] == group
 
 
+@pytest.mark.parametrize("bias, adds", [(0.0, 0), (0.5, 1)])
+def test_a_zero_bias_adds_nothing(bias, adds):
+    """A Conv bias known to be all zeros (as the dynamo exporter writes for a layer without
+    one) is left out; any other bias is added."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    b = np.full(4, bias, np.float32)
+    outputs = check_against_ort(node_model("Conv", {"x": x}, {"w": w, "b": b}), {"x": x})
+    assert sum(n.op == "Add" for n in ng.toposort(outputs)) == adds
+
+
 def test_grouped_convolution_gradients_match_finite_differences():
     from test_autodiff import check_gradients, weighted_cost
 

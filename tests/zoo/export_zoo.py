@@ -54,6 +54,21 @@ def resnet() -> tuple[nn.Module, dict]:
     return model, {"x": torch.randn(BATCH, 3, 32, 32)}
 
 
+def resnet_bn() -> tuple[nn.Module, dict]:
+    """`resnet` with statistics and affine parameters as training leaves them (not 0 and 1),
+    exported with its BatchNormalization nodes kept (EXPORT_OPTIONS): a CNN for `inference`
+    to fold."""
+    model, inputs = resnet()
+    for layer in model.modules():
+        if isinstance(layer, nn.BatchNorm2d):
+            c = layer.num_features
+            layer.running_mean.copy_(torch.randn(c) * 0.1)
+            layer.running_var.copy_(torch.rand(c) + 0.5)
+            layer.weight.data.copy_(torch.rand(c) + 0.5)
+            layer.bias.data.copy_(torch.randn(c) * 0.1)
+    return model, inputs
+
+
 def mobilenet_v3() -> tuple[nn.Module, dict]:
     """MobileNetV3-small's blocks at a quarter of its width, its first eight, a narrow head."""
     from torchvision.models.mobilenetv3 import MobileNetV3, _mobilenet_v3_conf
@@ -166,6 +181,7 @@ def mlp_dynamic() -> tuple[nn.Module, dict]:
 
 MODELS: dict[str, Callable[[], tuple[nn.Module, dict]]] = {
     "resnet": resnet,
+    "resnet_bn": resnet_bn,
     "mobilenet_v3": mobilenet_v3,
     "efficientnet": efficientnet,
     "shufflenet": shufflenet,
@@ -180,6 +196,18 @@ MODELS: dict[str, Callable[[], tuple[nn.Module, dict]]] = {
 
 #: Models whose first dimension is exported as symbolic.
 DYNAMIC_BATCH = {"mlp_dynamic"}
+
+#: Exporter options of a model, per exporter: both exporters fold an eval-mode batchnorm into
+#: the convolution before it unless told not to (the legacy one keeps it when asked to preserve
+#: the training mode, dynamo without its optimizer, which also writes a bias-free convolution's
+#: zero bias as Shape/Expand/CastLike nodes).
+EXPORT_OPTIONS: dict[str, dict[bool, dict]] = {
+    "resnet_bn": {False: {"training": torch.onnx.TrainingMode.PRESERVE},
+                  True: {"optimize": False}},
+}
+
+#: The opsets a model is exported at (None: the exporter's default), where not (None, 17).
+OPSETS = {"resnet_bn": (None,)}
 
 
 def export_one(name: str, dynamo: bool, opset: int | None) -> Path:
@@ -198,6 +226,7 @@ def export_one(name: str, dynamo: bool, opset: int | None) -> Path:
             kwargs["dynamic_axes"] = {n: {0: "batch"} for n in names + ["y"]}
     if dynamo:
         kwargs["external_data"] = False
+    kwargs.update(EXPORT_OPTIONS.get(name, {}).get(dynamo, {}))
     buffer = io.StringIO()
     tmp = HERE / f".{name}.tmp.onnx"
     # Not under no_grad: in eval mode without it, torch's attention layers take their fused fast
@@ -250,10 +279,11 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=sorted(MODELS), choices=sorted(MODELS))
     args = parser.parse_args()
     for name in args.only:
-        for stale in HERE.glob(f"{name}_*.onnx"):
-            stale.unlink()
+        for exporter in ("legacy", "dynamo"):  # resnet's glob must not reach resnet_bn's files
+            for stale in HERE.glob(f"{name}_{exporter}_op*.onnx"):
+                stale.unlink()
         for dynamo in (False, True):
-            for opset in (None, 17):
+            for opset in OPSETS.get(name, (None, 17)):
                 label = f"{name} {'dynamo' if dynamo else 'legacy'} opset {opset or 'default'}"
                 try:
                     path = export_one(name, dynamo, opset)

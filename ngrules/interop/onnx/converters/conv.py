@@ -22,6 +22,7 @@ from ngrules.interop.onnx.shaping import Tensor, conform, fit, reshape, squeeze,
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
 from ngrules.ir.graph import Node, make_node
+from ngrules.ir.values import scalar_value
 
 
 def pad(t: Tensor, pos: int, before: int, after: int, value: float) -> Tensor:
@@ -107,6 +108,13 @@ def _windows(t: Tensor, out_axes, kernel, strides, dilations):
         yield offsets, w
 
 
+def _has_bias(ctx: Context) -> bool:
+    """Whether the Conv adds a bias: a bias known to be all zeros (the dynamo exporter writes
+    one for a bias-free layer) is none, so the convolution stays next to a following batchnorm
+    and nothing adds zeros at run time."""
+    return ctx.has(2) and scalar_value(ctx.x(2).node) != 0.0
+
+
 @converter("Conv")
 def _conv(ctx: Context):
     x, out = ctx.x(0), ctx.out_axes(0)
@@ -119,7 +127,7 @@ def _conv(ctx: Context):
         x, pads, extra = _padded(x, pads, 0.0, extra), [0] * (2 * spatial), [0] * spatial
     if fits(spatial, pads, extra):
         y = convolution(x, w, out, strides, dilations, pads, groups)
-        if not ctx.has(2):
+        if not _has_bias(ctx):
             return [y]
         return [Tensor(y.node + F.broadcast(conform(ctx.x(2), (out[1],)).node, y.node.axes), out)]
     if groups != 1:
@@ -132,7 +140,7 @@ def _conv(ctx: Context):
         tap = _tap(w, offsets, out[1], channel)
         term = F.dot(tap, win.node)
         total = term if total is None else total + fit(term, total.axes)
-    if ctx.has(2):
+    if _has_bias(ctx):
         total = total + F.broadcast(conform(ctx.x(2), (out[1],)).node, total.axes)
     return [Tensor(total, out)]
 
