@@ -123,7 +123,7 @@ def through_pipeline(model, imported: Imported, pipeline: str | None, rules=None
     if opset is None:
         from ngrules.cli.graphio import written_opset
 
-        opset = written_opset(imported.opset) or 17
+        opset = written_opset(None, imported.opset) or 17
     outputs, fired = imported.outputs, {}
     if pipeline is not None:
         try:

@@ -264,15 +264,44 @@ def test_the_constant_budget_is_an_option_of_every_command_reading_onnx(cli, mod
         assert cli(*command, cwd=models).returncode == 0
 
 
-def test_apply_writes_a_model_back_at_its_own_opset(cli, tmp_path):
-    """An opset-20 model's GELU comes back as ONNX's Gelu at opset 20, not as a function."""
+def _save_gelu_model(path) -> None:
+    """A one-node opset-20 model: ONNX's Gelu (before opset 20, a function of ngrules' domain)."""
     x = helper.make_tensor_value_info("x", 1, [2, 3])
     y = helper.make_tensor_value_info("y", 1, [2, 3])
     graph = helper.make_graph([helper.make_node("Gelu", ["x"], ["y"])], "g", [x], [y])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]),
-              tmp_path / "gelu.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]), path)
+
+
+def _written_opset_and_ops(path):
+    out = onnx.load(path)
+    return [(o.domain, o.version) for o in out.opset_import], [n.op_type for n in out.graph.node]
+
+
+def test_apply_writes_a_model_back_at_its_own_opset(cli, tmp_path):
+    """An opset-20 model's GELU comes back as ONNX's Gelu at opset 20, not as a function."""
+    _save_gelu_model(tmp_path / "gelu.onnx")
     proc = cli("apply", "gelu.onnx", "-o", "out.onnx", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    out = onnx.load(tmp_path / "out.onnx")
-    assert [(o.domain, o.version) for o in out.opset_import] == [("", 20)]
-    assert [n.op_type for n in out.graph.node] == ["Gelu"]
+    assert _written_opset_and_ops(tmp_path / "out.onnx") == ([("", 20)], ["Gelu"])
+
+
+def test_import_and_export_write_the_models_own_opset(cli, tmp_path):
+    """As `apply` does: `import` to .onnx writes the model's opset, to .json records it, and
+    `export` (or `apply`) of that graph file writes it; `--opset` wins; a graph file that
+    recorded none is written at the exporter's default, 17."""
+    _save_gelu_model(tmp_path / "gelu.onnx")
+    own, asked = ([("", 20)], ["Gelu"]), ([("", 17), ("ngrules", 1)], ["Gelu"])
+    steps = [(("import", "gelu.onnx", "-o", "direct.onnx"), "direct.onnx", own),
+             (("import", "gelu.onnx", "-o", "g.json"), None, None),
+             (("export", "g.json", "-o", "back.onnx"), "back.onnx", own),
+             (("apply", "g.json", "-o", "applied.onnx"), "applied.onnx", own),
+             (("export", "g.json", "-o", "asked.onnx", "--opset", "17"), "asked.onnx", asked)]
+    for command, written, expected in steps:
+        proc = cli(*command, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        if written:
+            assert _written_opset_and_ops(tmp_path / written) == expected, command
+    assert json.loads((tmp_path / "g.json").read_text())["onnx_opset"] == 20
+    ng.save_graph(tmp_path / "plain.json", ng.load_graph(tmp_path / "g.json"))
+    assert cli("export", "plain.json", "-o", "plain.onnx", cwd=tmp_path).returncode == 0
+    assert _written_opset_and_ops(tmp_path / "plain.onnx")[0][0] == ("", 17)

@@ -179,6 +179,12 @@ def test_the_version_must_be_the_integer_1(saved, version):
     )
 
 
+@pytest.mark.parametrize("opset", ["20", 20.0, True], ids=["text", "float", "true"])
+def test_a_recorded_opset_must_be_an_integer(saved, opset):
+    _edit(saved, lambda d: d.update(onnx_opset=opset))
+    assert _error(saved) == f"{saved}: expected an integer opset, got {json.dumps(opset)}"
+
+
 def test_an_integer_of_thousands_of_digits_is_reported(saved):
     text = saved.read_text().replace('"outputs": [', '"outputs": [' + "9" * 5000 + ", ", 1)
     saved.write_text(text)

@@ -221,4 +221,5 @@ def test_a_model_is_written_back_at_its_own_opset():
     from ngrules.cli.graphio import written_opset
 
     assert import_model(node_model("Relu", {"x": x}, opset=13)).opset == 13
-    assert written_opset(13) == 17 and written_opset(26) == 23
+    assert written_opset(None, 13) == 17 and written_opset(None, 26) == 23
+    assert written_opset(18, 20) == 18 and written_opset(None, None) is None

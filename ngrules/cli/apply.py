@@ -54,10 +54,7 @@ def run(args) -> int:
     symbolic = graphio.is_onnx(args.graph) and graphio.is_onnx(args.output)
     outputs, names, opset = graphio.load_with_opset(  # may use its ops
         args.graph, replace(graphio.read_options(args), symbolic=symbolic))
-    if args.opset or not graphio.is_onnx(args.output):
-        opset = args.opset
-    else:  # .onnx in and out: the model's own opset
-        opset = graphio.written_opset(opset)
+    opset = graphio.written_opset(args.opset, opset)
     pipeline = default_pipeline(rules, args.pipeline, args.passes)
     result = rewrite(
         outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats,

@@ -13,9 +13,9 @@ def run(args) -> int:
     check_outputs(graphio.output_files(args.output), graphio.files(args.graph))  # before work
     graphio.check_graph_output(args.output)
     graphio.check_target(args.output, args.target, args.opset)
-    outputs, names = graphio.load(args.graph, graphio.read_options(args))
+    outputs, names, opset = graphio.load_with_opset(args.graph, graphio.read_options(args))
     graphio.save(args.output, outputs, args.names.split(",") if args.names else names,
-                 args.target, args.opset)
+                 args.target, graphio.written_opset(args.opset, opset))
     print(f"exported {len(outputs)} output(s) to {args.output}")
     return 0
 

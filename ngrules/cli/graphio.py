@@ -32,16 +32,20 @@ def load(path: str, options: ReadOptions | None = None) -> tuple[list[Node], lis
     return outputs, names
 
 
-def written_opset(opset: int | None) -> int | None:
-    """The opset an ONNX output of a model of this opset is written at: the model's own,
-    within what the exporter writes (17 to 23)."""
+def written_opset(asked: int | None, model: int | None) -> int | None:
+    """The opset a graph read from a model of opset `model` (None: not from a model) is written
+    at: the one asked for (`--opset`), else the model's own within what the exporter writes
+    (17 to 23). Every command that writes a graph asks here: an ONNX output is written at it,
+    a graph file records it to be written at it later (None: the exporter's default)."""
     from ngrules.interop.onnx.emitter import OPSETS
 
-    return None if opset is None else min(max(opset, OPSETS.start), OPSETS.stop - 1)
+    if asked is not None or model is None:
+        return asked
+    return min(max(model, OPSETS.start), OPSETS.stop - 1)
 
 
 def load_with_opset(path: str, options: ReadOptions | None = None):
-    """`load`, and the model's standard opset (None for a graph file)."""
+    """`load`, and the model's standard opset (for a graph file, the one it recorded, if any)."""
     options = options or ReadOptions()
     if is_onnx(path):
         from ngrules.interop.onnx.importer import import_model
@@ -54,12 +58,13 @@ def load_with_opset(path: str, options: ReadOptions | None = None):
                                 limits=limits, symbolic=options.symbolic)
         return imported.outputs, imported.output_names, imported.opset
     from ngrules.errors import NgrulesError
-    from ngrules.ir.graphfile import load_graph
+    from ngrules.ir.graphfile import load_graph_and_opset
 
     if options.lengths:
         raise NgrulesError(f"--length {next(iter(options.lengths))}: {path} is a graph file, whose "
                            "axes have their lengths (--length is for ONNX models)")
-    return load_graph(path), None, None
+    outputs, opset = load_graph_and_opset(path)
+    return outputs, None, opset
 
 
 def options_per_model(paths: Sequence[str], options: ReadOptions) -> dict[str, ReadOptions]:
@@ -138,8 +143,8 @@ def check_target(path: str, target: str, opset: int | None = None) -> None:
 def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | None = None,
               target: str = "onnx", opset: int | None = None):
     """Stage the graph at `path` (with `stage` from `staged_files`): an ONNX model (checked)
-    for `.onnx`, written for `target` at `opset`, else a graph file."""
-    check_target(path, target, opset)
+    for `.onnx`, written for `target` at `opset`, else a graph file recording `opset`."""
+    check_target(path, target)
     if is_onnx(path):
         from ngrules.interop.onnx import weights
         from ngrules.interop.onnx.exporter import export_parts
@@ -152,7 +157,7 @@ def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | 
         return
     from ngrules.ir.graphfile import stage_graph
 
-    stage_graph(stage, path, outputs)
+    stage_graph(stage, path, outputs, opset)
 
 
 def save(path: str, outputs: Sequence[Node], names: Sequence[str] | None = None,

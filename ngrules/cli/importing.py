@@ -14,8 +14,8 @@ def run(args) -> int:
 
     check_outputs(graphio.output_files(args.output), graphio.files(args.model))  # before work
     graphio.check_graph_output(args.output)
-    outputs, names = graphio.load(args.model, graphio.read_options(args))
-    graphio.save(args.output, outputs, names)
+    outputs, names, opset = graphio.load_with_opset(args.model, graphio.read_options(args))
+    graphio.save(args.output, outputs, names, opset=graphio.written_opset(None, opset))
     nodes = len(toposort(outputs))
     labels = names or [f"output_{i}" for i in range(len(outputs))]
     print(f"imported {args.model}: {nodes} nodes, outputs "

@@ -32,7 +32,7 @@ FORMAT = "ngrules-graph"
 VERSION = 1
 
 _HEADER_KEYS = ("format", "version", "arrays", "outputs", "nodes")
-_OPTIONAL_KEYS = ("ops",)  # the declarations of the declared ops the nodes use
+_OPTIONAL_KEYS = ("ops", "onnx_opset")  # declared ops the nodes use; the opset to write at
 _NODE_KEYS = ("id", "op", "args", "attrs", "origin")
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _MAX_INT_DIGITS = 40
@@ -41,7 +41,8 @@ _MAX_INT_DIGITS = 40
 MAX_GRAPH_BYTES = 1 << 30
 MAX_ARRAYS_FILE_BYTES = 1 << 36
 
-__all__ = ["RuleOrigin", "arrays_path", "load_graph", "save_graph", "stage_graph", "staged_files"]
+__all__ = ["RuleOrigin", "arrays_path", "load_graph", "load_graph_and_opset", "save_graph",
+           "stage_graph", "staged_files"]
 
 
 @dataclass(frozen=True)
@@ -98,10 +99,8 @@ def _encode_attr(kind: str, value: Any, key: str, arrays: dict[str, np.ndarray])
 def _encode_origin(origin: Any) -> dict:
     name = getattr(origin, "name", None)
     location = getattr(origin, "location", None)
-    return {
-        "rule": _unicode(name if isinstance(name, str) else str(origin)),
-        "location": _unicode(location if isinstance(location, str) else "<unknown>"),
-    }
+    return {"rule": _unicode(name if isinstance(name, str) else str(origin)),
+            "location": _unicode(location if isinstance(location, str) else "<unknown>")}
 
 
 def _encode_nodes(outputs: Sequence[Node]) -> tuple[list[dict], list[int], dict[str, np.ndarray]]:
@@ -111,10 +110,8 @@ def _encode_nodes(outputs: Sequence[Node]) -> tuple[list[dict], list[int], dict[
     for node in toposort(outputs):
         ident = ids[node] = len(ids)
         opdef = get_op(node.op)
-        attrs = {
-            k: _encode_attr(opdef.attr(k).kind, v, f"n{ident}_{k}", arrays)
-            for k, v in node.attrs.items()
-        }
+        attrs = {k: _encode_attr(opdef.attr(k).kind, v, f"n{ident}_{k}", arrays)
+                 for k, v in node.attrs.items()}
         record = {"id": ident, "op": node.op, "args": [ids[a] for a in node.args], "attrs": attrs}
         if node.origin is not None:
             record["origin"] = _encode_origin(node.origin)
@@ -141,8 +138,10 @@ def _sha256(name: str) -> str:
         return sha256_of(f)
 
 
-def stage_graph(stage: Callable[..., str], path: str | os.PathLike, outputs: Sequence[Node]):
-    """Stage the graph's two files with `stage` from `staged_files` (to write them with others)."""
+def stage_graph(stage: Callable[..., str], path: str | os.PathLike, outputs: Sequence[Node],
+                onnx_opset: int | None = None):
+    """Stage the graph's two files with `stage` from `staged_files` (to write them with others);
+    `onnx_opset`: the opset of the model it was read from, to write it back at."""
     check_output(path)
     path = Path(path)
     records, output_ids, arrays = _encode_nodes(list(outputs))
@@ -156,6 +155,8 @@ def stage_graph(stage: Callable[..., str], path: str | os.PathLike, outputs: Seq
     ops = declared.declarations(dict.fromkeys(r["op"] for r in records))
     if ops:
         header["ops"] = ops
+    if onnx_opset is not None:
+        header["onnx_opset"] = int(onnx_opset)
     stage(path, lambda f: _write_json(f, header, records), text=True)
 
 
@@ -400,6 +401,7 @@ def _check_header(path: Path, doc: Any) -> None:
         _expect(isinstance(doc["arrays"].get("sha256"), str), "a sha256 digest", doc["arrays"])
         _expect(isinstance(doc["nodes"], list), "'nodes' as a list", doc["nodes"])
         _expect(isinstance(doc["outputs"], list), "'outputs' as a list", doc["outputs"])
+        _expect(_is_int(doc.get("onnx_opset", 1)), "an integer opset", doc.get("onnx_opset"))
     except _Bad as e:
         raise GraphFileError(f"{path}: {e.message}") from None
 
@@ -413,6 +415,11 @@ def _outputs(path: Path, refs: list, built: dict[int, Node]) -> list[Node]:
 
 def load_graph(path: str | os.PathLike) -> list[Node]:
     """The outputs of the graph saved at `path`, rebuilt and checked node by node."""
+    return load_graph_and_opset(path)[0]
+
+
+def load_graph_and_opset(path: str | os.PathLike) -> tuple[list[Node], int | None]:
+    """`load_graph`, and the opset of the ONNX model the graph was read from (None if none)."""
     path = Path(path)
     data, opened = _read_pair(path)
     try:
@@ -421,7 +428,7 @@ def load_graph(path: str | os.PathLike) -> list[Node]:
         _check_header(path, doc)
         arrays = _Arrays(path, opened, doc["arrays"]["sha256"])
         declared.declare(doc.get("ops", []), f"{path} (its declared ops)")
-        return _build(path, doc, arrays)
+        return _build(path, doc, arrays), doc.get("onnx_opset")
     except MemoryError:
         raise GraphFileError(f"{path}: not enough memory to load it") from None
     finally:
