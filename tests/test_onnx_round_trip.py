@@ -98,6 +98,28 @@ def test_inference_pipeline_folds_batchnorm_into_the_weights(rules):
     assert sum(after.values()) == sum(ops(model).values()) - 2
 
 
+@pytest.mark.parametrize("pool", ["GlobalAveragePool", "ReduceMean"])
+def test_a_kept_spatial_mean_read_by_a_conv_is_a_global_average_pool(pool):
+    """Squeeze-excitation (x * sigmoid(conv(mean over H, W))): the mean, read by a Conv, is
+    written as GlobalAveragePool whichever way it came (onnxruntime keeps that op in its NCHWc
+    layout with the convolutions); the same values."""
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((4, 4, 1, 1)).astype(np.float32), "w")
+    mean = (helper.make_node("GlobalAveragePool", ["x"], ["m"]) if pool == "GlobalAveragePool"
+            else helper.make_node("ReduceMean", ["x"], ["m"], axes=[2, 3], keepdims=1))
+    nodes = [mean, helper.make_node("Conv", ["m", "w"], ["c"]),
+             helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])]
+    graph = helper.make_graph(nodes, "se", [helper.make_tensor_value_info("x", 1, [2, 4, 5, 5])],
+                              [helper.make_tensor_value_info("y", 1, [2, 4, 5, 5])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    out = round_trip(model, {}, None, None)
+    assert ops(out)["GlobalAveragePool"] == 1 and not ops(out)["ReduceMean"], ops(out)
+    feeds = random_feeds(model, {})
+    np.testing.assert_allclose(run(out, feeds)[0], run(model, feeds)[0], rtol=1e-5, atol=1e-6)
+
+
 #: Ops whose importer form the exporter writes back as the op itself (one IR op, or a form it
 #: recognises); a backend test built only of these must come back no larger.
 SAME_SIZE = {

@@ -321,7 +321,9 @@ def reduce(em: Emitter, op: str, x: Node, red, keepdims: int = 0) -> Value:
     name = em.name_of(v)
     if x.dtype == np.bool_:  # ONNX reduces bools only from opset 20
         name = em.node("Cast", [name], to=elem_type(np.int32))
-    if op == "ReduceSum" or em.opset >= 18:
+    if _global_pool(op, keepdims, v, positions, x.dtype):
+        out = em.node("GlobalAveragePool", [name])
+    elif op == "ReduceSum" or em.opset >= 18:
         out = em.node(op, [name, em.const(positions)], keepdims=keepdims)
     else:
         out = em.node(op, [name], axes=positions, keepdims=keepdims)
@@ -332,6 +334,15 @@ def reduce(em: Emitter, op: str, x: Node, red, keepdims: int = 0) -> Value:
         return Value(v.dims, shape, out)
     keep = [i for i in range(len(v.dims)) if i not in positions]
     return Value(tuple(v.dims[i] for i in keep), tuple(v.shape[i] for i in keep), out)
+
+
+def _global_pool(op: str, keepdims: int, v: Value, positions: list[int], dtype) -> bool:
+    """A kept mean over every dimension after the first two is GlobalAveragePool (what a CNN's
+    squeeze-excitation reads): onnxruntime runs it in its blocked NCHWc layout beside the
+    convolutions, where a ReduceMean sends the value back to NCHW and in again."""
+    return (op == "ReduceMean" and bool(keepdims) and len(v.dims) > 2
+            and positions == list(range(2, len(v.dims)))
+            and np.dtype(dtype) in (np.float16, np.float32, np.float64))
 
 
 @layout_exporter(*_REDUCE)
