@@ -50,3 +50,16 @@ def test_mod_takes_the_sign_of_the_divisor_or_with_fmod_of_the_dividend(fmod, dt
     a = np.array([[-7, 7, -7, 7, 5, 0]], dtype)
     b = np.array([3, 3, -3, -3, 5, 2], dtype)
     check_against_ort(node_model("Mod", {"a": a, "b": b}, fmod=fmod), {"a": a, "b": b})
+
+
+@pytest.mark.parametrize("bias, adds", [
+    (np.zeros(4, np.float32), 0),  # an untrained layer's bias: no Add
+    (np.zeros((2, 3, 4), np.float32), 1),  # zeros that broadcast x to more: still added
+    (np.full(4, 0.5, np.float32), 1),
+])
+def test_adding_known_zeros_that_broadcast_nothing_is_no_add(bias, adds):
+    import ngrules as ng
+
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    outputs = check_against_ort(node_model("Add", {"x": x}, {"b": bias}), {"x": x})
+    assert sum(n.op == "Add" for n in ng.toposort(outputs)) == adds

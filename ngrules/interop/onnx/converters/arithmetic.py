@@ -12,6 +12,7 @@ from ngrules.interop.onnx.shaping import Tensor, broadcast_to, conform, fit, squ
 from ngrules.ir import builders as F
 from ngrules.ir import layers
 from ngrules.ir.graph import make_node
+from ngrules.ir.values import scalar_value
 
 _BINARY = {"Add": "Add", "Sub": "Subtract", "Mul": "Multiply", "Div": "Divide"}
 _VARIADIC = {"Max": "Maximum", "Min": "Minimum", "Sum": "Add"}
@@ -30,7 +31,18 @@ def _binary(ctx: Context):
     a, b = ctx.x(0), ctx.x(1)
     if ctx.op == "Div" and a.node.dtype.kind in "iu":  # C's division, toward zero
         return [elementwise(ctx, "TruncDivide", a, b)]
+    if ctx.op == "Add":
+        for kept, zero in ((a, b), (b, a)):
+            if _adds_nothing(ctx, kept, zero):
+                return [conform(kept, ctx.out_axes(0))]
     return [elementwise(ctx, _BINARY[ctx.op], a, b)]
+
+
+def _adds_nothing(ctx: Context, kept: Tensor, zero: Tensor) -> bool:
+    """Whether `kept + zero` is `kept`: zero is known to hold 0 everywhere (an untrained
+    layer's bias) and broadcasts kept to nothing larger, of another type or order."""
+    return (scalar_value(zero.node) == 0.0 and kept.shape == tuple(ctx.out_shape())
+            and kept.node.dtype == ctx.out_dtype())
 
 
 @converter(*_VARIADIC, "Mean")
