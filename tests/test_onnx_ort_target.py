@@ -57,6 +57,26 @@ def _conv_model():
     return _model(nodes, {"x": [2, 3, 6, 6]}, {"y": [2, 2, 6, 6]}, inits), {"x": _array(2, 3, 6, 6)}
 
 
+def _batchnorm_model():
+    """Conv (bias) -> BatchNormalization -> Relu; Conv (no bias, weights large enough to be kept
+    apart from the model until it is written) -> BatchNormalization."""
+    def bn(c, x, y):
+        stats = {f"{x}_g": RNG.uniform(0.5, 1.5, c), f"{x}_b": _array(c),
+                 f"{x}_m": _array(c), f"{x}_v": RNG.uniform(0.5, 1.5, c)}
+        node = helper.make_node("BatchNormalization", [x, *stats], [y], epsilon=1e-3)
+        return node, {k: v.astype(np.float32) for k, v in stats.items()}
+
+    bn1, stats1 = bn(4, "c1", "n1")
+    bn2, stats2 = bn(32, "c2", "y")
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), bn1,
+             helper.make_node("Relu", ["n1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1]), bn2]
+    inits = {"w1": _array(4, 3, 3, 3), "b1": _array(4), "w2": _array(32, 4, 6, 6),
+             **stats1, **stats2}
+    return _model(nodes, {"x": [2, 3, 6, 6]}, {"y": [2, 32, 3, 3]}, inits), {
+        "x": _array(2, 3, 6, 6)}
+
+
 def _gemm_model():
     """Gemm -> Relu; Gemm -> HardSigmoid (its alpha and beta as FusedGemm's)."""
     nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g"], transB=1),
@@ -122,6 +142,7 @@ def written():
     library = load_library()
     out = {}
     cases = {"conv": (_conv_model(), None, 17), "gemm": (_gemm_model(), None, 17),
+             "batchnorm": (_batchnorm_model(), None, 17),
              "transformer17": (_transformer_model(17), "fuse_nn", 17),
              "transformer20": (_transformer_model(20), "fuse_nn", 20),
              "gelu_chains": (_gelu_chains_model(), None, 17),
@@ -140,6 +161,7 @@ def written():
 @pytest.mark.parametrize("name, want", [
     ("conv", {"com.microsoft.FusedConv": 2, "Conv": 1, "Add": 1}),  # not the residual's
     ("gemm", {"com.microsoft.FusedGemm": 2}),
+    ("batchnorm", {"com.microsoft.FusedConv": 1, "Conv": 1, "BatchNormalization": 0}),
     ("transformer17", {"com.microsoft.BiasGelu": 1, "com.microsoft.SkipLayerNormalization": 1}),
     ("transformer20", {"com.microsoft.BiasGelu": 1, "com.microsoft.SkipLayerNormalization": 1,
                        "com.microsoft.FastGelu": 1}),

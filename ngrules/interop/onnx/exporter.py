@@ -231,6 +231,6 @@ def export_parts(
     gelu_chains.join_in_model(model, opset)  # GELU in elementwise nodes as one node
     dynamic.restore(model)  # symbolic dimensions written back as dim_params and run-time shapes
     if target == "onnxruntime":
-        ort_target.for_onnxruntime(model, em.weights)
+        ort_target.for_onnxruntime(model, em.weights, lambda: em.fresh("c"))
     weights.check(model, em.weights)
     return model, em.weights

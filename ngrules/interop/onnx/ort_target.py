@@ -5,6 +5,9 @@ the model as for standard ONNX, then joins chains of nodes into the `com.microso
 onnxruntime's CPU kernels compute in one pass (each checked against its standard form under
 onnxruntime, `tests/test_onnx_ort_target.py`):
 
+- `Conv` -> inference `BatchNormalization`, all weights constants: one `Conv` with the scaled
+  weights and bias (onnxruntime folds the pair when it loads the model; written folded, the
+  model has the nodes onnxruntime runs, whatever the pipeline);
 - `Conv` -> `Relu`, `LeakyRelu`, `Sigmoid`, `Tanh` or `HardSigmoid`: `FusedConv`;
 - `Gemm` -> the same activations: `FusedGemm`;
 - `Add(a, b)` (a, b of one shape) -> `LayerNormalization` over the last axis, the sum read by
@@ -70,6 +73,69 @@ def _fused_conv(g: WrittenGraph, conv, make_node) -> None:
     replace(g, [conv, nxt], fused, at=nxt)
 
 
+def _folded_batchnorm(g: WrittenGraph, conv, weights: _Weights, make_node):
+    """Conv -> BatchNormalization (inference) over constants: one Conv whose weights are
+    scaled by s = γ/√(σ² + ε) per output channel, its bias (b − μ)·s + β; else the Conv."""
+    import numpy as np
+
+    bn = g.only_reader(conv.output[0])
+    if (not _std(bn, "BatchNormalization") or bn.input[0] != conv.output[0]
+            or len([y for y in bn.output if y]) != 1 or _attr(bn, "training_mode", 0)):
+        return conv
+    w = weights.value(conv.input[1])
+    b = weights.value(conv.input[2]) if len(conv.input) > 2 and conv.input[2] else 0.0
+    gamma, beta, mean, var = (weights.value(x) for x in bn.input[1:5])
+    if any(v is None for v in (w, b, gamma, beta, mean, var)) or w.dtype.kind != "f":
+        return conv
+    s = gamma / np.sqrt(var + np.float64(_attr(bn, "epsilon", 1e-5)))
+    scaled = (w * s.reshape(-1, *[1] * (w.ndim - 1))).astype(w.dtype)
+    bias = ((b - mean) * s + beta).astype(w.dtype)
+    attrs = {a.name: _attr(conv, a.name) for a in conv.attribute}
+    folded = make_node("Conv", [conv.input[0], weights.add(scaled), weights.add(bias)],
+                       [bn.output[0]], name=conv.name, **attrs)
+    replace(g, [conv, bn], folded, at=bn)
+    return folded
+
+
+class _Weights:
+    """The written model's constants by name (its initializers and the separate arrays), and
+    new ones added where the exporter keeps such an array (`weights.separable`)."""
+
+    def __init__(self, model, arrays: dict, constants: dict, fresh):
+        self.model, self.arrays, self.constants, self.fresh = model, arrays, constants, fresh
+        self.initializers = {t.name: t for t in model.graph.initializer}
+
+    def value(self, name: str):
+        from onnx import numpy_helper
+
+        if name in self.arrays:
+            return self.arrays[name]
+        t = self.initializers.get(name)
+        return None if t is None else numpy_helper.to_array(t)
+
+    def add(self, array) -> str:
+        from onnx import numpy_helper
+
+        from ngrules.interop.onnx.weights import separable
+
+        name = self.fresh()
+        if separable(array):
+            self.arrays[name] = array
+        else:
+            self.model.graph.initializer.append(numpy_helper.from_array(array, name))
+        self.constants[name] = array.shape
+        return name
+
+    def drop_unread(self, nodes: list) -> None:
+        """Initializers and arrays no node reads any more (a folded Conv's old weights)."""
+        read = {x for n in nodes for x in n.input} | {o.name for o in self.model.graph.output}
+        kept = [t for t in self.model.graph.initializer if t.name in read]
+        del self.model.graph.initializer[:]
+        self.model.graph.initializer.extend(kept)
+        for name in [k for k in self.arrays if k not in read]:
+            del self.arrays[name]
+
+
 def _fused_gemm(g: WrittenGraph, gemm, make_node) -> None:
     act = _activation(g.only_reader(gemm.output[0]))
     if act is None:
@@ -127,8 +193,9 @@ def _is_gelu(node) -> bool:
         node, "Gelu")
 
 
-def for_onnxruntime(model, arrays: dict) -> None:
-    """Join the model's nodes into onnxruntime's contrib ops, in place."""
+def for_onnxruntime(model, arrays: dict, fresh) -> None:
+    """Join the model's nodes into onnxruntime's contrib ops, in place (new constants named
+    by `fresh()`, a folded convolution's weights added to `arrays` where they are kept)."""
     from onnx import helper
 
     shapes = value_shapes(model, arrays)
@@ -136,11 +203,12 @@ def for_onnxruntime(model, arrays: dict) -> None:
     constants.update((name, a.shape) for name, a in arrays.items())
     outputs = {o.name for o in model.graph.output}
     g = WrittenGraph(list(model.graph.node), outputs, shapes, constants)
+    weights = _Weights(model, arrays, constants, fresh)
     for node in list(g.nodes):
         if id(node) in g.dropped:
             continue
         if _std(node, "Conv"):
-            _fused_conv(g, node, helper.make_node)
+            _fused_conv(g, _folded_batchnorm(g, node, weights, helper.make_node), helper.make_node)
         elif _std(node, "Gemm"):
             _fused_gemm(g, node, helper.make_node)
         elif _std(node, "Add"):
@@ -151,6 +219,7 @@ def for_onnxruntime(model, arrays: dict) -> None:
     kept = read(g, [n for n in g.nodes if id(n) not in g.dropped])
     del model.graph.node[:]
     model.graph.node.extend(kept)
+    weights.drop_unread(kept)
     if any(n.domain == MS for n in kept):
         model.opset_import.append(helper.make_opsetid(MS, 1))
     _drop_unused_functions(model)
