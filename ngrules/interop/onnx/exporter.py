@@ -23,6 +23,7 @@ from ngrules.interop.onnx import (
     declared,
     dynamic,
     export_constants,
+    export_shuffle,
     export_transposes,
     gelu_chains,
     ort_target,
@@ -228,6 +229,7 @@ def export_parts(
     model.ir_version = min(model.ir_version, 8 if opset < 19 else 9 if opset < 21 else 10)
     export_constants.join_in_model(model, lambda: em.fresh("c"))  # (x + c1) + c2: x + c
     export_transposes.join_in_model(model, em.weights, lambda: em.fresh("c"))
+    export_shuffle.absorb_in_model(model, em.weights, lambda: em.fresh("c"))  # into the convs
     gelu_chains.join_in_model(model, opset)  # GELU in elementwise nodes as one node
     dynamic.restore(model)  # symbolic dimensions written back as dim_params and run-time shapes
     if target == "onnxruntime":

@@ -23,7 +23,7 @@ rule may still write any contrib op through a declared op, `op ... onnx com.micr
 from __future__ import annotations
 
 from ngrules.interop.onnx.inferred import value_shapes
-from ngrules.interop.onnx.written import WrittenGraph, read, replace
+from ngrules.interop.onnx.written import Weights, WrittenGraph, read, replace
 
 TARGETS = ("onnx", "onnxruntime")
 MS = "com.microsoft"
@@ -73,7 +73,7 @@ def _fused_conv(g: WrittenGraph, conv, make_node) -> None:
     replace(g, [conv, nxt], fused, at=nxt)
 
 
-def _folded_batchnorm(g: WrittenGraph, conv, weights: _Weights, make_node):
+def _folded_batchnorm(g: WrittenGraph, conv, weights: Weights, make_node):
     """Conv -> BatchNormalization (inference) over constants: one Conv whose weights are
     scaled by s = γ/√(σ² + ε) per output channel, its bias (b − μ)·s + β; else the Conv."""
     import numpy as np
@@ -95,45 +95,6 @@ def _folded_batchnorm(g: WrittenGraph, conv, weights: _Weights, make_node):
                        [bn.output[0]], name=conv.name, **attrs)
     replace(g, [conv, bn], folded, at=bn)
     return folded
-
-
-class _Weights:
-    """The written model's constants by name (its initializers and the separate arrays), and
-    new ones added where the exporter keeps such an array (`weights.separable`)."""
-
-    def __init__(self, model, arrays: dict, constants: dict, fresh):
-        self.model, self.arrays, self.constants, self.fresh = model, arrays, constants, fresh
-        self.initializers = {t.name: t for t in model.graph.initializer}
-
-    def value(self, name: str):
-        from onnx import numpy_helper
-
-        if name in self.arrays:
-            return self.arrays[name]
-        t = self.initializers.get(name)
-        return None if t is None else numpy_helper.to_array(t)
-
-    def add(self, array) -> str:
-        from onnx import numpy_helper
-
-        from ngrules.interop.onnx.weights import separable
-
-        name = self.fresh()
-        if separable(array):
-            self.arrays[name] = array
-        else:
-            self.model.graph.initializer.append(numpy_helper.from_array(array, name))
-        self.constants[name] = array.shape
-        return name
-
-    def drop_unread(self, nodes: list) -> None:
-        """Initializers and arrays no node reads any more (a folded Conv's old weights)."""
-        read = {x for n in nodes for x in n.input} | {o.name for o in self.model.graph.output}
-        kept = [t for t in self.model.graph.initializer if t.name in read]
-        del self.model.graph.initializer[:]
-        self.model.graph.initializer.extend(kept)
-        for name in [k for k in self.arrays if k not in read]:
-            del self.arrays[name]
 
 
 def _fused_gemm(g: WrittenGraph, gemm, make_node) -> None:
@@ -203,7 +164,7 @@ def for_onnxruntime(model, arrays: dict, fresh) -> None:
     constants.update((name, a.shape) for name, a in arrays.items())
     outputs = {o.name for o in model.graph.output}
     g = WrittenGraph(list(model.graph.node), outputs, shapes, constants)
-    weights = _Weights(model, arrays, constants, fresh)
+    weights = Weights(model, arrays, constants, fresh)
     for node in list(g.nodes):
         if id(node) in g.dropped:
             continue

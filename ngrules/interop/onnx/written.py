@@ -37,6 +37,13 @@ class WrittenGraph:
             return None
         return readers[0]
 
+    def read_instead(self, old: str, new: str) -> None:
+        """Every reader of `old` reads `new` instead."""
+        for node in self.readers(old):
+            node.input[:] = [new if v == old else v for v in node.input]
+            self._readers.setdefault(new, []).append(node)
+        self._readers[old] = []
+
     def position(self, node) -> int:
         return next(i for i, n in enumerate(self.nodes) if n is node)
 
@@ -59,3 +66,44 @@ def read(g: WrittenGraph, nodes: list) -> list:
             kept.append(node)
             needed.update(node.input)
     return kept[::-1]
+
+
+class Weights:
+    """The written model's constants by name (its initializers and the separate arrays), and
+    new ones added where the exporter keeps such an array (`weights.separable`); `constants`
+    (name -> shape, a `WrittenGraph`'s) learns the new ones."""
+
+    def __init__(self, model, arrays: dict, constants: dict, fresh):
+        self.model, self.arrays, self.constants, self.fresh = model, arrays, constants, fresh
+        self.initializers = {t.name: t for t in model.graph.initializer}
+
+    def value(self, name: str):
+        from onnx import numpy_helper
+
+        if name in self.arrays:
+            return self.arrays[name]
+        t = self.initializers.get(name)
+        return None if t is None else numpy_helper.to_array(t)
+
+    def add(self, array) -> str:
+        from onnx import numpy_helper
+
+        from ngrules.interop.onnx.weights import separable
+
+        name = self.fresh()
+        if separable(array):
+            self.arrays[name] = array
+        else:
+            self.initializers[name] = numpy_helper.from_array(array, name)
+            self.model.graph.initializer.append(self.initializers[name])
+        self.constants[name] = array.shape
+        return name
+
+    def drop_unread(self, nodes: list) -> None:
+        """Initializers and arrays no node reads any more (a folded Conv's old weights)."""
+        read = {x for n in nodes for x in n.input} | {o.name for o in self.model.graph.output}
+        kept = [t for t in self.model.graph.initializer if t.name in read]
+        del self.model.graph.initializer[:]
+        self.model.graph.initializer.extend(kept)
+        for name in [k for k in self.arrays if k not in read]:
+            del self.arrays[name]
