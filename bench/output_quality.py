@@ -7,10 +7,10 @@ Attention op) and through the peers: onnxsim,
 onnxscript's optimizer (and its onnxruntime fusions, which write `com.microsoft` ops), and
 onnxruntime's offline optimizer (the model ORT_ENABLE_ALL saves). For every output: its ONNX
 node count, and its onnxruntime latency as a ratio to the input model's (the denominator),
-every variant in one process, one thread, run in turns (round-robin, `--rounds` rounds of
-`--runs` runs each; the median over rounds of each round's ratio). Each output is also run on
-the same random inputs as the input model and compared (1e-3): a differing one is marked. A
-model ngrules cannot import shows the reason on its ngrules rows.
+every variant in one process, one thread, run in turns (in an order shuffled each round,
+`--rounds` rounds of `--runs` runs each; the median over rounds of each round's ratio).
+Each output is also run on the same random inputs as the input model and compared (1e-3): a
+differing one is marked. A model ngrules cannot import shows the reason on its ngrules rows.
 
 The peers are optional; a missing one is skipped with a message. To measure with them:
     pip install onnxsim onnxscript
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -129,12 +130,16 @@ def peer_variants(model, missing: set[str]) -> dict[str, object]:
 def timed(sessions: dict[str, tuple], rounds: int, runs: int) -> dict[str, float]:
     """Each session's CPU time per run over the input's, the median of the rounds' ratios
     (the sessions take turns in every round, so a busy moment of the machine meets both
-    sides; CPU time, since on a shared machine wall time counts waits for a core); under
-    "input", the input's median CPU seconds per run; under (name, "range"), the lowest and
-    highest of the rounds' ratios."""
+    sides, in an order shuffled each round, so no variant always runs right after the input:
+    in a fixed order the first one measured up to 1.08x where the same graph later in the
+    round measured 0.99x; CPU time, since on a shared machine wall time counts waits for a
+    core); under "input", the input's median CPU seconds per run; under (name, "range"), the
+    lowest and highest of the rounds' ratios."""
     samples: dict[str, list[float]] = {name: [] for name in sessions}
+    order = random.Random(0)
     for _ in range(rounds):
-        for name, (session, feeds) in sessions.items():
+        for name in order.sample(list(sessions), len(sessions)):
+            session, feeds = sessions[name]
             start = time.process_time()
             for _ in range(runs):
                 session.run(None, feeds)
