@@ -14,7 +14,8 @@ differing one is marked. A model ngrules cannot import shows the reason on its n
 
 The peers are optional; a missing one is skipped with a message. To measure with them:
     pip install onnxsim onnxscript
-Run: `python bench/output_quality.py [--only resnet_legacy_op17 ...] [--rounds 7 --runs 20]`.
+Run: `python bench/output_quality.py [--only resnet_legacy_op17 ...] [--rounds 7 --runs 20]
+[--level DISABLE_ALL]` (onnxruntime's graph optimisations for every variant; default all).
 """
 
 from __future__ import annotations
@@ -153,9 +154,11 @@ def timed(sessions: dict[str, tuple], rounds: int, runs: int) -> dict[str, float
     return ratios
 
 
-def measure(path: Path, pipelines, rules, rounds: int, runs: int, missing: set[str]) -> list[list]:
+def measure(path: Path, pipelines, rules, rounds: int, runs: int, missing: set[str],
+            level: str = "ENABLE_ALL") -> list[list]:
     """Rows (variant, nodes, nodes / input's, latency / input's, note, the latency ratio's
-    lowest-highest round) for one zoo model."""
+    lowest-highest round) for one zoo model, every variant run at onnxruntime's graph
+    optimisation `level`."""
     import onnx
 
     model = onnx.load(str(path))
@@ -173,7 +176,7 @@ def measure(path: Path, pipelines, rules, rounds: int, runs: int, missing: set[s
             continue
         nodes[name] = len(variant.graph.node)
         try:
-            session = zs.ort_session(variant)
+            session = zs.ort_session(variant, level=level)
             wanted = {i.name for i in session.get_inputs()}
             own = {k: v for k, v in feeds.items() if k in wanted}
             got = session.run(None, own)
@@ -205,6 +208,10 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="file stems of tests/zoo/ (default: all)")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--level", default="ENABLE_ALL",
+                        choices=["DISABLE_ALL", "ENABLE_BASIC", "ENABLE_EXTENDED", "ENABLE_ALL"],
+                        help="onnxruntime's graph optimisations for every variant (default: "
+                             "all; DISABLE_ALL: what was written runs as written)")
     args = parser.parse_args()
     rules = load_library()
     pipelines = zs.shipped_pipelines()
@@ -215,7 +222,7 @@ def main() -> None:
     for path in zs.zoo_files():
         if args.only and path.stem not in args.only:
             continue
-        rows = measure(path, pipelines, rules, args.rounds, args.runs, missing)
+        rows = measure(path, pipelines, rules, args.rounds, args.runs, missing, args.level)
         print(f"\n### {path.stem}\n")
         print("| variant | ONNX nodes | nodes / input's | latency / input's | note | "
               "latency / input's, lowest-highest round |")
