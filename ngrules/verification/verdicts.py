@@ -128,6 +128,7 @@ class Verdict:
     bound: int | None = None  # proved for lengths <= bound (None: for all)
     note: str = ""  # e.g. why a rule tested was not proved
     layouts: str = ""  # how many other layouts were judged for ill-formedness, of what bound
+    dtypes: str = ""  # the narrow dtypes the rule's instances also ran in (`dtypes`)
 
     @property
     def ok(self) -> bool:
@@ -143,7 +144,7 @@ class Verdict:
         assuming = f", assuming {describe(assumed)}" if assumed else ""
         if self.status == "verified":
             budget = " (time budget reached)" if self.out_of_time else ""
-            note = "".join(f"; {n}" for n in (self.layouts, self.note) if n)
+            note = "".join(f"; {n}" for n in (self.dtypes, self.layouts, self.note) if n)
             return f"{self.examples} examples fired{refine}{budget}{assuming}{note}"
         if self.status in PROVED:
             scope = f" for lengths <= {self.bound}" if self.bound is not None else ""

@@ -27,6 +27,7 @@ from ngrules.verification.compare import (
     compare,
     compare_derivatives,
 )
+from ngrules.verification.dtypes import narrow_dtype_check
 from ngrules.verification.instances import Instance, Rejected, attempts, earlier_rules
 from ngrules.verification.layouts import ill_formed_layout
 from ngrules.verification.special import special_counterexample
@@ -261,6 +262,9 @@ def verify_rule(
             verdict.status, verdict.counterexample = "ill-formed", check.counterexample
         else:
             cx = special_counterexample(tally.kept, semantics, rtol, atol)
+            if cx is None:
+                narrow = narrow_dtype_check(tally.kept)
+                cx, verdict.dtypes = narrow.counterexample, str(narrow)
             if cx is not None:
                 verdict.status, verdict.counterexample = "wrong", cx
     if verdict.status == "verified" and tally.loops:
