@@ -173,6 +173,7 @@ class VerificationReport:
     seconds: float = 0.0
     interrupted: bool = False
     kernels: list = field(default_factory=list)  # KernelVerdicts of declared ops' fast kernels
+    seed: int | None = None  # the seed of every draw (None: a derandomized profile's own)
 
     @property
     def ok(self) -> bool:
@@ -198,7 +199,10 @@ class VerificationReport:
         counts = Counter(v.status for v in self.verdicts)
         parts = [f"{counts[s]} {s}" for s in STATUSES if counts[s]] or ["nothing"]
         stopped = " (interrupted)" if self.interrupted else ""
-        return f"{', '.join(parts)} of {len(self.verdicts)} rules in {self.seconds:.1f} s{stopped}"
+        seed = self.seed
+        seeded = f" (seed {seed}: --seed {seed} repeats it)" if seed is not None else ""
+        rules = f"{len(self.verdicts)} rules in {self.seconds:.1f} s"
+        return f"{', '.join(parts)} of {rules}{stopped}{seeded}"
 
     def __str__(self) -> str:
         lines = [*(str(v) for v in self.verdicts), *map(str, self.kernels)]
