@@ -8,7 +8,9 @@ over-constrained and never special, small fixed scope, tolerance hiding dropped 
 reported as wrong, guards phrased for the generator; then (issue 22) rules true over the reals
 but wrong in IEEE floats, rules ill-formed only in another layout, mutants of the
 library's rules (also through the ops the prover encodes since, class 13), and convolution and
-pooling rules right only at default attributes. tests/corpus/true/*.rules: every rule is
+pooling rules right only at default attributes; rules right in float64 and wrong in float32 or
+float16 (class 14: a constant that overflows the narrower dtype, a cast round trip).
+tests/corpus/true/*.rules: every rule is
 `verified` unless it says `# expect: loops` (sound, but the rule alone never stops).
 Each rule is verified on its own (not shadowed by an earlier rule of its pass).
 """

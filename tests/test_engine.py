@@ -60,6 +60,10 @@ def test_literals_compare_in_the_nodes_dtype():
     rs = rules("rule add_tenth: x + 0.1 => x")
     p = ng.placeholder([A], name="p")
     assert fired(ng.rewrite([p + 0.1], rs)) == ["add_tenth"]  # float32 0.1 is not 0.1
+    for dtype in (np.float16, np.float64):  # float16's 0.1 is 0.0999755859375
+        h = ng.placeholder([A], name="h", dtype=dtype)
+        tenth = ng.constant(0.1, [A], dtype=dtype)
+        assert fired(ng.rewrite([h + tenth], rs)) == ["add_tenth"], dtype
 
 
 def test_typed_variables_restrict_what_they_bind():

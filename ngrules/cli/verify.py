@@ -41,6 +41,7 @@ def run(args) -> int:
             bound=args.bound,
             on_rule=progress,
             only=only,
+            seed=args.seed,
         )
     except Interrupted as stop:
         _end_progress(progress)
@@ -98,4 +99,7 @@ def register(sub) -> None:
     p.add_argument("--with-imports", action="store_true",
                    help="also verify the rules the files import (default: only those they "
                    "define; an imported rule still takes its nodes in its pass)")
+    p.add_argument("--seed", type=at_least(0), default=None,
+                   help="seed every draw (instances, special values, narrow dtypes) with N "
+                   "(default: the fixed draws of the derandomized ci profile)")
     add_disable_option(p)

@@ -23,6 +23,7 @@ import numpy as np
 
 from ngrules.engine.pending import NONE_PENDING, same_node
 from ngrules.engine.semantics import (
+    F16,
     F32,
     VALUELESS,
     is_commutative,
@@ -67,6 +68,7 @@ class _Generator:
             "_UNKNOWN": UNKNOWN,
             "_VALUELESS": VALUELESS,
             "_F32": F32,
+            "_F16": F16,
             "_same": same_node,
             "_NONE": NONE_PENDING,
             "_same_type": same_type,
@@ -126,14 +128,16 @@ class _Generator:
                 self._bind(p.name, node)
         elif isinstance(p, PLit):
             f32, f64 = self.const(rounded(p.value, np.float32)), self.const(float(p.value))
+            f16 = self.const(rounded(p.value, np.float16))
             real, known = self.fresh("l"), self.fresh("k")  # its value, not its view's
             self.fn.line(f"{real} = V.force({node}) if {node} in V else {node}")
             self.fn.line(f"{known} = {real}._scalar")
             # literal_is in line for a value already known (cached on the node); else called
             cached = (f"{known} is not _UNKNOWN and {known} is not None and "
-                      f"{known} == ({f32} if {real}.dtype is _F32 else {f64})")
+                      f"{known} == ({f32} if {real}.dtype is _F32 else "
+                      f"{f16} if {real}.dtype is _F16 else {f64})")
             unknown = f"{known} is _UNKNOWN and {real}.op not in _VALUELESS"
-            self.fn.line(f"if ({cached}) or ({unknown} and _lit({real}, {f32}, {f64})):",
+            self.fn.line(f"if ({cached}) or ({unknown} and _lit({real}, {f32}, {f64}, {f16})):",
                          opens=True)
         elif isinstance(p, PNamed):
             if p.name in self.bound:

@@ -17,12 +17,12 @@ Bindings = dict[str, Any]
 Cont = Callable[[Bindings], Any]
 Matcher = Callable[[Node, Bindings, Cont], Any]
 
-F32 = np.dtype(np.float32)
+F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
 
 
 def literal_matches(value: float, node: Node) -> bool:
     """Does node hold `value` everywhere, compared in the node's dtype?"""
-    return literal_is(node, rounded(value, F32), float(value))
+    return literal_is(node, rounded(value, F32), float(value), rounded(value, F16))
 
 
 #: Ops whose nodes never hold a known value (neither a Constant nor a view): a node just
@@ -31,8 +31,9 @@ def literal_matches(value: float, node: Node) -> bool:
 VALUELESS: set[str] = set()
 
 
-def literal_is(node: Node, as_f32: float, as_f64: float) -> bool:
-    """The literal test with the value pre-rounded to each dtype (0.1 in float32 is not 0.1)."""
+def literal_is(node: Node, as_f32: float, as_f64: float, as_f16: float | None = None) -> bool:
+    """The literal test with the value pre-rounded to each dtype (0.1 in float32 is not 0.1;
+    a float16 node compares with `as_f16`, the value rounded to float16)."""
     known = node._scalar
     if known is UNKNOWN:
         op = node.op
@@ -43,11 +44,14 @@ def literal_is(node: Node, as_f32: float, as_f64: float) -> bool:
             VALUELESS.add(op)
     if known is None:
         return False
+    if node.dtype is F16:
+        return known == (rounded(as_f64, F16) if as_f16 is None else as_f16)
     return known == (as_f32 if node.dtype is F32 else as_f64)
 
 
 def rounded(value: float, dtype) -> float:
-    return float(np.asarray(value, dtype=dtype))
+    with np.errstate(over="ignore"):  # 1e6 is inf in float16
+        return float(np.asarray(value, dtype=dtype))
 
 
 def kind_predicate(kind: str | None) -> Callable[[Node], bool] | None:

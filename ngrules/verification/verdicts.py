@@ -128,6 +128,7 @@ class Verdict:
     bound: int | None = None  # proved for lengths <= bound (None: for all)
     note: str = ""  # e.g. why a rule tested was not proved
     layouts: str = ""  # how many other layouts were judged for ill-formedness, of what bound
+    dtypes: str = ""  # the narrow dtypes the rule's instances also ran in (`dtypes`)
 
     @property
     def ok(self) -> bool:
@@ -143,7 +144,7 @@ class Verdict:
         assuming = f", assuming {describe(assumed)}" if assumed else ""
         if self.status == "verified":
             budget = " (time budget reached)" if self.out_of_time else ""
-            note = "".join(f"; {n}" for n in (self.layouts, self.note) if n)
+            note = "".join(f"; {n}" for n in (self.dtypes, self.layouts, self.note) if n)
             return f"{self.examples} examples fired{refine}{budget}{assuming}{note}"
         if self.status in PROVED:
             scope = f" for lengths <= {self.bound}" if self.bound is not None else ""
@@ -172,6 +173,7 @@ class VerificationReport:
     seconds: float = 0.0
     interrupted: bool = False
     kernels: list = field(default_factory=list)  # KernelVerdicts of declared ops' fast kernels
+    seed: int | None = None  # the seed of every draw (None: a derandomized profile's own)
 
     @property
     def ok(self) -> bool:
@@ -197,7 +199,10 @@ class VerificationReport:
         counts = Counter(v.status for v in self.verdicts)
         parts = [f"{counts[s]} {s}" for s in STATUSES if counts[s]] or ["nothing"]
         stopped = " (interrupted)" if self.interrupted else ""
-        return f"{', '.join(parts)} of {len(self.verdicts)} rules in {self.seconds:.1f} s{stopped}"
+        seed = self.seed
+        seeded = f" (seed {seed}: --seed {seed} repeats it)" if seed is not None else ""
+        rules = f"{len(self.verdicts)} rules in {self.seconds:.1f} s"
+        return f"{', '.join(parts)} of {rules}{stopped}{seeded}"
 
     def __str__(self) -> str:
         lines = [*(str(v) for v in self.verdicts), *map(str, self.kernels)]

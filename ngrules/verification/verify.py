@@ -11,6 +11,7 @@ evidence and are not counted. This finds wrong rules; `ngrules.verification.prov
 from __future__ import annotations
 
 import os
+import random
 import re
 import time
 from collections import Counter
@@ -27,6 +28,7 @@ from ngrules.verification.compare import (
     compare,
     compare_derivatives,
 )
+from ngrules.verification.dtypes import narrow_dtype_check
 from ngrules.verification.instances import Instance, Rejected, attempts, earlier_rules
 from ngrules.verification.layouts import ill_formed_layout
 from ngrules.verification.special import special_counterexample
@@ -222,10 +224,13 @@ def verify_rule(
     budget: float | None = BUDGET,
     semantics: str = "strict",
     derivatives: bool = True,
+    seed: int | None = None,
 ) -> Verdict:
     """Verify one rule on `examples` instances it fires on (default: the hypothesis profile).
     With its RuleSet, nodes that an earlier rule of the same pass takes are not counted.
-    After `budget` seconds no new instances are built (None: no limit)."""
+    After `budget` seconds no new instances are built (None: no limit). `seed` seeds every
+    draw (instances, special values, narrow-dtype inputs); None: hypothesis's own (fixed under
+    a derandomized profile such as `ci`)."""
     from hypothesis.errors import Unsatisfiable
 
     if semantics not in SEMANTICS:
@@ -238,6 +243,10 @@ def verify_rule(
     deadline = None if budget is None else (start + budget, start + SLOW * budget, needed)
     opts = Options(rtol, atol, semantics, derivatives)
     run = _settings(examples)(_property(rule, earlier, tally, opts, deadline))
+    if seed is not None:
+        from hypothesis import seed as seeded
+
+        run = seeded(seed)(run)
     verdict = Verdict(rule, "verified", semantics=semantics)
     try:
         run()
@@ -260,7 +269,10 @@ def verify_rule(
         if check.counterexample is not None:
             verdict.status, verdict.counterexample = "ill-formed", check.counterexample
         else:
-            cx = special_counterexample(tally.kept, semantics, rtol, atol)
+            cx = special_counterexample(tally.kept, semantics, rtol, atol, seed=seed or 0)
+            if cx is None:
+                narrow = narrow_dtype_check(tally.kept, seed or 0)
+                cx, verdict.dtypes = narrow.counterexample, str(narrow)
             if cx is not None:
                 verdict.status, verdict.counterexample = "wrong", cx
     if verdict.status == "verified" and tally.loops:
@@ -307,6 +319,7 @@ def verify(
     disable: Iterable[str] = (),
     on_rule: Callable[[int, int, Rule], None] | None = None,
     only: Iterable[str] | None = None,
+    seed: int | None = None,
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
@@ -322,6 +335,8 @@ def verify(
     on_rule(i, n, rule) is called before the i-th of n rules (a progress display). only:
     the names of the rules to verify (the others still take their nodes in their passes).
     Ctrl-C raises `Interrupted`, whose `report` holds the verdicts computed so far.
+    seed: seeds every draw; None: fixed under a derandomized hypothesis profile (`ci`), else
+    a random one, kept in `report.seed` and printed (`verify --seed N` reproduces the run).
     """
     start = time.perf_counter()
     if prove:
@@ -336,14 +351,17 @@ def verify(
     if only is not None:
         wanted = set(only)
         chosen = [r for r in chosen if r.name in wanted]
-    report = VerificationReport()
+    if seed is None and not _settings(None).derandomize:
+        seed = random.SystemRandom().getrandbits(32)
+    report = VerificationReport(seed=seed)
     try:
         for i, rule in enumerate(chosen, start=1):
             raise_if_interrupted()
             if on_rule is not None:
                 on_rule(i, len(chosen), rule)
             report.verdicts.append(
-                _isolated(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound)
+                _isolated(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound,
+                          seed)
             )
     except KeyboardInterrupt:
         report.interrupted = True
@@ -374,14 +392,14 @@ def _isolated(rule, *args) -> Verdict:
         return verdict
 
 
-def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound) -> Verdict:
+def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound, seed) -> Verdict:
     if prove:
         from ngrules.verification.prove import prove_rule
 
         proof = prove_rule(rule, bound=bound, semantics=semantics)
         if proof.status in ("proved", "proved-reals", "loops") or proof.failed:  # as tested
             return proof
-        tested = verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics)
+        tested = verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics, seed=seed)
         tested.note = proof.reason
         return tested
-    return verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics)
+    return verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics, seed=seed)

@@ -207,6 +207,9 @@ class Builder:
         if p.name in self.bound:
             return self._reuse(p.name, want, domain)
         node = self.build(p.pattern, want, domain)
+        cast = self.hints.casts.get(p.name)
+        if cast is not None and node.attrs.get("dtype") != cast:  # a guard asks this dtype
+            node = self.make(node.op, node.args, {**node.attrs, "dtype": cast}, want)
         self.bound[p.name] = node
         return node
 

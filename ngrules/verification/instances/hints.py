@@ -21,6 +21,8 @@ class Hints:
     equations: dict[str, list] = field(default_factory=dict)  # v -> exprs v.axes must equal
     same: list[tuple[str, str]] = field(default_factory=list)  # (u, v): u.axes == v.axes
     values: dict[str, list] = field(default_factory=dict)  # v -> exprs value(v) must equal
+    dtypes: dict[str, np.dtype] = field(default_factory=dict)  # v -> v.dtype == "..."
+    casts: dict[str, np.dtype] = field(default_factory=dict)  # cast node v -> its dtype
 
 
 def _rank_of(e) -> str | None:
@@ -77,6 +79,8 @@ def isolate(side, other) -> tuple[str, object] | None:
 def _hint_equal(left, right, hints: Hints) -> None:
     """What `left == right` says: a dtype, axes equal to an expression, a constant's value."""
     if isinstance(right, EStr) and isinstance(left, EAttr) and left.name == "dtype":
+        if isinstance(left.obj, EVar):
+            hints.dtypes.setdefault(left.obj.name, np.dtype(right.value))
         hints.dtype = np.dtype(right.value)
         return
     names = (_axes_of(left), _axes_of(right))
@@ -157,9 +161,31 @@ def _inlined(e, lets: dict):
     return dataclasses.replace(e, **changes)
 
 
+def _cast_names(patterns) -> set[str]:
+    """Names bound to a node of an op with a `dtype` attribute (`h @ Cast(x)`): a guard on
+    its dtype sets that attribute, not the dtype of the instance's inputs."""
+    from ngrules.ir.ops import OPS
+    from ngrules.lang.syntax import PNamed, POp, PVar
+
+    names, todo = set(), list(patterns)
+    while todo:
+        p = todo.pop()
+        inner = p.pattern if isinstance(p, PNamed) else p
+        op = inner.op if isinstance(inner, POp) else getattr(inner, "kind", None)
+        if isinstance(p, (PNamed, PVar)) and op in OPS and any(
+                a.name == "dtype" for a in OPS[op].attrs):
+            names.add(p.name)
+        todo += list(getattr(inner, "args", ()))
+        if isinstance(inner, PNamed):
+            todo.append(inner)
+    return names
+
+
 def guard_hints(rule: Rule) -> Hints:
     """What the rule's guards state plainly (ranks, dtype, axes equations, constant values),
-    lets written out; other guards are honoured by filtering."""
+    lets written out; other guards are honoured by filtering. A dtype guard on a cast's
+    node (`h.dtype == "float16"` with `h @ Cast(x)`) is that cast's attribute; a dtype guard
+    on any other node is the instance's dtype."""
     hints, lets = Hints(), {}
     for clause in rule.clauses:
         if isinstance(clause, Let):
@@ -169,4 +195,9 @@ def guard_hints(rule: Rule) -> Hints:
                 _hint(_inlined(clause.expr, lets), hints)
             except (TypeError, ValueError):
                 continue
+    casts = _cast_names(rule.roots)
+    if casts & set(hints.dtypes):
+        hints.casts = {n: d for n, d in hints.dtypes.items() if n in casts}
+        leaves = [d for n, d in hints.dtypes.items() if n not in casts]
+        hints.dtype = leaves[0] if leaves else None
     return hints

@@ -167,7 +167,34 @@ def _plan_concat(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict
     return [_replaced(want, pos, p) for p in parts], {"axis": want[pos], "position": pos}
 
 
+def _plan_pad(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    """The operand's axes are the output's, each shorter by its padding (0-2 on each side,
+    leaving at least one element; none on a flattened axis): a pad fits any position, as
+    under a convolution's or pooling's 5 axes, where its generator's samples rarely do."""
+    from ngrules.ir.axes import Axis
+
+    if not len(want):
+        raise Reject("Pad needs at least one axis to pad")
+    pads = []
+    for i, a in enumerate(want):
+        if forced[0] is not None:
+            extra = a.length - forced[0][i].length if i < len(forced[0]) else -1
+            lo = b.draw(st.integers(0, extra)) if extra >= 0 else -1
+            pads.append((lo, extra - lo))
+        elif a.is_flattened:
+            pads.append((0, 0))
+        else:
+            lo = b.draw(st.integers(0, min(2, a.length - 1)))
+            pads.append((lo, b.draw(st.integers(0, min(2, a.length - 1 - lo)))))
+    if min(min(p) for p in pads) < 0 or (forced[0] is not None and len(forced[0]) != len(want)):
+        raise Reject(f"Pad cannot give {want!r} from {forced[0]!r}")
+    arg = Axes(a if lo + hi == 0 else Axis(a.name, a.length - lo - hi)
+               for a, (lo, hi) in zip(want, pads))
+    return [arg], {"paddings": np.array(pads, np.int64), "axes": want}
+
+
 PLANS: dict[str, Plan] = {
+    "Pad": _plan_pad,
     "Slice": _plan_slice,
     "Concat": _plan_concat,
     "Transpose": _plan_transpose,
@@ -187,7 +214,7 @@ PLANS: dict[str, Plan] = {
 
 
 #: Ops whose output has at least one axis (the one sliced, joined or flattened).
-NEEDS_AN_AXIS = frozenset({"Slice", "Concat", "Flatten"})
+NEEDS_AN_AXIS = frozenset({"Slice", "Concat", "Flatten", "Pad"})
 
 
 def op_at(p) -> str:

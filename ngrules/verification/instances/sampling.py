@@ -59,7 +59,7 @@ class Rejected:
     reason: str
 
 
-def _build_roots(draw, rule: Rule) -> tuple[list[Node], dict[Node, Domain], dict[str, Node]]:
+def build_roots(draw, rule: Rule) -> tuple[list[Node], dict[Node, Domain], dict[str, Node]]:
     hints = guard_hints(rule)
     dtype = hints.dtype if hints.dtype is not None else np.dtype(np.float64)
     builder = Builder(draw, dtype, hints, rule.roots)
@@ -139,7 +139,7 @@ def attempts(draw, rule: Rule, earlier: Sequence = ()) -> Instance | Rejected:
     """One try at an instance of the rule: an Instance (rewritten), or Rejected with a reason.
     `earlier` are compiled rules that come first in the rule's pass (see `earlier_rules`)."""
     try:
-        roots, domains, bound = _build_roots(draw, rule)
+        roots, domains, bound = build_roots(draw, rule)
     except Reject as r:
         return Rejected(str(r))
     winner = taken_by(earlier, roots[0])
