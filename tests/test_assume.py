@@ -113,8 +113,8 @@ def test_a_rule_wrong_outside_its_assumption_is_verified_under_it():
                                                  .values()) < 0
     under = verify_rule(rule_of(RELU_AS_IDENTITY), 15)
     assert under.status == "verified", str(under)
-    assert under.headline.endswith("15 examples fired, assuming x >= 0; 150 layouts tried for "
-                                   "ill-formedness (bound 150)")
+    assert under.headline.endswith("15 examples fired, assuming x >= 0; also run in float32, "
+                                   "float16; 150 layouts tried for ill-formedness (bound 150)")
 
 
 def test_a_rule_wrong_inside_its_assumption_is_still_wrong_there():

@@ -46,6 +46,8 @@ def test_a_float32_rule_runs_in_float32_only_and_overflows_there():
 def test_a_dtype_guard_on_a_cast_sets_the_cast_not_the_inputs():
     hints = guard_hints(_rule('c @ Cast(h @ Cast(x)) if h.dtype == "float16" => x'))
     assert hints.casts == {"h": np.dtype(np.float16)} and hints.dtype is None
+    typed = guard_hints(_rule('c @ Cast(h: Cast) if h.dtype == "float16" => c'))
+    assert typed.casts == {"h": np.dtype(np.float16)} and typed.dtype is None
     hints = guard_hints(_rule('x + y if x.dtype == "float32" => y + x'))
     assert hints.dtype == np.dtype(np.float32) and not hints.casts
 

@@ -206,17 +206,22 @@ class Builder:
     def _named(self, p: PNamed, want: Axes | None, domain: Domain) -> Node:
         if p.name in self.bound:
             return self._reuse(p.name, want, domain)
-        node = self.build(p.pattern, want, domain)
-        cast = self.hints.casts.get(p.name)
-        if cast is not None and node.attrs.get("dtype") != cast:  # a guard asks this dtype
-            node = self.make(node.op, node.args, {**node.attrs, "dtype": cast}, want)
+        node = self._cast_as_asked(p.name, self.build(p.pattern, want, domain), want)
         self.bound[p.name] = node
         return node
+
+    def _cast_as_asked(self, name: str, node: Node, want: Axes | None) -> Node:
+        """The node with the dtype attribute a guard asks of it (`h.dtype == "float16"` for
+        `h @ Cast(x)`); the node itself when none does. Its users are not built yet."""
+        cast = self.hints.casts.get(name)
+        if cast is None or node.attrs.get("dtype") == cast:
+            return node
+        return self.make(node.op, node.args, {**node.attrs, "dtype": cast}, want)
 
     def _var(self, p: PVar, want: Axes | None, domain: Domain) -> Node:
         if p.name in self.bound:
             return self._reuse(p.name, want, domain)
-        node = self._typed(p, want, domain)
+        node = self._cast_as_asked(p.name, self._typed(p, want, domain), want)
         if p.name != "_":
             self.bound[p.name] = node
         return node
