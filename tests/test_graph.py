@@ -25,6 +25,32 @@ def test_same_op_args_attrs_is_one_node():
     assert ng.make_node("Add", (x, y)) is not ng.make_node("Add", (y, x))
 
 
+def test_one_sweep_frees_a_whole_dead_graph():
+    """A dead entry's key holds its node's arguments: the sweep frees them too, to the leaves."""
+    import gc
+    import weakref
+    from unittest import mock
+
+    from ngrules.ir import graph
+
+    with mock.patch.object(graph, "_INTERN", {}):
+        x = ng.placeholder(ng.make_axes({"N": 3}), name="swept")
+        y = x
+        for _ in range(50):
+            y = ng.exp(y) + x
+        kept = ng.negative(x)  # alive: its entry and x's stay
+        leaf, top = weakref.ref(x), weakref.ref(y)
+        del x, y
+        gc.collect()
+        assert top() is None and leaf() is not None  # held by the dead keys
+        graph._sweep(graph._INTERN)
+        assert leaf() is kept.args[0] and len(graph._INTERN) == 2
+        del kept
+        gc.collect()
+        graph._sweep(graph._INTERN)
+        assert leaf() is None and not graph._INTERN
+
+
 @pytest.mark.parametrize(
     "first, second",
     [

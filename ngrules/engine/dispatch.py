@@ -33,13 +33,14 @@ _RETURNING = (
     "            found = R{i}.apply(node, None, V)",
     *["    " + line for line in _FOUND],
     "        s.matches += 1  # what run.record does for a match building nothing",
-    "        found = (node,), (V.force(value) if value in V else value,), ()",
-    "        run.trace.append((N{i}, L{i}, *found, name, V if node in V else None))",
+    "        if value in V:",
+    "            value = V.force(value)",
+    "        run.trace.append((N{i}, L{i}, node, value, name, V if node in V else None))",
     "        budget = run.budget",
     "        budget.left -= 1",
     "        if budget.left <= 0:",
     "            budget.exhausted = True",
-    "        return R{i}, found",
+    "        return R{i}, ((node,), (value,), ())",
 )
 
 _APPLYING = (

@@ -68,7 +68,7 @@ class RewriteResult:
     def trace(self) -> list[Firing]:
         """Every rewrite in order (built on first use: recording stays cheap while rewriting)."""
         if self._trace is None:
-            self._trace = [_firing(*f) for f in self._firings]
+            self._trace = [_firing(*f) if len(f) == 7 else _returned(*f) for f in self._firings]
         return self._trace
 
     @property
@@ -103,6 +103,11 @@ def _firing(rule, location, roots, replacements, new_nodes, pass_name, pending) 
     return Firing(rule, location, roots, replacements, new_nodes, pass_name)
 
 
+def _returned(rule, location, root, replacement, pass_name, pending) -> Firing:
+    """A recorded `=> x` rewrite, kept as one short tuple (see `dispatch`): it built nothing."""
+    return _firing(rule, location, (root,), (replacement,), (), pass_name, pending)
+
+
 class Run:
     """State shared by the passes of one rewrite call: fuel, trace, checking."""
 
@@ -110,7 +115,9 @@ class Run:
         self.budget = Budget(fuel)
         self.checked = checked
         self.timed = timed
-        self.trace: list[tuple] = []  # Firing's fields, and the pending nodes of its pass
+        #: Firing's fields and the pending nodes of its pass; (rule, location, root, replacement,
+        #: pass, pending) for a `=> x` rule's firing
+        self.trace: list[tuple] = []
         self.rounds = 0  # multi-root rounds, over every pass
 
     def record(

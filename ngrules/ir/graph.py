@@ -202,9 +202,24 @@ def register(node: Node) -> Node:
 
 
 def _sweep(table: dict) -> None:
-    for key in [k for k, r in table.items() if r() is None]:
-        del table[key]
+    """Remove the dead entries. A dead key still holds its node's arguments: the entries of those
+    it frees are removed next, down to the leaves, so one sweep frees a whole dead graph."""
+    dead = [k for k, r in table.items() if r() is None]
+    while dead:
+        below = _remove(table, dead)  # returns once nothing refers to the removed keys
+        dead = [k for k, r in below.items() if r() is None and k in table and table[k]() is None]
     _SWEEP_AT[0] = max(2 * len(table), 100_000)
+
+
+def _remove(table: dict, dead: list[tuple]) -> dict[tuple, weakref.ref]:
+    """Delete the dead keys (emptying `dead`); weak references to their arguments, by key."""
+    below: dict[tuple, weakref.ref] = {}
+    for key in dead:
+        for arg in key[1]:
+            below[arg._key] = weakref.ref(arg)
+        del table[key]
+    dead.clear()
+    return below
 
 
 def rebuilt_on(node: Node, args: tuple[Node, ...]) -> tuple[Node, bool]:
