@@ -41,6 +41,7 @@ def run(args) -> int:
             bound=args.bound,
             on_rule=progress,
             only=only,
+            jobs=args.jobs,
         )
     except Interrupted as stop:
         _end_progress(progress)
@@ -98,4 +99,7 @@ def register(sub) -> None:
     p.add_argument("--with-imports", action="store_true",
                    help="also verify the rules the files import (default: only those they "
                    "define; an imported rule still takes its nodes in its pass)")
+    p.add_argument("--jobs", "-j", type=at_least(1), default=1,
+                   help="rules judged at once in worker processes (default: 1; the verdicts "
+                   "are the same)")
     add_disable_option(p)

@@ -36,6 +36,7 @@ from ngrules.verification.verdicts import (
     VerificationReport,
     ill_formed,
 )
+from ngrules.verification.workers import judged
 
 __all__ = [
     "ATOL",
@@ -307,6 +308,7 @@ def verify(
     disable: Iterable[str] = (),
     on_rule: Callable[[int, int, Rule], None] | None = None,
     only: Iterable[str] | None = None,
+    jobs: int = 1,
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
@@ -321,6 +323,7 @@ def verify(
     the pass matches (first match wins); a lone rule or a list is checked on its own.
     on_rule(i, n, rule) is called before the i-th of n rules (a progress display). only:
     the names of the rules to verify (the others still take their nodes in their passes).
+    jobs: rules judged at once in forked worker processes (the same verdicts; `workers`).
     Ctrl-C raises `Interrupted`, whose `report` holds the verdicts computed so far.
     """
     start = time.perf_counter()
@@ -337,14 +340,11 @@ def verify(
         wanted = set(only)
         chosen = [r for r in chosen if r.name in wanted]
     report = VerificationReport()
+    args = (examples, rtol, atol, ruleset, budget, semantics, prove, bound)
     try:
-        for i, rule in enumerate(chosen, start=1):
+        for verdict in judged(chosen, _isolated, args, jobs, on_rule):
+            report.verdicts.append(verdict)
             raise_if_interrupted()
-            if on_rule is not None:
-                on_rule(i, len(chosen), rule)
-            report.verdicts.append(
-                _isolated(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound)
-            )
     except KeyboardInterrupt:
         report.interrupted = True
         report.seconds = time.perf_counter() - start

@@ -40,10 +40,13 @@ from ngrules.verification.verdicts import Counterexample, Verdict, ill_formed
 
 #: z3's resource limit (deterministic steps: a verdict must not depend on the machine's load)
 #: for one result element, with the quantified axioms and with their instances on the
-#: element's terms (tried first); the hardest library proofs take about 4 million.
-RLIMIT, GROUND_RLIMIT = 16_000_000, 6_000_000
-#: A wall-clock stop besides, in milliseconds, should a step take unusually long.
-SAFETY_MS = 60_000
+#: element's terms (tried first); the library's proofs take at most 40 thousand.
+RLIMIT, GROUND_RLIMIT = 4_000_000, 2_000_000
+#: A wall-clock stop besides, in milliseconds: z3's nonlinear real arithmetic counts few steps
+#: (a query of the library ran 10 minutes within a million); the library's longest proved
+#: element takes under a second even on a loaded machine, so only claims z3 cannot decide in
+#: any case meet this stop.
+SAFETY_MS = 6_000
 #: Instances drawn per rule (distinct shapes; each then in every layout).
 LAYOUTS = 12
 #: Ops exact in IEEE floats: they move, select, compare or negate values, never round.
@@ -97,10 +100,29 @@ def _feeds(model, inputs: dict[Node, np.ndarray]) -> dict[Node, np.ndarray]:
     return feeds
 
 
-def prove_instance(inst: Instance, semantics: str = "strict") -> Outcome:
-    """Prove before == after on this instance for all inputs, or find where they differ."""
+class Proved:
+    """The claims proved so far (for one rule): a layout's element whose claim is the same
+    term as one already proved (z3 shares equal terms, and an input's element is the same
+    variable in every layout) is not decided again. Keeps the terms alive, so that their ids
+    are never reused for other terms."""
+
+    def __init__(self):
+        self._terms: dict[tuple[int, int], tuple] = {}
+
+    def __contains__(self, pair) -> bool:
+        return (pair[0].get_id(), pair[1].get_id()) in self._terms
+
+    def add(self, pair) -> None:
+        self._terms[(pair[0].get_id(), pair[1].get_id())] = pair
+
+
+def prove_instance(inst: Instance, semantics: str = "strict",
+                   proved: Proved | None = None) -> Outcome:
+    """Prove before == after on this instance for all inputs, or find where they differ
+    (claims in `proved` are not decided again; those proved here are added)."""
     after = inst.after if inst.stop == "fixpoint" else inst.step
     inputs: dict[Node, np.ndarray] = {}
+    proved = Proved() if proved is None else proved
     try:
         left = evaluate(inst.outputs, inputs)
         right = evaluate(after, inputs)
@@ -110,12 +132,15 @@ def prove_instance(inst: Instance, semantics: str = "strict") -> Outcome:
     except (TypeError, ValueError) as e:  # a kernel that cannot run on terms
         return Outcome("unknown", f"could not unroll the instance into terms: {e}")
     for claim, b, a in _claims(left, right, semantics):
+        if (claim, assumed) in proved:
+            continue
         task = _Task(claim, assumed, inst, after, inputs, semantics, (b, a))
         outcome = _ground(task)
         if outcome is None:
             outcome = _decide(task, axioms_for(z3.And(claim, assumed)))
         if outcome.status != "proved":
             return outcome
+        proved.add((claim, assumed))
     return Outcome("proved")
 
 
@@ -185,8 +210,9 @@ def _preconditions(inst: Instance, inputs: dict[Node, np.ndarray]):
                 parts.append(sym.v > a.low if a.low_open else sym.v >= a.low)
             if a.high < np.inf:
                 parts.append(sym.v < a.high if a.high_open else sym.v <= a.high)
-            parts.append(sym.ok)
-    return z3.And(*parts) if parts else z3.BoolVal(True)
+            parts.append(z3.BoolVal(True) if sym.ok is True else sym.ok)
+    unique = {p.get_id(): p for p in parts}  # in a fixed order: the same term in every layout
+    return z3.And(*[unique[k] for k in sorted(unique)]) if parts else z3.BoolVal(True)
 
 
 def _replay(inst: Instance, after, feeds, semantics: str) -> Outcome:
@@ -217,6 +243,15 @@ def _pointwise(rule: Rule) -> bool:
     return not rule.clauses
 
 
+class _Enough(BaseException):
+    """Ends the draws once enough instances are kept (hypothesis lets it through)."""
+
+
+#: Attempts to draw instances within the bound: a second run only when the first kept none
+#: (instances of a big pattern, attention or a convolution, are rarely that small).
+TRIES = (150, 350)
+
+
 def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
     """Up to count instances of distinct layouts, every axis of length <= bound."""
     from hypothesis import HealthCheck, Phase, given, settings
@@ -228,18 +263,20 @@ def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
     other: dict[str, Instance] = {}
 
     def collect(attempt):
-        if not isinstance(attempt, Instance) or len(exact) >= count:
+        if not isinstance(attempt, Instance):
             return
         nodes = [n for n in toposort(attempt.outputs) if n.outputs is None]
         small = all(len(n.axes) <= bound for n in nodes)  # each in every layout: rank <= k
         if small and all(a.length <= bound for n in nodes for a in n.axes.leaves()):
             kept = exact if all(_dyadic(n) for n in nodes) else other
             kept.setdefault(format_graph(attempt.outputs), attempt)
+        if len(exact) >= count:
+            raise _Enough  # no more draws: the same count, so the same instances, every run
 
-    for tries in (150, 1000):  # more only for a rule whose instances within the bound are rare
+    for tries in TRIES:  # more only for a rule whose instances within the bound are rare
         run = settings(max_examples=tries, database=None, derandomize=True, deadline=None,
                        phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
-        with contextlib.suppress(Unsatisfiable):  # nothing built: the caller says so
+        with contextlib.suppress(Unsatisfiable, _Enough):  # nothing built: the caller says so
             run(given(attempts(rule))(collect))()
         if exact or other:
             break
@@ -329,8 +366,9 @@ def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics
         verdict.reason = f"no proof: no instance with lengths <= {bound} could be built"
         return
     ieee = all(fp_encodable(i) for i in instances) and prove_in_floats(instances, semantics)
+    proved = Proved()
     for inst in () if ieee else instances:
-        outcome = prove_instance(inst, semantics)
+        outcome = prove_instance(inst, semantics, proved)
         if outcome.status == "wrong":
             verdict.status, verdict.counterexample = "wrong", outcome.counterexample
             return
