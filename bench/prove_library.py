@@ -64,8 +64,6 @@ def main(argv=None) -> int:
     parser.add_argument("--bound", type=int, default=3)
     parser.add_argument("--corpus", action="store_true")
     args = parser.parse_args(argv)
-    register_profiles()
-    settings.load_profile("ci")  # as `ngrules verify`
     load = os.getloadavg()[0]
     start = time.perf_counter()
     report = prove(args.paths, args.jobs, args.bound)
@@ -82,4 +80,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    register_profiles()
+    settings.load_profile("ci")  # derandomized, as `ngrules verify`
     raise SystemExit(main())

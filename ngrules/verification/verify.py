@@ -382,6 +382,6 @@ def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound) -
         if proof.status in ("proved", "proved-reals", "loops") or proof.failed:  # as tested
             return proof
         tested = verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics)
-        tested.note = proof.reason
+        tested.note, tested.seconds = proof.reason, tested.seconds + proof.seconds
         return tested
     return verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics)

@@ -47,8 +47,9 @@ RLIMIT, GROUND_RLIMIT = 4_000_000, 2_000_000
 #: element takes under a second even on a loaded machine, so only claims z3 cannot decide in
 #: any case meet this stop.
 SAFETY_MS = 6_000
-#: Instances drawn per rule (distinct shapes; each then in every layout).
-LAYOUTS = 12
+#: Instances kept from the draws (distinct shapes), and chosen among them to prove (each then
+#: in every layout): one of each kind of shape first (`_varied`).
+KEPT, LAYOUTS = 40, 12
 #: Ops exact in IEEE floats: they move, select, compare or negate values, never round.
 EXACT_OPS = frozenset({"Placeholder", "Variable", "Constant", "Slice", "Concat", "Negative",
                        "Absolute", "Sign", "Maximum", "Minimum", "Max", "Min", "Greater", "Less",
@@ -243,10 +244,6 @@ def _pointwise(rule: Rule) -> bool:
     return not rule.clauses
 
 
-class _Enough(BaseException):
-    """Ends the draws once enough instances are kept (hypothesis lets it through)."""
-
-
 #: Attempts to draw instances within the bound: a second run only when the first kept none
 #: (instances of a big pattern, attention or a convolution, are rarely that small).
 TRIES = (150, 350)
@@ -263,24 +260,40 @@ def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
     other: dict[str, Instance] = {}
 
     def collect(attempt):
-        if not isinstance(attempt, Instance):
-            return
+        if not isinstance(attempt, Instance) or len(exact) >= count:
+            return  # every draw still runs: the first ones are the smallest, the least varied
         nodes = [n for n in toposort(attempt.outputs) if n.outputs is None]
         small = all(len(n.axes) <= bound for n in nodes)  # each in every layout: rank <= k
         if small and all(a.length <= bound for n in nodes for a in n.axes.leaves()):
             kept = exact if all(_dyadic(n) for n in nodes) else other
             kept.setdefault(format_graph(attempt.outputs), attempt)
-        if len(exact) >= count:
-            raise _Enough  # no more draws: the same count, so the same instances, every run
 
     for tries in TRIES:  # more only for a rule whose instances within the bound are rare
         run = settings(max_examples=tries, database=None, derandomize=True, deadline=None,
                        phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
-        with contextlib.suppress(Unsatisfiable, _Enough):  # nothing built: the caller says so
+        with contextlib.suppress(Unsatisfiable):  # nothing built: the caller says so
             run(given(attempts(rule))(collect))()
         if exact or other:
             break
     return sorted(exact.values() or other.values(), key=lambda i: len(toposort(i.outputs)))
+
+
+def _kind(inst: Instance) -> tuple:
+    """What a layout cannot change: each node's op and rank, in the graph's order (a constant
+    of rank 2 under a placeholder is not a broadcast scalar in any layout)."""
+    return tuple((n.op, len(n.axes)) for n in toposort(inst.outputs) if n.outputs is None)
+
+
+def _varied(kept: list[Instance], count: int) -> list[Instance]:
+    """Up to count instances: the one with the fewest layouts of each kind first, then the
+    others by their layouts (the first draws are the simplest and much alike)."""
+    by_layouts = sorted(kept, key=layout_count)
+    firsts: dict[tuple, Instance] = {}
+    for inst in by_layouts:
+        firsts.setdefault(_kind(inst), inst)
+    chosen = list(firsts.values())[:count]
+    chosen += [i for i in by_layouts if all(i is not c for c in chosen)][:count - len(chosen)]
+    return sorted(chosen, key=lambda i: len(toposort(i.outputs)))
 
 
 def _dyadic(node: Node) -> bool:
@@ -343,7 +356,7 @@ def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict") -> Verdict
     """
     start = time.perf_counter()
     verdict = Verdict(rule, "unverified", semantics=semantics, bound=bound)
-    drawn = _instances(rule, bound, LAYOUTS)
+    drawn = _varied(_instances(rule, bound, KEPT), LAYOUTS)
     laid, shapes = _all_layouts(drawn)
     if _early_verdict(verdict, laid + drawn, semantics):
         verdict.seconds = time.perf_counter() - start
