@@ -180,8 +180,10 @@ def _decide(task: _Task, facts, steps: int = RLIMIT) -> Outcome:
         outcome = _replay(task.inst, task.after, feeds, task.semantics)
         return outcome if outcome.status == "wrong" else _widened(solver, task, outcome)
     reason = solver.reason_unknown()
-    if reason in ("canceled", "timeout", "max. resource limit exceeded"):
+    if reason == "max. resource limit exceeded":
         reason = f"its limit of {steps / 1e6:g} million steps ran out on one result element"
+    elif reason in ("canceled", "timeout"):
+        reason = f"its {SAFETY_MS / 1000:g} s stop came first on one result element"
     return Outcome("unknown", f"z3 could not decide ({reason})")
 
 
