@@ -281,9 +281,11 @@ def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
 
 
 def _kind(inst: Instance) -> tuple:
-    """What a layout cannot change: each node's op and rank, in the graph's order (a constant
-    of rank 2 under a placeholder is not a broadcast scalar in any layout)."""
-    return tuple((n.op, len(n.axes)) for n in toposort(inst.outputs) if n.outputs is None)
+    """What a layout cannot change: each node's op, rank and flattened axes, in the graph's
+    order (a constant of rank 2 under a placeholder is not a broadcast scalar in any layout,
+    nor a flattened input a plain one)."""
+    return tuple((n.op, len(n.axes), sum(a.is_flattened for a in n.axes))
+                 for n in toposort(inst.outputs) if n.outputs is None)
 
 
 def _varied(kept: list[Instance], count: int) -> list[Instance]:
