@@ -77,3 +77,19 @@ def ng_library():
     from ngrules.lang.library import load_library
 
     return load_library()
+
+
+
+def test_prove_library_bench_tables_each_rules_verdict_and_counts_them():
+    import ngrules as ng
+    from ngrules.verification.verdicts import Verdict
+
+    bench = _load("prove_library")
+    rules = ng.parse_rules("rule a: -(-x) => x\nrule b: Log(Exp(x)) => x\nrule c: x * 1 => x\n")
+    report = [Verdict(rules.rule("a"), "proved", seconds=0.5),
+              Verdict(rules.rule("b"), "proved-reals", seconds=1.25),
+              Verdict(rules.rule("c"), "verified")]
+    assert bench.table(report)[2:] == ["| a | proved | 0.5 |", "| b | proved-reals | 1.2 |",
+                                       "| c | verified | 0.0 |"]
+    assert bench.totals(report) == ("2 of 3 rules proved (1 in IEEE floats, 1 over the reals); "
+                                    "1 verified")

@@ -147,9 +147,11 @@ def test_verify_passes_sound_rules_and_fails_a_wrong_one(files):
     good = run("verify", "s.rules", "--examples", "5", cwd=files)
     assert good.returncode == 0 and "2 verified" in good.stdout
     assert "[" not in good.stderr  # no terminal, no progress bar
-    (files / "w.rules").write_text("rule wrong: x * 1 => x + 1  # off by one\n")
-    bad = run("verify", "w.rules", "--examples", "5", cwd=files)
+    (files / "w.rules").write_text("rule wrong: x * 1 => x + 1  # off by one\n" + RULES)
+    bad = run("verify", "w.rules", "--examples", "5", "--jobs", "2", cwd=files)  # 2 workers
     assert bad.returncode == 1 and "counterexample" in bad.stdout and "w.rules:1" in bad.stdout
+    assert "1 wrong, 2 verified of 3 rules" in bad.stdout
+    assert bad.stdout.index("wrong") < bad.stdout.index("mul_one") < bad.stdout.index("add_zero")
 
 
 def test_apply_draws_the_result_with_rewritten_nodes_marked(files):

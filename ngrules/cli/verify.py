@@ -42,6 +42,7 @@ def run(args) -> int:
             on_rule=progress,
             only=only,
             seed=args.seed,
+            jobs=args.jobs,
         )
     except Interrupted as stop:
         _end_progress(progress)
@@ -102,4 +103,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=at_least(0), default=None,
                    help="seed every draw (instances, special values, narrow dtypes) with N "
                    "(default: the fixed draws of the derandomized ci profile)")
+    p.add_argument("--jobs", "-j", type=at_least(1), default=1,
+                   help="rules judged at once in worker processes (default: 1; the verdicts "
+                   "are the same)")
     add_disable_option(p)

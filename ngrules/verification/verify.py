@@ -38,6 +38,7 @@ from ngrules.verification.verdicts import (
     VerificationReport,
     ill_formed,
 )
+from ngrules.verification.workers import judged
 
 __all__ = [
     "ATOL",
@@ -320,6 +321,7 @@ def verify(
     on_rule: Callable[[int, int, Rule], None] | None = None,
     only: Iterable[str] | None = None,
     seed: int | None = None,
+    jobs: int = 1,
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
@@ -334,6 +336,7 @@ def verify(
     the pass matches (first match wins); a lone rule or a list is checked on its own.
     on_rule(i, n, rule) is called before the i-th of n rules (a progress display). only:
     the names of the rules to verify (the others still take their nodes in their passes).
+    jobs: rules judged at once in forked worker processes (the same verdicts; `workers`).
     Ctrl-C raises `Interrupted`, whose `report` holds the verdicts computed so far.
     seed: seeds every draw; None: fixed under a derandomized hypothesis profile (`ci`), else
     a random one, kept in `report.seed` and printed (`verify --seed N` reproduces the run).
@@ -354,15 +357,11 @@ def verify(
     if seed is None and not _settings(None).derandomize:
         seed = random.SystemRandom().getrandbits(32)
     report = VerificationReport(seed=seed)
+    args = (examples, rtol, atol, ruleset, budget, semantics, prove, bound, seed)
     try:
-        for i, rule in enumerate(chosen, start=1):
+        for verdict in judged(chosen, _isolated, args, jobs, on_rule):
+            report.verdicts.append(verdict)
             raise_if_interrupted()
-            if on_rule is not None:
-                on_rule(i, len(chosen), rule)
-            report.verdicts.append(
-                _isolated(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound,
-                          seed)
-            )
     except KeyboardInterrupt:
         report.interrupted = True
         report.seconds = time.perf_counter() - start
@@ -400,6 +399,6 @@ def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound, s
         if proof.status in ("proved", "proved-reals", "loops") or proof.failed:  # as tested
             return proof
         tested = verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics, seed=seed)
-        tested.note = proof.reason
+        tested.note, tested.seconds = proof.reason, tested.seconds + proof.seconds
         return tested
     return verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics, seed=seed)

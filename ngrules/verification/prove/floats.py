@@ -128,12 +128,14 @@ def _precondition(inst: Instance, inputs: dict, sort):
     for a, node in inst.assumed:
         if node not in inputs:
             return None  # an assumption on a computed node: the real proof handles it
-        x = inputs[node]
+        # compared in float64, where the bound is exact: |x| <= 1.8e308 rounded to float16
+        # would be |x| <= inf, and admit the infinities the assumption rules out
+        x, wide = z3.fpToFP(RNE, inputs[node], z3.Float64()), z3.Float64()
         if a.low > -np.inf:
-            low = z3.FPVal(float(a.low), sort)
+            low = z3.FPVal(float(a.low), wide)
             parts.append(z3.fpGT(x, low) if a.low_open else z3.fpGEQ(x, low))
         if a.high < np.inf:
-            high = z3.FPVal(float(a.high), sort)
+            high = z3.FPVal(float(a.high), wide)
             parts.append(z3.fpLT(x, high) if a.high_open else z3.fpLEQ(x, high))
     return z3.And(*parts) if parts else z3.BoolVal(True)
 

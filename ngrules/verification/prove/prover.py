@@ -40,12 +40,16 @@ from ngrules.verification.verdicts import Counterexample, Verdict, ill_formed
 
 #: z3's resource limit (deterministic steps: a verdict must not depend on the machine's load)
 #: for one result element, with the quantified axioms and with their instances on the
-#: element's terms (tried first); the hardest library proofs take about 4 million.
-RLIMIT, GROUND_RLIMIT = 16_000_000, 6_000_000
-#: A wall-clock stop besides, in milliseconds, should a step take unusually long.
-SAFETY_MS = 60_000
-#: Instances drawn per rule (distinct shapes; each then in every layout).
-LAYOUTS = 12
+#: element's terms (tried first); the library's proofs take at most 40 thousand.
+RLIMIT, GROUND_RLIMIT = 4_000_000, 2_000_000
+#: A wall-clock stop besides, in milliseconds: z3's nonlinear real arithmetic counts few steps
+#: (a query of the library ran 10 minutes within a million); the library's longest proved
+#: element takes under a second even on a loaded machine, so only claims z3 cannot decide in
+#: any case meet this stop.
+SAFETY_MS = 6_000
+#: Instances kept from the draws (distinct shapes), and chosen among them to prove (each then
+#: in every layout): one of each kind of shape first (`_varied`).
+KEPT, LAYOUTS = 40, 12
 #: Ops exact in IEEE floats: they move, select, compare or negate values, never round.
 EXACT_OPS = frozenset({"Placeholder", "Variable", "Constant", "Slice", "Concat", "Negative",
                        "Absolute", "Sign", "Maximum", "Minimum", "Max", "Min", "Greater", "Less",
@@ -97,10 +101,29 @@ def _feeds(model, inputs: dict[Node, np.ndarray]) -> dict[Node, np.ndarray]:
     return feeds
 
 
-def prove_instance(inst: Instance, semantics: str = "strict") -> Outcome:
-    """Prove before == after on this instance for all inputs, or find where they differ."""
+class Proved:
+    """The claims proved so far (for one rule): a layout's element whose claim is the same
+    term as one already proved (z3 shares equal terms, and an input's element is the same
+    variable in every layout) is not decided again. Keeps the terms alive, so that their ids
+    are never reused for other terms."""
+
+    def __init__(self):
+        self._terms: dict[tuple[int, int], tuple] = {}
+
+    def __contains__(self, pair) -> bool:
+        return (pair[0].get_id(), pair[1].get_id()) in self._terms
+
+    def add(self, pair) -> None:
+        self._terms[(pair[0].get_id(), pair[1].get_id())] = pair
+
+
+def prove_instance(inst: Instance, semantics: str = "strict",
+                   proved: Proved | None = None) -> Outcome:
+    """Prove before == after on this instance for all inputs, or find where they differ
+    (claims in `proved` are not decided again; those proved here are added)."""
     after = inst.after if inst.stop == "fixpoint" else inst.step
     inputs: dict[Node, np.ndarray] = {}
+    proved = Proved() if proved is None else proved
     try:
         left = evaluate(inst.outputs, inputs)
         right = evaluate(after, inputs)
@@ -110,12 +133,15 @@ def prove_instance(inst: Instance, semantics: str = "strict") -> Outcome:
     except (TypeError, ValueError) as e:  # a kernel that cannot run on terms
         return Outcome("unknown", f"could not unroll the instance into terms: {e}")
     for claim, b, a in _claims(left, right, semantics):
+        if (claim, assumed) in proved:
+            continue
         task = _Task(claim, assumed, inst, after, inputs, semantics, (b, a))
         outcome = _ground(task)
         if outcome is None:
             outcome = _decide(task, axioms_for(z3.And(claim, assumed)))
         if outcome.status != "proved":
             return outcome
+        proved.add((claim, assumed))
     return Outcome("proved")
 
 
@@ -154,8 +180,10 @@ def _decide(task: _Task, facts, steps: int = RLIMIT) -> Outcome:
         outcome = _replay(task.inst, task.after, feeds, task.semantics)
         return outcome if outcome.status == "wrong" else _widened(solver, task, outcome)
     reason = solver.reason_unknown()
-    if reason in ("canceled", "timeout", "max. resource limit exceeded"):
+    if reason == "max. resource limit exceeded":
         reason = f"its limit of {steps / 1e6:g} million steps ran out on one result element"
+    elif reason in ("canceled", "timeout"):
+        reason = f"its {SAFETY_MS / 1000:g} s stop came first on one result element"
     return Outcome("unknown", f"z3 could not decide ({reason})")
 
 
@@ -185,8 +213,9 @@ def _preconditions(inst: Instance, inputs: dict[Node, np.ndarray]):
                 parts.append(sym.v > a.low if a.low_open else sym.v >= a.low)
             if a.high < np.inf:
                 parts.append(sym.v < a.high if a.high_open else sym.v <= a.high)
-            parts.append(sym.ok)
-    return z3.And(*parts) if parts else z3.BoolVal(True)
+            parts.append(z3.BoolVal(True) if sym.ok is True else sym.ok)
+    unique = {p.get_id(): p for p in parts}  # in a fixed order: the same term in every layout
+    return z3.And(*[unique[k] for k in sorted(unique)]) if parts else z3.BoolVal(True)
 
 
 def _replay(inst: Instance, after, feeds, semantics: str) -> Outcome:
@@ -217,6 +246,11 @@ def _pointwise(rule: Rule) -> bool:
     return not rule.clauses
 
 
+#: Attempts to draw instances within the bound: a second run only when the first kept none
+#: (instances of a big pattern, attention or a convolution, are rarely that small).
+TRIES = (150, 350)
+
+
 def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
     """Up to count instances of distinct layouts, every axis of length <= bound."""
     from hypothesis import HealthCheck, Phase, given, settings
@@ -229,14 +263,14 @@ def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
 
     def collect(attempt):
         if not isinstance(attempt, Instance) or len(exact) >= count:
-            return
+            return  # every draw still runs: the first ones are the smallest, the least varied
         nodes = [n for n in toposort(attempt.outputs) if n.outputs is None]
         small = all(len(n.axes) <= bound for n in nodes)  # each in every layout: rank <= k
         if small and all(a.length <= bound for n in nodes for a in n.axes.leaves()):
             kept = exact if all(_dyadic(n) for n in nodes) else other
             kept.setdefault(format_graph(attempt.outputs), attempt)
 
-    for tries in (150, 1000):  # more only for a rule whose instances within the bound are rare
+    for tries in TRIES:  # more only for a rule whose instances within the bound are rare
         run = settings(max_examples=tries, database=None, derandomize=True, deadline=None,
                        phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
         with contextlib.suppress(Unsatisfiable):  # nothing built: the caller says so
@@ -244,6 +278,26 @@ def _instances(rule: Rule, bound: int, count: int) -> list[Instance]:
         if exact or other:
             break
     return sorted(exact.values() or other.values(), key=lambda i: len(toposort(i.outputs)))
+
+
+def _kind(inst: Instance) -> tuple:
+    """What a layout cannot change: each node's op, rank and flattened axes, in the graph's
+    order (a constant of rank 2 under a placeholder is not a broadcast scalar in any layout,
+    nor a flattened input a plain one)."""
+    return tuple((n.op, len(n.axes), sum(a.is_flattened for a in n.axes))
+                 for n in toposort(inst.outputs) if n.outputs is None)
+
+
+def _varied(kept: list[Instance], count: int) -> list[Instance]:
+    """Up to count instances: the one with the fewest layouts of each kind first, then the
+    others by their layouts (the first draws are the simplest and much alike)."""
+    by_layouts = sorted(kept, key=layout_count)
+    firsts: dict[tuple, Instance] = {}
+    for inst in by_layouts:
+        firsts.setdefault(_kind(inst), inst)
+    chosen = list(firsts.values())[:count]
+    chosen += [i for i in by_layouts if all(i is not c for c in chosen)][:count - len(chosen)]
+    return sorted(chosen, key=lambda i: len(toposort(i.outputs)))
 
 
 def _dyadic(node: Node) -> bool:
@@ -306,7 +360,7 @@ def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict") -> Verdict
     """
     start = time.perf_counter()
     verdict = Verdict(rule, "unverified", semantics=semantics, bound=bound)
-    drawn = _instances(rule, bound, LAYOUTS)
+    drawn = _varied(_instances(rule, bound, KEPT), LAYOUTS)
     laid, shapes = _all_layouts(drawn)
     if _early_verdict(verdict, laid + drawn, semantics):
         verdict.seconds = time.perf_counter() - start
@@ -329,8 +383,9 @@ def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics
         verdict.reason = f"no proof: no instance with lengths <= {bound} could be built"
         return
     ieee = all(fp_encodable(i) for i in instances) and prove_in_floats(instances, semantics)
+    proved = Proved()
     for inst in () if ieee else instances:
-        outcome = prove_instance(inst, semantics)
+        outcome = prove_instance(inst, semantics, proved)
         if outcome.status == "wrong":
             verdict.status, verdict.counterexample = "wrong", outcome.counterexample
             return

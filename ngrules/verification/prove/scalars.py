@@ -116,22 +116,32 @@ class Sym:
 
     def __add__(self, o):
         o = Sym.of(o)
-        return Sym(self.v + o.v, z3.And(self.ok, o.ok))
+        return Sym(self.v + o.v, both(self.ok, o.ok))
 
     __radd__ = __add__
 
     def __mul__(self, o):
         o = Sym.of(o)
-        return Sym(self.v * o.v, z3.And(self.ok, o.ok))
+        return Sym(self.v * o.v, both(self.ok, o.ok))
 
     __rmul__ = __mul__
 
     def __sub__(self, o):
         o = Sym.of(o)
-        return Sym(self.v - o.v, z3.And(self.ok, o.ok))
+        return Sym(self.v - o.v, both(self.ok, o.ok))
 
     def __neg__(self):
         return Sym(-self.v, self.ok)
+
+
+def both(a, b):
+    """a and b, where either may be Python's True (defined everywhere): a product of inputs
+    is then no z3 term at all (a Dot of object arrays makes thousands of them)."""
+    if a is True:
+        return b
+    if b is True or a is b:
+        return a
+    return z3.And(a, b)
 
 
 def _exact(x):
@@ -144,7 +154,7 @@ def _exact(x):
 
 def _both(f) -> Callable:
     def enc(a: Sym, b: Sym, attrs) -> Sym:
-        return Sym(f(a.v, b.v), z3.And(a.ok, b.ok))
+        return Sym(f(a.v, b.v), both(a.ok, b.ok))
 
     return enc
 

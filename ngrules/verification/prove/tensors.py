@@ -84,11 +84,18 @@ def _leaf(node: Node, inputs: dict[Node, np.ndarray]) -> np.ndarray:
         return out
     if node not in inputs:
         out = np.empty(node.axes.lengths, dtype=object)
+        names = node.axes.names
         for idx in np.ndindex(out.shape):
-            suffix = "_".join(map(str, idx))
-            out[idx] = Sym(z3.Real(f"{node.name}[{suffix}]"))
+            out[idx] = Sym(z3.Real(f"{node.name}[{_element(names, idx)}]"))
         inputs[node] = out
     return inputs[node]
+
+
+def _element(names, idx) -> str:
+    """An element named by its position on each axis, axes by name (`b=1,a=0` as `a=0,b=1`):
+    the same element in every layout of the input is the same variable, so claims that
+    layouts share are the same terms (decided once, `prover`)."""
+    return ",".join(f"{n}={i}" for n, i in sorted(zip(names, idx)))
 
 
 #: Ops whose result may be an integer or bool tensor: they compare, pick a position, cast, or
