@@ -17,28 +17,24 @@ from __future__ import annotations
 import numpy as np
 
 from ngrules.interop.onnx.inferred import value_shapes
-from ngrules.interop.onnx.written import Weights, WrittenGraph, read, replace
+from ngrules.interop.onnx.written import (
+    Weights,
+    WrittenGraph,
+    attribute,
+    is_standard,
+    read,
+    replace,
+)
 
 _MAX_INDICES = 1 << 20  # the chain's value pushed as indices: no larger
-
-
-def _attr(node, name: str, default=None):
-    from onnx import helper
-
-    return next((helper.get_attribute_value(a) for a in node.attribute if a.name == name),
-                default)
-
-
-def _std(node, op: str) -> bool:
-    return node is not None and node.domain in ("", "ai.onnx") and node.op_type == op
 
 
 def _chain(g: WrittenGraph, last):
     """(r1, t, last) for Reshape -> Transpose -> Reshape ending at `last`, inner values read
     once, or None."""
     t = g.producer.get(last.input[0])
-    r1 = g.producer.get(t.input[0]) if _std(t, "Transpose") else None
-    if not _std(r1, "Reshape") or g.only_reader(r1.output[0]) is not t:
+    r1 = g.producer.get(t.input[0]) if is_standard(t, "Transpose") else None
+    if not is_standard(r1, "Reshape") or g.only_reader(r1.output[0]) is not t:
         return None
     return (r1, t, last) if g.only_reader(t.output[0]) is last else None
 
@@ -57,7 +53,7 @@ def _permutation(g: WrittenGraph, weights: Weights, chain) -> np.ndarray | None:
     if size > _MAX_INDICES or out_shape[:2] != (n, c) or int(np.prod(out_shape)) != size:
         return None
     try:
-        moved = np.arange(size).reshape([int(d) for d in s1]).transpose(_attr(t, "perm"))
+        moved = np.arange(size).reshape([int(d) for d in s1]).transpose(attribute(t, "perm"))
         moved = moved.reshape([int(d) for d in s2])
     except ValueError:  # a reshape with 0 or -1 that these shapes do not explain
         return None
@@ -77,10 +73,10 @@ def _plan(g: WrittenGraph, weights: Weights, value: str, p, changes: list) -> bo
         return False
     q = np.argsort(p)  # x's channel c is the shuffled value's channel q[c]
     for conv in readers:
-        w = weights.value(conv.input[1]) if _std(conv, "Conv") else None
+        w = weights.value(conv.input[1]) if is_standard(conv, "Conv") else None
         if w is None or list(conv.input).count(value) != 1 or conv.input[0] != value:
             return False
-        group = int(_attr(conv, "group", 1))
+        group = int(attribute(conv, "group", 1))
         if group == 1 and w.shape[1] == len(p):
             changes.append((conv, [np.ascontiguousarray(w[:, q])], None))
         elif group == len(p) == w.shape[0] and w.shape[1] == 1:
@@ -106,7 +102,7 @@ def _absorb(g: WrittenGraph, weights: Weights, last, make_node) -> bool:
         inputs[1] = weights.add(w)
         if bias is not None:
             inputs[2] = weights.add(bias)
-        attrs = {a.name: _attr(conv, a.name) for a in conv.attribute}
+        attrs = {a.name: attribute(conv, a.name) for a in conv.attribute}
         replace(g, [conv], make_node("Conv", inputs, list(conv.output), name=conv.name, **attrs),
                 at=conv)
     r1, t, r2 = chain
@@ -124,7 +120,7 @@ def absorb_in_model(model, arrays: dict, fresh) -> None:
     weights named by `fresh()`, added to `arrays` where the exporter keeps such arrays)."""
     from onnx import helper
 
-    if not any(_std(n, "Transpose") for n in model.graph.node):
+    if not any(is_standard(n, "Transpose") for n in model.graph.node):
         return
     try:
         shapes = value_shapes(model, arrays)
@@ -137,7 +133,7 @@ def absorb_in_model(model, arrays: dict, fresh) -> None:
     weights = Weights(model, arrays, constants, fresh)
     changed = False
     for node in list(g.nodes):
-        if id(node) not in g.dropped and _std(node, "Reshape"):
+        if id(node) not in g.dropped and is_standard(node, "Reshape"):
             changed |= _absorb(g, weights, node, helper.make_node)
     if changed:
         kept = read(g, [n for n in g.nodes if id(n) not in g.dropped])

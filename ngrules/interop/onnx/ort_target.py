@@ -23,7 +23,14 @@ rule may still write any contrib op through a declared op, `op ... onnx com.micr
 from __future__ import annotations
 
 from ngrules.interop.onnx.inferred import value_shapes
-from ngrules.interop.onnx.written import Weights, WrittenGraph, read, replace
+from ngrules.interop.onnx.written import (
+    Weights,
+    WrittenGraph,
+    attribute,
+    is_standard,
+    read,
+    replace,
+)
 
 TARGETS = ("onnx", "onnxruntime")
 MS = "com.microsoft"
@@ -33,23 +40,10 @@ _ACTIVATIONS = {"Relu": (), "Sigmoid": (), "Tanh": (), "LeakyRelu": (("alpha", 0
                 "HardSigmoid": (("alpha", 0.2), ("beta", 0.5))}
 
 
-def _attr(node, name: str, default=None):
-    from onnx import helper
-
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
-
-
-def _std(node, *ops: str) -> bool:
-    return node is not None and node.domain in ("", "ai.onnx") and node.op_type in ops
-
-
 def _activation(node) -> tuple[str, list[float]] | None:
-    if not _std(node, *_ACTIVATIONS):
+    if not is_standard(node, *_ACTIVATIONS):
         return None
-    return node.op_type, [float(_attr(node, a, d)) for a, d in _ACTIVATIONS[node.op_type]]
+    return node.op_type, [float(attribute(node, a, d)) for a, d in _ACTIVATIONS[node.op_type]]
 
 
 def _activation_attrs(act: tuple[str, list[float]], params_name: str) -> dict:
@@ -67,7 +61,7 @@ def _fused_conv(g: WrittenGraph, conv, make_node) -> None:
     act = _activation(nxt)
     if act is None:
         return
-    attrs = {a.name: _attr(conv, a.name) for a in conv.attribute}
+    attrs = {a.name: attribute(conv, a.name) for a in conv.attribute}
     fused = make_node("FusedConv", list(conv.input), [nxt.output[0]], name=conv.name,
                       domain=MS, **attrs, **_activation_attrs(act, "activation_params"))
     replace(g, [conv, nxt], fused, at=nxt)
@@ -79,18 +73,18 @@ def _folded_batchnorm(g: WrittenGraph, conv, weights: Weights, make_node):
     import numpy as np
 
     bn = g.only_reader(conv.output[0])
-    if (not _std(bn, "BatchNormalization") or bn.input[0] != conv.output[0]
-            or len([y for y in bn.output if y]) != 1 or _attr(bn, "training_mode", 0)):
+    if (not is_standard(bn, "BatchNormalization") or bn.input[0] != conv.output[0]
+            or len([y for y in bn.output if y]) != 1 or attribute(bn, "training_mode", 0)):
         return conv
     w = weights.value(conv.input[1])
     b = weights.value(conv.input[2]) if len(conv.input) > 2 and conv.input[2] else 0.0
     gamma, beta, mean, var = (weights.value(x) for x in bn.input[1:5])
     if any(v is None for v in (w, b, gamma, beta, mean, var)) or w.dtype.kind != "f":
         return conv
-    s = gamma / np.sqrt(var + np.float64(_attr(bn, "epsilon", 1e-5)))
+    s = gamma / np.sqrt(var + np.float64(attribute(bn, "epsilon", 1e-5)))
     scaled = (w * s.reshape(-1, *[1] * (w.ndim - 1))).astype(w.dtype)
     bias = ((b - mean) * s + beta).astype(w.dtype)
-    attrs = {a.name: _attr(conv, a.name) for a in conv.attribute}
+    attrs = {a.name: attribute(conv, a.name) for a in conv.attribute}
     folded = make_node("Conv", [conv.input[0], weights.add(scaled), weights.add(bias)],
                        [bn.output[0]], name=conv.name, **attrs)
     replace(g, [conv, bn], folded, at=bn)
@@ -102,7 +96,7 @@ def _fused_gemm(g: WrittenGraph, gemm, make_node) -> None:
     if act is None:
         return
     nxt = g.only_reader(gemm.output[0])
-    attrs = {a.name: _attr(gemm, a.name) for a in gemm.attribute}
+    attrs = {a.name: attribute(gemm, a.name) for a in gemm.attribute}
     fused = make_node("FusedGemm", list(gemm.input), [nxt.output[0]], name=gemm.name, domain=MS,
                       **attrs, **_activation_attrs(act, "activation_"))
     replace(g, [gemm, nxt], fused, at=nxt)
@@ -113,18 +107,18 @@ def _skip_layer_norm(g: WrittenGraph, add, make_node) -> None:
     nothing else (a pre-norm block's sum, read again by the next residual, could be the op's
     4th output, but onnxruntime runs that form slower: a ViT 1.09x against 0.94x)."""
     norm = g.only_reader(add.output[0])
-    norms = [norm] if _std(norm, "LayerNormalization") else []
+    norms = [norm] if is_standard(norm, "LayerNormalization") else []
     a_shape = g.shapes.get(add.input[0])
     if (len(norms) != 1 or a_shape is None or len(a_shape) not in (2, 3)
             or g.shapes.get(add.input[1]) != a_shape or len(set(add.input)) != 2):
         return
     norm = norms[0]
-    if (_attr(norm, "axis", -1) not in (-1, len(a_shape) - 1) or len(norm.output) != 1
+    if (attribute(norm, "axis", -1) not in (-1, len(a_shape) - 1) or len(norm.output) != 1
             or not all(x in g.constants for x in norm.input[1:])):
         return
     inputs = list(add.input) + list(norm.input[1:])
     fused = make_node("SkipLayerNormalization", inputs, [norm.output[0]], name=norm.name,
-                      domain=MS, epsilon=float(_attr(norm, "epsilon", 1e-5)))
+                      domain=MS, epsilon=float(attribute(norm, "epsilon", 1e-5)))
     replace(g, [add, norm], fused, at=norm)
 
 
@@ -140,9 +134,10 @@ def _bias_of(g: WrittenGraph, add) -> tuple[str, str] | None:
 def _gelu(g: WrittenGraph, gelu, make_node) -> None:
     """Gelu (standard, or ngrules' function) -> Gelu / FastGelu, a bias Add before it joined."""
     tanh = (gelu.op_type == "GeluTanh" if gelu.domain == "ngrules"
-            else _attr(gelu, "approximate", b"none") in (b"tanh", "tanh"))
+            else attribute(gelu, "approximate", b"none") in (b"tanh", "tanh"))
     src = g.producer.get(gelu.input[0])
-    pair = _bias_of(g, src) if _std(src, "Add") and g.only_reader(src.output[0]) is gelu else None
+    biased = is_standard(src, "Add") and g.only_reader(src.output[0]) is gelu
+    pair = _bias_of(g, src) if biased else None
     op = "FastGelu" if tanh else "BiasGelu" if pair else "Gelu"
     inputs = list(pair) if pair else [gelu.input[0]]
     fused = make_node(op, inputs, list(gelu.output), name=gelu.name, domain=MS)
@@ -150,7 +145,7 @@ def _gelu(g: WrittenGraph, gelu, make_node) -> None:
 
 
 def _is_gelu(node) -> bool:
-    return (node.domain == "ngrules" and node.op_type in ("Gelu", "GeluTanh")) or _std(
+    return (node.domain == "ngrules" and node.op_type in ("Gelu", "GeluTanh")) or is_standard(
         node, "Gelu")
 
 
@@ -168,11 +163,11 @@ def for_onnxruntime(model, arrays: dict, fresh) -> None:
     for node in list(g.nodes):
         if id(node) in g.dropped:
             continue
-        if _std(node, "Conv"):
+        if is_standard(node, "Conv"):
             _fused_conv(g, _folded_batchnorm(g, node, weights, helper.make_node), helper.make_node)
-        elif _std(node, "Gemm"):
+        elif is_standard(node, "Gemm"):
             _fused_gemm(g, node, helper.make_node)
-        elif _std(node, "Add"):
+        elif is_standard(node, "Add"):
             _skip_layer_norm(g, node, helper.make_node)
     for node in list(g.nodes):
         if id(node) not in g.dropped and _is_gelu(node):

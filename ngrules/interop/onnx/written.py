@@ -107,3 +107,16 @@ class Weights:
         self.model.graph.initializer.extend(kept)
         for name in [k for k in self.arrays if k not in read]:
             del self.arrays[name]
+
+
+def attribute(node, name: str, default=None):
+    """A written node's attribute `name`, or `default`."""
+    from onnx import helper
+
+    return next((helper.get_attribute_value(a) for a in node.attribute if a.name == name),
+                default)
+
+
+def is_standard(node, *ops: str) -> bool:
+    """Whether `node` is one of the standard-domain ops `ops`."""
+    return node is not None and node.domain in ("", "ai.onnx") and node.op_type in ops
