@@ -87,6 +87,20 @@ def test_batchnorm_whose_scale_of_one_was_simplified_away_is_still_one_op():
     assert exported_ops(rewritten, feeds) == Counter({"BatchNormalization": 1})
 
 
+@pytest.mark.parametrize("pipeline", ["cpu", "fuse_nn", "inference"])
+@pytest.mark.parametrize("scale", ["ones", "random"])
+def test_a_batchnorm_no_convolution_precedes_stays_one_op_once_constants_fold(pipeline, scale):
+    """Every pipeline ends folding constants: γ/√(σ² + ε) becomes one per-channel constant,
+    still written as one BatchNormalization (not Sub, Mul, Add), equal to the executor's."""
+    params = _per_channel("s", "b", "m", "v")
+    if scale == "ones":
+        params["s"] = np.ones(3, np.float32)
+    outputs, feeds = imported("BatchNormalization", params, (2, 3, 4, 4), epsilon=1e-3)
+    result = ng.rewrite(outputs, load_library(), pipeline=pipeline)
+    assert not {"Sqrt", "Reciprocal"} & {n.op for n in ng.toposort(result.outputs)}
+    assert exported_ops(result.outputs, feeds) == Counter({"BatchNormalization": 1})
+
+
 def test_layer_normalization_comes_back_as_itself():
     params = {"g": RNG.standard_normal(5).astype(np.float32),
               "b": RNG.standard_normal(5).astype(np.float32)}

@@ -21,6 +21,7 @@ from ngrules.interop.onnx.layout import Value, full_value
 from ngrules.ir import builders as F
 from ngrules.ir.axes import Axes
 from ngrules.ir.graph import Node, make_node, toposort
+from ngrules.ir.values import constant_value
 
 
 # -- recognising the importer's forms ----------------------------------------------------------
@@ -63,9 +64,12 @@ def _is_form(n: Node, core: Node, scale_b, bias_b) -> bool:
 
 
 def _param(em: Emitter, b, axis, fill: float, dtype) -> str:
-    """A per-channel parameter under its broadcast, or `fill` where it was simplified away."""
+    """A per-channel parameter under its broadcast, an array of its values, or `fill` where
+    it was simplified away."""
     if b is None:
         return em.const(np.full(axis.length, fill, dtype), dtype=dtype)
+    if isinstance(b, np.ndarray):
+        return em.const(b.astype(dtype), dtype=dtype)
     return em.exact(b.args[0], (axis,))
 
 
@@ -73,18 +77,55 @@ def _batchnorm(em: Emitter, n: Node) -> Value | None:
     x, mean, var, eps, scale_b, bias_b = _normalisation(n)
     if not _is_form(n, (x - mean) * F.reciprocal(F.sqrt(var + eps)), scale_b, bias_b):
         return None
+    return _batch_normalization(em, x, (mean, var), scale_b, bias_b, eps)
+
+
+def _folded_batchnorm(em: Emitter, n: Node) -> Value | None:
+    """`(x - μ)·k [·γ] [+ β]`, k and γ per-channel constants: what `fold_constants` leaves of
+    a batchnorm that no convolution precedes (k = 1/√(σ² + ε) evaluated). Written as
+    BatchNormalization with scale k·γ, variance 1 and epsilon 0 (`(x - μ)·k·γ/√1 + β`): one
+    node, as it came in, where Sub, Mul and Add would be three."""
+    node, gamma_b, bias_b = n, None, None
+    if node.op == "Add":
+        node, bias_b = node.args
+    if node.op == "Multiply" and node.args[0].op == "Multiply":
+        node, gamma_b = node.args
+    centred, k_b = _parts(node, "Multiply")
+    x, centre_b = _parts(centred, "Subtract")
+    mean, k = _parts(centre_b, "Broadcast")[0], _parts(k_b, "Broadcast")[0]
+    if k.op != "Constant" or not _is_form(n, (x - mean) * k, gamma_b, bias_b):
+        return None
+    scale = constant_value(k)
+    if gamma_b is not None:
+        gamma = constant_value(_parts(gamma_b, "Broadcast")[0])
+        if gamma is None or gamma.shape != scale.shape:
+            return None
+        scale = scale * gamma
+    return _batch_normalization(em, x, (mean,), scale, bias_b, 0.0)
+
+
+def _batch_normalization(em: Emitter, x, stats, scale, bias_b, eps) -> Value | None:
+    """BatchNormalization of x over its second dimension: the statistics (mean and variance,
+    or the mean alone: a variance of 1), the broadcast bias and the scale (broadcast, or an
+    array of its values; None: 1 and 0) all per channel; None where they are not."""
+    mean = stats[0]
     (channel,) = mean.axes
     vx = em.values[x]
-    params = [b.args[0] for b in (scale_b, bias_b) if b is not None and b.op == "Broadcast"]
-    if len(params) != (scale_b is not None) + (bias_b is not None):
+    broadcast = [b for b in (scale, bias_b) if b is not None and not isinstance(b, np.ndarray)]
+    if any(b.op != "Broadcast" for b in broadcast):
         return None
-    if any(len(p.axes) != 1 or p.axes[0] != channel for p in (mean, var, *params)):
+    params = [b.args[0] for b in broadcast]
+    if isinstance(scale, np.ndarray) and scale.shape != (channel.length,):
+        return None
+    if any(len(p.axes) != 1 or p.axes[0] != channel for p in (*stats, *params)):
         return None
     if len(vx.dims) < 2 or vx.dims[1] != channel or not vx.has_all(x.axes):
         return None
-    names = [_param(em, scale_b, channel, 1.0, x.dtype), _param(em, bias_b, channel, 0.0,
-                                                                x.dtype),
-             em.exact(mean, (channel,)), em.exact(var, (channel,))]
+    var = (em.exact(stats[1], (channel,)) if len(stats) > 1
+           else em.const(np.ones(channel.length, x.dtype), dtype=x.dtype))
+    names = [_param(em, scale, channel, 1.0, x.dtype), _param(em, bias_b, channel, 0.0,
+                                                              x.dtype),
+             em.exact(mean, (channel,)), var]
     y = em.node("BatchNormalization", [em.name_of(vx), *names], epsilon=eps)
     return Value(vx.dims, vx.shape, y)
 
@@ -163,8 +204,8 @@ def _first(em: Emitter, n: Node, *tries) -> Value | None:
 
 @layout_exporter("Add")
 def _add(em: Emitter, n: Node) -> Value:
-    return _first(em, n, _batchnorm, _layernorm, fold_bias) or broadcast_result(em, n, "Add",
-                                                                             cast=True)
+    return _first(em, n, _batchnorm, _folded_batchnorm, _layernorm, fold_bias) or \
+        broadcast_result(em, n, "Add", cast=True)
 
 
 def _hard_sigmoid_form(n: Node) -> tuple[Node, float, float] | None:
@@ -229,7 +270,7 @@ def _multiply(em: Emitter, n: Node) -> Value:
     swish = _hard_swish(em, n)
     if swish is not None:
         return swish
-    normalised = _first(em, n, _batchnorm, _layernorm)
+    normalised = _first(em, n, _batchnorm, _folded_batchnorm, _layernorm)
     if normalised is not None:
         return normalised
     inner, x = n.args
