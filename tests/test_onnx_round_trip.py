@@ -87,12 +87,13 @@ def test_with_no_rule_each_network_op_comes_back_as_itself(rules):
     assert transformer["Transpose"] <= 4 and not transformer["Einsum"]
 
 
-def test_inference_pipeline_folds_batchnorm_into_the_weights(rules):
-    """fold_batchnorm's scaled weights are constants: they leave as initializers, so the
-    Conv-BatchNormalization pairs are single Convs."""
+@pytest.mark.parametrize("pipeline", ["cpu", "fuse_nn", "inference"])
+def test_every_pipeline_folds_batchnorm_into_the_weights(rules, pipeline):
+    """Every shipped pipeline begins with fold_batchnorm; its scaled weights are constants:
+    they leave as initializers, so the Conv-BatchNormalization pairs are single Convs."""
     build, lengths = MODELS["cnn"]
     model = build()
-    after = ops(round_trip(model, lengths, rules, "inference"))
+    after = ops(round_trip(model, lengths, rules, pipeline))
     assert after["BatchNormalization"] == 0 and after["Conv"] == 2
     assert not after["Sqrt"] and not after["Mul"]
     assert sum(after.values()) == sum(ops(model).values()) - 2
