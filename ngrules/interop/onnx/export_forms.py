@@ -45,16 +45,24 @@ def _normalisation(n: Node):
     """(x, centre, var, eps, scale, bias) of `(x - centre) * 1/sqrt(var + eps) [* scale]
     [+ bias]`, the shape of both batchnorm's and layer norm's imported forms (a scale of 1 or
     a bias of 0 may have been simplified away: None)."""
+    x, centre, inv, scale_b, bias_b = _centred_scaled(n)
+    (sqrt,) = _parts(inv, "Reciprocal")
+    var, eps_b = _parts(_parts(sqrt, "Sqrt")[0], "Add")
+    return x, centre, var, _scalar(eps_b), scale_b, bias_b
+
+
+def _centred_scaled(n: Node):
+    """(x, centre, spread, scale, bias) of `(x - centre) * spread [* scale] [+ bias]`, the
+    centre and spread under their broadcasts (scale and bias with theirs, or None)."""
     node, scale_b, bias_b = n, None, None
     if node.op == "Add":
         node, bias_b = node.args
     if node.op == "Multiply" and node.args[0].op == "Multiply":
         node, scale_b = node.args
-    centred, inv_b = _parts(node, "Multiply")
+    centred, spread_b = _parts(node, "Multiply")
     x, centre_b = _parts(centred, "Subtract")
-    (sqrt,) = _parts(_parts(inv_b, "Broadcast")[0], "Reciprocal")
-    var, eps_b = _parts(_parts(sqrt, "Sqrt")[0], "Add")
-    return x, _parts(centre_b, "Broadcast")[0], var, _scalar(eps_b), scale_b, bias_b
+    centre, spread = _parts(centre_b, "Broadcast")[0], _parts(spread_b, "Broadcast")[0]
+    return x, centre, spread, scale_b, bias_b
 
 
 def _is_form(n: Node, core: Node, scale_b, bias_b) -> bool:
@@ -85,14 +93,7 @@ def _folded_batchnorm(em: Emitter, n: Node) -> Value | None:
     a batchnorm that no convolution precedes (k = 1/√(σ² + ε) evaluated). Written as
     BatchNormalization with scale k·γ, variance 1 and epsilon 0 (`(x - μ)·k·γ/√1 + β`): one
     node, as it came in, where Sub, Mul and Add would be three."""
-    node, gamma_b, bias_b = n, None, None
-    if node.op == "Add":
-        node, bias_b = node.args
-    if node.op == "Multiply" and node.args[0].op == "Multiply":
-        node, gamma_b = node.args
-    centred, k_b = _parts(node, "Multiply")
-    x, centre_b = _parts(centred, "Subtract")
-    mean, k = _parts(centre_b, "Broadcast")[0], _parts(k_b, "Broadcast")[0]
+    x, mean, k, gamma_b, bias_b = _centred_scaled(n)
     if k.op != "Constant" or not _is_form(n, (x - mean) * k, gamma_b, bias_b):
         return None
     scale = constant_value(k)
