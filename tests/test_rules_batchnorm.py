@@ -19,6 +19,15 @@ def rules():
     return ng.load_rules(RULES)
 
 
+def test_the_folding_rules_verify(rules):
+    """fold_batchnorm (stored statistics into the preceding Dot or Convolution), which every
+    shipped pipeline runs first."""
+    folding = [r for r in rules if r.pass_name == "fold_batchnorm"]
+    assert sorted(r.name for r in folding) == ["fold_batchnorm_convolution", "fold_batchnorm_dot"]
+    report = ng.verify(folding, 15)
+    assert report.ok, str(report)
+
+
 def axes(spec):
     return ng.make_axes([ng.make_axis(n, name) for name, n in spec])
 
