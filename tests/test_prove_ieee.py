@@ -85,3 +85,21 @@ def test_no_rule_of_the_narrow_dtype_class_is_proved():
     path = Path(__file__).parent / "corpus" / "wrong" / "class14_dtypes.rules"
     report = verify(list(ng.load_rules(path).rules), 10, prove=True)
     assert [v.status for v in report] == ["wrong"] * len(report), str(report)
+
+
+def test_products_by_one_and_sums_with_zero_are_exact_in_floats():
+    from ngrules.verification.prove.exact import exact_node
+
+    a = ng.make_axis(2, "a")
+    x = ng.placeholder([a], name="x", dtype=np.float64)
+    one, minus, zero, two = (ng.constant(v, dtype=np.float64) for v in (1.0, -1.0, 0.0, 2.0))
+    spread = ng.broadcast(one, [a])
+    assert all(exact_node(n) for n in (x * spread, minus * x, x / minus, x + zero, x - zero))
+    assert not any(exact_node(n) for n in (x * two, one / x, zero - x, x + one))
+    i = ng.placeholder([], name="i", dtype=np.int32)
+    assert not exact_node(i * ng.constant(1, dtype=np.int32))  # integer arithmetic wraps
+    rule = ng.load_library().rule("mul_one")  # guarded, so proved in every layout: exact
+    from ngrules.verification.prove import prove_rule
+
+    verdict = prove_rule(rule)
+    assert verdict.status == "proved" and "exact in IEEE floats" in verdict.reason, str(verdict)

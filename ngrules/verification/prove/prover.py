@@ -32,6 +32,7 @@ from ngrules.verification.instances import Instance
 from ngrules.verification.instances.assumed import broken
 from ngrules.verification.layouts import MAX_LAYOUTS, layout_count, layouts
 from ngrules.verification.prove.cpustop import CpuStop
+from ngrules.verification.prove.exact import exact
 from ngrules.verification.prove.floats import encodable as fp_encodable
 from ngrules.verification.prove.floats import prove_in_floats
 from ngrules.verification.prove.ground import ground_axioms
@@ -52,10 +53,6 @@ SAFETY_CPU = 6.0
 #: Instances kept from the draws (distinct shapes), and chosen among them to prove (each then
 #: in every layout): one of each kind of shape first (`_varied`).
 KEPT, LAYOUTS = 40, 12
-#: Ops exact in IEEE floats: they move, select, compare or negate values, never round.
-EXACT_OPS = frozenset({"Placeholder", "Variable", "Constant", "Slice", "Concat", "Negative",
-                       "Absolute", "Sign", "Maximum", "Minimum", "Max", "Min", "Greater", "Less",
-                       "GreaterEqual", "LessEqual", "Equal", "NotEqual", "Select"})
 
 
 @dataclass
@@ -329,18 +326,6 @@ def _all_layouts(drawn: list[Instance]) -> tuple[list[Instance], str]:
     return sorted(seen.values(), key=lambda i: len(toposort(i.outputs))), shapes
 
 
-def _exact(instances: list[Instance]) -> bool:
-    """Whether every op of every instance, before and after, is exact in IEEE floats (moves,
-    compares or negates values, never rounds): a proof over the reals holds for floats."""
-    for inst in instances:
-        after = inst.after if inst.stop == "fixpoint" else inst.step
-        for node in toposort(list(inst.outputs) + list(after or ())):
-            if not (node.op in EXACT_OPS or OPS[node.op].has("view")
-                    or node.op == "Relu" and float(node.attrs.get("slope", 0.0)) == 0.0):
-                return False
-    return True
-
-
 def _early_verdict(verdict: Verdict, laid: list[Instance], semantics: str) -> bool:
     """Ill-formed on some layout, or wrong on special values or in float32/float16 (the
     rule's own narrower dtypes): the verdict, and True."""
@@ -399,14 +384,16 @@ def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics
         if outcome.status == "unknown":
             verdict.reason = f"no proof: {outcome.detail}"
             return
-    verdict.status = "proved" if ieee or _exact(instances) else "proved-reals"
+    floats = "IEEE float16, float32 and float64; " if ieee else \
+        "every op exact in IEEE floats; " if exact(instances) else ""
+    verdict.status = "proved" if floats else "proved-reals"
     verdict.examples = len(instances)
     if everywhere:
         verdict.bound = None
         scope = "elementwise: every shape"
     else:
         scope = f"all input values, every axis order of {shapes}: {len(instances)} layouts"
-    verdict.reason = f"({'IEEE float16, float32 and float64; ' if ieee else ''}{scope})"
+    verdict.reason = f"({floats}{scope})"
     loop = next((i.message for i in instances if i.stop != "fixpoint"), "")
     if loop:  # as the verifier says: sound, but the rule alone does not terminate
         verdict.status, verdict.reason = "loops", f"{loop} (each step proved, {scope})"
