@@ -47,9 +47,9 @@ from ngrules.verification.verdicts import Counterexample, Verdict, ill_formed
 RLIMIT, GROUND_RLIMIT = 4_000_000, 2_000_000
 #: A stop in CPU seconds besides (`cpustop`: not wall-clock time, which a loaded machine
 #: stretches): z3's nonlinear real arithmetic counts few steps (a query of the library ran 10
-#: minutes within a million); the library's longest proved element takes under a second of
-#: CPU, so only claims z3 cannot decide in any case meet this stop.
-SAFETY_CPU = 6.0
+#: minutes within a million). The library's longest decided element takes 0.72 s of CPU (4.5 s
+#: of wall time at load 8-11, 2026-12-04), so only claims z3 cannot decide in any case meet it.
+SAFETY_CPU = 3.0
 #: Instances kept from the draws (distinct shapes), and chosen among them to prove (each then
 #: in every layout): one of each kind of shape first (`_varied`).
 KEPT, LAYOUTS = 40, 12
