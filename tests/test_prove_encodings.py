@@ -121,6 +121,7 @@ def test_a_counterexample_under_the_tolerance_is_widened_not_dropped():
 
 
 ENCODED = ng.parse_rules("""
+op SiluProbe(x) = x * Sigmoid(x)
 pass right
 rule tanh_odd:      Tanh(-x) => -Tanh(x)
 rule softmax_negs:  s @ Softmax(-(-x)) => Softmax(x, normalization_axes=s.normalization_axes)
@@ -144,6 +145,10 @@ rule conv_plus:     k @ Convolution(x + 1, w) => Convolution(x, w, axes=k.axes,
                         groups=k.groups) + 1
 rule pool_avg_plus: p @ Pooling(x + 1) if p.mode == "avg" => Pooling(x, mode=p.mode,
                         window=p.window, padding=p.padding, strides=p.strides, axes=p.axes) + 1
+rule erf_even:      Erf(-x) => Erf(x)
+rule sigmoid_even:  Sigmoid(-x) => Sigmoid(x)
+rule power_square:  Power(x, 3) => x * x
+rule silu_negated:  x * Sigmoid(-x) => SiluProbe(x)
 """, "encoded.rules")
 #: Convolution and pooling instances have rank 5 (ngraph's axes): they need bound 5, where a
 #: shape has more than 400 layouts, so they are proved instance by instance.
@@ -165,7 +170,8 @@ def test_convolution_and_pooling_instances_are_proved_through_their_unrolling(na
 
 
 @pytest.mark.parametrize("name", ["tanh_even", "softmax_twice", "pad_plus", "argmax_neg",
-                                  "cast_round", "clamp_wrong", "conv_plus", "pool_avg_plus"])
+                                  "cast_round", "clamp_wrong", "conv_plus", "pool_avg_plus",
+                                  "erf_even", "sigmoid_even", "power_square", "silu_negated"])
 def test_z3_refutes_a_wrong_rule_through_each_encoding(name):
     # z3's own counterexample on the unrolled terms (the special values, which catch these
     # first in `prove_rule`, are not asked), replayed with the executor
