@@ -98,6 +98,10 @@ def test_products_by_one_and_sums_with_zero_are_exact_in_floats():
     assert not any(exact_node(n) for n in (x * two, one / x, zero - x, x + one))
     i = ng.placeholder([], name="i", dtype=np.int32)
     assert not exact_node(i * ng.constant(1, dtype=np.int32))  # integer arithmetic wraps
+    u = ng.make_axis(1, "u")
+    column = ng.placeholder([a, u], name="c", dtype=np.float64)
+    assert exact_node(ng.sum(column, reduction_axes=[u]))  # one term per result
+    assert not exact_node(ng.sum(column, reduction_axes=[a]))
     rule = ng.load_library().rule("mul_one")  # guarded, so proved in every layout: exact
     from ngrules.verification.prove import prove_rule
 

@@ -4,8 +4,8 @@ exact there (it never rounds), so that floats compute what the reals do.
 Ops that move, select, compare or negate values are exact; so are the identities a rule
 removes: a product or quotient by a constant of ±1, a sum or difference with a constant 0
 (`x * 1`, `x / -1`, `x + 0`: exact for every float, inf and NaN too; -0 + 0 is +0, equal to
--0). IEEE's corners (inf, NaN, ±0) are judged besides by the special values, which run before
-any proof and veto it.
+-0), and a sum over axes of total length 1 (one term: the term itself). IEEE's corners (inf,
+NaN, ±0) are judged besides by the special values, which run before any proof and veto it.
 """
 
 from __future__ import annotations
@@ -42,9 +42,15 @@ def _identity(node: Node) -> bool:
     return False
 
 
+def _one_term(node: Node) -> bool:
+    """A sum or product whose every result is one element of its operand (a reduction over
+    axes of total length 1): that element itself."""
+    return node.op in ("Sum", "Prod") and node.args[0].axes.size == node.axes.size
+
+
 def exact_node(node: Node) -> bool:
     """Whether the node computes in floats exactly what it computes over the reals."""
-    if node.op in EXACT_OPS or OPS[node.op].has("view"):
+    if node.op in EXACT_OPS or OPS[node.op].has("view") or _one_term(node):
         return True
     if node.op == "Relu":
         return float(node.attrs.get("slope", 0.0)) == 0.0
