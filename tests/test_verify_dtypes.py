@@ -68,3 +68,24 @@ def test_tolerances_are_wider_for_narrower_dtypes():
     f32, f16 = TOLERANCES[np.dtype(np.float32)], TOLERANCES[np.dtype(np.float16)]
     assert f32.rtol < f16.rtol and f32.cancellation < f16.cancellation
     assert f16.rtol >= 8 * np.finfo(np.float16).eps and f32.rtol >= 8 * np.finfo(np.float32).eps
+
+
+def test_an_intermediate_of_the_rewrite_out_of_float16_range_is_out_of_range_not_wrong():
+    # (x·y)/z overflows float16 at 300·300 where x·(y/z) does not: out of range, as in float64
+    # (the library's batch-norm fold once came back wrong so); a folded constant that does not
+    # fit float16 (`x * 90000`: inf before any op) is still wrong
+    from ngrules.verification.dtypes import _narrowed
+    from ngrules.verification.instances.sampling import rewrite_instance
+
+    a = ng.make_axis(2, "a")
+    x, y, z = (ng.placeholder([a], name=n, dtype=np.float64) for n in "xyz")
+    half = np.dtype(np.float16)
+    inst = rewrite_instance(_rule("x * (y / z) => (x * y) / z"), [x * (y / z)], {})
+    narrow = _narrowed(inst, half)
+    big = {n: np.full(2, 300.0) for n in (x, y, z)}
+    assert narrow is not None and narrow.difference(big) is None
+    folded = rewrite_instance(_rule("(x * 300) * 300 => x * 90000"),
+                              [(x * ng.constant(300.0, dtype=np.float64)) *
+                               ng.constant(300.0, dtype=np.float64)], {})
+    found = _narrowed(folded, half).difference({x: np.full(2, 0.5)})
+    assert found is not None and "after inf" in found[0]  # 0.5 · inf

@@ -103,3 +103,23 @@ def test_the_batchnorm_convolution_fold_is_not_wrong_on_huge_tiny_and_negative_v
             result = compare(inst.outputs, inst.after, feeds)
             assert result.problem is None, result.problem
     assert special_counterexample(insts, budget=10) is None
+
+
+def test_a_sum_in_another_order_is_not_wrong_on_mixed_special_values():
+    # Σ a·y => a·Σ y: a mix of 1e17, 0.5 and -1e17 in y rounds differently in either order
+    # (the library once failed `verify` on this instance, before 3e7 and after 0)
+    from ngrules.verification.special import special_counterexample
+
+    rule = ng.load_library().rule("dot_scalar_left")
+    ax = {n: ng.make_axis(k, name=n) for n, k in (("a", 2), ("b", 2), ("d", 5), ("e", 1),
+                                                   ("c", 2))}
+    a = ng.placeholder([], name="a", dtype=np.float64)
+    y = ng.placeholder([ax["d"], ax["e"], ax["c"]], name="y", dtype=np.float64)
+    spread = ng.broadcast(a, [ax["a"], ax["b"], ax["d"], ax["e"]])
+    inst = rewrite_instance(rule, [ng.dot(spread, y)], {a: np.ones(()), y: np.ones((5, 1, 2))})
+    assert inst.fired
+    assert special_counterexample([inst]) is None
+    cancel = ng.parse_rules("pass p\nrule c: s @ Sum((x + y) - y) => "
+                            "sum(x, reduction_axes=s.reduction_axes)\n").rule("c")
+    cx = special_counterexample(_instances(cancel, 4))  # an elementwise cancellation: exact
+    assert cx is not None and "special values" in cx.problem

@@ -88,7 +88,7 @@ def test_an_unverified_reason_names_the_guard_and_its_place():
     assert "`size(x) > 100000` at t.rules:1:" in v.reason and "attempts" in v.reason
 
 
-def test_a_guard_that_outlasts_the_budget_says_so():  # issue 11, item 29
+def test_a_guard_that_outlasts_the_safety_net_says_so():  # issue 11, item 29
     def slow(x):
         time.sleep(0.3)
         return True
@@ -96,7 +96,7 @@ def test_a_guard_that_outlasts_the_budget_says_so():  # issue 11, item 29
     ng.register_function("slow_guard_for_test", slow)
     v = one("rule r: Exp(x) if slow_guard_for_test(x) => Exp(x) * 1", budget=0.1)
     assert v.status == "unverified"
-    assert "the time budget of 0.1 s ran out after" in v.reason
+    assert "the safety net of 0.1 s stopped it after" in v.reason
 
 
 def test_the_pytest_plugin_maps_verdicts_to_outcomes():

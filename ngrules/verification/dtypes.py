@@ -17,7 +17,12 @@ reference: the float64 instance on the same inputs (with the rule's constants ex
 position is judged where the left side computes the reference within the dtype's tolerance
 (`TOLERANCES`): where the original graph itself overflowed, underflowed, cancelled or flipped
 a comparison in the narrow dtype, a rewrite is free to differ. There the right side must be
-within the tolerance too; else the rule is wrong in that dtype. Derivatives are not compared.
+within the tolerance too; else the rule is wrong in that dtype. Where an intermediate of the
+rewrite ran out of the narrow dtype's range (an op gave inf, or a sum NaN, from finite operands:
+`mean * s` of a folded batch norm in float16) the run is out of range, as in float64, and not
+judged; a constant the rewrite introduces that does not fit the dtype is no such overflow (it
+is inf before any op runs), so `x * 1e-5 => x / 100000` stays wrong in float16. Derivatives
+are not compared.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from ngrules.errors import NgrulesError
 from ngrules.ir.executor import execute
 from ngrules.ir.graph import Node, make_node, toposort
 from ngrules.ir.ops import OPS
+from ngrules.verification.compare import overflowed
 from ngrules.verification.instances import Instance, as_float64, converted_feeds
 from ngrules.verification.instances.assumed import broken
 from ngrules.verification.instances.sampling import rewrite_instance
@@ -151,6 +157,9 @@ class _Narrow:
         ref_feeds = converted_feeds(feeds, ref_memo)
         reference = _run(ref_graph, ref_feeds)
         narrow = converted_feeds(feeds, self.memo)
+        if overflowed(self.after, narrow):
+            return None  # an intermediate of the rewrite ran out of the dtype's range (as in
+            # float64: out of range, not wrong); a constant that does not fit is no overflow
         left, right = _run(self.before, narrow), _run(self.after, narrow)
         floor = tol.cancellation * max(_sum_magnitude(ref_graph, ref_feeds),
                                        _sum_magnitude(self.after, narrow))

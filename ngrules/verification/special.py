@@ -19,6 +19,7 @@ import numpy as np
 
 from ngrules.ir.executor import compile_graph, execute
 from ngrules.ir.graph import Node, toposort
+from ngrules.ir.ops import OPS
 from ngrules.verification.compare import compare
 from ngrules.verification.instances import Instance, as_float64, converted_feeds
 from ngrules.verification.instances.assumed import broken
@@ -38,6 +39,10 @@ PAIRS = ((1.0, 1e17), (1.0, -1e17), (1e17, 1.0), (-1e17, 1.0), (1e17, -1e17), (3
 #: feeds whose results do not plainly agree): counts, so a verdict never depends on the
 #: machine's load. BUDGET (seconds per rule) is only a safety net, far above what they take.
 MAX_FEEDS, MAX_INSTANCES, MAX_COMPARED, BUDGET = 300, 4, 250, 30.0
+#: Rounding allowed on the random mixes, relative to the largest term a reduction adds: a sum
+#: of 1e17, 0.5 and -1e17 in another order (`Σ a·y => a·Σ y`) is rounding, not a wrong rule
+#: (about 50 units in the last place of float64; uniform feeds and pairs are judged exactly).
+REASSOCIATION = 1e-14
 
 
 def _inputs(inst: Instance) -> list[Node]:
@@ -63,16 +68,47 @@ def _assignments(count: int, rng: np.random.Generator) -> Iterator[tuple]:
 
 def special_feeds(inst: Instance, seed: int = 0) -> Iterator[dict[Node, np.ndarray]]:
     """Feeds of special values for the instance: uniform per input, then mixed per element."""
+    for feeds, _ in _tagged_feeds(inst, seed):
+        yield feeds
+
+
+def _tagged_feeds(inst: Instance, seed: int) -> Iterator[tuple[dict[Node, np.ndarray], bool]]:
+    """The special feeds, each with whether it mixes values per element."""
     rng = np.random.default_rng(seed)
     inputs = _inputs(inst)
     if not inputs:
         return
     with np.errstate(all="ignore"):
         for row in itertools.islice(_assignments(len(inputs), rng), MAX_FEEDS):
-            yield {**inst.feeds, **{n: _full(n, v) for n, v in zip(inputs, row)}}
+            yield {**inst.feeds, **{n: _full(n, v) for n, v in zip(inputs, row)}}, False
         for _ in range(MAX_FEEDS // 8):
             yield {**inst.feeds, **{n: rng.choice(FINITE, n.axes.lengths).astype(n.dtype)
-                                    for n in inputs}}
+                                    for n in inputs}}, True
+
+
+def _largest_term(graphs: Sequence[Sequence[Node]], feeds) -> float:
+    """The largest term a reduction of the graphs adds, bounded by the product of its float
+    operands' largest finite magnitudes (a Dot's terms are products); 0 without one."""
+    largest = 0.0
+    for outputs in graphs:
+        nodes = [n for n in toposort(outputs) if n.outputs is None]
+        adding = [n for n in nodes if not any(OPS[n.op].has(t) for t in _NOT_ADDING)]
+        if not adding:
+            continue
+        with np.errstate(all="ignore"):
+            values = dict(zip(nodes, execute(nodes, feeds, ignore_unused=True)))
+            for node in adding:
+                sizes = [np.abs(np.asarray(values[a], np.float64)) for a in node.args
+                         if a in values and np.asarray(values[a]).dtype.kind == "f"]
+                sizes = [float(np.max(np.where(np.isfinite(v), v, 0.0), initial=0.0))
+                         for v in sizes]
+                largest = max(largest, float(np.prod(sizes)) if sizes else 0.0)
+    return largest
+
+
+#: Ops that add no terms up: elementwise ops (a cancellation there is judged exactly), views
+#: and leaves.
+_NOT_ADDING = ("elementwise", "view", "leaf")
 
 
 def _full(node: Node, value: float) -> np.ndarray:
@@ -136,20 +172,21 @@ def special_counterexample(
             continue
         after = inst.after if inst.stop == "fixpoint" else inst.step
         same = _Agreement(inst.outputs, after, rtol, atol)
-        for feeds in special_feeds(inst, seed):
+        for feeds, mixed in _tagged_feeds(inst, seed):
             if time.perf_counter() > deadline or compared >= MAX_COMPARED:
                 return None
             if inst.assumed and broken(inst.assumed, feeds) is not None:
                 continue
             if same(feeds):
                 continue  # the results agree: nothing for the full comparison to judge
+            slack = REASSOCIATION * _largest_term((inst.outputs, after), feeds) if mixed else 0
             infinite = any((~np.isfinite(v)).any() for v in feeds.values()
                            if np.asarray(v).dtype.kind == "f")
             sem = semantics
             if infinite and not _nan_from_input(inst.outputs, feeds):
                 sem = "refine"  # a NaN of computed infinities (exp(inf) * 0): out of range
             compared += 1
-            result = compare(inst.outputs, after, feeds, rtol, atol, sem, infinite)
+            result = compare(inst.outputs, after, feeds, rtol, atol + slack, sem, infinite)
             if result.problem is not None:
                 return Counterexample(inst.rule, inst.outputs, feeds,
                                       f"{result.problem} (special values)", after,

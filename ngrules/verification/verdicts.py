@@ -143,7 +143,7 @@ class Verdict:
         assumed = self.rule.assumptions
         assuming = f", assuming {describe(assumed)}" if assumed else ""
         if self.status == "verified":
-            budget = " (time budget reached)" if self.out_of_time else ""
+            budget = " (stopped by the time safety net)" if self.out_of_time else ""
             note = "".join(f"; {n}" for n in (self.dtypes, self.layouts, self.note) if n)
             return f"{self.examples} examples fired{refine}{budget}{assuming}{note}"
         if self.status in PROVED:

@@ -1,9 +1,9 @@
 """Rules judged in parallel worker processes (`verify(..., jobs=N)`, `ngrules verify --jobs N`).
 
 A rule's verdict does not depend on the others' (its instances are drawn for it alone,
-derandomized; z3's limits count steps, with a wall-clock stop only for queries z3 gives up
-on), so N forked workers give the verdicts one process gives; the report keeps the rules'
-order. Nodes are not picklable: a worker sends
+derandomized; a run ends by counts; z3's limits count steps, with a stop in CPU seconds, not
+wall-clock ones, for queries z3 gives up on), so N forked workers give the verdicts one
+process gives; the report keeps the rules' order. Nodes are not picklable: a worker sends
 a verdict back as its figures and its printed text, which the parent shows as they are
 (`Sent`); a counterexample's graphs stay in the worker.
 """
