@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from ngrules.engine.compiled import CompiledRule, RuleStats, inner_ops
-from ngrules.engine.dispatch import first_match
+from ngrules.engine.dispatch import first_match, first_on_view
 from ngrules.engine.folding import Folding
 from ngrules.engine.multiroot import Context, apply_together
 from ngrules.engine.passes import as_ruleset, pass_names
@@ -43,8 +43,10 @@ from ngrules.ir.graph import (
     Node,
     creation_order,
     fresh_on,
+    interned_ref,
     live_rebuilt,
     paused_gc,
+    rebuild_key,
     rebuilt_on,
     register,
     validate,
@@ -65,13 +67,15 @@ class _AtOp(list):
     """The rules whose first root can match a node with some op, and `first`, the function
     that tries them (see `dispatch`)."""
 
-    __slots__ = ("first",)
+    __slots__ = ("first", "first_on")
 
 
 def _at_op(rules: list[CompiledRule], op: str) -> _AtOp:
     """The rules whose first root can match a node with this op."""
     at = _AtOp(r for r in rules if r.root_ops is None or op in r.root_ops)
     at.first = first_match(at)
+    returning = at and all(r.returns_a_binding and r.root_ops is not None for r in at)
+    at.first_on = first_on_view(at) if returning else None
     return at
 
 
@@ -120,6 +124,12 @@ class _Pass:
             rules = self._multi_index[op] = _at_op(self.multi, op)
         return rules
 
+    def _on_view(self) -> dict[str, object]:
+        """For each op whose rules are all `=> x`, their generated `first_on` (see dispatch),
+        which tries them on a node's view before it is built."""
+        found = {op: self.rules_for(op).first_on for op in self.returning}
+        return {op: f for op, f in found.items() if f is not None}
+
     # -- single-root rules: one walk from the leaves up ----------------------------------------
     def walk(self, outputs: Sequence[Node]) -> list[Node]:
         """Normal forms of the outputs. Arguments come first in topological order. A node whose
@@ -128,7 +138,7 @@ class _Pass:
         view and rebuilt only if needed. Only a rewrite's result is normalised on the explicit
         stack."""
         memo, pending, lazy, index = self.memo, self.pending, self.lazy, self._index
-        returning = self.returning
+        returning, on_view, run, name = self.returning, self._on_view(), self.run, self.name
         order = creation_order(outputs)
         self.run.budget.size_for(len(order))
         for node in order:
@@ -149,15 +159,32 @@ class _Pass:
                     images = tuple([memo[a] for a in args])
                     changed = images != args or _any_pending(args, pending)
                 if changed:
-                    if node.op in lazy:
+                    op = node.op
+                    if op in lazy:
                         pending[node] = images
                     else:
                         if lazy and pending and _any_pending(images, pending):  # build first
                             images = tuple([pending.force(i) for i in images])
-                        if node.op in returning:
-                            self._rebuild_returning(node, images)
-                        else:
+                        first_on = on_view.get(op)
+                        if first_on is None:
+                            if op in returning:
+                                self._rebuild_returning(node, images)
+                            else:
+                                self._rebuild(node, images)
+                            continue
+                        key = rebuild_key(node, images)
+                        ref = interned_ref(key)
+                        if ref is not None and ref() is not None:
                             self._rebuild(node, images)
+                            continue
+                        rule, value = first_on(node, images, pending, run, name)
+                        if rule is None:  # none would match the built node either: it stays
+                            rebuilt = register(fresh_on(node, images, key))
+                            memo[node] = memo[rebuilt] = rebuilt
+                        else:  # node stays pending: the trace rebuilds it when read
+                            done = memo.get(value)
+                            memo[node] = done if done is not None else self._result(
+                                value, node, rule)
                         continue
                 else:
                     done = memo.get(node)  # reached before as a rebuilt node: known

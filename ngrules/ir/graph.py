@@ -242,10 +242,21 @@ def rebuilt_on(node: Node, args: tuple[Node, ...]) -> tuple[Node, bool]:
     return _Building(op, args, node.attrs, node.axes, node.dtype, node.outputs, key, origin), True
 
 
-def fresh_on(node: Node, args: tuple[Node, ...]) -> Node:
+#: The hash-consing table's reference to the live node with a key, if any (`rebuild_key`): for
+#: the engine's walk, which looks a rebuilt node up and may build it later with one key.
+interned_ref = _INTERN.get
+
+
+def rebuild_key(node: Node, args: tuple[Node, ...]) -> tuple:
+    """The hash-consing key of `node` on new arguments (see `interned_ref`, `fresh_on`)."""
+    return (node.op, args, node._key[2])
+
+
+def fresh_on(node: Node, args: tuple[Node, ...], key: tuple | None = None) -> Node:
     """`node` on new arguments, built unregistered with no lookup: for a caller that knows,
-    from `live_rebuilt`, that no live node has that key."""
-    key = (node.op, args, node._key[2])
+    from `live_rebuilt`, that no live node has that key (its `rebuild_key`, if known)."""
+    if key is None:
+        key = (node.op, args, node._key[2])
     op, origin = node.op, node.origin
     return _Building(op, args, node.attrs, node.axes, node.dtype, node.outputs, key, origin)
 
