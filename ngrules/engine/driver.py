@@ -97,6 +97,9 @@ class _Pass:
         self._only_returns: dict[str, bool] = {}  # every rule at the op is `=> x`, no clauses
         self._index: dict[str, list[CompiledRule]] = {}
         self._multi_index: dict[str, list[CompiledRule]] = {}
+        #: Lazy ops no rule can rewrite: a pending node with one is in `pending` only, not in
+        #: the memo (one insert per fused-away node, not two); its image is itself.
+        self.pending.bare = frozenset(op for op in self.lazy if not self.rules_for(op))
         #: Ops whose rules are all `=> x` (see `_rebuild_returning`), known when every rule
         #: names its root's ops; the walk's generated dispatch tries them on a view.
         self.returning = self._returning_ops() if self.direct else frozenset()
@@ -139,29 +142,41 @@ class _Pass:
         stack."""
         memo, pending, lazy, index = self.memo, self.pending, self.lazy, self._index
         returning, on_view, run, name = self.returning, self._on_view(), self.run, self.name
+        memo_get, bare = memo.get, self.pending.bare
         order = creation_order(outputs)
         self.run.budget.size_for(len(order))
         for node in order:
             args = node.args
             if args:
                 arity = len(args)
-                if arity == 1:
+                if arity == 1:  # an image None: a bare pending node (see `bare`)
                     (a,) = args
-                    image = memo[a]
+                    image = memo_get(a)
+                    if image is None:
+                        image, changed = a, True
+                    else:
+                        changed = image is not a or a in pending
                     images = (image,)
-                    changed = image is not a or a in pending
                 elif arity == 2:
                     a, b = args
-                    image, other = memo[a], memo[b]
+                    image, other = memo_get(a), memo_get(b)
+                    if image is None or other is None:
+                        changed = True
+                        image = a if image is None else image
+                        other = b if other is None else other
+                    else:
+                        changed = (image is not a or other is not b or a in pending
+                                   or b in pending)
                     images = (image, other)
-                    changed = image is not a or other is not b or a in pending or b in pending
                 else:
-                    images = tuple([memo[a] for a in args])
+                    images = tuple([memo_get(a, a) for a in args])
                     changed = images != args or _any_pending(args, pending)
                 if changed:
                     op = node.op
                     if op in lazy:
                         pending[node] = images
+                        if op in bare:
+                            continue
                     else:
                         if lazy and pending and _any_pending(images, pending):  # build first
                             images = tuple([pending.force(i) for i in images])
@@ -198,7 +213,7 @@ class _Pass:
                 continue
             self._settle(node, rules)
         force = pending.force
-        return [force(memo[o]) for o in outputs]
+        return [force(memo_get(o, o)) for o in outputs]
 
     def _settle(self, node: Node, rules: list[CompiledRule]) -> None:
         """The rules at a node that is unchanged or pending; its normal form into the memo."""

@@ -108,6 +108,10 @@ def _returned(rule, location, root, replacement, pass_name, pending) -> Firing:
     return _firing(rule, location, (root,), (replacement,), (), pass_name, pending)
 
 
+#: `node.origin = rule` without `Node.__setattr__`'s check (a Python call per new node)
+_set_origin = object.__setattr__
+
+
 class Run:
     """State shared by the passes of one rewrite call: fuel, trace, checking."""
 
@@ -125,7 +129,7 @@ class Run:
     ) -> None:
         for n in new_nodes:
             if n.origin is None:
-                n.origin = rule.rule
+                _set_origin(n, "origin", rule.rule)
         if self.checked:
             validate(replacements)
         if not pending or pending.keys().isdisjoint(roots):

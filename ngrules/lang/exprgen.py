@@ -21,7 +21,7 @@ from typing import Any
 
 from ngrules.ir.axes import Axes, is_difference
 from ngrules.ir.frontend import apply_op
-from ngrules.ir.graph import Node
+from ngrules.ir.graph import Node, make_node
 from ngrules.ir.ops import OPS
 from ngrules.lang.bounds import bounded, divide, multiply
 from ngrules.lang.expr import get_attribute, index_value
@@ -60,6 +60,7 @@ class _Generator:
             "_attr": get_attribute,
             "_index": index_value,
             "_op": apply_op,
+            "_make": make_node,
             "_NotBoolean": NotBoolean,
             "_bounded": bounded,
             "_multiply": multiply,
@@ -127,7 +128,9 @@ class _Generator:
         args = "".join(f"{self.expr(a)}, " for a in e.args)
         kwargs = ", ".join(f"{self.const(k)}: {self.expr(v)}" for k, v in e.kwargs)
         if e.func in OPS:
-            return f"_op({self.const(e.func)}, [{args}], {{{kwargs}}})"
+            if len(e.args) == 2 and not e.kwargs and OPS[e.func].has("elementwise"):
+                return f"_op({self.const(e.func)}, [{args}], {{{kwargs}}})"  # broadcasting
+            return f"_make({self.const(e.func)}, ({args}), **{{{kwargs}}})"
         fdef = FUNCTIONS.get(e.func)
         if fdef is None:
             raise KeyError(e.func)  # unknown: the interpreter reports it
