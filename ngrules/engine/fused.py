@@ -40,8 +40,9 @@ def clause_function(rule, names: Sequence[str], root: object, pending: object) -
     assert last.startswith("    return ")
     keys = [f"_K{i}" for i in range(len(names))]
     consts.update({k: name for k, name in zip(keys, names)})
-    consts.update(_G=graph, _FAILED=_FAILED, _Node=graph.Node, _same_type=same_type, _ROOT=root, _PENDING=pending,
-                  _SLOW=rule._finish_single, _FOUND=rule.located_found)
+    consts.update(_G=graph, _FAILED=_FAILED, _Node=graph.Node, _same_type=same_type,
+                  _ROOT=root, _PENDING=pending, _SLOW=rule._finish_single,
+                  _FOUND=rule.located_found)
     bindings = "".join(f"{k}: {p}, " for k, p in zip(keys, params.values()))
     lines = [f"def clauses(node, V, {', '.join(params.values())}):"]
     needed = [params[n] for n in rule._needs_nodes if n in params]

@@ -48,6 +48,10 @@ _OPERATORS = {"+", "-", "*", "/", "|", "&", "==", "!=", "<", "<=", ">", ">="}
 _GROWING = {"+", "-", "|", "&"}  # results checked against the language's bounds, as expr does
 
 
+#: Literals, which are never Axes (an equality with one needs no Axes test).
+_SCALARS = (ENum, EStr, EBool)
+
+
 class NotBoolean(Exception):
     """A guard's value was not True or False (the interpreter reports it, located)."""
 
@@ -144,6 +148,8 @@ class _Generator:
         if e.op in ("==", "!=") and isinstance(e.right, EBinary) and e.right.op == "-":
             return self._equals_difference(e)
         left, right = self.expr(e.left), self.expr(e.right)
+        if e.op in ("==", "!=") and isinstance(e.left, _SCALARS) | isinstance(e.right, _SCALARS):
+            return f"({left} {e.op} {right})"  # a literal is never Axes
         if e.op in ("==", "!="):  # two Axes compare their names here, with no call
             a, b = self.fresh("t"), self.fresh("t")
             fast = f"{a}._names {e.op} {b}._names"
