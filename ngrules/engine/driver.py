@@ -46,9 +46,9 @@ from ngrules.ir.graph import (
     interned_ref,
     live_rebuilt,
     paused_gc,
-    rebuild_key,
     rebuilt_on,
     register,
+    registered_on,
     validate,
 )
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
@@ -187,14 +187,14 @@ class _Pass:
                             else:
                                 self._rebuild(node, images)
                             continue
-                        key = rebuild_key(node, images)
+                        key = (op, images, node._key[2])  # its key on images (see interned_ref)
                         ref = interned_ref(key)
                         if ref is not None and ref() is not None:
                             self._rebuild(node, images)
                             continue
                         rule, value = first_on(node, images, pending, run, name)
                         if rule is None:  # none would match the built node either: it stays
-                            rebuilt = register(fresh_on(node, images, key))
+                            rebuilt = registered_on(node, images, key)
                             memo[node] = memo[rebuilt] = rebuilt
                         else:  # node stays pending: the trace rebuilds it when read
                             done = memo.get(value)

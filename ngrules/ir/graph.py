@@ -192,13 +192,18 @@ def _lookup(key) -> Node | None:
 def register(node: Node) -> Node:
     """Enter a new node (from `make_node` or `rebuilt_on`) in the table; its key must still be
     free (nothing with that key was built since the lookup)."""
-    table = _INTERN
-    table[node._key] = weakref.ref(node)
-    if len(table) > _SWEEP_AT[0]:
-        _sweep(table)
+    _INTERN[node._key] = weakref.ref(node)
+    if len(_INTERN) > _SWEEP_AT[0] or creation_log is not None:
+        _entered(node)
+    return node
+
+
+def _entered(node: Node) -> None:
+    """What an insert may call for: a sweep of the table, the node in the creation log."""
+    if len(_INTERN) > _SWEEP_AT[0]:
+        _sweep(_INTERN)
     if creation_log is not None:
         creation_log.append(node)
-    return node
 
 
 def _sweep(table: dict) -> None:
@@ -242,23 +247,28 @@ def rebuilt_on(node: Node, args: tuple[Node, ...]) -> tuple[Node, bool]:
     return _Building(op, args, node.attrs, node.axes, node.dtype, node.outputs, key, origin), True
 
 
-#: The hash-consing table's reference to the live node with a key, if any (`rebuild_key`): for
-#: the engine's walk, which looks a rebuilt node up and may build it later with one key.
+#: The hash-consing table's reference to the live node with a key, if any: for the engine's
+#: walk, which looks a rebuilt node up and may build it later with the same key. A node's key
+#: is `(op, args, attributes' key)`: on new arguments, `(node.op, args, node._key[2])`.
 interned_ref = _INTERN.get
 
 
-def rebuild_key(node: Node, args: tuple[Node, ...]) -> tuple:
-    """The hash-consing key of `node` on new arguments (see `interned_ref`, `fresh_on`)."""
-    return (node.op, args, node._key[2])
-
-
-def fresh_on(node: Node, args: tuple[Node, ...], key: tuple | None = None) -> Node:
+def fresh_on(node: Node, args: tuple[Node, ...]) -> Node:
     """`node` on new arguments, built unregistered with no lookup: for a caller that knows,
-    from `live_rebuilt`, that no live node has that key (its `rebuild_key`, if known)."""
-    if key is None:
-        key = (node.op, args, node._key[2])
+    from `live_rebuilt`, that no live node has that key."""
+    key = (node.op, args, node._key[2])
     op, origin = node.op, node.origin
     return _Building(op, args, node.attrs, node.axes, node.dtype, node.outputs, key, origin)
+
+
+def registered_on(node: Node, args: tuple[Node, ...], key: tuple) -> Node:
+    """`register(fresh_on(node, args, key))` in one call (the walk's commonest new node)."""
+    node = _Building(node.op, args, node.attrs, node.axes, node.dtype, node.outputs, key,
+                     node.origin)
+    _INTERN[key] = weakref.ref(node)
+    if len(_INTERN) > _SWEEP_AT[0] or creation_log is not None:
+        _entered(node)
+    return node
 
 
 def live_rebuilt(node: Node, args: tuple[Node, ...]) -> Node | None:
