@@ -350,18 +350,24 @@ _SERIAL = operator.attrgetter("_serial")
 
 def creation_order(outputs: Iterable[Node]) -> list[Node]:
     """Every node reachable from `outputs` in the order they were created, which is
-    topological. Cheaper than `toposort` (no depth-first search: a set of the reachable
-    nodes, sorted), but it depends on the process's history, not only on the graph: for the
-    engine's walk, whose result does not depend on the order, not for anything shown."""
+    topological. Cheaper than `toposort` (no depth-first search: the reachable nodes, sorted),
+    but it depends on the process's history, not only on the graph: for the engine's walk,
+    whose result does not depend on the order, not for anything shown. The nodes are sorted in
+    the reverse of the order they were found, which is mostly runs of creation order (a chain
+    is found from its end): the sort merges runs instead of sorting a set's order."""
     seen = set(outputs)
-    stack = list(seen)
-    mark, push, pop = seen.add, stack.append, stack.pop
+    found = list(seen)
+    stack = list(found)
+    mark, push, pop, keep = seen.add, stack.append, stack.pop, found.append
     while stack:
         for arg in pop().args:
             if arg not in seen:
                 mark(arg)
                 push(arg)
-    return sorted(seen, key=_SERIAL)
+                keep(arg)
+    found.reverse()
+    found.sort(key=_SERIAL)
+    return found
 
 
 def users_of(outputs: Iterable[Node]) -> dict[Node, list[Node]]:
