@@ -69,9 +69,10 @@ def first_match(rules: Sequence[CompiledRule]) -> Callable:
 def first_on_view(rules: Sequence[CompiledRule]) -> Callable | None:
     """For rules that are all `=> x` with a root op (see `driver._Pass.returning`):
     `first_on(node, view, V, run, name)`, `first` at a node that is not built yet, its
-    arguments' images in `view` (not in V: that costs an insert and a delete per node); it
-    enters V only if a rule replaces it (its trace entry rebuilds it). It returns (rule, the
-    replacement) or (None, None). None if some rule's matcher cannot be pasted in."""
+    arguments' images in `view` (not in V: that costs an insert per node). A rule that
+    replaces it records the view in its trace entry (read back, the root is rebuilt on it);
+    only a checked run, or a wrong rule, enters it in V to call `apply`. It returns (rule,
+    the replacement) or (None, None). None if some rule's matcher cannot be pasted in."""
     return _cached(tuple(rules), True)
 
 
@@ -126,9 +127,13 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
 
     def on_value(value: str) -> list[str]:
         returned = [x.format(i=i, value=value) for x in _RETURNED]
-        if on_view:
-            returned[-1] = f"return R{i}, {value}"
-        return [*enter, "if run.checked:  # record validates",
+        if not on_view:
+            return ["if run.checked:  # record validates",
+                    *["    " + x.format(i=i) for x in slow], *returned]
+        # the trace keeps the root's view (the node is not pending: nothing else reads it)
+        returned[3] = f"run.trace.append((N{i}, L{i}, node, {value}, name, (V, view)))"
+        returned[-1] = f"return R{i}, {value}"
+        return ["if run.checked:  # record validates", *["    " + x for x in enter],
                 *["    " + x.format(i=i) for x in slow], *returned]
 
     def on_found(found: str) -> list[str]:

@@ -66,13 +66,18 @@ class Pending(dict):
 
     def rebuild(self, node: Node) -> Node:
         """The pending node itself, built on its arguments' normal forms (hash-consed)."""
-        for a in self[node]:
-            self.force(a)
-        return self._built(node)
+        return self.rebuild_on(node, self[node])
 
-    def _built(self, node: Node) -> Node:
+    def rebuild_on(self, node: Node, view: tuple[Node, ...]) -> Node:
+        """node built on the normal forms of `view` (its arguments' images, pending or not)."""
+        for a in view:
+            self.force(a)
+        return self._built(node, view)
+
+    def _built(self, node: Node, view: tuple[Node, ...] | None = None) -> Node:
         memo = self.memo  # its pending arguments are forced
-        args = tuple([memo.get(a, a) if a in self else a for a in self[node]])
+        view = self[node] if view is None else view
+        args = tuple([memo.get(a, a) if a in self else a for a in view])
         rebuilt, fresh = rebuilt_on(node, args)
         return register(rebuilt) if fresh else rebuilt
 

@@ -104,7 +104,12 @@ def _firing(rule, location, roots, replacements, new_nodes, pass_name, pending) 
 
 
 def _returned(rule, location, root, replacement, pass_name, pending) -> Firing:
-    """A recorded `=> x` rewrite, kept as one short tuple (see `dispatch`): it built nothing."""
+    """A recorded `=> x` rewrite, kept as one short tuple (see `dispatch`): it built nothing.
+    A root replaced before it was built comes with its view: `pending` is (pending, view)."""
+    if pending.__class__ is tuple:
+        pending, view = pending
+        root = pending.rebuild_on(root, view)
+        pending = None
     return _firing(rule, location, (root,), (replacement,), (), pass_name, pending)
 
 
@@ -120,7 +125,8 @@ class Run:
         self.checked = checked
         self.timed = timed
         #: Firing's fields and the pending nodes of its pass; (rule, location, root, replacement,
-        #: pass, pending) for a `=> x` rule's firing
+        #: pass, pending) for a `=> x` rule's firing, (..., (pending, view)) for one at a root
+        #: not built (see `dispatch.first_on_view`)
         self.trace: list[tuple] = []
         self.rounds = 0  # multi-root rounds, over every pass
 
