@@ -35,6 +35,7 @@ from ngrules.engine.compiled import CompiledRule, RuleStats, inner_ops
 from ngrules.engine.dispatch import first_match, first_on_view
 from ngrules.engine.folding import Folding
 from ngrules.engine.multiroot import Context, apply_together
+from ngrules.engine.normalize import Cycle, Normalizing
 from ngrules.engine.passes import as_ruleset, pass_names
 from ngrules.engine.pending import Pending
 from ngrules.engine.results import RewriteResult, Run
@@ -52,11 +53,6 @@ from ngrules.ir.graph import (
     validate,
 )
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
-
-
-class _Cycle(Exception):
-    def __init__(self, rules: list[CompiledRule]):
-        self.rules = rules
 
 
 def _any_pending(args: tuple[Node, ...], pending: Pending) -> bool:
@@ -79,7 +75,7 @@ def _at_op(rules: list[CompiledRule], op: str) -> _AtOp:
     return at
 
 
-class _Pass:
+class _Pass(Normalizing):
     """One pass's rules, indexed by root op, with the pass-wide memo of normal forms."""
 
     def __init__(self, name: str, rules: list[CompiledRule], run: Run):
@@ -292,62 +288,6 @@ class _Pass:
             return replacement
         return self._normalize(replacement, rewritten, rule)
 
-    def _normalize(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
-        """The normal form of a rule's result, standing in for `rewritten`."""
-        memo = self.memo
-        frames = [[rewritten, rewritten, replacement, rule]]  # node, rebuilt, waiting-on, rule
-        active = {rewritten: 0}
-        if replacement not in memo:
-            self._push(frames, active, replacement)
-        while frames:
-            frame = frames[-1]
-            node, waiting = frame[0], frame[2]
-            if waiting is not None:
-                done = memo.get(waiting)
-                if done is not None:
-                    self._finish(frames, active, done)
-                    continue
-            pending = next((a for a in node.args if a not in memo), None)
-            if pending is not None:
-                self._push(frames, active, pending)
-                continue
-            rebuilt = node.with_args(tuple([memo[a] for a in node.args])) if node.args else node
-            frame[1] = rebuilt
-            done = memo.get(rebuilt)
-            if done is not None:
-                self._finish(frames, active, done)
-                continue
-            active.setdefault(rebuilt, len(frames) - 1)
-            frame[3], found = self._first_match(rebuilt, self.rules_for(rebuilt.op))
-            if frame[3] is None:
-                self._finish(frames, active, rebuilt)
-                continue
-            replacement = found[1][0]
-            done = memo.get(replacement)
-            if done is not None:
-                self._finish(frames, active, done)
-                continue
-            frame[2] = replacement
-            self._push(frames, active, replacement)
-        return memo[rewritten]
-
-    def _push(self, frames, active, node: Node) -> None:
-        start = active.get(node)
-        if start is not None:
-            raise _Cycle([f[3] for f in frames[start:] if f[3] is not None])
-        active[node] = len(frames)
-        frames.append([node, None, None, None])
-
-    def _finish(self, frames, active, result: Node) -> None:
-        node, rebuilt = frames.pop()[:2]
-        self.memo[node] = result
-        if rebuilt is not None:
-            self.memo[rebuilt] = result
-            if active.get(rebuilt) == len(frames):
-                del active[rebuilt]
-        if active.get(node) == len(frames):
-            del active[node]
-
     def _first_match(self, node: Node, rules, ctx=None):
         """The first of `rules` that matches at node, counted and recorded: (rule, found), or
         (None, None). found is (roots, replacements, new nodes)."""
@@ -455,7 +395,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
             c.stats = stats.setdefault(c.name, RuleStats())
         try:
             current = _Pass(name, compiled, run).apply(current)
-        except _Cycle as cycle:
+        except Cycle as cycle:
             return _stopped_by_cycle(result, current, cycle, name)
         if checked:
             validate(current)
@@ -467,7 +407,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
     return result
 
 
-def _stopped_by_cycle(result: RewriteResult, current, cycle: _Cycle, pass_name: str):
+def _stopped_by_cycle(result: RewriteResult, current, cycle: Cycle, pass_name: str):
     """The graph as it was before the pass, and the rules that formed the cycle."""
     names = tuple(r.name for r in cycle.rules)
     where = ", ".join(f"{r.name} ({r.location})" for r in cycle.rules)
