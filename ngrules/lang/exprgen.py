@@ -43,7 +43,7 @@ from ngrules.lang.syntax import (
 
 #: Node attributes read straight from the node (what `expr.NODE_ATTRIBUTES` computes).
 _SLOTS = {"axes": "{}.axes", "dtype": "{}.dtype", "op": "{}.op", "args": "{}.args",
-          "rank": "len({}.axes)"}  # `shape` reads lengths: through `known` (symbolic lengths)
+          "rank": "len({}.axes._names)"}  # `shape` reads lengths: through `known` (symbolic)
 _OPERATORS = {"+", "-", "*", "/", "|", "&", "==", "!=", "<", "<=", ">", ">="}
 _GROWING = {"+", "-", "|", "&"}  # results checked against the language's bounds, as expr does
 
@@ -71,6 +71,7 @@ class _Generator:
             "_Axes": Axes,
             "_is_difference": is_difference,
             "_divide": divide,
+            "_NUMBER": (int, float),
         }
         self.lines: list[str] = []
         self.locals: dict[str, str] = {}  # rule name -> local holding its value
@@ -138,6 +139,10 @@ class _Generator:
         fdef = FUNCTIONS.get(e.func)
         if fdef is None:
             raise KeyError(e.func)  # unknown: the interpreter reports it
+        if e.func == "len" and len(e.args) == 1 and not e.kwargs:  # of Axes: no Python call
+            t = self.fresh("t")
+            return (f"(len({t}._names) if ({t} := {self.expr(e.args[0])}).__class__ is _Axes "
+                    f"else {self.const(fdef.fn)}({t}))")
         spread = f"**{{{kwargs}}}" if e.kwargs else ""
         value = f"{self.const(fdef.fn)}({args}{spread})"
         if fdef.kind == "builder" or fdef.bounded:  # a node, or a value within the bounds
@@ -161,8 +166,11 @@ class _Generator:
             return f"({left} in {right})"
         if e.op not in _OPERATORS:
             raise KeyError(e.op)
-        if e.op == "*":  # refused before it is computed if too large
-            return f"_multiply({left}, {right})"
+        if e.op == "*":  # refused before it is computed if too large; a float's product is not
+            a, b = self.fresh("t"), self.fresh("t")
+            floats = (f"(({a} := {left}).__class__ is float) & (({b} := {right}).__class__ in "
+                      f"_NUMBER) | ({a}.__class__ in _NUMBER) & ({b}.__class__ is float)")
+            return f"({a} * {b} if {floats} else _multiply({a}, {b}))"
         if e.op == "/":  # numbers by zero as IEEE floats
             return f"_divide({left}, {right})"
         if e.op in _GROWING:
