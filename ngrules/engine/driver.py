@@ -282,11 +282,13 @@ class _Pass(Normalizing):
         done = memo.get(replacement)
         if done is not None:
             return done
-        args = replacement.args
-        if all([memo.get(a) is a for a in args]) and not self.rules_for(replacement.op):
-            memo[replacement] = replacement  # a new node on normal forms that no rule rewrites
-            return replacement
-        return self._normalize(replacement, rewritten, rule)
+        for a in replacement.args:
+            if memo.get(a) is not a:
+                return self._normalize(replacement, rewritten, rule)
+        if self.rules_for(replacement.op):
+            return self._normalize(replacement, rewritten, rule)
+        memo[replacement] = replacement  # a new node on normal forms that no rule rewrites
+        return replacement
 
     def _first_match(self, node: Node, rules, ctx=None):
         """The first of `rules` that matches at node, counted and recorded: (rule, found), or
