@@ -34,6 +34,10 @@ EXPRESSIONS = [
     "x.rank == 3 - 1",  # a difference of numbers: the general path
     "x.axes == w.axes",
     "x.op != w.op",
+    "x.rank * 1.5 == 3.0",  # a float's product: in line
+    "0.5 * size(x) + len(x.axes.names)",  # len of a tuple, not of Axes
+    "len(x.axes) * x.rank == 4",  # an integer product: bounded
+    "(1, 2) * x.rank",  # a sequence's product: bounded
 ]
 
 

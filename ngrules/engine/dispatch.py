@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ngrules.engine.compiled import CompiledRule
-from ngrules.engine.matchgen import WRONG_TYPE
+from ngrules.engine.matchgen import WRONG_TYPE, Inline, inline_matcher
+from ngrules.lang.syntax import PNamed, POp
 
 _FOUND = (
     "        s.matches += 1",
@@ -55,28 +56,47 @@ _FUSED = (  # guards, lets and the replacement evaluated by the matcher itself (
     *_FOUND,
 )
 
-_CACHE: dict[tuple[CompiledRule, ...], Callable] = {}
+_CACHE: dict[tuple, Callable] = {}
 
 
 def first_match(rules: Sequence[CompiledRule]) -> Callable:
     """`first(node, V, run, name)`: (rule, (roots, replacements, new nodes)) for the first of
     `rules` (one-root rules) that matches at node, counted and recorded in `run` under the
     pass `name` with the pending nodes `V`; (None, None) if none matches or the fuel is out."""
-    key = tuple(rules)
-    found = _CACHE.get(key)
-    if found is None:
-        found = _CACHE[key] = _generate(key)
-    return found
+    return _cached(tuple(rules), False)
 
 
-def _generate(rules: tuple[CompiledRule, ...]) -> Callable:
-    lines = ["def first(node, V, run, name):", "    if run.budget.exhausted:"]
-    lines.append("        return None, None")
+def first_on_view(rules: Sequence[CompiledRule]) -> Callable | None:
+    """For rules that are all `=> x` with a root op (see `driver._Pass.returning`):
+    `first_on(node, view, V, run, name)`, `first` at a node that is not built yet, its
+    arguments' images in `view` (not in V: that costs an insert per node). A rule that
+    replaces it records the view in its trace entry (read back, the root is rebuilt on it);
+    only a checked run, or a wrong rule, enters it in V to call `apply`. It returns (rule,
+    the replacement) or (None, None). None if some rule's matcher cannot be pasted in."""
+    return _cached(tuple(rules), True)
+
+
+def _cached(rules: tuple[CompiledRule, ...], on_view: bool):
+    key = (rules, on_view)
+    if key not in _CACHE:
+        _CACHE[key] = _generate(rules, on_view)
+    return _CACHE[key]
+
+
+def _generate(rules: tuple[CompiledRule, ...], on_view: bool) -> Callable | None:
+    params = "node, view, V, run, name" if on_view else "node, V, run, name"
+    lines = [f"def first({params}):", "    if run.budget.exhausted:", "        return None, None"]
     consts: dict[str, object] = {"_WRONG": WRONG_TYPE}
     for i, rule in enumerate(rules):
         consts[f"R{i}"], consts[f"N{i}"], consts[f"L{i}"] = rule, rule.name, rule.location
         lines += [f"    s = R{i}.stats", "    s.attempts += 1"]
-        if rule.returning is not None:
+        inlined = _inlined(rule, i, on_view)
+        if inlined is not None:
+            lines += inlined[0]
+            consts.update(inlined[1])
+        elif on_view:
+            return None
+        elif rule.returning is not None:
             consts[f"M{i}"] = rule.returning
             lines += [line.format(i=i) for line in _RETURNING]
         elif rule.fused is not None:
@@ -90,3 +110,77 @@ def _generate(rules: tuple[CompiledRule, ...]) -> Callable:
     first = consts["first"]
     first.source = source
     return first
+
+
+def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict] | None:
+    """Rule i's matcher pasted into the dispatch (see `matchgen.Inline`), or None."""
+    root = rule.rule.roots[0]
+    if rule.returning is not None:
+        returns = rule.rule.replacement[0].name
+    elif rule.fused is not None and not on_view:
+        returns = None
+    else:
+        return None
+    enter = ["V[node] = view"] if on_view else []  # a rule fires: the node becomes pending
+
+    slow = _SLOW_ON_VIEW if on_view else _SLOW_FOUND
+
+    def on_value(value: str) -> list[str]:
+        returned = [x.format(i=i, value=value) for x in _RETURNED]
+        if not on_view:
+            return ["if run.checked:  # record validates",
+                    *["    " + x.format(i=i) for x in slow], *returned]
+        # the trace keeps the root's view (the node is not pending: nothing else reads it)
+        returned[3] = f"run.trace.append((N{i}, L{i}, node, {value}, name, (V, view)))"
+        returned[-1] = f"return R{i}, {value}"
+        return ["if run.checked:  # record validates", *["    " + x for x in enter],
+                *["    " + x.format(i=i) for x in slow], *returned]
+
+    def on_found(found: str) -> list[str]:
+        return [x.format(i=i, found=found) for x in _FOUND_INLINE]
+
+    def on_wrong() -> list[str]:  # apply raises the located error
+        return [*enter, *[x.format(i=i) for x in slow]]
+
+    plain_root = root
+    while isinstance(plain_root, PNamed):
+        plain_root = plain_root.pattern
+    if on_view and not (isinstance(plain_root, POp) and not plain_root.optional):
+        return None  # the root's view is read once, at the root's own op
+    inline = Inline(f"m{i}_", "view" if on_view else None, on_value, on_found, on_wrong,
+                    f"m{i}_CL")
+    pasted = inline_matcher(root, inline, returns)
+    if pasted is None:
+        return None
+    lines, consts = pasted
+    if returns is None:
+        consts[f"m{i}_CL"] = rule.fused.__globals__["_CL"]
+    return lines, consts
+
+
+_SLOW_FOUND = (
+    "found = R{i}.apply(node, None, V)",
+    "s.matches += 1",
+    "run.record(name, R{i}, *found, V)",
+    "return R{i}, found",
+)
+
+_SLOW_ON_VIEW = (*_SLOW_FOUND[:-1], "return R{i}, found[1][0]")
+
+_RETURNED = (  # what run.record does for a match building nothing
+    "s.matches += 1",
+    "if {value} in V:",
+    "    {value} = V.force({value})",
+    "run.trace.append((N{i}, L{i}, node, {value}, name, V if node in V else None))",
+    "budget = run.budget",
+    "budget.left -= 1",
+    "if budget.left <= 0:",
+    "    budget.exhausted = True",
+    "return R{i}, ((node,), ({value},), ())",
+)
+
+_FOUND_INLINE = (
+    "s.matches += 1",
+    "run.record(name, R{i}, *{found}, V)",
+    "return R{i}, {found}",
+)

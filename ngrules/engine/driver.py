@@ -32,9 +32,10 @@ import time
 from collections.abc import Iterable, Sequence
 
 from ngrules.engine.compiled import CompiledRule, RuleStats, inner_ops
-from ngrules.engine.dispatch import first_match
+from ngrules.engine.dispatch import first_match, first_on_view
 from ngrules.engine.folding import Folding
 from ngrules.engine.multiroot import Context, apply_together
+from ngrules.engine.normalize import Cycle, Normalizing
 from ngrules.engine.passes import as_ruleset, pass_names
 from ngrules.engine.pending import Pending
 from ngrules.engine.results import RewriteResult, Run
@@ -43,18 +44,15 @@ from ngrules.ir.graph import (
     Node,
     creation_order,
     fresh_on,
+    interned_ref,
     live_rebuilt,
     paused_gc,
     rebuilt_on,
     register,
+    registered_on,
     validate,
 )
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
-
-
-class _Cycle(Exception):
-    def __init__(self, rules: list[CompiledRule]):
-        self.rules = rules
 
 
 def _any_pending(args: tuple[Node, ...], pending: Pending) -> bool:
@@ -65,17 +63,19 @@ class _AtOp(list):
     """The rules whose first root can match a node with some op, and `first`, the function
     that tries them (see `dispatch`)."""
 
-    __slots__ = ("first",)
+    __slots__ = ("first", "first_on")
 
 
 def _at_op(rules: list[CompiledRule], op: str) -> _AtOp:
     """The rules whose first root can match a node with this op."""
     at = _AtOp(r for r in rules if r.root_ops is None or op in r.root_ops)
     at.first = first_match(at)
+    returning = at and all(r.returns_a_binding and r.root_ops is not None for r in at)
+    at.first_on = first_on_view(at) if returning else None
     return at
 
 
-class _Pass:
+class _Pass(Normalizing):
     """One pass's rules, indexed by root op, with the pass-wide memo of normal forms."""
 
     def __init__(self, name: str, rules: list[CompiledRule], run: Run):
@@ -93,6 +93,9 @@ class _Pass:
         self._only_returns: dict[str, bool] = {}  # every rule at the op is `=> x`, no clauses
         self._index: dict[str, list[CompiledRule]] = {}
         self._multi_index: dict[str, list[CompiledRule]] = {}
+        #: Lazy ops no rule can rewrite: a pending node with one is in `pending` only, not in
+        #: the memo (one insert per fused-away node, not two); its image is itself.
+        self.pending.bare = frozenset(op for op in self.lazy if not self.rules_for(op))
         #: Ops whose rules are all `=> x` (see `_rebuild_returning`), known when every rule
         #: names its root's ops; the walk's generated dispatch tries them on a view.
         self.returning = self._returning_ops() if self.direct else frozenset()
@@ -120,6 +123,12 @@ class _Pass:
             rules = self._multi_index[op] = _at_op(self.multi, op)
         return rules
 
+    def _on_view(self) -> dict[str, object]:
+        """For each op whose rules are all `=> x`, their generated `first_on` (see dispatch),
+        which tries them on a node's view before it is built."""
+        found = {op: self.rules_for(op).first_on for op in self.returning}
+        return {op: f for op, f in found.items() if f is not None}
+
     # -- single-root rules: one walk from the leaves up ----------------------------------------
     def walk(self, outputs: Sequence[Node]) -> list[Node]:
         """Normal forms of the outputs. Arguments come first in topological order. A node whose
@@ -128,36 +137,65 @@ class _Pass:
         view and rebuilt only if needed. Only a rewrite's result is normalised on the explicit
         stack."""
         memo, pending, lazy, index = self.memo, self.pending, self.lazy, self._index
-        returning = self.returning
+        returning, on_view, run, name = self.returning, self._on_view(), self.run, self.name
+        memo_get, bare = memo.get, self.pending.bare
         order = creation_order(outputs)
         self.run.budget.size_for(len(order))
         for node in order:
             args = node.args
             if args:
                 arity = len(args)
-                if arity == 1:
+                if arity == 1:  # an image None: a bare pending node (see `bare`)
                     (a,) = args
-                    image = memo[a]
+                    image = memo_get(a)
+                    if image is None:
+                        image, changed = a, True
+                    else:
+                        changed = image is not a or a in pending
                     images = (image,)
-                    changed = image is not a or a in pending
                 elif arity == 2:
                     a, b = args
-                    image, other = memo[a], memo[b]
+                    image, other = memo_get(a), memo_get(b)
+                    if image is None or other is None:
+                        changed = True
+                        image = a if image is None else image
+                        other = b if other is None else other
+                    else:
+                        changed = (image is not a or other is not b or a in pending
+                                   or b in pending)
                     images = (image, other)
-                    changed = image is not a or other is not b or a in pending or b in pending
                 else:
-                    images = tuple([memo[a] for a in args])
+                    images = tuple([memo_get(a, a) for a in args])
                     changed = images != args or _any_pending(args, pending)
                 if changed:
-                    if node.op in lazy:
+                    op = node.op
+                    if op in lazy:
                         pending[node] = images
+                        if op in bare:
+                            continue
                     else:
                         if lazy and pending and _any_pending(images, pending):  # build first
                             images = tuple([pending.force(i) for i in images])
-                        if node.op in returning:
-                            self._rebuild_returning(node, images)
-                        else:
+                        first_on = on_view.get(op)
+                        if first_on is None:
+                            if op in returning:
+                                self._rebuild_returning(node, images)
+                            else:
+                                self._rebuild(node, images)
+                            continue
+                        key = (op, images, node._key[2])  # its key on images (see interned_ref)
+                        ref = interned_ref(key)
+                        if ref is not None and ref() is not None:
                             self._rebuild(node, images)
+                            continue
+                        rule, value = first_on(node, images, pending, run, name)
+                        if rule is None:  # none would match the built node either: it stays
+                            rebuilt = registered_on(node, images, key)
+                            memo[node] = memo[rebuilt] = rebuilt
+                        else:  # node stays pending: the trace rebuilds it when read
+                            done = memo.get(value)
+                            memo[node] = done if done is not None else self._result(
+                                value, node, rule)
                         continue
                 else:
                     done = memo.get(node)  # reached before as a rebuilt node: known
@@ -171,7 +209,7 @@ class _Pass:
                 continue
             self._settle(node, rules)
         force = pending.force
-        return [force(memo[o]) for o in outputs]
+        return [force(memo_get(o, o)) for o in outputs]
 
     def _settle(self, node: Node, rules: list[CompiledRule]) -> None:
         """The rules at a node that is unchanged or pending; its normal form into the memo."""
@@ -244,67 +282,13 @@ class _Pass:
         done = memo.get(replacement)
         if done is not None:
             return done
-        args = replacement.args
-        if all([memo.get(a) is a for a in args]) and not self.rules_for(replacement.op):
-            memo[replacement] = replacement  # a new node on normal forms that no rule rewrites
-            return replacement
-        return self._normalize(replacement, rewritten, rule)
-
-    def _normalize(self, replacement: Node, rewritten: Node, rule: CompiledRule) -> Node:
-        """The normal form of a rule's result, standing in for `rewritten`."""
-        memo = self.memo
-        frames = [[rewritten, rewritten, replacement, rule]]  # node, rebuilt, waiting-on, rule
-        active = {rewritten: 0}
-        if replacement not in memo:
-            self._push(frames, active, replacement)
-        while frames:
-            frame = frames[-1]
-            node, waiting = frame[0], frame[2]
-            if waiting is not None:
-                done = memo.get(waiting)
-                if done is not None:
-                    self._finish(frames, active, done)
-                    continue
-            pending = next((a for a in node.args if a not in memo), None)
-            if pending is not None:
-                self._push(frames, active, pending)
-                continue
-            rebuilt = node.with_args(tuple([memo[a] for a in node.args])) if node.args else node
-            frame[1] = rebuilt
-            done = memo.get(rebuilt)
-            if done is not None:
-                self._finish(frames, active, done)
-                continue
-            active.setdefault(rebuilt, len(frames) - 1)
-            frame[3], found = self._first_match(rebuilt, self.rules_for(rebuilt.op))
-            if frame[3] is None:
-                self._finish(frames, active, rebuilt)
-                continue
-            replacement = found[1][0]
-            done = memo.get(replacement)
-            if done is not None:
-                self._finish(frames, active, done)
-                continue
-            frame[2] = replacement
-            self._push(frames, active, replacement)
-        return memo[rewritten]
-
-    def _push(self, frames, active, node: Node) -> None:
-        start = active.get(node)
-        if start is not None:
-            raise _Cycle([f[3] for f in frames[start:] if f[3] is not None])
-        active[node] = len(frames)
-        frames.append([node, None, None, None])
-
-    def _finish(self, frames, active, result: Node) -> None:
-        node, rebuilt = frames.pop()[:2]
-        self.memo[node] = result
-        if rebuilt is not None:
-            self.memo[rebuilt] = result
-            if active.get(rebuilt) == len(frames):
-                del active[rebuilt]
-        if active.get(node) == len(frames):
-            del active[node]
+        for a in replacement.args:
+            if memo.get(a) is not a:
+                return self._normalize(replacement, rewritten, rule)
+        if self.rules_for(replacement.op):
+            return self._normalize(replacement, rewritten, rule)
+        memo[replacement] = replacement  # a new node on normal forms that no rule rewrites
+        return replacement
 
     def _first_match(self, node: Node, rules, ctx=None):
         """The first of `rules` that matches at node, counted and recorded: (rule, found), or
@@ -413,7 +397,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
             c.stats = stats.setdefault(c.name, RuleStats())
         try:
             current = _Pass(name, compiled, run).apply(current)
-        except _Cycle as cycle:
+        except Cycle as cycle:
             return _stopped_by_cycle(result, current, cycle, name)
         if checked:
             validate(current)
@@ -425,7 +409,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
     return result
 
 
-def _stopped_by_cycle(result: RewriteResult, current, cycle: _Cycle, pass_name: str):
+def _stopped_by_cycle(result: RewriteResult, current, cycle: Cycle, pass_name: str):
     """The graph as it was before the pass, and the rules that formed the cycle."""
     names = tuple(r.name for r in cycle.rules)
     where = ", ".join(f"{r.name} ({r.location})" for r in cycle.rules)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ngrules.engine.semantics import same_type
 from ngrules.ir import graph
 from ngrules.lang.exprgen import generate_body
 
@@ -39,8 +40,9 @@ def clause_function(rule, names: Sequence[str], root: object, pending: object) -
     assert last.startswith("    return ")
     keys = [f"_K{i}" for i in range(len(names))]
     consts.update({k: name for k, name in zip(keys, names)})
-    consts.update(_G=graph, _FAILED=_FAILED, _ROOT=root, _PENDING=pending,
-                  _SLOW=rule._finish_single, _FOUND=rule.located_found)
+    consts.update(_G=graph, _FAILED=_FAILED, _Node=graph.Node, _same_type=same_type,
+                  _ROOT=root, _PENDING=pending, _SLOW=rule._finish_single,
+                  _FOUND=rule.located_found)
     bindings = "".join(f"{k}: {p}, " for k, p in zip(keys, params.values()))
     lines = [f"def clauses(node, V, {', '.join(params.values())}):"]
     needed = [params[n] for n in rule._needs_nodes if n in params]
@@ -54,7 +56,10 @@ def clause_function(rule, names: Sequence[str], root: object, pending: object) -
         "        values = " + last[len("    return "):],
         "    except Exception:",
         "        values = _FAILED",
-        "    else:",
+        "    else:  # one node of the root's type: what `found` returns, without its calls",
+        "        if len(values) == 1 and (v := values[0]).__class__ is _Node "
+        "and _same_type(v, node):",
+        "            return (node,), values, tuple(log)",
         "        return _FOUND(values, (node,), log)",
         "    finally:",
         "        _G.creation_log = None",

@@ -18,6 +18,7 @@ only generated identifiers appear in the code. `source_of(matcher)` returns the 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -61,7 +62,11 @@ class _Generator:
     functions' globals."""
 
     def __init__(
-        self, prebound: dict[str, str], returns: str | None = None, fused: bool = False
+        self,
+        prebound: dict[str, str],
+        returns: str | None = None,
+        fused: bool = False,
+        inline: Inline | None = None,
     ):
         self.consts: dict[str, object] = {
             "_lit": literal_is,
@@ -74,7 +79,7 @@ class _Generator:
             "_same_type": same_type,
             "_WRONG_TYPE": WRONG_TYPE,
         }
-        self.returns, self.fused = returns, fused
+        self.returns, self.fused, self.inline = returns, fused, inline
         self.bound = dict(prebound)  # pattern name -> local holding its node
         self.count = 0
         self.done: list[_Function] = []
@@ -83,7 +88,15 @@ class _Generator:
 
     def fresh(self, stem: str) -> str:
         self.count += 1
-        return f"{stem}{self.count}"
+        prefix = self.inline.prefix if self.inline is not None else ""
+        return f"{prefix}{stem}{self.count}"
+
+    def view_of(self, node: str) -> str:
+        """The expression of a node's arguments as the walk sees them (a pending node's view);
+        the root's may be a local of an inlined matcher (see `Inline`)."""
+        if node == "node" and self.inline is not None and self.inline.view is not None:
+            return self.inline.view
+        return f"(V.get({node}) or {node}.args)"
 
     def const(self, value) -> str:
         name = self.fresh("C")
@@ -148,8 +161,8 @@ class _Generator:
             inner = self.fresh("o")
             # under `op` first (its operand, through its view), then node without it
             under = self.fresh("w")
-            self.fn.line(f"{under} = (V.get({node}) or {node}.args) "
-                         f"if {node}.op == {self.const(p.op)} else ()")
+            self.fn.line(f"{under} = {self.view_of(node)} if {node}.op == {self.const(p.op)} "
+                         "else ()")
             self.fn.line(f"for {inner} in (({under}[0], {node}) if len({under}) == 1 "
                          f"else ({node},)):", loop=True)
             self.work.append(("match", p.args[0], inner))
@@ -171,7 +184,7 @@ class _Generator:
         if not arity and fixed:
             return
         view = self.fresh("v")  # its arguments' normal forms, rebuilt or pending (see pending)
-        self.fn.line(f"{view} = V.get({node}) or {node}.args")
+        self.fn.line(f"{view} = {self.view_of(node)}")
         if not fixed:
             self.fn.line(f"if len({view}) == {arity}:", opens=True)
         args = [self.fresh("a") for _ in p.args]
@@ -186,6 +199,9 @@ class _Generator:
     def _finish(self) -> None:
         """Innermost point: every element matched; hand the bindings to the continuation (or,
         for a matcher of `=> x`, return x when it can stand in for the node)."""
+        if self.inline is not None:
+            self._finish_inline()
+            return
         if self.returns is not None:
             value = self.bound[self.returns]
             self.fn.line(f"if _same_type({value}, node):", opens=True)
@@ -207,8 +223,54 @@ class _Generator:
         self._close()
 
 
+    def _finish_inline(self) -> None:
+        """The innermost point of an inlined matcher: the caller's lines, then no `return`
+        (a chain that does not match falls through to what follows it)."""
+        inline, indent = self.inline, "    " * self.fn.indent
+        if self.returns is not None:
+            value = self.bound[self.returns]
+            self.fn.line(f"if _same_type({value}, node):", opens=True)
+            self.fn.lines += [indent + "    " + x for x in inline.on_value(value)]
+            self.fn.lines += [indent + x for x in inline.on_wrong()]
+        else:  # fused: the clauses' function, named by the caller, takes the bound nodes
+            self.fn.line(f"r = {inline.clauses}(node, V, {', '.join(self.bound.values())})")
+            self.fn.line("if r is not None:", opens=True)
+            self.fn.lines += [indent + "    " + x for x in inline.on_found("r")]
+        self._close()
+
+
 #: What a matcher of `=> x` returns when x has another type than the node (a wrong rule).
 WRONG_TYPE = object()
+
+
+@dataclass
+class Inline:
+    """How a matcher is pasted into a generated dispatch (see `dispatch`): its locals and
+    constants are prefixed with `prefix`; the root's arguments are read from the local `view`
+    if given; at a match, the lines `on_value(local)` (a `=> x` rule: x is in the local) or
+    `on_found(local)` (a rule whose clauses' function, the global `clauses`, returned
+    (roots, replacements, new nodes) into the local) end the dispatch; `on_wrong()` when x
+    cannot stand in for the root."""
+
+    prefix: str
+    view: str | None
+    on_value: Callable[[str], list[str]]
+    on_found: Callable[[str], list[str]]
+    on_wrong: Callable[[], list[str]]
+    clauses: str = ""
+
+
+def inline_matcher(pattern, inline: Inline, returns: str | None) -> tuple[list[str], dict] | None:
+    """The lines of a one-root rule's matcher to paste at indent 1 of a function whose
+    parameters include `node` and `V`, and its constants; None when the chain had to be cut
+    into several functions (the caller then calls the matcher). A `=> x` rule passes
+    `returns`; any other is fused (`compile_fused`'s matcher, its clauses' function the global
+    `inline.clauses`)."""
+    gen = _Generator({}, returns, fused=returns is None, inline=inline)
+    gen.run(pattern, "node")
+    if gen.done[:-1]:  # split: more than one function
+        return None
+    return gen.done[-1].lines[1:-1], gen.consts  # no header, no final `return None`
 
 
 def generate(

@@ -18,13 +18,15 @@ class Pending(dict):
     """Pending node -> the images of its arguments (each a normal form or a pending node).
 
     `memo` is the pass's map from nodes to normal forms: a pending node maps to itself until
-    it is forced, then to its rebuilt node. Entries stay after forcing (a matcher may still
-    read a pending node's view); `force` returns the rebuilt node again.
+    it is forced, then to its rebuilt node; a pending node whose op is in `bare` (no rule can
+    rewrite it) is not in the memo until it is forced. Entries stay after forcing (a matcher
+    may still read a pending node's view); `force` returns the rebuilt node again.
     """
 
     def __init__(self, memo: dict[Node, Node]):
         super().__init__()
         self.memo = memo
+        self.bare: frozenset[str] = frozenset()
 
     def force(self, node: Node) -> Node:
         """node's normal form, rebuilding it (and what it needs) if pending (no recursion). A
@@ -55,7 +57,8 @@ class Pending(dict):
     def _force_one(self, node: Node) -> Node:
         """Rebuild node (its arguments are settled) and make that its normal form."""
         memo = self.memo
-        judged = node in memo  # no rule matched it: what it rebuilds to is a normal form
+        # no rule matched it (or none can): what it rebuilds to is a normal form
+        judged = node in memo or node.op in self.bare
         memo[node] = rebuilt = self._built(node)
         if judged:
             memo.setdefault(rebuilt, rebuilt)
@@ -63,13 +66,18 @@ class Pending(dict):
 
     def rebuild(self, node: Node) -> Node:
         """The pending node itself, built on its arguments' normal forms (hash-consed)."""
-        for a in self[node]:
-            self.force(a)
-        return self._built(node)
+        return self.rebuild_on(node, self[node])
 
-    def _built(self, node: Node) -> Node:
+    def rebuild_on(self, node: Node, view: tuple[Node, ...]) -> Node:
+        """node built on the normal forms of `view` (its arguments' images, pending or not)."""
+        for a in view:
+            self.force(a)
+        return self._built(node, view)
+
+    def _built(self, node: Node, view: tuple[Node, ...] | None = None) -> Node:
         memo = self.memo  # its pending arguments are forced
-        args = tuple([memo.get(a, a) if a in self else a for a in self[node]])
+        view = self[node] if view is None else view
+        args = tuple([memo.get(a, a) if a in self else a for a in view])
         rebuilt, fresh = rebuilt_on(node, args)
         return register(rebuilt) if fresh else rebuilt
 

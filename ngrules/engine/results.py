@@ -104,8 +104,17 @@ def _firing(rule, location, roots, replacements, new_nodes, pass_name, pending) 
 
 
 def _returned(rule, location, root, replacement, pass_name, pending) -> Firing:
-    """A recorded `=> x` rewrite, kept as one short tuple (see `dispatch`): it built nothing."""
+    """A recorded `=> x` rewrite, kept as one short tuple (see `dispatch`): it built nothing.
+    A root replaced before it was built comes with its view: `pending` is (pending, view)."""
+    if pending.__class__ is tuple:
+        pending, view = pending
+        root = pending.rebuild_on(root, view)
+        pending = None
     return _firing(rule, location, (root,), (replacement,), (), pass_name, pending)
+
+
+#: `node.origin = rule` without `Node.__setattr__`'s check (a Python call per new node)
+_set_origin = object.__setattr__
 
 
 class Run:
@@ -116,7 +125,8 @@ class Run:
         self.checked = checked
         self.timed = timed
         #: Firing's fields and the pending nodes of its pass; (rule, location, root, replacement,
-        #: pass, pending) for a `=> x` rule's firing
+        #: pass, pending) for a `=> x` rule's firing, (..., (pending, view)) for one at a root
+        #: not built (see `dispatch.first_on_view`)
         self.trace: list[tuple] = []
         self.rounds = 0  # multi-root rounds, over every pass
 
@@ -125,7 +135,7 @@ class Run:
     ) -> None:
         for n in new_nodes:
             if n.origin is None:
-                n.origin = rule.rule
+                _set_origin(n, "origin", rule.rule)
         if self.checked:
             validate(replacements)
         if not pending or pending.keys().isdisjoint(roots):

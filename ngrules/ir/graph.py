@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import gc
 import itertools
-import operator
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from ngrules.errors import GraphError, OpError
 from ngrules.ir.arraykey import ArrayKey
 from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.ops import get_op, normalize_attrs
+from ngrules.ir.traversal import creation_order, toposort, users_of  # noqa: F401 - re-exported
 
 #: The hash-consing table: key -> weak reference to the live node. Plain `weakref.ref`s (no
 #: callbacks: a dying node costs nothing); dead entries are swept when the table has doubled.
@@ -192,13 +192,18 @@ def _lookup(key) -> Node | None:
 def register(node: Node) -> Node:
     """Enter a new node (from `make_node` or `rebuilt_on`) in the table; its key must still be
     free (nothing with that key was built since the lookup)."""
-    table = _INTERN
-    table[node._key] = weakref.ref(node)
-    if len(table) > _SWEEP_AT[0]:
-        _sweep(table)
+    _INTERN[node._key] = weakref.ref(node)
+    if len(_INTERN) > _SWEEP_AT[0] or creation_log is not None:
+        _entered(node)
+    return node
+
+
+def _entered(node: Node) -> None:
+    """What an insert may call for: a sweep of the table, the node in the creation log."""
+    if len(_INTERN) > _SWEEP_AT[0]:
+        _sweep(_INTERN)
     if creation_log is not None:
         creation_log.append(node)
-    return node
 
 
 def _sweep(table: dict) -> None:
@@ -242,12 +247,28 @@ def rebuilt_on(node: Node, args: tuple[Node, ...]) -> tuple[Node, bool]:
     return _Building(op, args, node.attrs, node.axes, node.dtype, node.outputs, key, origin), True
 
 
+#: The hash-consing table's reference to the live node with a key, if any: for the engine's
+#: walk, which looks a rebuilt node up and may build it later with the same key. A node's key
+#: is `(op, args, attributes' key)`: on new arguments, `(node.op, args, node._key[2])`.
+interned_ref = _INTERN.get
+
+
 def fresh_on(node: Node, args: tuple[Node, ...]) -> Node:
     """`node` on new arguments, built unregistered with no lookup: for a caller that knows,
     from `live_rebuilt`, that no live node has that key."""
     key = (node.op, args, node._key[2])
     op, origin = node.op, node.origin
     return _Building(op, args, node.attrs, node.axes, node.dtype, node.outputs, key, origin)
+
+
+def registered_on(node: Node, args: tuple[Node, ...], key: tuple) -> Node:
+    """`register(fresh_on(node, args, key))` in one call (the walk's commonest new node)."""
+    node = _Building(node.op, args, node.attrs, node.axes, node.dtype, node.outputs, key,
+                     node.origin)
+    _INTERN[key] = weakref.ref(node)
+    if len(_INTERN) > _SWEEP_AT[0] or creation_log is not None:
+        _entered(node)
+    return node
 
 
 def live_rebuilt(node: Node, args: tuple[Node, ...]) -> Node | None:
@@ -301,56 +322,6 @@ def paused_gc():
     finally:
         if was_enabled:
             gc.enable()
-
-
-# -- whole-graph operations ------------------------------------------------------------------
-def toposort(outputs: Iterable[Node]) -> list[Node]:
-    """Every node reachable from `outputs`, arguments before users (a depth-first post-order,
-    iterative; a tuple on the stack marks a node whose arguments are done)."""
-    order: list[Node] = []
-    seen: set[Node] = set()
-    stack: list = list(outputs)[::-1]
-    mark, emit, push = seen.add, order.append, stack.append
-    while stack:
-        node = stack.pop()
-        if node.__class__ is tuple:
-            emit(node[0])
-        elif node not in seen:
-            mark(node)
-            push((node,))
-            for arg in reversed(node.args):
-                if arg not in seen:
-                    push(arg)
-    return order
-
-
-_SERIAL = operator.attrgetter("_serial")
-
-
-def creation_order(outputs: Iterable[Node]) -> list[Node]:
-    """Every node reachable from `outputs` in the order they were created, which is
-    topological. Cheaper than `toposort` (no depth-first search: a set of the reachable
-    nodes, sorted), but it depends on the process's history, not only on the graph: for the
-    engine's walk, whose result does not depend on the order, not for anything shown."""
-    seen = set(outputs)
-    stack = list(seen)
-    mark, push, pop = seen.add, stack.append, stack.pop
-    while stack:
-        for arg in pop().args:
-            if arg not in seen:
-                mark(arg)
-                push(arg)
-    return sorted(seen, key=_SERIAL)
-
-
-def users_of(outputs: Iterable[Node]) -> dict[Node, list[Node]]:
-    """For each reachable node, the nodes that use it (once per use)."""
-    users: dict[Node, list[Node]] = {}
-    for node in toposort(outputs):
-        users.setdefault(node, [])
-        for arg in node.args:
-            users[arg].append(node)
-    return users
 
 
 def substitute(outputs: Sequence[Node], mapping: Mapping[Node, Node]) -> list[Node]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ngrules.ir.axes import Axes, is_difference
 from ngrules.ir.frontend import apply_op
-from ngrules.ir.graph import Node
+from ngrules.ir.graph import Node, make_node
 from ngrules.ir.ops import OPS
 from ngrules.lang.bounds import bounded, divide, multiply
 from ngrules.lang.expr import get_attribute, index_value
@@ -43,9 +43,13 @@ from ngrules.lang.syntax import (
 
 #: Node attributes read straight from the node (what `expr.NODE_ATTRIBUTES` computes).
 _SLOTS = {"axes": "{}.axes", "dtype": "{}.dtype", "op": "{}.op", "args": "{}.args",
-          "rank": "len({}.axes)"}  # `shape` reads lengths: through `known` (symbolic lengths)
+          "rank": "len({}.axes._names)"}  # `shape` reads lengths: through `known` (symbolic)
 _OPERATORS = {"+", "-", "*", "/", "|", "&", "==", "!=", "<", "<=", ">", ">="}
 _GROWING = {"+", "-", "|", "&"}  # results checked against the language's bounds, as expr does
+
+
+#: Literals, which are never Axes (an equality with one needs no Axes test).
+_SCALARS = (ENum, EStr, EBool)
 
 
 class NotBoolean(Exception):
@@ -60,12 +64,14 @@ class _Generator:
             "_attr": get_attribute,
             "_index": index_value,
             "_op": apply_op,
+            "_make": make_node,
             "_NotBoolean": NotBoolean,
             "_bounded": bounded,
             "_multiply": multiply,
             "_Axes": Axes,
             "_is_difference": is_difference,
             "_divide": divide,
+            "_NUMBER": (int, float),
         }
         self.lines: list[str] = []
         self.locals: dict[str, str] = {}  # rule name -> local holding its value
@@ -127,10 +133,16 @@ class _Generator:
         args = "".join(f"{self.expr(a)}, " for a in e.args)
         kwargs = ", ".join(f"{self.const(k)}: {self.expr(v)}" for k, v in e.kwargs)
         if e.func in OPS:
-            return f"_op({self.const(e.func)}, [{args}], {{{kwargs}}})"
+            if len(e.args) == 2 and not e.kwargs and OPS[e.func].has("elementwise"):
+                return f"_op({self.const(e.func)}, [{args}], {{{kwargs}}})"  # broadcasting
+            return f"_make({self.const(e.func)}, ({args}), **{{{kwargs}}})"
         fdef = FUNCTIONS.get(e.func)
         if fdef is None:
             raise KeyError(e.func)  # unknown: the interpreter reports it
+        if e.func == "len" and len(e.args) == 1 and not e.kwargs:  # of Axes: no Python call
+            t = self.fresh("t")
+            return (f"(len({t}._names) if ({t} := {self.expr(e.args[0])}).__class__ is _Axes "
+                    f"else {self.const(fdef.fn)}({t}))")
         spread = f"**{{{kwargs}}}" if e.kwargs else ""
         value = f"{self.const(fdef.fn)}({args}{spread})"
         if fdef.kind == "builder" or fdef.bounded:  # a node, or a value within the bounds
@@ -141,6 +153,8 @@ class _Generator:
         if e.op in ("==", "!=") and isinstance(e.right, EBinary) and e.right.op == "-":
             return self._equals_difference(e)
         left, right = self.expr(e.left), self.expr(e.right)
+        if e.op in ("==", "!=") and isinstance(e.left, _SCALARS) | isinstance(e.right, _SCALARS):
+            return f"({left} {e.op} {right})"  # a literal is never Axes
         if e.op in ("==", "!="):  # two Axes compare their names here, with no call
             a, b = self.fresh("t"), self.fresh("t")
             fast = f"{a}._names {e.op} {b}._names"
@@ -152,8 +166,11 @@ class _Generator:
             return f"({left} in {right})"
         if e.op not in _OPERATORS:
             raise KeyError(e.op)
-        if e.op == "*":  # refused before it is computed if too large
-            return f"_multiply({left}, {right})"
+        if e.op == "*":  # refused before it is computed if too large; a float's product is not
+            a, b = self.fresh("t"), self.fresh("t")
+            floats = (f"(({a} := {left}).__class__ is float) & (({b} := {right}).__class__ in "
+                      f"_NUMBER) | ({a}.__class__ in _NUMBER) & ({b}.__class__ is float)")
+            return f"({a} * {b} if {floats} else _multiply({a}, {b}))"
         if e.op == "/":  # numbers by zero as IEEE floats
             return f"_divide({left}, {right})"
         if e.op in _GROWING:
