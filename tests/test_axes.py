@@ -1,5 +1,6 @@
 """The axes algebra: ngraph's ordered +, -, |, & and flattening, as hypothesis properties."""
 
+import itertools
 import math
 
 import pytest
@@ -8,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ngrules as ng
-from ngrules.ir.axes import Axes, Axis, FlattenedAxis
+from ngrules.ir.axes import Axes, Axis, FlattenedAxis, is_difference
 
 pairs = st.tuples(axes_st(), axes_st())
 
@@ -180,3 +181,13 @@ def test_axes_are_immutable(axes):
     if len(axes):
         with pytest.raises(AttributeError):
             axes[0].length = 7
+
+
+def test_is_difference_is_equality_with_the_difference():
+    """`is_difference(a, b, c)` (the guards' `a == b - c` without building `b - c`) agrees with
+    building it, for every ordered choice of a, b and c among three axes."""
+    pool = [ng.make_axis(4, "N"), ng.make_axis(8, "F"), ng.make_axis(3, "H")]
+    every = [Axes(p) for r in range(4) for c in itertools.combinations(pool, r)
+             for p in itertools.permutations(c)]
+    for a, b, c in itertools.product(every, repeat=3):
+        assert is_difference(a, b, c) == (a == b - c), (a, b, c)

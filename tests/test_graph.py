@@ -8,7 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ngrules as ng
-from ngrules.ir.graph import creation_order, users_of
+from ngrules.errors import OpError
+from ngrules.ir.axes import make_axis
+from ngrules.ir.graph import creation_order, make_node, users_of
 
 
 def _xy(dtype=np.float32):
@@ -276,3 +278,17 @@ def test_creation_order_follows_creation_not_argument_order():
     late_first = ng.add(late, early)  # the depth-first search visits `late` first
     assert ng.toposort([late_first])[:2] == [late, early]
     assert creation_order([late_first])[:2] == [early, late]
+
+
+def test_float_attributes_given_any_way_build_one_node():
+    """A float attribute given as a Python float (the shortcut past `normalize_attrs`) keys the
+    node as the same value given as an int or a numpy float does, in the op's own order."""
+    x = ng.placeholder([make_axis(3, "N")], name="x_float_attrs")
+    leaky = make_node("Relu", (x,), slope=0.25)
+    assert make_node("Relu", (x,), slope=np.float64(0.25)) is leaky
+    assert make_node("Relu", (x,), slope=0.5) is not leaky
+    assert make_node("Relu", (x,), slope=0) is make_node("Relu", (x,), slope=0.0)
+    assert make_node("Relu", (x,)) is make_node("Relu", (x,), slope=0.0)
+    assert dict(leaky.attrs) == {"slope": 0.25} and type(leaky.attrs["slope"]) is float
+    with pytest.raises(OpError):
+        make_node("Relu", (x,), slope=0.25, other=1.0)

@@ -139,8 +139,11 @@ def _subset(items: tuple[Axis, ...]) -> Axes:
 def is_difference(a: Axes, b: Axes, c: Axes) -> bool:
     """`a == b - c` without building `b - c` (checking lengths as the difference does)."""
     _check_lengths(b, c)
-    names = c._names
-    return a._names == tuple([n for n in b._names if n not in names])
+    names, kept = c._names, iter(a._names)
+    for n in b._names:  # b's names not in c, in order, are a's (no tuple built)
+        if n not in names and n != next(kept, None):
+            return False
+    return next(kept, None) is None
 
 
 class Axes:

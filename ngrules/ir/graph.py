@@ -292,8 +292,12 @@ def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
             raise OpError(f"{op}: arguments must be nodes, got {type(a).__name__}")
         if a.outputs is not None and op != "Output":
             raise OpError(f"{op}: {a.op} has several outputs; pick one with Output(..., index=i)")
-    norm = normalize_attrs(opdef, attrs) if (attrs or opdef.attrs) else {}
-    attrs_key = tuple([(k, _freeze(v)) for k, v in norm.items()])
+    floats = _float_attrs(op, opdef, attrs) if attrs else None
+    if floats is not None:
+        norm, attrs_key = floats
+    else:
+        norm = normalize_attrs(opdef, attrs) if (attrs or opdef.attrs) else {}
+        attrs_key = tuple([(k, _freeze(v)) for k, v in norm.items()])
     existing = _lookup(key := (op, args, attrs_key))
     if existing is not None:
         return existing
@@ -306,6 +310,32 @@ def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
         dtype = np.dtype(dtype)
     frozen = MappingProxyType(norm) if norm else _NO_ATTRS
     return register(_Building(op, args, frozen, axes, dtype, outputs, key))
+
+
+#: op name -> (its OpDef, its attributes' names if every one is a float, else None).
+_FLOAT_ATTRS: dict[str, tuple] = {}
+
+
+def _float_attrs(op: str, opdef, attrs: dict) -> tuple[dict, tuple] | None:
+    """The normalised attributes and their key for an op whose attributes are all floats, each
+    given as a Python float (a fused op's `eps`): what `normalize_attrs` and `_freeze` return
+    for them, without their conversions and checks. None for anything else."""
+    entry = _FLOAT_ATTRS.get(op)
+    if entry is None or entry[0] is not opdef:
+        specs = opdef.attrs
+        names = tuple(a.name for a in specs) if all(a.kind == "float" for a in specs) else None
+        entry = _FLOAT_ATTRS[op] = (opdef, names)
+    names = entry[1]
+    if names is None or len(attrs) != len(names):
+        return None
+    norm, key = {}, []
+    for name in names:
+        value = attrs.get(name)
+        if value.__class__ is not float:
+            return None
+        norm[name] = value
+        key.append((name, ("float", value)))
+    return norm, tuple(key)
 
 
 @contextmanager
