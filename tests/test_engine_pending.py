@@ -36,16 +36,22 @@ def chain(blocks: int):
 
 @pytest.fixture
 def created(monkeypatch):
-    """Every node entered in the hash-consing table while the test runs."""
+    """Every node entered in the hash-consing table while the test runs (by `register`, or by
+    `registered_on`, the walk's build-and-enter in one call)."""
     made: list = []
-    real = graph.register
+    real_register, real_registered_on = graph.register, graph.registered_on
 
     def register(node):
         made.append(node)
-        return real(node)
+        return real_register(node)
+
+    def registered_on(node, args, key):
+        made.append(real_registered_on(node, args, key))
+        return made[-1]
 
     for module in (graph, driver, pending):
         monkeypatch.setattr(module, "register", register)
+    monkeypatch.setattr(driver, "registered_on", registered_on)
     return made
 
 
