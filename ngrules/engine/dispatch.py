@@ -21,11 +21,36 @@ from ngrules.engine.compiled import CompiledRule
 from ngrules.engine.matchgen import WRONG_TYPE, Inline, inline_matcher
 from ngrules.lang.syntax import PNamed, POp
 
-_FOUND = (
-    "        s.matches += 1",
-    "        run.record(name, R{i}, *found, V)",
-    "        return R{i}, found",
+#: A match found by `apply` (roots, replacements, new nodes in `{found}`), counted and recorded.
+_RECORD_FOUND = (
+    "s.matches += 1",
+    "run.record(name, R{i}, *{found}, V)",
+    "return R{i}, {found}",
 )
+
+#: What `run.record` does for a `=> x` match, which builds nothing: x is in `{value}`; the
+#: trace entry's last field is `{pending}`, the dispatch returns `R{i}, {result}`.
+_RECORD_RETURNED = (
+    "s.matches += 1",
+    "if {value} in V:",
+    "    {value} = V.force({value})",
+    "run.trace.append((N{i}, L{i}, node, {value}, name, {pending}))",
+    "budget = run.budget",
+    "budget.left -= 1",
+    "if budget.left <= 0:",
+    "    budget.exhausted = True",
+    "return R{i}, {result}",
+)
+#: The trace's pending field for a match at a built node (pending if it is in V).
+_PENDING_AT_NODE = "V if node in V else None"
+
+
+def _lines(template, indent: int, **fields: str) -> list[str]:
+    """The template's lines at `indent` spaces, its fields but `{i}` filled in."""
+    return [" " * indent + line.format(i="{i}", **fields) for line in template]
+
+
+_FOUND = tuple(_lines(_RECORD_FOUND, 8, found="found"))
 
 _RETURNING = (
     "    value = M{i}(node, None, None, V)",
@@ -33,15 +58,8 @@ _RETURNING = (
     "        if value is _WRONG or run.checked:  # apply raises the error / record validates",
     "            found = R{i}.apply(node, None, V)",
     *["    " + line for line in _FOUND],
-    "        s.matches += 1  # what run.record does for a match building nothing",
-    "        if value in V:",
-    "            value = V.force(value)",
-    "        run.trace.append((N{i}, L{i}, node, value, name, V if node in V else None))",
-    "        budget = run.budget",
-    "        budget.left -= 1",
-    "        if budget.left <= 0:",
-    "            budget.exhausted = True",
-    "        return R{i}, ((node,), (value,), ())",
+    *_lines(_RECORD_RETURNED, 8, value="value", pending=_PENDING_AT_NODE,
+            result="((node,), (value,), ())"),
 )
 
 _APPLYING = (
@@ -126,18 +144,16 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
     slow = _SLOW_ON_VIEW if on_view else _SLOW_FOUND
 
     def on_value(value: str) -> list[str]:
-        returned = [x.format(i=i, value=value) for x in _RETURNED]
-        if not on_view:
-            return ["if run.checked:  # record validates",
-                    *["    " + x.format(i=i) for x in slow], *returned]
-        # the trace keeps the root's view (the node is not pending: nothing else reads it)
-        returned[3] = f"run.trace.append((N{i}, L{i}, node, {value}, name, (V, view)))"
-        returned[-1] = f"return R{i}, {value}"
+        # on a view, the trace keeps the root's view (the node is not pending: nothing else
+        # reads it), and the dispatch returns the replacement alone
+        fields = {"pending": "(V, view)", "result": value} if on_view else {
+            "pending": _PENDING_AT_NODE, "result": f"((node,), ({value},), ())"}
+        returned = [x.format(i=i) for x in _lines(_RECORD_RETURNED, 0, value=value, **fields)]
         return ["if run.checked:  # record validates", *["    " + x for x in enter],
                 *["    " + x.format(i=i) for x in slow], *returned]
 
     def on_found(found: str) -> list[str]:
-        return [x.format(i=i, found=found) for x in _FOUND_INLINE]
+        return [x.format(i=i) for x in _lines(_RECORD_FOUND, 0, found=found)]
 
     def on_wrong() -> list[str]:  # apply raises the located error
         return [*enter, *[x.format(i=i) for x in slow]]
@@ -158,29 +174,7 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
     return lines, consts
 
 
-_SLOW_FOUND = (
-    "found = R{i}.apply(node, None, V)",
-    "s.matches += 1",
-    "run.record(name, R{i}, *found, V)",
-    "return R{i}, found",
-)
+#: A match that `apply` re-finds (a checked run validates; a wrong `=> x` raises, located).
+_SLOW_FOUND = ("found = R{i}.apply(node, None, V)", *_lines(_RECORD_FOUND, 0, found="found"))
 
 _SLOW_ON_VIEW = (*_SLOW_FOUND[:-1], "return R{i}, found[1][0]")
-
-_RETURNED = (  # what run.record does for a match building nothing
-    "s.matches += 1",
-    "if {value} in V:",
-    "    {value} = V.force({value})",
-    "run.trace.append((N{i}, L{i}, node, {value}, name, V if node in V else None))",
-    "budget = run.budget",
-    "budget.left -= 1",
-    "if budget.left <= 0:",
-    "    budget.exhausted = True",
-    "return R{i}, ((node,), ({value},), ())",
-)
-
-_FOUND_INLINE = (
-    "s.matches += 1",
-    "run.record(name, R{i}, *{found}, V)",
-    "return R{i}, {found}",
-)
