@@ -16,16 +16,18 @@ responsible. Expressions are pure, so both compute the same thing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ngrules.ir.axes import Axes, is_difference
 from ngrules.ir.frontend import apply_op
-from ngrules.ir.graph import Node, make_node
+from ngrules.ir.graph import UNKNOWN, Node, make_node
 from ngrules.ir.ops import OPS
+from ngrules.ir.symbolic import STAND_INS
 from ngrules.lang.bounds import bounded, divide, multiply
 from ngrules.lang.expr import get_attribute, index_value
-from ngrules.lang.functions import FUNCTIONS
+from ngrules.lang.functions import FUNCTIONS, size_of, value_of
 from ngrules.lang.syntax import (
     EAttr,
     EBinary,
@@ -48,8 +50,19 @@ _OPERATORS = {"+", "-", "*", "/", "|", "&", "==", "!=", "<", "<=", ">", ">="}
 _GROWING = {"+", "-", "|", "&"}  # results checked against the language's bounds, as expr does
 
 
+#: What a node's attribute is (see `_Generator.kind`): `.axes` is always an Axes.
+_NODE_KINDS = {"axes": "axes", "rank": "int"}
+
 #: Literals, which are never Axes (an equality with one needs no Axes test).
 _SCALARS = (ENum, EStr, EBool)
+
+
+_COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
+
+
+def _is_difference_test(e: EBinary) -> bool:
+    """`a == b - c` or `a != b - c` (see `_Generator._equals_difference`)."""
+    return e.op in ("==", "!=") and isinstance(e.right, EBinary) and e.right.op == "-"
 
 
 class NotBoolean(Exception):
@@ -72,6 +85,9 @@ class _Generator:
             "_is_difference": is_difference,
             "_divide": divide,
             "_NUMBER": (int, float),
+            "_prod": math.prod,
+            "_STAND_INS": STAND_INS,
+            "_UNKNOWN": UNKNOWN,
         }
         self.lines: list[str] = []
         self.locals: dict[str, str] = {}  # rule name -> local holding its value
@@ -120,11 +136,45 @@ class _Generator:
             return "(" + "".join(f"{self.expr(i)}, " for i in e.items) + ")"
         raise TypeError(f"cannot compile {kind.__name__}")
 
+    def kind(self, e) -> str | None:
+        """What the value of `e` is known to be when the code is generated: "node" (a pattern
+        name: the matcher binds nodes), "axes" (a node's axes), "int" (a node's rank, the len
+        of a node's axes, its size), else None (its type is tested when the code runs)."""
+        kind = type(e)
+        if kind is EVar:
+            node = self.params is not None and e.name in self.params and e.name not in self.locals
+            return "node" if node else None
+        if kind is EAttr and self.kind(e.obj) == "node":
+            return _NODE_KINDS.get(e.name)
+        if kind is ECall and len(e.args) == 1 and not e.kwargs:
+            fn = getattr(FUNCTIONS.get(e.func), "fn", None)
+            of = self.kind(e.args[0])
+            if (fn is len and of == "axes") or (fn is size_of and of == "node"):
+                return "int"
+        if kind is EBinary:
+            return "bool" if self._gives_bool(e) else None
+        return "bool" if kind is EBool or (kind is EUnary and e.op == "not") else None
+
+    def _gives_bool(self, e: EBinary) -> bool:
+        """A comparison of numbers or of nodes' axes, or `and`/`or` of two such: a bool."""
+        if e.op in ("and", "or"):
+            return self.kind(e.left) == "bool" == self.kind(e.right)
+        if e.op not in _COMPARISONS:
+            return False
+        operands = (e.left, e.right.left, e.right.right) if _is_difference_test(e) else (
+            e.left, e.right)
+        kinds = {self.kind(x) for x in operands}
+        numbers = all(isinstance(x, ENum) or self.kind(x) == "int" for x in operands)
+        axes = kinds == {"axes"} and e.op in ("==", "!=")
+        return (numbers and not _is_difference_test(e)) or axes
+
     def _attr(self, e: EAttr) -> str:
         obj = self.expr(e.obj)
         template = _SLOTS.get(e.name)
         if template is None:
             return f"_attr({obj}, {self.const(e.name)})"
+        if self.kind(e.obj) == "node":  # a pattern name: its slot, no test
+            return template.format(obj)
         tmp = self.fresh("t")  # a node reads its slot; anything else goes through _attr
         fast, slow = template.format(tmp), f"_attr({tmp}, {self.const(e.name)})"
         return f"({fast} if ({tmp} := {obj}).__class__ is _Node else {slow})"
@@ -139,6 +189,12 @@ class _Generator:
         fdef = FUNCTIONS.get(e.func)
         if fdef is None:
             raise KeyError(e.func)  # unknown: the interpreter reports it
+        if self.kind(e) == "int":  # len of a node's axes, size of a node: in line
+            return self._known_int(e, fdef)
+        if fdef.fn is value_of and len(e.args) == 1 and self.kind(e.args[0]) == "node":
+            t, node = self.fresh("t"), self.expr(e.args[0])  # a node's value, once computed
+            return (f"({t} if ({t} := {node}._scalar) is not _UNKNOWN and {t} is not None "
+                    f"else {self.const(fdef.fn)}({node}))")
         if e.func == "len" and len(e.args) == 1 and not e.kwargs:  # of Axes: no Python call
             t = self.fresh("t")
             return (f"(len({t}._names) if ({t} := {self.expr(e.args[0])}).__class__ is _Axes "
@@ -149,23 +205,42 @@ class _Generator:
             return value
         return f"_bounded({value})"
 
+    def _known_int(self, e: ECall, fdef) -> str:
+        """`len(n.axes)` or `size(n)` of a node n: the names counted, the lengths multiplied
+        (what `size` does unless a symbolic length is in use: then it is called)."""
+        arg = self.expr(e.args[0])
+        if fdef.fn is len:
+            return f"len({arg}._names)"
+        return f"(_prod({arg}.axes._lengths) if not _STAND_INS else {self.const(fdef.fn)}({arg}))"
+
     def _binary(self, e: EBinary) -> str:
-        if e.op in ("==", "!=") and isinstance(e.right, EBinary) and e.right.op == "-":
+        if _is_difference_test(e):
             return self._equals_difference(e)
         left, right = self.expr(e.left), self.expr(e.right)
-        if e.op in ("==", "!=") and isinstance(e.left, _SCALARS) | isinstance(e.right, _SCALARS):
-            return f"({left} {e.op} {right})"  # a literal is never Axes
+        kinds = self.kind(e.left), self.kind(e.right)
+        if e.op in ("==", "!=") and kinds == ("axes", "axes"):
+            return f"({left}._names {e.op} {right}._names)"  # two nodes' axes
+        if e.op in ("==", "!=") and (
+            isinstance(e.left, _SCALARS) | isinstance(e.right, _SCALARS) or "int" in kinds
+        ):
+            return f"({left} {e.op} {right})"  # a literal or an int is never Axes
         if e.op in ("==", "!="):  # two Axes compare their names here, with no call
             a, b = self.fresh("t"), self.fresh("t")
             fast = f"{a}._names {e.op} {b}._names"
             both = f"(({a} := {left}).__class__ is _Axes) & (({b} := {right}).__class__ is _Axes)"
             return f"({fast} if {both} else {a} {e.op} {b})"
-        if e.op in ("and", "or"):
-            return f"((not not {left}) {e.op} (not not {right}))"
+        if e.op in ("and", "or"):  # their values as bools (`not not` unless known to be)
+            left, right = (x if self.kind(y) == "bool" else f"(not not {x})"
+                           for x, y in ((left, e.left), (right, e.right)))
+            return f"({left} {e.op} {right})"
         if e.op == "in":
             return f"({left} in {right})"
         if e.op not in _OPERATORS:
             raise KeyError(e.op)
+        if e.op == "*" and self.kind(e.right) == "int":  # `right` is evaluated in one branch
+            a = self.fresh("t")
+            product = f"{a} * {right}"
+            return f"({product} if ({a} := {left}).__class__ is float else _multiply({a}, {right}))"
         if e.op == "*":  # refused before it is computed if too large; a float's product is not
             a, b = self.fresh("t"), self.fresh("t")
             floats = (f"(({a} := {left}).__class__ is float) & (({b} := {right}).__class__ in "
@@ -179,11 +254,13 @@ class _Generator:
 
     def _equals_difference(self, e: EBinary) -> str:
         """`a == b - c`: for three Axes, compared with no new Axes built (`is_difference`)."""
-        a, b, c = self.fresh("t"), self.fresh("t"), self.fresh("t")
-        operands = ((a, self.expr(e.left)), (b, self.expr(e.right.left)),
-                    (c, self.expr(e.right.right)))
-        all_axes = " & ".join(f"(({t} := {x}).__class__ is _Axes)" for t, x in operands)
+        exprs = (e.left, e.right.left, e.right.right)
         negate = "not " if e.op == "!=" else ""
+        if all(self.kind(x) == "axes" for x in exprs):  # three nodes' axes: no tests
+            return f"({negate}_is_difference({', '.join(self.expr(x) for x in exprs)}))"
+        a, b, c = self.fresh("t"), self.fresh("t"), self.fresh("t")
+        operands = ((a, self.expr(exprs[0])), (b, self.expr(exprs[1])), (c, self.expr(exprs[2])))
+        all_axes = " & ".join(f"(({t} := {x}).__class__ is _Axes)" for t, x in operands)
         return (f"({negate}_is_difference({a}, {b}, {c}) if {all_axes} "
                 f"else {a} {e.op} _bounded({b} - {c}))")
 
@@ -213,6 +290,8 @@ def _body(gen: _Generator, clauses: Sequence, replacement: Sequence) -> list[str
             local = gen.fresh("l")
             body.append(f"    {local} = {value}")
             gen.locals[clause.name] = local
+        elif gen.kind(clause.expr) == "bool":
+            body += [f"    if not {value}:", "        return None"]
         else:
             body += [
                 f"    g = {value}",

@@ -82,7 +82,7 @@ class _NumberOrReduction:
 
 
 # -- pure functions ------------------------------------------------------------------------------
-def _size(x) -> int:
+def size_of(x) -> int:
     """Number of elements: of a node's axes, of an Axes, or the length of an Axis."""
 
     if x.__class__ is Node:  # the message only if a symbolic length may need it (it costs)
@@ -94,8 +94,8 @@ def _size(x) -> int:
     return known(axes.size, f"the size of {axes!r}")
 
 
-def _value(node) -> float:
-
+def value_of(node) -> float:
+    """The one value of a known constant (the rules' `value`; also inlined by `exprgen`)."""
     value = known_scalar(node) if node.__class__ is Node else scalar_value(node)
     if value is None:
         raise NgrulesError(f"{node.op} is not a constant with one value everywhere")
@@ -138,7 +138,7 @@ def _is_constant(node) -> bool:
 
 _PURE: list[tuple[str, Callable, int, int | None, str]] = [
     ("len", builtins.len, 1, 1, "number of items: axes in an Axes, items in a tuple"),
-    ("size", _size, 1, 1, "number of elements of a node, an Axes, or an Axis's length"),
+    ("size", size_of, 1, 1, "number of elements of a node, an Axes, or an Axis's length"),
     (
         "min",
         _NumberOrReduction("min", builtins.min),
@@ -158,7 +158,7 @@ _PURE: list[tuple[str, Callable, int, int | None, str]] = [
     ("attribute", _attribute, 2, 2, "a node's op attribute by name, as `attribute(ln, \"axes\")`"),
     ("is_scalar", _is_scalar, 1, 1, "the node has no axes"),
     ("is_constant", _is_constant, 1, 1, "the node's values are known (through views)"),
-    ("value", _value, 1, 1, "the one value a known constant holds everywhere"),
+    ("value", value_of, 1, 1, "the one value a known constant holds everywhere"),
     ("new_axis", _new_axis, 1, 2, "a fresh axis of the given length (and optional name)"),
     ("make_axes", _make_axes, 0, 1, "an Axes from an Axis or a tuple of axes"),
     ("flatten_axes", _flatten_axes, 1, 1, "one FlattenedAxis standing for the given axes"),
