@@ -22,22 +22,22 @@ A, B = ng.make_axis(3, "A"), ng.make_axis(4, "B")
 
 #: Guards over the pattern's names x, y, z, c, in the forms the typed generator writes, and a
 #: let (whose value is not known to be a node: the general path).
-GUARDS = [
-    "x.axes == y.axes",
-    "x.axes != y.axes and len(z.axes) > 0",
-    "x.rank == 0 or c.rank == 0",
-    "not (x.rank < y.rank)",
-    "x.axes == y.axes - z.axes",
-    "x.axes != y.axes - z.axes",
-    "value(c) * size(x) == size(y)",
-    "size(x) * value(c) == size(y)",
-    "size(x) * 2 == size(y) and value(c) == 2",
-    "value(c) > 1.5",
-    "value(c) != 0.5",
-    "len(x.axes) == y.rank",
-    "x.rank",  # an int: not a boolean, the interpreter reports it
-    "size(x) == y.axes",
-]
+GUARDS = """
+x.axes == y.axes
+x.axes != y.axes and len(z.axes) > 0
+x.rank == 0 or c.rank == 0
+not (x.rank < y.rank)
+x.axes == y.axes - z.axes
+x.axes != y.axes - z.axes
+value(c) * size(x) == size(y)
+size(x) * value(c) == size(y)
+size(x) * 2 == size(y) and value(c) == 2
+value(c) > 1.5
+value(c) != 0.5
+len(x.axes) == y.rank
+x.rank
+size(x) == y.axes
+""".strip().splitlines()
 LETS = ["let a = x.axes\n    if a == y.axes", "let n = size(x)\n    if n * value(c) >= 8"]
 
 
