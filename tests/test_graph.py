@@ -1,5 +1,6 @@
 """The graph IR: hash-consing, immutability, Graph edits, validate, the printer, deep graphs."""
 
+import re
 import time
 
 import numpy as np
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 import ngrules as ng
 from ngrules.errors import OpError
 from ngrules.ir.axes import make_axis
-from ngrules.ir.graph import creation_order, make_node, users_of
+from ngrules.ir.graph import creation_order, make_node, make_with_floats, users_of
 
 
 def _xy(dtype=np.float32):
@@ -292,3 +293,22 @@ def test_float_attributes_given_any_way_build_one_node():
     assert dict(leaky.attrs) == {"slope": 0.25} and type(leaky.attrs["slope"]) is float
     with pytest.raises(OpError):
         make_node("Relu", (x,), slope=0.25, other=1.0)
+
+
+def test_make_with_floats_builds_what_make_node_builds():
+    """The generated clauses' builder: the same node as `make_node` with those keywords, the
+    key formed in line or (any other attributes or arguments) through `make_node` itself."""
+    n = make_axis(3, "N")
+    x = ng.placeholder([n], name="x_make_floats")
+    make_node("Relu", (x,), slope=0.5)  # the op's float attributes are known from here on
+    for values in [(0.125,), (1,), (np.float32(2),)]:
+        built = make_with_floats("Relu", (x,), ("slope",), values)
+        assert built is make_node("Relu", (x,), slope=values[0])
+    fresh = make_with_floats("Relu", (x,), ("slope",), (0.0625,))  # a new node, in line
+    assert dict(fresh.attrs) == {"slope": 0.0625}
+    assert fresh is make_node("Relu", (x,), slope=0.0625)
+    for args, names in [((x, x), ("slope",)), ((x,), ("other",)), (("x",), ("slope",))]:
+        with pytest.raises(OpError) as expected:
+            make_node("Relu", args, **dict.fromkeys(names, 0.5))
+        with pytest.raises(OpError, match=re.escape(str(expected.value))):
+            make_with_floats("Relu", args, names, (0.5,))

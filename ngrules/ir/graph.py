@@ -22,7 +22,7 @@ import numpy as np
 from ngrules.errors import GraphError, OpError
 from ngrules.ir.arraykey import ArrayKey
 from ngrules.ir.axes import Axes, Axis
-from ngrules.ir.ops import get_op, normalize_attrs
+from ngrules.ir.ops import OPS, get_op, normalize_attrs
 from ngrules.ir.traversal import creation_order, toposort, users_of  # noqa: F401 - re-exported
 
 #: The hash-consing table: key -> weak reference to the live node. Plain `weakref.ref`s (no
@@ -301,6 +301,11 @@ def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
     existing = _lookup(key := (op, args, attrs_key))
     if existing is not None:
         return existing
+    return _new_node(op, opdef, args, norm, key)
+
+
+def _new_node(op: str, opdef, args: tuple, norm: dict, key: tuple) -> Node:
+    """The node of a free key, its type inferred, entered in the table."""
     inferred = opdef.infer(args, norm)
     if opdef.outputs > 1:
         outputs = tuple((ax, np.dtype(dt)) for ax, dt in inferred)
@@ -310,6 +315,31 @@ def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
         dtype = np.dtype(dtype)
     frozen = MappingProxyType(norm) if norm else _NO_ATTRS
     return register(_Building(op, args, frozen, axes, dtype, outputs, key))
+
+
+def make_with_floats(op: str, args: tuple, names: tuple[str, ...], values: tuple) -> Node:
+    """`make_node(op, args, **dict(zip(names, values)))`, for generated code that names the
+    attributes (a fused op's `eps`): when they are the op's attributes, all floats, in order,
+    each given as a Python float, and the arguments are single-output nodes of the op's
+    arity, the key is formed here (no keyword dicts, no checks that cannot fail); anything
+    else goes through `make_node`, which also raises its errors."""
+    opdef = OPS.get(op)
+    entry = _FLOAT_ATTRS.get(op)
+    if entry is None or entry[0] is not opdef or entry[1] != names or len(args) != opdef.arity:
+        return make_node(op, args, **dict(zip(names, values)))
+    for a in args:
+        if a.__class__ is not Node or a.outputs is not None:
+            return make_node(op, args, **dict(zip(names, values)))
+    key = []
+    for name, value in zip(names, values):
+        if value.__class__ is not float:
+            return make_node(op, args, **dict(zip(names, values)))
+        key.append((name, ("float", value)))
+    ref = _INTERN.get(key := (op, args, tuple(key)))
+    existing = None if ref is None else ref()
+    if existing is not None:
+        return existing
+    return _new_node(op, opdef, args, dict(zip(names, values)), key)
 
 
 #: op name -> (its OpDef, its attributes' names if every one is a float, else None).

@@ -22,7 +22,7 @@ from typing import Any
 
 from ngrules.ir.axes import Axes, is_difference
 from ngrules.ir.frontend import apply_op
-from ngrules.ir.graph import UNKNOWN, Node, make_node
+from ngrules.ir.graph import UNKNOWN, Node, make_node, make_with_floats
 from ngrules.ir.ops import OPS
 from ngrules.ir.symbolic import STAND_INS
 from ngrules.lang.bounds import bounded, divide, multiply
@@ -70,14 +70,16 @@ class NotBoolean(Exception):
 
 
 class _Generator:
-    def __init__(self, params: dict[str, str] | None = None):
+    def __init__(self, params: dict[str, str] | None = None, prefix: str = ""):
         self.params = params  # pattern name -> the local holding its node (else read from b)
+        self.prefix = prefix  # of every generated local and constant
         self.consts: dict[str, object] = {
             "_Node": Node,
             "_attr": get_attribute,
             "_index": index_value,
             "_op": apply_op,
             "_make": make_node,
+            "_make_floats": make_with_floats,
             "_NotBoolean": NotBoolean,
             "_bounded": bounded,
             "_multiply": multiply,
@@ -95,7 +97,7 @@ class _Generator:
 
     def fresh(self, stem: str) -> str:
         self.count += 1
-        return f"{stem}{self.count}"
+        return f"{self.prefix}{stem}{self.count}"
 
     def const(self, value) -> str:
         name = self.fresh("C")
@@ -185,6 +187,10 @@ class _Generator:
         if e.func in OPS:
             if len(e.args) == 2 and not e.kwargs and OPS[e.func].has("elementwise"):
                 return f"_op({self.const(e.func)}, [{args}], {{{kwargs}}})"  # broadcasting
+            if e.kwargs and all(a.kind == "float" for a in OPS[e.func].attrs):  # a fused op's
+                names = self.const(tuple(k for k, _ in e.kwargs))
+                values = "".join(f"{self.expr(v)}, " for _, v in e.kwargs)
+                return f"_make_floats({self.const(e.func)}, ({args}), {names}, ({values}))"
             return f"_make({self.const(e.func)}, ({args}), **{{{kwargs}}})"
         fdef = FUNCTIONS.get(e.func)
         if fdef is None:
@@ -273,17 +279,25 @@ def generate(clauses: Sequence, replacement: Sequence) -> tuple[str, dict]:
 
 
 def generate_body(
-    clauses: Sequence, replacement: Sequence, params: dict[str, str]
+    clauses: Sequence,
+    replacement: Sequence,
+    params: dict[str, str],
+    prefix: str = "",
+    on_false: str = "return None",
 ) -> tuple[list[str], dict]:
     """The lines of `run`'s body (indented once, ending in `return (values)`) with each
     pattern name read from the local `params` gives it, and their constant table; KeyError or
-    TypeError if they cannot be generated."""
-    gen = _Generator(params)
-    return _body(gen, clauses, replacement), gen.consts
+    TypeError if they cannot be generated. Its own locals and constants are named with
+    `prefix` (to be pasted into other code); a false guard runs `on_false`."""
+    gen = _Generator(params, prefix)
+    return _body(gen, clauses, replacement, on_false), gen.consts
 
 
-def _body(gen: _Generator, clauses: Sequence, replacement: Sequence) -> list[str]:
+def _body(
+    gen: _Generator, clauses: Sequence, replacement: Sequence, on_false: str = "return None"
+) -> list[str]:
     body: list[str] = []
+    g = gen.prefix + "g"
     for clause in clauses:
         value = gen.expr(clause.expr)
         if isinstance(clause, Let):
@@ -291,13 +305,13 @@ def _body(gen: _Generator, clauses: Sequence, replacement: Sequence) -> list[str
             body.append(f"    {local} = {value}")
             gen.locals[clause.name] = local
         elif gen.kind(clause.expr) == "bool":
-            body += [f"    if not {value}:", "        return None"]
+            body += [f"    if not {value}:", f"        {on_false}"]
         else:
             body += [
-                f"    g = {value}",
-                "    if g is not True:",
-                "        if g is False:",
-                "            return None",
+                f"    {g} = {value}",
+                f"    if {g} is not True:",
+                f"        if {g} is False:",
+                f"            {on_false}",
                 "        raise _NotBoolean()",
             ]
     values = "".join(f"{gen.expr(e)}, " for e in replacement)
