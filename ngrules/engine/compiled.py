@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ngrules.engine.fused import clause_function
+from ngrules.engine.fused import clause_function, clause_lines
 from ngrules.engine.match import compile_pattern
 from ngrules.engine.matchgen import WRONG_TYPE, compile_fused, compile_returning
 from ngrules.engine.pending import NONE_PENDING, Pending
@@ -135,6 +135,10 @@ class CompiledRule:
             return None
         match.__globals__["_CL"] = clauses
         return match
+
+    def clause_lines(self, bound: dict[str, str], prefix: str) -> tuple[list[str], dict]:
+        """The clauses of a fused rule as lines to paste into its matcher (`fused`)."""
+        return clause_lines(self, bound, prefix, _ROOT, _PENDING)
 
     @property
     def returns_a_binding(self) -> bool:

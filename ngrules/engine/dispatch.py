@@ -163,14 +163,19 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
         plain_root = plain_root.pattern
     if on_view and not (isinstance(plain_root, POp) and not plain_root.optional):
         return None  # the root's view is read once, at the root's own op
-    inline = Inline(f"m{i}_", "view" if on_view else None, on_value, on_found, on_wrong,
-                    f"m{i}_CL")
+    clause_consts: dict[str, object] = {}
+
+    def clauses(bound: dict[str, str]) -> list[str]:  # rule.fused exists: they generate
+        lines, consts = rule.clause_lines(bound, f"m{i}_x_")
+        clause_consts.update(consts)
+        return lines
+
+    inline = Inline(f"m{i}_", "view" if on_view else None, on_value, on_found, on_wrong, clauses)
     pasted = inline_matcher(root, inline, returns)
     if pasted is None:
         return None
     lines, consts = pasted
-    if returns is None:
-        consts[f"m{i}_CL"] = rule.fused.__globals__["_CL"]
+    consts.update(clause_consts)
     return lines, consts
 
 

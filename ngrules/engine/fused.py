@@ -32,41 +32,66 @@ def clause_function(rule, names: Sequence[str], root: object, pending: object) -
     the continuation). `root` and `pending` are the bindings keys of the root and the walk's
     pending nodes that the continuation reads."""
     params = {name: f"p{i}" for i, name in enumerate(names)}
-    try:
-        body, consts = generate_body(rule.rule.clauses, rule.rule.replacement, params)
-    except (KeyError, TypeError):
+    pasted = clause_lines(rule, params, "_", root, pending)
+    if pasted is None:
         return None
-    *clauses, last = body
-    assert last.startswith("    return ")
-    keys = [f"_K{i}" for i in range(len(names))]
-    consts.update({k: name for k, name in zip(keys, names)})
-    consts.update(_G=graph, _FAILED=_FAILED, _Node=graph.Node, _same_type=same_type,
-                  _ROOT=root, _PENDING=pending, _SLOW=rule._finish_single,
-                  _FOUND=rule.located_found)
-    bindings = "".join(f"{k}: {p}, " for k, p in zip(keys, params.values()))
-    lines = [f"def clauses(node, V, {', '.join(params.values())}):"]
-    needed = [params[n] for n in rule._needs_nodes if n in params]
-    if needed:
-        lines.append("    if V:")
-        lines += [f"        {p} = V.force({p}) if {p} in V else {p}" for p in needed]
-    lines += [
-        "    log = _G.creation_log = []",
-        "    try:",
-        *["    " + line for line in clauses],
-        "        values = " + last[len("    return "):],
-        "    except Exception:",
-        "        values = _FAILED",
-        "    else:  # one node of the root's type: what `found` returns, without its calls",
-        "        if len(values) == 1 and (v := values[0]).__class__ is _Node "
-        "and _same_type(v, node):",
-        "            return (node,), values, tuple(log)",
-        "        return _FOUND(values, (node,), log)",
-        "    finally:",
-        "        _G.creation_log = None",
-        f"    return _SLOW({{{bindings}_ROOT: node, _PENDING: V}})",
-    ]
-    source = "\n".join(lines) + "\n"
+    lines, consts = pasted
+    header = [f"def clauses(node, V, {', '.join(params.values())}):"]
+    source = "\n".join([*header, *["    " + line for line in lines], "    return r"]) + "\n"
     exec(compile(source, "<ngrules clauses>", "exec"), consts)  # noqa: S102 - generated
     function = consts["clauses"]
     function.source = source
     return function
+
+
+def clause_lines(
+    rule, bound: dict[str, str], prefix: str, root: object, pending: object
+) -> tuple[list[str], dict] | None:
+    """The clauses of the compiled one-root rule `rule` as lines (at indent 0) that set the
+    local `r` to what `clauses` returns, with the pattern's names read from the locals `bound`
+    gives them (not assigned to: a matcher pasting these lines may backtrack), their own
+    locals and constants named with `prefix`; None if they cannot be generated."""
+    nodes = {name: f"{prefix}P{i}" for i, name in enumerate(bound)}
+    needed = [n for n in rule._needs_nodes if n in bound]  # pending: rebuilt as nodes
+    params = {n: nodes[n] if n in needed else local for n, local in bound.items()}
+    try:
+        body, consts = generate_body(rule.rule.clauses, rule.rule.replacement, params, prefix,
+                                     on_false="break")
+    except (KeyError, TypeError):
+        return None
+    *clauses, last = body
+    assert last.startswith("    return ")
+    p = prefix
+    keys = {name: f"{p}K{i}" for i, name in enumerate(bound)}
+    consts.update({k: name for name, k in keys.items()})
+    consts.update({"_G": graph, "_FAILED": _FAILED, "_Node": graph.Node, "_same_type": same_type,
+                   f"{p}ROOT": root, f"{p}PENDING": pending, f"{p}SLOW": rule._finish_single,
+                   f"{p}FOUND": rule.located_found})
+    bindings = "".join(f"{keys[n]}: {params[n]}, " for n in bound)
+    forced = [f"{nodes[n]} = V.force({bound[n]}) if {bound[n]} in V else {bound[n]}"
+              for n in needed]
+    lines = [
+        *forced,
+        f"{p}values = None",
+        f"{p}log = _G.creation_log = []",
+        "try:",
+        "    while True:  # a false guard breaks out",
+        *["    " + line for line in clauses],
+        f"        {p}values = " + last[len("    return "):],
+        "        break",
+        "except Exception:",
+        f"    {p}values = _FAILED",
+        "else:  # one node of the root's type: what `found` returns, without its calls",
+        f"    if {p}values is None:",
+        "        r = None",
+        f"    elif len({p}values) == 1 and ({p}v := {p}values[0]).__class__ is _Node "
+        f"and _same_type({p}v, node):",
+        f"        r = (node,), {p}values, tuple({p}log)",
+        "    else:",
+        f"        r = {p}FOUND({p}values, (node,), {p}log)",
+        "finally:",
+        "    _G.creation_log = None",
+        f"if {p}values is _FAILED:",
+        f"    r = {p}SLOW({{{bindings}{p}ROOT: node, {p}PENDING: V}})",
+    ]
+    return lines, consts

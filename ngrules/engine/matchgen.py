@@ -232,8 +232,8 @@ class _Generator:
             self.fn.line(f"if _same_type({value}, node):", opens=True)
             self.fn.lines += [indent + "    " + x for x in inline.on_value(value)]
             self.fn.lines += [indent + x for x in inline.on_wrong()]
-        else:  # fused: the clauses' function, named by the caller, takes the bound nodes
-            self.fn.line(f"r = {inline.clauses}(node, V, {', '.join(self.bound.values())})")
+        else:  # fused: the caller's clauses, reading the bound nodes, set `r`
+            self.fn.lines += [indent + x for x in inline.clauses(dict(self.bound))]
             self.fn.line("if r is not None:", opens=True)
             self.fn.lines += [indent + "    " + x for x in inline.on_found("r")]
         self._close()
@@ -248,23 +248,23 @@ class Inline:
     """How a matcher is pasted into a generated dispatch (see `dispatch`): its locals and
     constants are prefixed with `prefix`; the root's arguments are read from the local `view`
     if given; at a match, the lines `on_value(local)` (a `=> x` rule: x is in the local) or
-    `on_found(local)` (a rule whose clauses' function, the global `clauses`, returned
-    (roots, replacements, new nodes) into the local) end the dispatch; `on_wrong()` when x
-    cannot stand in for the root."""
+    `on_found(local)` (a rule whose clauses, the lines `clauses(bound)` reading the nodes
+    from the locals `bound` names, set the local to (roots, replacements, new nodes) or None)
+    end the dispatch; `on_wrong()` when x cannot stand in for the root."""
 
     prefix: str
     view: str | None
     on_value: Callable[[str], list[str]]
     on_found: Callable[[str], list[str]]
     on_wrong: Callable[[], list[str]]
-    clauses: str = ""
+    clauses: Callable[[dict[str, str]], list[str]] | None = None
 
 
 def inline_matcher(pattern, inline: Inline, returns: str | None) -> tuple[list[str], dict] | None:
     """The lines of a one-root rule's matcher to paste at indent 1 of a function whose
     parameters include `node` and `V`, and its constants; None when the chain had to be cut
     into several functions (the caller then calls the matcher). A `=> x` rule passes
-    `returns`; any other is fused (`compile_fused`'s matcher, its clauses' function the global
+    `returns`; any other is fused (`compile_fused`'s matcher, its clauses pasted by
     `inline.clauses`)."""
     gen = _Generator({}, returns, fused=returns is None, inline=inline)
     gen.run(pattern, "node")
