@@ -28,6 +28,10 @@ _RECORD_FOUND = (
     "return R{i}, {found}",
 )
 
+#: One match's fuel, spent as `run.record` spends it.
+_SPEND = ("budget = run.budget", "budget.left -= 1", "if budget.left <= 0:",
+          "    budget.exhausted = True")
+
 #: What `run.record` does for a `=> x` match, which builds nothing: x is in `{value}`; the
 #: trace entry's last field is `{pending}`, the dispatch returns `R{i}, {result}`.
 _RECORD_RETURNED = (
@@ -35,11 +39,24 @@ _RECORD_RETURNED = (
     "if {value} in V:",
     "    {value} = V.force({value})",
     "run.trace.append((N{i}, L{i}, node, {value}, name, {pending}))",
-    "budget = run.budget",
-    "budget.left -= 1",
-    "if budget.left <= 0:",
-    "    budget.exhausted = True",
+    *_SPEND,
     "return R{i}, {result}",
+)
+
+#: What `run.record` does for a match of pasted clauses, (roots, replacements, new nodes) in
+#: `{found}`, unless the run is checked (then `record` validates the replacements).
+_RECORD_PASTED = (
+    "s.matches += 1",
+    "if run.checked:",
+    "    run.record(name, R{i}, *{found}, V)",
+    "    return R{i}, {found}",
+    "for n in {found}[2]:  # the new nodes' provenance",
+    "    if n.origin is None:",
+    "        _set_origin(n, \"origin\", RULE{i})",
+    "run.trace.append((N{i}, L{i}, *{found}, name, "
+    "V if V and not V.keys().isdisjoint({found}[0]) else None))",
+    *_SPEND,
+    "return R{i}, {found}",
 )
 #: The trace's pending field for a match at a built node (pending if it is in V).
 _PENDING_AT_NODE = "V if node in V else None"
@@ -153,7 +170,7 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
                 *["    " + x.format(i=i) for x in slow], *returned]
 
     def on_found(found: str) -> list[str]:
-        return [x.format(i=i) for x in _lines(_RECORD_FOUND, 0, found=found)]
+        return [x.format(i=i) for x in _lines(_RECORD_PASTED, 0, found=found)]
 
     def on_wrong() -> list[str]:  # apply raises the located error
         return [*enter, *[x.format(i=i) for x in slow]]
@@ -175,7 +192,8 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
     if pasted is None:
         return None
     lines, consts = pasted
-    consts.update(clause_consts)
+    consts.update(clause_consts, _set_origin=object.__setattr__)
+    consts[f"RULE{i}"] = rule.rule
     return lines, consts
 
 

@@ -84,8 +84,9 @@ def clause_lines(
         "else:  # one node of the root's type: what `found` returns, without its calls",
         f"    if {p}values is None:",
         "        r = None",
-        f"    elif len({p}values) == 1 and ({p}v := {p}values[0]).__class__ is _Node "
-        f"and _same_type({p}v, node):",
+        f"    elif len({p}values) == 1 and ({p}v := {p}values[0]).__class__ is _Node and "
+        f"({p}v.axes is node.axes and {p}v.dtype is node.dtype and {p}v.outputs is None "
+        f"and node.outputs is None or _same_type({p}v, node)):",
         f"        r = (node,), {p}values, tuple({p}log)",
         "    else:",
         f"        r = {p}FOUND({p}values, (node,), {p}log)",
