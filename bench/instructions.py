@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import platform
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,9 +42,14 @@ def rewrite_times(harness: Path, workload: str, size: int, rewrites: int) -> Non
         assert result.stop == "fixpoint", result.message
 
 
+#: Run with the address space unrandomised (`setarch -R`), where the tool exists: nodes hash
+#: by address, so the dictionaries' collisions, and the count, vary from run to run otherwise.
+_NO_ASLR = ["setarch", platform.machine(), "-R"] if shutil.which("setarch") else []
+
+
 def _instructions(args, rewrites: int) -> int:
     command = [
-        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+        *_NO_ASLR, "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
         __file__, "--harness", str(args.harness), "--workload", args.workload,
         "--size", str(args.size), "--rewrites", str(rewrites),
     ]

@@ -101,3 +101,19 @@ def test_a_root_replaced_before_it_is_built_is_traced_as_rebuilt():
         neg, mul = result.trace
         assert (neg.rule, mul.rule) == ("neg_neg", "mul_one")
         assert mul.root.op == "Multiply" and p in mul.root.args and mul.replacements == (p,)
+
+
+def test_a_pasted_rule_records_its_new_nodes_with_their_origin():
+    """A fused rule's match is recorded in the dispatch itself (`run.record` only when the run
+    is checked): the same firing either way, its new nodes marked as the rule's."""
+    ruleset = ng.parse_rules("pass p\nrule exp_neg: Exp(-x) => Reciprocal(Exp(x))\n", "t.rules")
+    (rule,) = ruleset.rules
+    firings = []
+    for checked in (False, True):
+        q = ng.placeholder([A], name=f"q_pasted_{checked}")  # a fresh leaf: all built is new
+        (firing,) = ng.rewrite([ng.exp(-q)], ruleset, checked=checked).trace
+        assert sorted(n.op for n in firing.new_nodes) == ["Exp", "Reciprocal"]
+        assert all(n.origin is rule for n in firing.new_nodes)
+        assert firing.replacements == (firing.new_nodes[-1],) and firing.roots[0].op == "Exp"
+        firings.append((firing.rule, firing.location, firing.pass_name))
+    assert firings[0] == firings[1]
