@@ -135,7 +135,9 @@ class _Generator:
     # -- one element: a test, a loop over alternatives, or a binding --------------------------
     def _emit(self, p, node: str) -> None:
         if isinstance(p, PVar):
-            if p.kind is not None:
+            if p.kind in OPS:  # an op's name: its test in line (what kind_predicate does)
+                self.fn.line(f"if {node}.op == {self.const(p.kind)}:", opens=True)
+            elif p.kind is not None:
                 self.fn.line(f"if {self.const(kind_predicate(p.kind))}({node}):", opens=True)
             if p.name != "_":
                 self._bind(p.name, node)

@@ -304,6 +304,10 @@ def make_node(op: str, args: Sequence[Node] = (), **attrs: Any) -> Node:
     return _new_node(op, opdef, args, norm, key)
 
 
+#: The classes of the dtypes seen (np.dtype's subclasses, one per kind of dtype).
+_DTYPE_CLASSES: set[type] = set()
+
+
 def _new_node(op: str, opdef, args: tuple, norm: dict, key: tuple) -> Node:
     """The node of a free key, its type inferred, entered in the table."""
     inferred = opdef.infer(args, norm)
@@ -312,7 +316,9 @@ def _new_node(op: str, opdef, args: tuple, norm: dict, key: tuple) -> Node:
         axes, dtype = Axes(), None
     else:
         (axes, dtype), outputs = inferred, None
-        dtype = np.dtype(dtype)
+        if dtype.__class__ not in _DTYPE_CLASSES:  # np.dtype(d) is d: a call (and isinstance)
+            dtype = np.dtype(dtype)  # costs 8x this test
+            _DTYPE_CLASSES.add(dtype.__class__)
     frozen = MappingProxyType(norm) if norm else _NO_ATTRS
     return register(_Building(op, args, frozen, axes, dtype, outputs, key))
 
