@@ -138,7 +138,7 @@ class _Pass(Normalizing):
         stack."""
         memo, pending, lazy, index = self.memo, self.pending, self.lazy, self._index
         returning, on_view, run, name = self.returning, self._on_view(), self.run, self.name
-        memo_get, bare, direct = memo.get, self.pending.bare, self.direct
+        memo_get, bare = memo.get, self.pending.bare
         order = creation_order(outputs)
         self.run.budget.size_for(len(order))
         for node in order:
@@ -177,12 +177,12 @@ class _Pass(Normalizing):
                         if lazy and pending and _any_pending(images, pending):  # build first
                             images = tuple([pending.force(i) for i in images])
                         first_on = on_view.get(op)
-                        if first_on is None and op in returning:
-                            self._rebuild_returning(node, images)
+                        if first_on is None:
+                            if op in returning:
+                                self._rebuild_returning(node, images)
+                            else:
+                                self._rebuild(node, images)
                             continue
-                        rules = index.get(op)
-                        if rules is None:
-                            rules = self.rules_for(op)
                         key = (op, images, node._key[2])  # its key on images (see interned_ref)
                         ref = interned_ref(key)
                         live = None if ref is None else ref()
@@ -191,28 +191,20 @@ class _Pass(Normalizing):
                                 live.origin = node.origin  # provenance, as `rebuilt_on`
                             done = memo_get(live)
                             if done is None:
-                                rule = None
-                                if rules:
-                                    rule, found = (rules.first(live, pending, run, name)
-                                                   if direct else self._first_match(live, rules))
+                                rule, found = index[op].first(live, pending, run, name)
                                 done = live if rule is None else self._result(
                                     found[1][0], live, rule)
                                 memo[live] = done
                             memo[node] = done
                             continue
-                        if first_on is not None:
-                            rule, value = first_on(node, images, pending, run, name)
-                            if rule is not None:  # node stays pending: the trace rebuilds it
-                                done = memo.get(value)
-                                memo[node] = done if done is not None else self._result(
-                                    value, node, rule)
-                                continue
-                        elif rules:
-                            self._rebuild(node, images)
-                            continue
-                        # no rule would match the built node, or none is there: it stays
-                        rebuilt = registered_on(node, images, key)
-                        memo[node] = memo[rebuilt] = rebuilt
+                        rule, value = first_on(node, images, pending, run, name)
+                        if rule is None:  # none would match the built node either: it stays
+                            rebuilt = registered_on(node, images, key)
+                            memo[node] = memo[rebuilt] = rebuilt
+                        else:  # node stays pending: the trace rebuilds it when read
+                            done = memo.get(value)
+                            memo[node] = done if done is not None else self._result(
+                                value, node, rule)
                         continue
                 else:
                     done = memo.get(node)  # reached before as a rebuilt node: known
