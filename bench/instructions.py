@@ -4,7 +4,10 @@ On a machine shared with other work, `ab.py`'s rounds scatter by 20-40%, more th
 few percent changes. Instructions do not depend on the load: `--callgrind` runs this script
 twice under valgrind's callgrind (building the graphs, then rewriting them `--rewrites` times
 or not at all) and prints the difference per rewrite. Without it, the script only builds and
-rewrites (what callgrind counts). `PYTHONHASHSEED` is fixed, so two runs of one tree agree.
+rewrites (what callgrind counts). `PYTHONHASHSEED` is fixed and, where `setarch` exists, address
+space randomisation is off (nodes hash by their address): two counts of one tree then agree
+within about 0.5% (about 2% with it on). Two trees still differ in their memory layout, which
+moves a count by a few percent on its own: a step of 1-3% is not shown by one pair of counts.
 
 Run: `python bench/instructions.py --harness PATH/TO/peers --workload W2 --size 10000
 --callgrind [--tree PATH]` (`--tree`: a checkout whose `ngrules/` is measured instead of this

@@ -312,6 +312,30 @@ def _feeds(*names):
     return {n: rng.standard_normal(3).astype(np.float32) for n in names or ("p", "q")}
 
 
+def test_rules_fire_at_a_rebuilt_node_that_is_already_built():
+    rs = rules("rule one: x * 1 => x\nrule neg_neg: -(-x) => x")
+    (p,) = leaves("p")
+    built = ng.exp(-(-p))  # what the walk rebuilds is live already: it is not built again
+    res = ng.rewrite([ng.exp(-(-(p * 1.0)))], rs)
+    assert res.outputs == [ng.exp(p)] and [f.rule for f in res.trace] == ["one", "neg_neg"]
+    assert res.trace[1].root is built.args[0]
+
+
+def test_a_rebuilt_node_found_built_takes_the_provenance_of_the_node_it_stands_for():
+    rs = rules("""
+    pass first
+    rule exp_log: Exp(Log(x)) => -x
+    pass second
+    rule mul_one: x * 1 => x
+    rule neg_neg: -(-x) => x
+    """)  # in the second pass, every rule at a Negative is `=> x`: tried before building
+    p = ng.placeholder([A], name="p_provenance")  # a node no other test gives an origin
+    built = -p
+    assert built.origin is None
+    res = ng.rewrite([ng.tanh(ng.exp(ng.log(p * 1.0)))], rs)
+    assert res.outputs[0].args[0] is built and built.origin.name == "exp_log"
+
+
 def test_provenance_survives_later_passes_that_rebuild_a_node():
     rs = rules("""
     pass first

@@ -185,8 +185,17 @@ class _Pass(Normalizing):
                             continue
                         key = (op, images, node._key[2])  # its key on images (see interned_ref)
                         ref = interned_ref(key)
-                        if ref is not None and ref() is not None:
-                            self._rebuild(node, images)
+                        live = None if ref is None else ref()
+                        if live is not None:  # built already: its own rules, unless known
+                            if live.origin is None and node.origin is not None:
+                                live.origin = node.origin  # provenance, as `rebuilt_on`
+                            done = memo_get(live)
+                            if done is None:
+                                rule, found = index[op].first(live, pending, run, name)
+                                done = live if rule is None else self._result(
+                                    found[1][0], live, rule)
+                                memo[live] = done
+                            memo[node] = done
                             continue
                         rule, value = first_on(node, images, pending, run, name)
                         if rule is None:  # none would match the built node either: it stays
