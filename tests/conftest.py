@@ -26,3 +26,13 @@ def scratch_ops():
     for table, old in zip(tables, saved):
         table.clear()
         table.update(old)
+
+
+@pytest.fixture(scope="session")
+def onnx_node_cases():
+    """ONNX's backend node test cases (4 s to build), built once per worker: the tests that
+    read them (they never change them) are in the xdist group `onnx_node_cases`, so
+    `--dist loadgroup` runs them on one worker and builds the cases once."""
+    from ngrules.interop.onnx.backend import node_testcases
+
+    return tuple(node_testcases())

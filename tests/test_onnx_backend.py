@@ -18,7 +18,7 @@ import ngrules as ng
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from ngrules.interop.onnx.backend import node_testcases, run_node_tests  # noqa: E402
+from ngrules.interop.onnx.backend import run_node_tests  # noqa: E402
 from ngrules.lang.library import load_library  # noqa: E402
 
 #: Round trips that cannot run, with why (onnxruntime's kernels; the opset ngrules exports).
@@ -45,9 +45,13 @@ ORT_LIMITS = {
 MIN_PASSING = 1444
 
 
+#: One worker builds the node cases and the report once for both tests (`--dist loadgroup`).
+pytestmark = pytest.mark.xdist_group("onnx_node_cases")
+
+
 @pytest.fixture(scope="module")
-def cases():
-    return [c for c in node_testcases() if c.kind == "node"]
+def cases(onnx_node_cases):
+    return [c for c in onnx_node_cases if c.kind == "node"]
 
 
 @pytest.fixture(scope="module")

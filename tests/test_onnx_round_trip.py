@@ -13,7 +13,7 @@ import ngrules as ng
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-from ngrules.interop.onnx.backend import model_ops, node_testcases  # noqa: E402
+from ngrules.interop.onnx.backend import model_ops  # noqa: E402
 from ngrules.interop.onnx.examples import MODELS  # noqa: E402
 from ngrules.interop.onnx.importer import import_model, supported_ops  # noqa: E402
 from ngrules.lang.library import load_library  # noqa: E402
@@ -138,10 +138,10 @@ def _array(value) -> np.ndarray:
     return np.asarray(value)
 
 
-def _backend_sample(per_op: int = 2):
+def _backend_sample(cases, per_op: int = 2):
     seen: Counter = Counter()
     known = set(supported_ops())
-    for case in node_testcases():
+    for case in cases:
         if case.kind != "node" or case.model.functions:
             continue
         if not set(model_ops(case.model)) <= known:
@@ -154,9 +154,10 @@ def _backend_sample(per_op: int = 2):
             yield case
 
 
-def test_backend_node_tests_come_back_no_larger_with_no_new_transpose():
+@pytest.mark.xdist_group("onnx_node_cases")  # with test_onnx_backend: the cases built once
+def test_backend_node_tests_come_back_no_larger_with_no_new_transpose(onnx_node_cases):
     checked = 0
-    for case in _backend_sample():
+    for case in _backend_sample(onnx_node_cases):
         inputs, expected = case.data_sets[0]
         names = [i.name for i in case.model.graph.input
                  if i.name not in {t.name for t in case.model.graph.initializer}]

@@ -127,6 +127,11 @@ rule bprop_eps_outside_root:  # the library's batchnorm_bprop matching √σ² +
 """
 
 
+#: The tests that read `wrong_report` (23 rules verified, 20 s): one worker computes it once
+#: for all of them (`--dist loadgroup`; split over two workers, each computed it).
+ONE_WORKER = pytest.mark.xdist_group("wrong_report")
+
+
 @pytest.fixture(scope="module")
 def wrong_report():
     return verify(ng.parse_rules(WRONG, "wrong.rules"), WRONG_EXAMPLES)
@@ -145,6 +150,7 @@ def test_the_corpus_is_large_enough():
 
 
 @pytest.mark.parametrize("name", [r.name for r in ng.parse_rules(WRONG, "wrong.rules")])
+@ONE_WORKER
 def test_each_wrong_rule_is_caught_with_a_counterexample(wrong_report, name):
     verdict = wrong_report[name]
     assert verdict.status in ("wrong", "ill-formed"), str(verdict)  # axes changed: ill-formed
@@ -155,6 +161,7 @@ def test_each_wrong_rule_is_caught_with_a_counterexample(wrong_report, name):
         assert part in text
 
 
+@ONE_WORKER
 def test_a_value_difference_prints_both_results_and_the_difference(wrong_report):
     text = str(wrong_report["exp_of_sum"])
     assert "before: " in text and "after:  " in text
@@ -162,12 +169,14 @@ def test_a_value_difference_prints_both_results_and_the_difference(wrong_report)
     assert "rewritten to:" in text
 
 
+@ONE_WORKER
 def test_counterexamples_are_shrunk_to_small_graphs(wrong_report):
     cx = wrong_report["wrong_constant"].counterexample
     assert [n.axes.lengths for n in cx.before] == [()]  # rank 0: the smallest instance
     assert len(ng.toposort(cx.before)) == 3  # x, the constant 2, the product
 
 
+@ONE_WORKER
 def test_the_report_summarises_and_is_not_ok(wrong_report):
     text = str(wrong_report)
     assert not wrong_report.ok

@@ -132,7 +132,9 @@ def test_ctrl_c_on_the_command_prints_verdicts_and_exits_130(tmp_path, signum):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    _wait_for_cpu(proc, 7.0)  # some verdicts in, far from all 400 (also on a busy machine)
+    # some verdicts in, far from all 400 (also on a busy machine): a whole run of one such
+    # rule, start-up included, takes 1.0 s of CPU (2026-12-04); 7 s was the old wall sleep
+    _wait_for_cpu(proc, 3.0)
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
