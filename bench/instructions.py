@@ -56,7 +56,8 @@ def _instructions(args, rewrites: int) -> int:
         __file__, "--harness", str(args.harness), "--workload", args.workload,
         "--size", str(args.size), "--rewrites", str(rewrites),
     ]
-    env = dict(os.environ, PYTHONHASHSEED="0")
+    # one thread: numpy's BLAS pool thread would be counted too, as much as it waits
+    env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     if args.tree:
         env["PYTHONPATH"] = str(args.tree)
     run = subprocess.run(command, env=env, capture_output=True, text=True, check=True)

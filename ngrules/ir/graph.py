@@ -8,7 +8,6 @@ common subexpressions are shared by construction. Nothing here recurses on graph
 
 from __future__ import annotations
 
-import functools
 import gc
 import itertools
 import weakref
@@ -22,6 +21,7 @@ import numpy as np
 from ngrules.errors import GraphError, OpError
 from ngrules.ir.arraykey import ArrayKey
 from ngrules.ir.axes import Axes, Axis
+from ngrules.ir.graphtext import format_graph, format_node  # noqa: F401 - re-exported
 from ngrules.ir.ops import OPS, get_op, normalize_attrs
 from ngrules.ir.traversal import creation_order, toposort, users_of  # noqa: F401 - re-exported
 
@@ -442,43 +442,3 @@ def validate(outputs: Iterable[Node]) -> None:
             ok = _exact_type(*inferred) == node_type(node)
         if not ok:
             raise GraphError(f"{node!r}: stored type differs from re-inferred {inferred!r}")
-
-
-# -- canonical text ----------------------------------------------------------------------------
-def _format_value(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        if value.size and np.all(value == value.flat[0]):
-            return f"{value.flat[0].item()!r}" + ("" if value.ndim == 0 else f"x{value.shape}")
-        return np.array2string(value, separator=",", threshold=8).replace("\n", "")
-    if isinstance(value, np.dtype):
-        return value.name
-    if isinstance(value, str):
-        return repr(value)
-    return repr(value)
-
-
-@functools.cache
-def _dtype_name(dtype: np.dtype) -> str:
-    return dtype.name  # numpy computes the name afresh (slowly) on every access
-
-
-def format_node(node: Node, names: Mapping[Node, str]) -> str:
-    """`Op(%a, %b, attr=value) : axes dtype` using `names` for the arguments."""
-    parts = [names[a] for a in node.args]
-    parts += [f"{k}={_format_value(v)}" for k, v in node.attrs.items()]
-    if node.outputs is not None:
-        typ = "(" + ", ".join(f"{ax!r} {_dtype_name(dt)}" for ax, dt in node.outputs) + ")"
-    else:
-        typ = f"{node.axes!r} {_dtype_name(node.dtype)}"
-    return f"{node.op}({', '.join(parts)}) : {typ}"
-
-
-def format_graph(outputs: Sequence[Node]) -> str:
-    """A canonical listing: one `%k = ...` line per node in topological order, then outputs."""
-    names: dict[Node, str] = {}
-    lines = []
-    for node in toposort(outputs):
-        names[node] = f"%{len(names)}"
-        lines.append(f"{names[node]} = {format_node(node, names)}")
-    lines.append("return " + ", ".join(names[o] for o in outputs))
-    return "\n".join(lines)
