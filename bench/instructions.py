@@ -29,14 +29,20 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def rewrite_times(harness: Path, workload: str, size: int, rewrites: int) -> None:
-    """Build two graphs of the workload, then rewrite them `rewrites` times in turn."""
+def rewrite_times(harness: Path, workload: str, size: int, rewrites: int, pad: int = 0) -> None:
+    """Build two graphs of the workload, then rewrite them `rewrites` times in turn. `pad`
+    nodes built first and kept shift where the graphs' nodes lie (another memory layout)."""
     sys.path[:0] = [str(harness), str(HERE)]
     from peer_adapter import NgrulesAdapter
     from workloads import make_spec
 
+    import ngrules as ng
+
     adapter = NgrulesAdapter()
     spec = make_spec(workload, size)
+    padding = [ng.placeholder([adapter.N], name="pad")]
+    for _ in range(pad):
+        padding.append(ng.negative(padding[-1]))
     graphs = [adapter.build(spec) for _ in range(2)]
     gc.collect()
     gc.disable()
@@ -45,12 +51,12 @@ def rewrite_times(harness: Path, workload: str, size: int, rewrites: int) -> Non
         assert result.stop == "fixpoint", result.message
 
 
-def _instructions(args, rewrites: int) -> int:
+def _instructions(args, rewrites: int, pad: int) -> int:
     fixed = ["setarch", platform.machine(), "-R"] if shutil.which("setarch") else []  # no ASLR
     command = [
         *fixed, "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
         __file__, "--harness", str(args.harness), "--workload", args.workload,
-        "--size", str(args.size), "--rewrites", str(rewrites),
+        "--size", str(args.size), "--rewrites", str(rewrites), "--pad", str(pad),
     ]
     env = dict(os.environ, PYTHONHASHSEED="0")
     if args.tree:
@@ -67,13 +73,25 @@ def main(argv: list[str] | None = None) -> int | None:
     parser.add_argument("--rewrites", type=int, default=2)
     parser.add_argument("--callgrind", action="store_true", help="count under valgrind")
     parser.add_argument("--tree", type=Path, help="measure this checkout's ngrules/")
+    parser.add_argument("--pad", type=int, default=0, help="nodes built before the graphs")
+    parser.add_argument("--layouts", type=int, default=1, choices=range(1, len(_PADS) + 1),
+                        help="count with this many paddings (memory layouts), give the mean")
     args = parser.parse_args(argv)
     if not args.callgrind:
-        rewrite_times(args.harness, args.workload, args.size, args.rewrites)
+        rewrite_times(args.harness, args.workload, args.size, args.rewrites, args.pad)
         return None
-    per_rewrite = (_instructions(args, args.rewrites) - _instructions(args, 0)) // args.rewrites
-    print(f"{args.workload} {args.size} nodes: {per_rewrite} instructions per rewrite")
+    counts = []
+    for pad in _PADS[: args.layouts]:
+        both = _instructions(args, args.rewrites, pad) - _instructions(args, 0, pad)
+        counts.append(both // args.rewrites)
+    per_rewrite = sum(counts) // len(counts)
+    each = f" (layouts: {', '.join(f'{c / 1e6:.1f}M' for c in counts)})" if len(counts) > 1 else ""
+    print(f"{args.workload} {args.size} nodes: {per_rewrite} instructions per rewrite{each}")
     return per_rewrite
+
+
+#: Paddings for `--layouts`: the first is none (a single count is what it was).
+_PADS = (0, 97, 331, 613, 1009)
 
 
 if __name__ == "__main__":
