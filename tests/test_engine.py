@@ -291,6 +291,25 @@ def test_attempts_are_timed_only_when_stats_are_asked_for():
         assert a.seconds == 0 and b.seconds > 0
 
 
+
+def test_a_rule_applied_outside_a_rewrite_leaves_a_returned_results_stats_alone():
+    """explain and verification apply rules compiled once for them (`compiled_for_checks`),
+    not the driver's compiled rules, whose stats are the stats of a result already returned."""
+    from ngrules.engine.compiled import compiled_for_checks
+
+    ng.register_function("explode", lambda x: 1 / 0, arity=1)
+    try:
+        rs = rules("rule boom: Exp(x) => Exp(x) * explode(x)\n")
+        p, q = leaves("p", "q")
+        res = ng.rewrite([ng.exp(q)], rs)
+        checking = compiled_for_checks(rs.rule("boom"))
+        assert checking.apply(ng.exp(p)) is None  # the expression fails: counted, no match
+    finally:
+        ng.functions.FUNCTIONS.pop("explode", None)
+    assert checking is compiled_for_checks(rs.rule("boom"))  # compiled once
+    assert checking.stats.failures == 1 and res.stats["boom"].failures == 1
+
+
 # -- explain -------------------------------------------------------------------------------------
 def test_explain_points_at_the_first_failing_element():
     rs = rules("pass p\n\nrule neg_sum:  Sum(Negative(x)) => -Sum(x, reduction_axes=())\n")

@@ -306,6 +306,27 @@ class CompiledRule:
         return err
 
 
+class RuleCache:
+    """Rules compiled once each: generating a rule's matchers and clauses costs far more than
+    most uses of them (a rewrite of a small graph, one `explain`, one verification step). An
+    entry keeps its rule, so an id is not reused while it is cached."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[Rule, CompiledRule]] = {}
+
+    def __call__(self, rule: Rule) -> CompiledRule:
+        entry = self._entries.get(id(rule))
+        if entry is None or entry[0] is not rule:
+            entry = self._entries[id(rule)] = (rule, CompiledRule(rule))
+        return entry[1]
+
+
+#: The compiled rules that explanations and verification apply outside a rewrite; apart from
+#: the driver's, whose `stats` are the rewrite results' (a failure counted here would land in
+#: a result already returned).
+compiled_for_checks = RuleCache()
+
+
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 
-from ngrules.engine.compiled import CompiledRule, RuleStats, inner_ops
+from ngrules.engine.compiled import CompiledRule, RuleCache, RuleStats, inner_ops
 from ngrules.engine.dispatch import first_match, first_on_view
 from ngrules.engine.folding import Folding
 from ngrules.engine.multiroot import Context, apply_together
@@ -350,16 +350,8 @@ class _Pass(Normalizing):
         return outputs
 
 
-_compiled: dict[int, tuple[Rule, CompiledRule]] = {}
-
-
-def _compile(rule: Rule) -> CompiledRule:
-    """Compile a rule once; stats are reset per rewrite call by the caller."""
-    entry = _compiled.get(id(rule))
-    if entry is None or entry[0] is not rule:
-        entry = (rule, CompiledRule(rule))
-        _compiled[id(rule)] = entry
-    return entry[1]
+#: Each rule compiled once; a rewrite gives the compiled rules its own stats (see `_rewrite`).
+_compile = RuleCache()
 
 
 def rewrite(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ngrules.engine.bindings import describe, false_guard_detail, format_bindings
-from ngrules.engine.compiled import CompiledRule, root_ops
+from ngrules.engine.compiled import CompiledRule, compiled_for_checks, root_ops
 from ngrules.engine.match import trace_matches
 from ngrules.engine.multiroot import Context
 from ngrules.errors import NgrulesError, Span
@@ -158,7 +158,7 @@ def _miss_at(rule: CompiledRule, node: Node, ctx) -> Miss | dict:
 
 def explain(rule: Rule, outputs: Sequence[Node], limit: int = 3) -> Explanation:
     """Where `rule` matches in the graph of `outputs`, and why it fails at the closest misses."""
-    compiled, ctx = CompiledRule(rule), Context(outputs)
+    compiled, ctx = compiled_for_checks(rule), Context(outputs)
     ops = root_ops(rule.roots[0])
     order = toposort(outputs)
     result = Explanation(rule, names={n: f"%{i} {describe(n)}" for i, n in enumerate(order)})

@@ -93,11 +93,11 @@ def rewrite_instance(rule: Rule, outputs: list[Node], feeds, fuel: int = 200) ->
 def one_step(rule: Rule, outputs: list[Node]) -> list[Node]:
     """The outputs after the rule fires once, at the root when it matches there (a rule that
     loops is judged by this step: the driver gives back the graph it started from)."""
-    from ngrules.engine.compiled import CompiledRule
+    from ngrules.engine.compiled import compiled_for_checks
     from ngrules.engine.driver import rewrite
     from ngrules.ir.graph import substitute
 
-    found = CompiledRule(rule).apply(outputs[0]) if len(rule.roots) == 1 else None
+    found = compiled_for_checks(rule).apply(outputs[0]) if len(rule.roots) == 1 else None
     if found is None:
         return rewrite(outputs, rule, fuel=1).outputs
     roots, replacements = found[0], found[1]
@@ -119,11 +119,11 @@ def taken_by(earlier: Sequence, root: Node) -> str | None:
 
 def earlier_rules(rule: Rule, ruleset) -> list:
     """The single-root rules tried before `rule` in its pass (compiled), given a RuleSet."""
-    from ngrules.engine.compiled import CompiledRule
+    from ngrules.engine.compiled import compiled_for_checks
 
     order = ruleset.passes.get(rule.pass_name, ()) if ruleset is not None else ()
     before = order[: order.index(rule)] if rule in order else ()
-    return [CompiledRule(r) for r in before if len(r.roots) == 1]
+    return [compiled_for_checks(r) for r in before if len(r.roots) == 1]
 
 
 def why_not(rule: Rule, roots: Sequence[Node]) -> str:
