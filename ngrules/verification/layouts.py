@@ -96,22 +96,26 @@ class LayoutCheck:
 
 
 def ill_formed_layout(instances, budget: int = 150) -> LayoutCheck:
-    """The first layout of the (smallest) instances whose rewrite is ill-formed, as a
-    counterexample, out of at most `budget` layouts in all: each instance takes
-    min(its layout count, what is left) of the budget, whether its layouts fire or not."""
+    """The first layout of the instances whose rewrite is ill-formed, as a counterexample, out
+    of at most `budget` layouts in all. The smallest instances come first, and each takes at
+    most an even share of what is left (a small one leaves the rest of its share to the
+    larger): the larger instances, often the only ones of the rank that breaks a rule, are
+    not starved by the small ones."""
     from ngrules.verification.verdicts import Counterexample, ill_formed
 
     left = budget
-    for inst in sorted(instances, key=layout_count):
+    ordered = sorted(instances, key=layout_count)
+    for k, inst in enumerate(ordered):
         if left <= 0:
             break
-        for laid in layouts(inst, left):
+        share = min(layout_count(inst), max(1, left // (len(ordered) - k)))
+        for laid in layouts(inst, share):
             bad = ill_formed(laid)
             if bad is not None:
-                tried = budget - left + min(layout_count(inst), left)
+                tried = budget - left + share
                 where = f"in another layout of an instance, among {tried} tried (bound {budget})"
                 cx = Counterexample(laid.rule, laid.outputs, laid.feeds, f"{bad} ({where})",
                                     laid.after)
                 return LayoutCheck(cx, tried, budget)
-        left -= min(layout_count(inst), left)
+        left -= share
     return LayoutCheck(None, budget - left, budget)

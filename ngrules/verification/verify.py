@@ -18,7 +18,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ngrules.interrupts import raise_if_interrupted
+from ngrules.ir.graph import toposort
 from ngrules.lang.rules import Rule, RuleSet
 from ngrules.verification.compare import (
     ATOL,
@@ -126,6 +129,22 @@ class _Tally:
     loops: str = ""
     reasons: Counter = field(default_factory=Counter)
     kept: list = field(default_factory=list)  # instances for the special values
+    kept_shapes: list = field(default_factory=list)  # their `_shape`s
+
+    def keep(self, instance) -> None:
+        """Keep KEPT instances for the checks that follow (other layouts, special values,
+        narrow dtypes), of as many shapes as were drawn: a new shape takes the place of a
+        repeated one. The layout check finds a rule ill-formed only if a kept instance has a
+        shape whose other layouts break it (`a - Broadcast?(c) => a + -c` needs an
+        unbroadcast `c` of `a`'s rank): the first eight drawn often repeated two shapes."""
+        shape, shapes = _shape(instance), self.kept_shapes
+        if len(self.kept) < KEPT:
+            self.kept.append(instance)
+            shapes.append(shape)
+        elif shape not in shapes:
+            repeated = [i for i, s in enumerate(shapes) if shapes.count(s) > 1]
+            if repeated:
+                self.kept[repeated[-1]], shapes[repeated[-1]] = instance, shape
 
     def reject(self, reason: str) -> None:
         from hypothesis import reject
@@ -143,6 +162,13 @@ class _Tally:
             parts = ["no attempt could be made"]
         usable = f"{self.fired} of {self.tried} attempts were usable"
         return f"could not build instances: {usable}: " + "; ".join(parts)
+
+
+def _shape(instance) -> tuple:
+    """An instance's structure as the layout check sees it: each leaf's and broadcast's op and
+    rank (and a constant's own rank), lengths aside."""
+    return tuple((n.op, len(n.axes), np.ndim(n.attrs["value"]) if n.op == "Constant" else -1)
+                 for n in toposort(instance.outputs) if not n.args or n.op == "Broadcast")
 
 
 def _normalised(reason: str) -> str:
@@ -214,8 +240,7 @@ def _property(rule: Rule, earlier: list, tally: _Tally, opts: Options, deadline)
         if not usable:
             tally.reject(_UNDEFINED)
         tally.fired += 1
-        if len(tally.kept) < KEPT:
-            tally.kept.append(attempt)
+        tally.keep(attempt)
 
     return prop
 
