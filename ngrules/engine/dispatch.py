@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 from ngrules.engine.compiled import CompiledRule
 from ngrules.engine.matchgen import WRONG_TYPE, Inline, inline_matcher
+from ngrules.engine.results import set_origin
 from ngrules.lang.syntax import PNamed, POp
 
 #: A match found by `apply` (roots, replacements, new nodes in `{found}`), counted and recorded.
@@ -192,7 +193,7 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
     if pasted is None:
         return None
     lines, consts = pasted
-    consts.update(clause_consts, _set_origin=object.__setattr__)
+    consts.update(clause_consts, _set_origin=set_origin)
     consts[f"RULE{i}"] = rule.rule
     return lines, consts
 

@@ -113,8 +113,9 @@ def _returned(rule, location, root, replacement, pass_name, pending) -> Firing:
     return _firing(rule, location, (root,), (replacement,), (), pass_name, pending)
 
 
-#: `node.origin = rule` without `Node.__setattr__`'s check (a Python call per new node)
-_set_origin = object.__setattr__
+#: `node.origin = rule` without `Node.__setattr__`'s check (a Python call per new node); the
+#: generated dispatch records a match with it too
+set_origin = object.__setattr__
 
 
 class Run:
@@ -135,7 +136,7 @@ class Run:
     ) -> None:
         for n in new_nodes:
             if n.origin is None:
-                _set_origin(n, "origin", rule.rule)
+                set_origin(n, "origin", rule.rule)
         if self.checked:
             validate(replacements)
         if not pending or pending.keys().isdisjoint(roots):

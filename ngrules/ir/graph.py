@@ -336,13 +336,10 @@ def make_with_floats(op: str, args: tuple, names: tuple[str, ...], values: tuple
     for a in args:
         if a.__class__ is not Node or a.outputs is not None:
             return make_node(op, args, **dict(zip(names, values)))
-    key = []
-    for name, value in zip(names, values):
-        if value.__class__ is not float:
-            return make_node(op, args, **dict(zip(names, values)))
-        key.append((name, ("float", value)))
-    ref = _INTERN.get(key := (op, args, tuple(key)))
-    existing = None if ref is None else ref()
+    attrs_key = _float_key(names, values)
+    if attrs_key is None:
+        return make_node(op, args, **dict(zip(names, values)))
+    existing = _lookup(key := (op, args, attrs_key))
     if existing is not None:
         return existing
     return _new_node(op, opdef, args, dict(zip(names, values)), key)
@@ -364,14 +361,20 @@ def _float_attrs(op: str, opdef, attrs: dict) -> tuple[dict, tuple] | None:
     names = entry[1]
     if names is None or len(attrs) != len(names):
         return None
-    norm, key = {}, []
-    for name in names:
-        value = attrs.get(name)
+    values = [attrs.get(name) for name in names]
+    key = _float_key(names, values)
+    return None if key is None else (dict(zip(names, values)), key)
+
+
+def _float_key(names: Sequence[str], values: Sequence) -> tuple | None:
+    """The attributes' key (what `_freeze` gives them) when every value is a Python float;
+    None otherwise."""
+    key = []
+    for name, value in zip(names, values):
         if value.__class__ is not float:
             return None
-        norm[name] = value
         key.append((name, ("float", value)))
-    return norm, tuple(key)
+    return tuple(key)
 
 
 @contextmanager

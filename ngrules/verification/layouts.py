@@ -44,6 +44,13 @@ def layout_count(inst: Instance) -> int:
     return count
 
 
+def layout_shape(inst: Instance) -> tuple:
+    """An instance's structure as the layout check sees it: each leaf's and broadcast's op and
+    rank (and a constant's own rank), lengths aside."""
+    return tuple((n.op, len(n.axes), np.ndim(n.attrs["value"]) if n.op == "Constant" else -1)
+                 for n in toposort(inst.outputs) if not n.args or n.op == "Broadcast")
+
+
 def _relaid(node: Node, args: list[Node], order: tuple[int, ...], wrap: bool) -> Node:
     attrs = dict(node.attrs)
     attrs["axes"] = type(node.axes)([node.axes[i] for i in order])
@@ -104,11 +111,11 @@ def ill_formed_layout(instances, budget: int = 150) -> LayoutCheck:
     from ngrules.verification.verdicts import Counterexample, ill_formed
 
     left = budget
-    ordered = sorted(instances, key=layout_count)
-    for k, inst in enumerate(ordered):
+    counted = sorted(((layout_count(inst), inst) for inst in instances), key=lambda ci: ci[0])
+    for k, (count, inst) in enumerate(counted):
         if left <= 0:
             break
-        share = min(layout_count(inst), max(1, left // (len(ordered) - k)))
+        share = min(count, max(1, left // (len(counted) - k)))
         for laid in layouts(inst, share):
             bad = ill_formed(laid)
             if bad is not None:

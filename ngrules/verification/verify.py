@@ -18,10 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ngrules.interrupts import raise_if_interrupted
-from ngrules.ir.graph import toposort
 from ngrules.lang.rules import Rule, RuleSet
 from ngrules.verification.compare import (
     ATOL,
@@ -33,7 +30,7 @@ from ngrules.verification.compare import (
 )
 from ngrules.verification.dtypes import narrow_dtype_check
 from ngrules.verification.instances import Instance, Rejected, attempts, earlier_rules
-from ngrules.verification.layouts import ill_formed_layout
+from ngrules.verification.layouts import ill_formed_layout, layout_shape
 from ngrules.verification.special import special_counterexample
 from ngrules.verification.verdicts import (
     Counterexample,
@@ -129,7 +126,7 @@ class _Tally:
     loops: str = ""
     reasons: Counter = field(default_factory=Counter)
     kept: list = field(default_factory=list)  # instances for the special values
-    kept_shapes: list = field(default_factory=list)  # their `_shape`s
+    kept_shapes: list = field(default_factory=list)  # their `layout_shape`s
 
     def keep(self, instance) -> None:
         """Keep KEPT instances for the checks that follow (other layouts, special values,
@@ -137,7 +134,7 @@ class _Tally:
         repeated one. The layout check finds a rule ill-formed only if a kept instance has a
         shape whose other layouts break it (`a - Broadcast?(c) => a + -c` needs an
         unbroadcast `c` of `a`'s rank): the first eight drawn often repeated two shapes."""
-        shape, shapes = _shape(instance), self.kept_shapes
+        shape, shapes = layout_shape(instance), self.kept_shapes
         if len(self.kept) < KEPT:
             self.kept.append(instance)
             shapes.append(shape)
@@ -162,13 +159,6 @@ class _Tally:
             parts = ["no attempt could be made"]
         usable = f"{self.fired} of {self.tried} attempts were usable"
         return f"could not build instances: {usable}: " + "; ".join(parts)
-
-
-def _shape(instance) -> tuple:
-    """An instance's structure as the layout check sees it: each leaf's and broadcast's op and
-    rank (and a constant's own rank), lengths aside."""
-    return tuple((n.op, len(n.axes), np.ndim(n.attrs["value"]) if n.op == "Constant" else -1)
-                 for n in toposort(instance.outputs) if not n.args or n.op == "Broadcast")
 
 
 def _normalised(reason: str) -> str:
