@@ -33,12 +33,13 @@ _RECORD_FOUND = (
 _SPEND = ("budget = run.budget", "budget.left -= 1", "if budget.left <= 0:",
           "    budget.exhausted = True")
 
+#: A pending x of a `=> x` match, built (at a built node: its normal form replaces it).
+_FORCE_VALUE = ("if {value} in V:", "    {value} = V.force({value})")
+
 #: What `run.record` does for a `=> x` match, which builds nothing: x is in `{value}`; the
 #: trace entry's last field is `{pending}`, the dispatch returns `R{i}, {result}`.
 _RECORD_RETURNED = (
     "s.matches += 1",
-    "if {value} in V:",
-    "    {value} = V.force({value})",
     "run.trace.append((N{i}, L{i}, node, {value}, name, {pending}))",
     *_SPEND,
     "return R{i}, {result}",
@@ -76,6 +77,7 @@ _RETURNING = (
     "        if value is _WRONG or run.checked:  # apply raises the error / record validates",
     "            found = R{i}.apply(node, None, V)",
     *["    " + line for line in _FOUND],
+    *_lines(_FORCE_VALUE, 8, value="value"),
     *_lines(_RECORD_RETURNED, 8, value="value", pending=_PENDING_AT_NODE,
             result="((node,), (value,), ())"),
 )
@@ -164,9 +166,12 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
     def on_value(value: str) -> list[str]:
         # on a view, the trace keeps the root's view (the node is not pending: nothing else
         # reads it), and the dispatch returns the replacement alone
+        # on a view, a pending x is returned as it is (its own image: `driver._returned`)
         fields = {"pending": "(V, view)", "result": value} if on_view else {
             "pending": _PENDING_AT_NODE, "result": f"((node,), ({value},), ())"}
-        returned = [x.format(i=i) for x in _lines(_RECORD_RETURNED, 0, value=value, **fields)]
+        forced = [] if on_view else _lines(_FORCE_VALUE, 0, value=value)
+        returned = [x.format(i=i) for x in (*forced, *_lines(_RECORD_RETURNED, 0, value=value,
+                                                              **fields))]
         return ["if run.checked:  # record validates", *["    " + x for x in enter],
                 *["    " + x.format(i=i) for x in slow], *returned]
 

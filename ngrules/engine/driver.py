@@ -85,11 +85,10 @@ class _Pass(Normalizing):
         self.multi = [r for r in rules if r.is_multi_root]
         self.memo: dict[Node, Node] = {}
         self.pending = Pending(self.memo)
-        #: Ops that a rule building a replacement can fuse away (below its pattern's root): a
-        #: node with one of them whose arguments changed waits, pending, rather than being
-        #: rebuilt at once. (A rule that returns a bound node, `=> x`, keeps that node: laziness
-        #: would only defer its rebuilding, at a cost.)
-        self.lazy = set().union(*(inner_ops(r.rule.roots[0]) for r in self.single if r.builds))
+        #: Ops that a rule can fuse away (below its pattern's root: `-(-x) => x` drops both
+        #: negations): a node with one of them whose arguments changed waits, pending, rather
+        #: than being rebuilt at once.
+        self.lazy = set().union(*(inner_ops(r.rule.roots[0]) for r in self.single))
         self._only_returns: dict[str, bool] = {}  # every rule at the op is `=> x`, no clauses
         self._index: dict[str, list[CompiledRule]] = {}
         self._multi_index: dict[str, list[CompiledRule]] = {}
@@ -170,13 +169,32 @@ class _Pass(Normalizing):
                 if changed:
                     op = node.op
                     if op in lazy:
+                        first_on = on_view.get(op) if on_view else None
+                        if first_on is not None:  # `=> x` rules, tried on its view
+                            rule, value = first_on(node, images, pending, run, name)
+                            if rule is None:  # it stays, pending: built only if needed
+                                pending[node] = images
+                                memo[node] = node
+                            else:
+                                memo[node] = self._returned(value, node, rule)
+                            continue
                         pending[node] = images
                         if op in bare:
                             continue
                     else:
-                        if lazy and pending and _any_pending(images, pending):  # build first
-                            images = tuple([pending.force(i) for i in images])
                         first_on = on_view.get(op)
+                        if pending and (image in pending if arity == 1 else
+                                        image in pending or other in pending if arity == 2
+                                        else _any_pending(images, pending)):
+                            if first_on is not None:  # `=> x` rules read pending images too
+                                rule, value = first_on(node, images, pending, run, name)
+                                if rule is not None:
+                                    memo[node] = self._returned(value, node, rule)
+                                    continue
+                                images = tuple([pending.force(i) for i in images])
+                                self._settle_built(node, images)
+                                continue
+                            images = tuple([pending.force(i) for i in images])  # build first
                         if first_on is None:
                             if op in returning:
                                 self._rebuild_returning(node, images)
@@ -202,9 +220,7 @@ class _Pass(Normalizing):
                             rebuilt = registered_on(node, images, key)
                             memo[node] = memo[rebuilt] = rebuilt
                         else:  # node stays pending: the trace rebuilds it when read
-                            done = memo.get(value)
-                            memo[node] = done if done is not None else self._result(
-                                value, node, rule)
+                            memo[node] = self._returned(value, node, rule)
                         continue
                 else:
                     done = memo.get(node)  # reached before as a rebuilt node: known
@@ -219,6 +235,23 @@ class _Pass(Normalizing):
             self._settle(node, rules)
         force = pending.force
         return [force(memo_get(o, o)) for o in outputs]
+
+    def _returned(self, value: Node, node: Node, rule: CompiledRule) -> Node:
+        """The normal form of a `=> x` rule's result at a node not built. A pending x (read
+        through a view) is its own image until something forces it."""
+        done = self.memo.get(value)
+        if done is not None:
+            return done
+        return value if value in self.pending else self._result(value, node, rule)
+
+    def _settle_built(self, node: Node, images: tuple[Node, ...]) -> None:
+        """node rebuilt on built images after its `=> x` rules failed on their view (so
+        they fail on the built node too): the live node with that key, or a new one."""
+        memo = self.memo
+        rebuilt = live_rebuilt(node, images)
+        if rebuilt is None:
+            rebuilt = register(fresh_on(node, images))
+        memo[node] = memo.setdefault(rebuilt, rebuilt)
 
     def _settle(self, node: Node, rules: list[CompiledRule]) -> None:
         """The rules at a node that is unchanged or pending; its normal form into the memo."""

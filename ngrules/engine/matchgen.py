@@ -145,7 +145,9 @@ class _Generator:
             f32, f64 = self.const(rounded(p.value, np.float32)), self.const(float(p.value))
             f16 = self.const(rounded(p.value, np.float16))
             real, known = self.fresh("l"), self.fresh("k")  # its value, not its view's
-            self.fn.line(f"{real} = V.force({node}) if {node} in V else {node}")
+            # a pending node of an op that never holds a value is not built to be rejected
+            self.fn.line(f"{real} = V.force({node}) if {node} in V and {node}.op not in "
+                         f"_VALUELESS else {node}")
             self.fn.line(f"{known} = {real}._scalar")
             # literal_is in line for a value already known (cached on the node); else called
             cached = (f"{known} is not _UNKNOWN and {known} is not None and "

@@ -109,6 +109,8 @@ def _returned(rule, location, root, replacement, pass_name, pending) -> Firing:
     if pending.__class__ is tuple:
         pending, view = pending
         root = pending.rebuild_on(root, view)
+        if replacement in pending:  # read through a view, never needed built
+            replacement = pending.force(replacement)
         pending = None
     return _firing(rule, location, (root,), (replacement,), (), pass_name, pending)
 
