@@ -5,7 +5,7 @@ the attempt must cost little more than the matchers themselves. `first_match(rul
 function generated for that list of rules (cached: the same compiled rules give the same
 function) that counts each attempt, calls each rule's matcher directly (a `=> x` rule's
 returning matcher without a bindings dict or continuation; any other rule through `apply`),
-and records the first match: what `_Pass._first_match` did in a loop, without the per-attempt
+and records the first match: what `first_in_order` does in a loop, without the per-attempt
 calls through the rule object. Its semantics are the loop's; `tests/test_dispatch.py` compares
 them on random graphs and rule sets.
 
@@ -15,6 +15,7 @@ constant table, the code names them by index.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 from ngrules.engine.compiled import CompiledRule
@@ -207,3 +208,24 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
 _SLOW_FOUND = ("found = R{i}.apply(node, None, V)", *_lines(_RECORD_FOUND, 0, found="found"))
 
 _SLOW_ON_VIEW = (*_SLOW_FOUND[:-1], "return R{i}, found[1][0]")
+
+
+def first_in_order(rules: Sequence[CompiledRule], node, ctx, pending, run, name: str):
+    """What the generated `first` does, as a loop: for a multi-root round (`ctx`, the users
+    index) and for a run that times every attempt (`rewrite(..., stats=True)`), and the
+    reference the generated functions are tested against."""
+    timed = run.timed
+    for rule in rules:
+        stats = rule.stats
+        stats.attempts += 1
+        if timed:
+            start = time.perf_counter()
+            found = rule.apply(node, ctx, pending)
+            stats.seconds += time.perf_counter() - start
+        else:
+            found = rule.apply(node, ctx, pending)
+        if found is not None:
+            stats.matches += 1
+            run.record(name, rule, *found, pending)
+            return rule, found
+    return None, None

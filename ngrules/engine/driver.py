@@ -12,10 +12,12 @@ could fire at it build nothing (`=> x`), they are tried first, so a node a rule 
 once is never interned (a rule that builds nodes could build this one again: it is interned
 first).
 
-A node that a rule building a replacement could fuse away (its op lies below the root of such
-a rule's pattern) is not rebuilt when its arguments change: it stays pending (see `pending`),
-the rules match it through a view of its arguments' normal forms, and it is rebuilt only if
-something needs it. So a subgraph fused into one op costs no rebuilding of its inner nodes.
+A node that a rule could fuse away (its op lies below the root of a rule's pattern) is not
+rebuilt when its arguments change: it stays pending (see `pending`), the rules match it
+through a view of its arguments' normal forms, and it is rebuilt only if something needs it.
+So a subgraph fused into one op costs no rebuilding of its inner nodes, and `-(-x) => x`
+never builds the inner negation it cancels (`=> x` rules are tried on views with pending
+arguments, and return a pending x as it is).
 
 Rules with several roots need the users of the nodes they bind, so they run between walks, on
 a settled graph: each round takes every non-overlapping match in one walk and applies them
@@ -28,11 +30,10 @@ bounds the total number of rewrites (`stop == "fuel"`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Sequence
 
 from ngrules.engine.compiled import CompiledRule, RuleCache, RuleStats, inner_ops
-from ngrules.engine.dispatch import first_match, first_on_view
+from ngrules.engine.dispatch import first_in_order, first_match, first_on_view
 from ngrules.engine.folding import Folding
 from ngrules.engine.multiroot import Context, apply_together
 from ngrules.engine.normalize import Cycle, Normalizing
@@ -137,7 +138,7 @@ class _Pass(Normalizing):
         stack."""
         memo, pending, lazy, index = self.memo, self.pending, self.lazy, self._index
         returning, on_view, run, name = self.returning, self._on_view(), self.run, self.name
-        memo_get, bare = memo.get, self.pending.bare
+        memo_get, bare, direct = memo.get, self.pending.bare, self.direct
         order = creation_order(outputs)
         self.run.budget.size_for(len(order))
         for node in order:
@@ -198,9 +199,14 @@ class _Pass(Normalizing):
                         if first_on is None:
                             if op in returning:
                                 self._rebuild_returning(node, images)
-                            else:
+                                continue
+                            rules = index.get(op)
+                            if rules is None:
+                                rules = self.rules_for(op)
+                            if rules:
                                 self._rebuild(node, images)
-                            continue
+                                continue
+                            # no rules at its op (most nodes): built below, looked up once
                         key = (op, images, node._key[2])  # its key on images (see interned_ref)
                         ref = interned_ref(key)
                         live = None if ref is None else ref()
@@ -215,12 +221,14 @@ class _Pass(Normalizing):
                                 memo[live] = done
                             memo[node] = done
                             continue
-                        rule, value = first_on(node, images, pending, run, name)
-                        if rule is None:  # none would match the built node either: it stays
-                            rebuilt = registered_on(node, images, key)
-                            memo[node] = memo[rebuilt] = rebuilt
-                        else:  # node stays pending: the trace rebuilds it when read
-                            memo[node] = self._returned(value, node, rule)
+                        if first_on is not None:
+                            rule, value = first_on(node, images, pending, run, name)
+                            if rule is not None:  # node not built: the trace rebuilds it
+                                memo[node] = self._returned(value, node, rule)
+                                continue
+                        # none would match the built node either: it stays
+                        rebuilt = registered_on(node, images, key)
+                        memo[node] = memo[rebuilt] = rebuilt
                         continue
                 else:
                     done = memo.get(node)  # reached before as a rebuilt node: known
@@ -232,7 +240,13 @@ class _Pass(Normalizing):
             if not rules:  # its own normal form, or pending: rebuilt when needed
                 memo[node] = node
                 continue
-            self._settle(node, rules)
+            # unchanged or pending: the rules at it, its normal form into the memo
+            rule, found = (rules.first(node, pending, run, name) if direct
+                           else self._first_match(node, rules))
+            if rule is None:  # its own normal form; if pending, rebuilt when needed (or already)
+                memo.setdefault(node, node)
+            else:
+                memo[node] = self._result(found[1][0], node, rule)
         force = pending.force
         return [force(memo_get(o, o)) for o in outputs]
 
@@ -252,17 +266,6 @@ class _Pass(Normalizing):
         if rebuilt is None:
             rebuilt = register(fresh_on(node, images))
         memo[node] = memo.setdefault(rebuilt, rebuilt)
-
-    def _settle(self, node: Node, rules: list[CompiledRule]) -> None:
-        """The rules at a node that is unchanged or pending; its normal form into the memo."""
-        if self.direct:
-            rule, found = rules.first(node, self.pending, self.run, self.name)
-        else:
-            rule, found = self._first_match(node, rules)
-        if rule is None:  # its own normal form; if pending, rebuilt when needed (or already)
-            self.memo.setdefault(node, node)
-        else:
-            self.memo[node] = self._result(found[1][0], node, rule)
 
     def _rebuild(self, node: Node, images: tuple[Node, ...]) -> None:
         """A node that no rule fuses away, rebuilt on its arguments' (built) normal forms, then the
@@ -338,23 +341,9 @@ class _Pass(Normalizing):
         run, pending = self.run, self.pending
         if run.budget.exhausted:
             return None, None
-        timed = run.timed
-        if ctx is None and not timed:  # a walk: one generated function tries them all
+        if ctx is None and not run.timed:  # a walk: one generated function tries them all
             return rules.first(node, pending, run, self.name)
-        for rule in rules:
-            stats = rule.stats
-            stats.attempts += 1
-            if timed:  # `rewrite(..., stats=True)`
-                start = time.perf_counter()
-                found = rule.apply(node, ctx, pending)
-                stats.seconds += time.perf_counter() - start
-            else:
-                found = rule.apply(node, ctx, pending)
-            if found is not None:
-                stats.matches += 1
-                run.record(self.name, rule, *found, pending)
-                return rule, found
-        return None, None
+        return first_in_order(rules, node, ctx, pending, run, self.name)
 
     # -- multi-root rules: matched on a settled graph, applied together -----------------------
     def multi_round(self, outputs: list[Node]) -> dict[Node, Node]:
