@@ -141,11 +141,12 @@ def test_a_negation_that_a_bound_node_rule_cancels_is_never_built(created):
 
 
 def test_a_pending_negation_a_user_needs_is_built_once():
-    # the same chain with the outer negation gone: each pending Negative is needed by Tanh
+    # the same chain with the outer negation gone: each pending Negative is needed, by a
+    # Multiply whose `=> x` rule fails on its view (then both are built) and by a Tanh
     x = ng.placeholder([A], name="x_of_needed_negation")
     h = x
     for _ in range(3):
-        h = ng.tanh(1.0 * -((h * 1.0) * 2.0))
+        h = ng.tanh((1.0 * -((h * 1.0) * 2.0)) * 3.0)
     res = ng.rewrite([h], SIMPLIFY)
     assert res.fired() == {"one": 6}
     assert ng.format_graph(res.outputs).count("Negative") == 3
