@@ -166,8 +166,8 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
 
     def on_value(value: str) -> list[str]:
         # on a view, the trace keeps the root's view (the node is not pending: nothing else
-        # reads it), and the dispatch returns the replacement alone
-        # on a view, a pending x is returned as it is (its own image: `driver._returned`)
+        # reads it), and the dispatch returns the replacement alone, a pending x as it is (it
+        # stands for itself: `driver._returned`)
         fields = {"pending": "(V, view)", "result": value} if on_view else {
             "pending": _PENDING_AT_NODE, "result": f"((node,), ({value},), ())"}
         forced = [] if on_view else _lines(_FORCE_VALUE, 0, value=value)

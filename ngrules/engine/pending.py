@@ -5,8 +5,10 @@ node as *pending* with the normal forms of its arguments (its view), and the mat
 pending node's arguments through that view, so they see exactly the rebuilt node without it
 being built. A pending node is rebuilt (`force`) only when something needs the node itself: a
 rule's replacement or a guard that reads more than its type, an identity test that a pending
-node takes part in, or an output of the pass. So a subgraph that a rule fuses into one op is
-matched and replaced without its inner nodes ever being rebuilt.
+node takes part in, a user that is built, or an output of the pass. So a subgraph that a rule
+fuses into one op is matched and replaced without its inner nodes ever being rebuilt. (A
+`=> x` rule firing at a node not built returns a pending x as it is: x then stands for the
+node, and is built only if something needs it.)
 """
 
 from __future__ import annotations
