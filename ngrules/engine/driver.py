@@ -184,7 +184,7 @@ class _Pass(Normalizing):
                             continue
                     else:
                         first_on = on_view.get(op)
-                        if pending and (image in pending if arity == 1 else
+                        if pending and (image in pending if arity == 1 else  # an image waits
                                         image in pending or other in pending if arity == 2
                                         else _any_pending(images, pending)):
                             if first_on is not None:  # `=> x` rules read pending images too
@@ -192,10 +192,11 @@ class _Pass(Normalizing):
                                 if rule is not None:
                                     memo[node] = self._returned(value, node, rule)
                                     continue
-                                images = tuple([pending.force(i) for i in images])
-                                self._settle_built(node, images)
-                                continue
                             images = tuple([pending.force(i) for i in images])  # build first
+                            if first_on is not None:  # they failed on the view: on the node too
+                                rebuilt = node.with_args(images)
+                                memo[node] = memo.setdefault(rebuilt, rebuilt)
+                                continue
                         if first_on is None:
                             if op in returning:
                                 self._rebuild_returning(node, images)
@@ -257,15 +258,6 @@ class _Pass(Normalizing):
         if done is not None:
             return done
         return value if value in self.pending else self._result(value, node, rule)
-
-    def _settle_built(self, node: Node, images: tuple[Node, ...]) -> None:
-        """node rebuilt on built images after its `=> x` rules failed on their view (so
-        they fail on the built node too): the live node with that key, or a new one."""
-        memo = self.memo
-        rebuilt = live_rebuilt(node, images)
-        if rebuilt is None:
-            rebuilt = register(fresh_on(node, images))
-        memo[node] = memo.setdefault(rebuilt, rebuilt)
 
     def _rebuild(self, node: Node, images: tuple[Node, ...]) -> None:
         """A node that no rule fuses away, rebuilt on its arguments' (built) normal forms, then the
