@@ -73,7 +73,8 @@ def run(args) -> int:
         title = Path(args.picture).stem
         picture = draw(result.outputs, title, timeout=args.picture_timeout)
     with staged_files() as stage:
-        graphio.stage_any(stage, args.output, result.outputs, names, args.target, opset)
+        graphio.stage_any(stage, args.output, result.outputs, names, args.target, opset,
+                          graphio.budget_of(args, "export"))
         if picture is not None:
             stage_picture(stage, picture, args.picture)
     if picture is not None:

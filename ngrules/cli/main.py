@@ -29,7 +29,7 @@ from ngrules.cli import (
     verify,
 )
 from ngrules.cli.common import BAD_INPUT, INTERRUPTED
-from ngrules.errors import NgrulesError
+from ngrules.errors import NgrulesError, printable
 from ngrules.interrupts import (
     noticing_lost_interrupts,
     raise_if_interrupted,
@@ -80,7 +80,7 @@ def _one_line(e: NgrulesError) -> str:
     """The error as one line, even when its message quotes a library's several-line text."""
     where = f"{e.span}: " if e.span is not None else ""
     message = " ".join(line.strip() for line in e.message.splitlines())
-    return f"ngrules: {where}error: {message}"
+    return f"ngrules: {printable(where)}error: {printable(message)}"  # names from files
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,7 +110,7 @@ def _main(argv: list[str] | None) -> int:
         return BAD_INPUT
     except OSError as e:
         where = f"{e.filename}: " if e.filename else ""
-        print(f"ngrules: error: {where}{e.strerror or e}", file=sys.stderr)
+        print(f"ngrules: error: {printable(where)}{printable(e.strerror or e)}", file=sys.stderr)
         return BAD_INPUT
     except MemoryError:
         print("ngrules: error: out of memory", file=sys.stderr)
