@@ -8,11 +8,12 @@ F3  a MaxPool with a 1000x1000 window and its indices, folded by onnx's referenc
 F4  20 tensors naming one sparse external file of 100 MB, each the whole of it
 F5a a model that is a symbolic link to /proc/self/pagemap
 F5b a sparse model of 1.9 GB (one all-zero float32 initializer)
-F6  an Einsum whose equation holds a byte that is not UTF-8 (Ctrl-C sent after 3 s)
+F6  an Einsum whose equation holds a byte that is not UTF-8 (Ctrl-C sent after 10 s)
 F13 `export` of a graph: the Sum of a scalar broadcast to 10^12 elements
 
 Run: `python bench/onnx_budgets.py [--cases F2,F3] [--cap-gb 4] [--timeout 60]`, with PYTHONPATH
-naming the tree to measure.
+naming the tree to measure (F3 gets 90 s more than the timeout: the default import budget is
+120 s).
 """
 
 from __future__ import annotations
@@ -183,8 +184,9 @@ def main() -> None:
     for name in args.cases.split(","):
         with tempfile.TemporaryDirectory() as folder:
             argv = CASES[name](Path(folder))
-            code, wall, peak, last = run(argv, int(args.cap_gb * 2**30), args.timeout,
-                                         3.0 if name == "F6" else None)
+            timeout = args.timeout + (90 if name == "F3" else 0)  # past the 120 s budget
+            code, wall, peak, last = run(argv, int(args.cap_gb * 2**30), timeout,
+                                         10.0 if name == "F6" else None)
             print(f"{name:4} exit {code:3}  {wall:7.2f} s  {peak:8.0f} MB  {last}", flush=True)
 
 

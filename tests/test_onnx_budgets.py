@@ -22,6 +22,7 @@ from ngrules.interop.onnx import OnnxError, UnsupportedOp  # noqa: E402
 from ngrules.interop.onnx.budget import Budget  # noqa: E402
 from ngrules.interop.onnx.exporter import to_onnx  # noqa: E402
 from ngrules.interop.onnx.importer import import_model  # noqa: E402
+from ngrules.ir.graph import toposort  # noqa: E402
 
 MB = 1 << 20
 
@@ -157,6 +158,8 @@ def test_an_external_file_named_by_many_tensors_is_read_once(tmp_path):
     got = ng.execute(imported.outputs[:2], {})
     np.testing.assert_array_equal(got[0], -data)
     np.testing.assert_array_equal(got[1], -data)
+    values = [n.attrs["value"] for n in toposort(imported.outputs) if n.op == "Constant"]
+    assert values and not any(v.flags.owndata for v in values)  # views of the bytes read
 
 
 def test_only_the_ranges_named_are_read_from_a_sparse_file(tmp_path):

@@ -70,15 +70,16 @@ def load(model, folder: Path, where: str, limit: int, meter: Meter) -> dict[str,
     by_file: dict[Path, list[_Request]] = {}
     for r in requests:
         by_file.setdefault(r.target, []).append(r)
-    views: dict[int, memoryview] = {}
+    views: dict[int, tuple[bytes, int]] = {}
     for target, group in by_file.items():
         views.update(_read_file(target, group, limit, meter))
     return _fill(model, requests, views, meter)
 
 
 def _read_file(target: Path, group: list[_Request], limit: int, meter: Meter):
-    """{id(request): its bytes} for the requests of one file, the file opened and each byte
-    of the union of their ranges read once."""
+    """{id(request): (bytes, where its range starts in them)} for the requests of one file,
+    the file opened and each byte of the union of their ranges read once. (Bytes, not
+    memoryviews: an array viewing bytes is known immutable, so constants never copy it.)"""
     first = group[0]
     try:
         with open_regular(target, limit) as f:
@@ -90,12 +91,12 @@ def _read_file(target: Path, group: list[_Request], limit: int, meter: Meter):
                 meter.check_time(first.label)
                 meter.charge(end - start, f"{first.label}: external data {first.shown}")
                 f.seek(start)
-                data = memoryview(f.read(end - start))
+                data = f.read(end - start)
                 if len(data) != end - start:
                     raise OnnxError(f"{first.label}: external data {first.shown} is shorter "
                                     "than its size said (it changed while it was read)")
                 for r in members:
-                    out[id(r)] = data[r.offset - start:r.offset - start + r.length]
+                    out[id(r)] = (data, r.offset - start)
             return out
     except FileError as e:
         raise OnnxError(f"{first.label}: external data {first.shown}: {e.message}") from None
@@ -117,19 +118,19 @@ def _merged(group: list[_Request]):
     return runs
 
 
-def _fill(model, requests: list[_Request], views: dict[int, memoryview], meter: Meter):
+def _fill(model, requests: list[_Request], views: dict[int, tuple[bytes, int]], meter: Meter):
     from onnx import TensorProto, helper
 
     graph = model.graph
     initializers = {id(t) for t in graph.initializer}
     arrays: dict[str, np.ndarray] = {}
     for r in requests:
-        t, data = r.tensor, views[id(r)]
+        t, (data, start) = r.tensor, views[id(r)]
         if id(t) in initializers and _viewable(t):
-            arrays[t.name] = _array(t, data, r.label)
+            arrays[t.name] = _array(t, data, start, r.length, r.label)
             continue
-        meter.charge(len(data), f"{r.label}: external data {r.shown}")  # copied into t
-        t.raw_data = bytes(data)
+        meter.charge(r.length, f"{r.label}: external data {r.shown}")  # copied into t
+        t.raw_data = data[start:start + r.length]
         t.data_location = TensorProto.DEFAULT
         del t.external_data[:]
     names = [t.name for t in graph.initializer]
@@ -153,11 +154,11 @@ def _viewable(t) -> bool:
             and math.prod(t.dims) > STEERING_SIZE)
 
 
-def _array(t, data: memoryview, label: str) -> np.ndarray:
+def _array(t, data: bytes, start: int, length: int, label: str) -> np.ndarray:
     dtype = np.dtype(_DTYPES[t.data_type])
     count = math.prod(t.dims)
-    if len(data) != count * dtype.itemsize:
+    if length != count * dtype.itemsize:
         raise OnnxError(f"{label}: its data does not match its dims {list(t.dims)} and type "
-                        f"({len(data)} bytes of external data)")
-    array = np.frombuffer(data, dtype, count).reshape(tuple(t.dims))
+                        f"({length} bytes of external data)")
+    array = np.frombuffer(data, dtype, count, start).reshape(tuple(t.dims))
     return array if dtype.isnative else array.astype(dtype.newbyteorder("="))
