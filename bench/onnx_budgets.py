@@ -1,7 +1,8 @@
 """Issue 37's ONNX reproductions at full size: each small model (or graph file) is written to a
 temporary folder and read by `ngrules` in a child process under an address-space cap, a wall
 timeout and (for F6) a Ctrl-C sent after a few seconds. Each line is the case, the child's exit
-code (-9: killed at the timeout), its wall seconds and its peak resident memory (`wait4`).
+code (-9: killed at the timeout), its wall and CPU seconds and its peak resident memory
+(`wait4`).
 
 F2  ten ConstantOfShape nodes of 256 MiB each, and their casts (each under the per-node limit)
 F3  a MaxPool with a 1000x1000 window and its indices, folded by onnx's reference evaluator
@@ -148,7 +149,8 @@ CASES = {"F2": f2, "F3": f3, "F4": f4, "F5a": f5a, "F5b": f5b, "F6": f6, "F13": 
 
 
 def run(argv: list[str], cap: int, timeout: float, interrupt_after: float | None):
-    """(exit code, wall seconds, peak resident MB, last line of stderr) of one child."""
+    """(exit code, wall seconds, CPU seconds, peak resident MB, last line of stderr) of one
+    child (wall time includes waiting for a core on a shared machine; CPU time does not)."""
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
@@ -172,7 +174,8 @@ def run(argv: list[str], cap: int, timeout: float, interrupt_after: float | None
     wall = time.perf_counter() - start
     err = child.stderr.read().decode(errors="replace").strip().splitlines()
     code = os.waitstatus_to_exitcode(status)
-    return code, wall, usage.ru_maxrss / 1024, (err[-1] if err else "")[:150]
+    cpu = usage.ru_utime + usage.ru_stime
+    return code, wall, cpu, usage.ru_maxrss / 1024, (err[-1] if err else "")[:150]
 
 
 def main() -> None:
@@ -185,9 +188,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             argv = CASES[name](Path(folder))
             timeout = args.timeout + (90 if name == "F3" else 0)  # past the 120 s budget
-            code, wall, peak, last = run(argv, int(args.cap_gb * 2**30), timeout,
-                                         10.0 if name == "F6" else None)
-            print(f"{name:4} exit {code:3}  {wall:7.2f} s  {peak:8.0f} MB  {last}", flush=True)
+            code, wall, cpu, peak, last = run(argv, int(args.cap_gb * 2**30), timeout,
+                                              10.0 if name == "F6" else None)
+            print(f"{name:4} exit {code:3}  {wall:7.2f} s wall  {cpu:7.2f} s CPU  {peak:6.0f} MB"
+                  f"  {last}", flush=True)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,11 @@ import ngrules as ng
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from test_onnx_hostile import _error  # noqa: E402
 from test_onnx_import import model, value  # noqa: E402
 
 from ngrules.cli.main import main  # noqa: E402
-from ngrules.interop.onnx import OnnxError, UnsupportedOp  # noqa: E402
+from ngrules.interop.onnx import OnnxError  # noqa: E402
 from ngrules.interop.onnx.budget import Budget  # noqa: E402
 from ngrules.interop.onnx.exporter import to_onnx  # noqa: E402
 from ngrules.interop.onnx.importer import import_model  # noqa: E402
@@ -29,16 +30,6 @@ MB = 1 << 20
 
 def ints(name, values):
     return numpy_helper.from_array(np.asarray(values, dtype=np.int64), name)
-
-
-def _error(m, kind=OnnxError, **kw) -> str:
-    start = time.perf_counter()
-    with pytest.raises(kind) as info:
-        import_model(m, **kw)
-    assert time.perf_counter() - start < 5
-    message = str(info.value)
-    assert "\n" not in message and "Traceback" not in message
-    return message
 
 
 def _cli(capsys, *args) -> tuple[int, str]:
@@ -297,8 +288,7 @@ def test_four_symbolic_dims_flattened_are_not_blamed_on_the_model():
              helper.make_node("Concat", ["s", "m1"], ["t"], axis=0),
              helper.make_node("Reshape", ["x", "t"], ["y"], name="rs")]
     for rank in (3, 4):
-        message = _error(_symbolic(nodes, [ints("m1", [-1])], rank), UnsupportedOp,
-                         symbolic=True)
+        message = _error(_symbolic(nodes, [ints("m1", [-1])], rank), symbolic=True)
         assert "does not fit its inputs" not in message and "Reshape node 'rs'" in message
 
 
