@@ -222,7 +222,8 @@ def import_model(
     rules cannot read its length, and `to_onnx` writes it back as a `dim_param`. LSTM, GRU and
     RNN are one node each (the op table's ops of those names) unless `unroll_recurrent` asks
     for them unrolled into primitives over their sequence (differentiable, seen by rules).
-    `budget` bounds the whole import: the bytes it reads and folds, and its time (`budget`)."""
+    `budget` bounds the whole import: the bytes it reads and folds, and its time (see
+    `interop.onnx.budget`)."""
     _load_converters()
     meter = Meter(budget, "import")
     model, arrays = _load_model(model_or_path, limits, meter)
