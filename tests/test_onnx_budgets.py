@@ -269,6 +269,9 @@ def test_a_bidi_override_in_a_dim_param_is_escaped_in_the_length_hint(tmp_path, 
     assert main(["show", str(path), "--length", "N\u202e=2"]) == 0
     out = capsys.readouterr().out
     assert "\u202e" not in out and "N\\u202e:2" in out, out
+    assert main(["import", str(path), "-o", str(tmp_path / "g.json"), "--length", "N\u202e=2"]) == 0
+    out = capsys.readouterr().out
+    assert "\u202e" not in out and "N\\u202e:2" in out, out
 
 
 def test_printable_escapes_what_a_terminal_would_hide():

@@ -25,6 +25,7 @@ from ngrules.cli.common import (
     rules_or_library,
     without_rules,
 )
+from ngrules.errors import printable
 
 
 def _check_paths(args) -> None:
@@ -61,7 +62,7 @@ def run(args) -> int:
         fold_limit=args.fold_limit,
     )
     for warning in result.warnings:  # matches rejected because an expression failed there
-        print(warning, file=sys.stderr)
+        print(printable(warning), file=sys.stderr)
     _print_firings(result, args.trace, rules)  # first: shown even when writing fails
     if result.folded:
         print(f"folded {len(result.folded):5d}  constant computations (fold_constants)")
@@ -107,7 +108,7 @@ def _print_trace(result, rules) -> None:
         )
         bound = match_bindings(by_name[f.rule], f.roots) if f.rule in by_name else None
         if bound:
-            print(f"{'':7s}{format_bindings(bound)}")
+            print(f"{'':7s}{printable(format_bindings(bound))}")  # a model's names
 
 
 def _print_stats(result) -> None:

@@ -21,6 +21,7 @@ from ngrules.cli.common import (
     default_pipeline,
     rules_or_library,
 )
+from ngrules.errors import printable
 
 
 def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) -> dict:
@@ -71,12 +72,13 @@ def _print(table: dict, failed: dict[str, str]) -> None:
         print(f"{row['rule']:{width}s}  {counts}")
         for n, misses in row["near_misses"].items():
             for m in misses[:1]:
-                print(f"{'':{width}s}    closest on {Path(n).name}: `{m['element']}`"
-                      + (f" at {m['where']}" if m["where"] else "") + f": {m['found']}")
+                print(printable(f"{'':{width}s}    closest on {Path(n).name}: `{m['element']}`"
+                                + (f" at {m['where']}" if m["where"] else "")
+                                + f": {m['found']}"))
     for n, info in table["models"].items():
         print(f"{n}: {info['nodes_before']} -> {info['nodes_after']} nodes ({info['stop']})")
     for n, reason in failed.items():
-        print(f"{n}: not read: {reason}")
+        print(printable(f"{n}: not read: {reason}"))
 
 
 def _read(paths, options) -> tuple[dict[str, list], dict[str, str]]:
