@@ -124,6 +124,15 @@ def test_the_time_budget_is_a_command_line_option(tmp_path, capsys):
     assert code == 2 and "time budget of 0.5 s" in err, err
 
 
+def test_a_budget_longer_than_a_timer_holds_is_allowed():
+    """The timer around onnx's evaluator (folding this Add) holds at most a day at a time."""
+    m = model([helper.make_node("Add", ["a", "b"], ["s"]),
+               helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT)],
+              [], [value("y", [2])], [ints("a", [1, 2]), ints("b", [3, 4])])
+    (y,) = import_model(m, budget=Budget(seconds=1e300)).outputs
+    np.testing.assert_array_equal(ng.execute([y], {})[0], [4, 6])
+
+
 def test_a_timer_set_before_the_import_is_kept():
     import signal
 

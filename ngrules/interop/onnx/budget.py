@@ -79,6 +79,10 @@ class Meter:
         if time.monotonic() > self.deadline:
             raise self._out_of_time(what)
 
+    def _left(self) -> float:
+        """Seconds to the deadline, within what one timer holds (a day; at least 1 ms)."""
+        return min(max(self.deadline - time.monotonic(), 1e-3), 86400.0)
+
     def _out_of_time(self, what: str) -> BudgetExceeded:
         return BudgetExceeded(
             f"{what}: past the {self.job}'s time budget of {self.budget.seconds:g} s (raise it "
@@ -98,12 +102,13 @@ class Meter:
         armed = [True]
 
         def expire(signum, frame) -> None:
-            if armed[0]:
+            if armed[0] and time.monotonic() >= self.deadline:
                 raise _Expired
+            if armed[0]:  # a budget longer than one timer holds: set it again
+                signal.setitimer(signal.ITIMER_REAL, self._left())
 
-        left = max(self.deadline - time.monotonic(), 1e-3)
         previous = signal.signal(signal.SIGALRM, expire)
-        before = signal.setitimer(signal.ITIMER_REAL, left)
+        before = signal.setitimer(signal.ITIMER_REAL, self._left())
         start = time.monotonic()
         try:
             yield
