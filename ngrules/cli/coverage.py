@@ -2,7 +2,8 @@
 came closest to matching when it did not: the table that says whether a rule earns its place.
 
 Models are ONNX files (`.onnx`, the `onnx` extra) or ngrules graph files. Each is rewritten
-with the rules (the `cpu` pipeline when they define it, else every pass); near misses are
+with the rules (the pipeline `apply` would run: the rules' only one, or `cpu` among several,
+else every pass); near misses are
 `explain`'s closest partial matches on the model as it was read. A rule whose pass is not in
 the pipeline that ran is marked so (it could not fire). A model that cannot be read gets its
 reason on its row; the others are still counted, and the command exits 1.
@@ -120,7 +121,8 @@ def register(sub) -> None:
     p.add_argument("rules", metavar="RULES")
     p.add_argument("models", nargs="+", metavar="MODEL")
     add_import_path_option(p)
-    p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
+    p.add_argument("--pipeline", metavar="NAME",
+                   help="default: the rules' only pipeline, or cpu among several")
     p.add_argument("--misses", type=at_least(0), default=1, help="near misses per rule and model")
     add_length_option(p)
     p.add_argument("--json", action="store_true", help="print the table as JSON")

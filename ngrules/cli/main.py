@@ -1,6 +1,7 @@
 """The `ngrules` command line: one module per command in this folder, each with `register(sub)`.
 
-Exit codes: 0 success, 1 findings (rule errors found by `check`, a failed verification,
+Exit codes: 0 success, 1 findings (rule errors found by `check` or by any command that loads
+rules, every one reported; a failed verification,
 `fmt --check` differences), 2 usage or input errors (one located line on stderr, no traceback,
 no output file), 130 interrupted by Ctrl-C or SIGTERM (one line on stderr; outputs are written
 in transactions, so no file is left half-written; `verify` prints the verdicts computed so far).
@@ -29,7 +30,7 @@ from ngrules.cli import (
     verify,
 )
 from ngrules.cli.common import BAD_INPUT, INTERRUPTED
-from ngrules.errors import NgrulesError
+from ngrules.errors import NgrulesError, RuleErrors
 from ngrules.interrupts import (
     noticing_lost_interrupts,
     raise_if_interrupted,
@@ -105,6 +106,8 @@ def _main(argv: list[str] | None) -> int:
     except BrokenPipeError:  # `ngrules demo | head`: the reader left; stop quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the final flush cannot fail
         return 0
+    except RuleErrors as e:  # a rules file's check errors: all of them, exit 1, as `check`
+        return check.report_errors(e)
     except NgrulesError as e:
         print(_one_line(e), file=sys.stderr)
         return BAD_INPUT
