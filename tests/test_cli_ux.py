@@ -98,3 +98,25 @@ def test_typos_in_pipeline_pass_and_rule_names_get_a_suggestion(files, capsys, a
     paths = {"g": files / "g.json", "out": files / "out.json", "one": files / "one.rules"}
     code, err = _errors(capsys, [a.format(**paths) for a in argv])
     assert code == 2 and suggestion in err and len(err.splitlines()) == 1
+
+
+def test_coverage_reads_a_model_apply_reads_and_prints_shipped_rules_by_library_path(
+    tmp_path, capsys
+):
+    onnx = pytest.importorskip("onnx")
+    import json
+
+    from ngrules.interop.onnx.examples import mlp
+    from ngrules.lang.library import library_path
+
+    onnx.save(mlp(), tmp_path / "mlp.onnx")  # its batch N is symbolic: no --length given
+    assert main(["coverage", str(library_path()), str(tmp_path / "mlp.onnx"), "--json"]) == 0
+    out = capsys.readouterr().out
+    rows = {r["rule"]: r for r in json.loads(out)["rules"]}
+    assert rows["dot_matrix_matrix"]["fired"] == {str(tmp_path / "mlp.onnx"): 3}
+    wheres = [m["where"] for r in rows.values() for ms in r["near_misses"].values() for m in ms]
+    assert wheres and all(w.startswith("ngrules:rules/") for w in wheres if w)
+    assert str(library_path()) not in out
+    assert main(["coverage", str(library_path()), str(tmp_path / "mlp.onnx")]) == 0
+    text = capsys.readouterr().out
+    assert " at ngrules:rules/batchnorm.rules:" in text and str(library_path()) not in text

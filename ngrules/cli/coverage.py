@@ -12,6 +12,7 @@ reason on its row; the others are still counted, and the command exits 1.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from ngrules.cli.common import (
@@ -30,6 +31,7 @@ def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) 
     from ngrules.engine.driver import rewrite
     from ngrules.engine.explain import explain
     from ngrules.ir.graph import toposort
+    from ngrules.lang.shipped import short_location
 
     pipeline = default_pipeline(rules, pipeline)
     ran = set(rules.pipelines[pipeline]) if pipeline in rules.pipelines else None
@@ -52,7 +54,8 @@ def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) 
                 found = explain(rule, outputs, limit=misses)
                 row["near_misses"][name] = [
                     {"at": found.names.get(m.root, m.root.op), "element": m.text,
-                     "where": str(m.span) if m.span else None, "found": m.found}
+                     "where": short_location(str(m.span)) if m.span else None,
+                     "found": m.found}
                     for m in found.misses
                 ]
         table["rules"].append(row)
@@ -87,8 +90,8 @@ def _read(paths, options) -> tuple[dict[str, list], dict[str, str]]:
 
     models, failed = {}, {}
     for path, own in graphio.options_per_model(paths, options).items():
-        try:
-            models[path] = graphio.load(path, own)[0]
+        try:  # a dimension given no --length stays symbolic, as `apply` keeps it: only rewritten
+            models[path] = graphio.load(path, replace(own, symbolic=True))[0]
         except NgrulesError as e:
             failed[path] = " ".join(e.message.split())
         except OSError as e:

@@ -22,6 +22,7 @@ from ngrules.engine.multiroot import Context
 from ngrules.errors import NgrulesError, Span
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import OPS
+from ngrules.ir.symbolic import STAND_INS
 from ngrules.lang.rules import Rule
 from ngrules.lang.shipped import short_location
 from ngrules.lang.syntax import Guard, Let, PLit, PNamed, POp, PVar
@@ -142,11 +143,17 @@ def _through_views(p, node: Node, b: dict) -> tuple[int, tuple[str, ...]] | None
     return max(gain, inner.best.score if inner.best else 0), tuple(under)
 
 
+def _axes(node: Node) -> str:
+    """`[C:32, N:?]`: a symbolic dimension's stand-in length shown as `?`."""
+    return "[" + ", ".join(
+        f"{a.name}:{'?' if a.length in STAND_INS else a.length}" for a in node.axes) + "]"
+
+
 def _words(f: _Failure, names) -> str:
     """Why the element refused the node, naming the node as the graph has it."""
     if f.node is None:
         return f.why
-    found = f"{names(f.node)} {f.node.axes!r}" if f.node.outputs is None else names(f.node)
+    found = f"{names(f.node)} {_axes(f.node)}" if f.node.outputs is None else names(f.node)
     p = f.element
     if f.why == "kind":
         return f"found {found}, which is not a {p.kind}"

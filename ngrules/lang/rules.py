@@ -63,6 +63,20 @@ class RuleSet:
     def __iter__(self) -> Iterator[Rule]:
         return iter(self.rules)
 
+    def __str__(self) -> str:
+        """The rules as `fmt` writes them, pass by pass, each under its location; then the
+        pipelines (what `print(rules)` shows: the text, not the syntax tree)."""
+        from ngrules.lang.formatter import format_rule
+
+        lines: list[str] = []
+        for name, rules in self.passes.items():
+            lines += [f"pass {name}", ""] if not lines else ["", f"pass {name}", ""]
+            for r in rules:
+                text = format_rule(r.decl) if r.decl is not None else f"rule {r.name}: ..."
+                lines += [f"# {r.location}", text]
+        lines += [f"pipeline {p}: {', '.join(ps)}" for p, ps in self.pipelines.items()]
+        return "\n".join(lines)
+
     def __len__(self) -> int:
         return len(self.rules)
 
