@@ -120,3 +120,10 @@ def test_coverage_reads_a_model_apply_reads_and_prints_shipped_rules_by_library_
     assert main(["coverage", str(library_path()), str(tmp_path / "mlp.onnx")]) == 0
     text = capsys.readouterr().out
     assert " at ngrules:rules/batchnorm.rules:" in text and str(library_path()) not in text
+
+
+def test_verify_opset_runs_a_newer_onnx_op_at_its_opset(tmp_path, capsys, scratch_ops):
+    pytest.importorskip("onnxruntime")
+    (tmp_path / "mish.rules").write_text("op UxCliMish(x) = x * Tanh(Log(Exp(x) + 1)) onnx Mish\n")
+    assert main(["verify", str(tmp_path / "mish.rules"), "--opset", "18"]) == 0
+    assert "verified      onnx UxCliMish: agrees with its body" in capsys.readouterr().out

@@ -61,3 +61,17 @@ def test_the_missing_length_message_names_the_symbol_not_given():
     assert "give the length of 'batch'" in given_none.value.message
     (out,) = from_onnx(model, lengths={"batch": 2, "seq": 5})
     assert out.axes.lengths == (2, 5)
+
+
+def test_an_onnx_op_of_a_newer_opset_is_verified_at_that_opset(scratch_ops):
+    pytest.importorskip("onnxruntime")
+    from ngrules.verification.onnxops import verify_onnx_op
+
+    parse_rules("op UxMish(x) = x * Tanh(Log(Exp(x) + 1)) onnx Mish\n"
+                "op UxNotMish(x) = x * Tanh(Exp(x)) onnx Mish\n", "m.rules")
+    at17 = verify_onnx_op("UxMish", examples=5)
+    assert at17.unverified and "opset 17" in at17.unverified and "--opset" in at17.unverified
+    at18 = verify_onnx_op("UxMish", examples=5, opset=18)  # Mish is in opset 18
+    assert at18.ok and not at18.unverified
+    wrong = verify_onnx_op("UxNotMish", examples=5, opset=18)
+    assert not wrong.ok
