@@ -75,3 +75,14 @@ def test_an_onnx_op_of_a_newer_opset_is_verified_at_that_opset(scratch_ops):
     assert at18.ok and not at18.unverified
     wrong = verify_onnx_op("UxNotMish", examples=5, opset=18)
     assert not wrong.ok
+
+
+def test_a_computation_on_float64_constants_meets_a_float32_tensor_in_float32():
+    s = ng.constant(np.arange(1.0, 5.0), [C])
+    x = ng.placeholder([C], name="x")
+    y = ng.dot(x, ng.sqrt(s) * 2.0)  # the float64 computation is built again in float32
+    assert y.dtype == np.float32 and y.args[1].op == "Multiply"  # rebuilt on float32 constants
+    (got,) = ng.execute([y], {"x": np.ones(4, np.float32)})
+    np.testing.assert_allclose(got, np.sum(np.sqrt(np.arange(1.0, 5.0)) * 2.0), rtol=1e-6)
+    with pytest.raises(NgrulesError, match="mix dtypes"):  # two tensors: never cast silently
+        ng.placeholder([C], dtype=np.float64) + x

@@ -164,7 +164,8 @@ def _words(f: _Failure, names) -> str:
     if f.why == "view":
         views = "(".join(f"{v}?" for v in f.under)
         return (f"found {found}: a {p.op} under {', '.join(f.under)} (the pattern does not "
-                f"look through layout views; `{views}({quote(p)}{')' * len(f.under)}` would)")
+                f"look through layout views; `{views}({quote(p)}{')' * len(f.under)}` would, or "
+                "the built-in pass canonical_layout first)")
     return f"found {found}"
 
 

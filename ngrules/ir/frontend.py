@@ -15,7 +15,7 @@ import numpy as np
 
 from ngrules.errors import NgrulesError, OpError
 from ngrules.ir.axes import Axes, AxesLike, flatten_groups, make_axes
-from ngrules.ir.graph import OPERATORS, Node, make_node
+from ngrules.ir.graph import OPERATORS, Node, make_node, toposort
 from ngrules.ir.ops import get_op
 from ngrules.ir.symbolic import known
 
@@ -147,11 +147,22 @@ def elementwise_axes(x: Axes, y: Axes) -> Axes:
 
 
 def _recast(node: Node, dtype) -> Node | None:
-    """A constant (or a broadcast scalar constant) again in `dtype`, else None."""
-    source = node.args[0] if node.op == "Broadcast" and not node.args[0].axes else node
-    if source.op != "Constant":
+    """A computation on constants alone built again from its constants in `dtype` (as if
+    they had been made so: the same ops, which rules see), else None (feeds or variables
+    reach it, or an op refuses the dtype)."""
+    order = toposort([node])
+    if any(not n.args and n.op != "Constant" for n in order):
         return None
-    return constant(source.attrs["value"], node.axes, dtype)
+    memo: dict[Node, Node] = {}
+    try:
+        for n in order:
+            if n.op == "Constant":
+                memo[n] = constant(n.attrs["value"], n.axes, dtype)
+            else:
+                memo[n] = make_node(n.op, tuple(memo[a] for a in n.args), **(n.attrs or {}))
+    except NgrulesError:
+        return None
+    return memo[node] if memo[node].dtype == dtype else None
 
 
 def _float_agreeing(x: Node, y: Node) -> tuple[Node, Node]:

@@ -14,6 +14,8 @@ from ngrules.lang.syntax import Expr, Guard, Let, Pattern, RuleDecl
 #: them (and no rules file may declare): name -> what it does.
 BUILTIN_PASSES: dict[str, str] = {
     "fold_constants": "evaluates every node whose arguments are all constants (bounded in size)",
+    "canonical_layout": "moves layout views (ReorderAxes, Broadcast) out of the elementwise ops "
+    "they feed, so rules match an imported model as written",
 }
 
 

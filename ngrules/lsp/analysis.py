@@ -378,6 +378,9 @@ _KEYWORD_HELP = {
     "op that computes the declared op, written on export (its attributes from the op's). "
     "`ngrules verify` checks it against the body under onnxruntime. Without it (or when the "
     "exporter's opset lacks the op) the op exports as an ONNX function of its body.",
+    "canonical_layout": "built-in pass `canonical_layout`: moves layout views (ReorderAxes, "
+    "Broadcast) out of the elementwise ops they feed, so `x * Sigmoid(x)` matches an imported "
+    "`ReorderAxes(d) * ReorderAxes(Sigmoid(d))`. Any pipeline may name it; no file may declare it.",
     "fold_constants": "built-in pass `fold_constants`: evaluates every node whose arguments are "
     "all constants (bounded in size: `--fold-limit`), so arithmetic on weights leaves as one "
     "constant. Any pipeline may name it; no file may declare it.",
