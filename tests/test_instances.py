@@ -159,7 +159,7 @@ rule shared:
     t @ Broadcast(h) * y + Broadcast(Sum(y) + h), n @ -z
     where h = Exp(x)
     if z.axes == h.axes
-    => (t * 1, n * 1)
+    => (t * 2, z * -1)
 """
 
 
