@@ -51,3 +51,17 @@ def test_a_false_guard_ranks_above_a_pattern_that_failed_and_guards_passed_count
     assert [m.root for m in found.misses] == [false_guard, wrong_op]
     assert "the guard is false" in found.misses[0].found
     assert found.misses[0].score > found.misses[1].score
+
+
+def test_the_explain_bench_runs_small_and_ranks_its_two_near_misses_first():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "explain.py"
+    spec = importlib.util.spec_from_file_location("bench_explain", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    outputs = bench.graph(400)
+    found = ng.explain(SILU, outputs)
+    assert [m.root for m in found.misses[:2]] == outputs[-1:] + outputs[-2:-1]
+    assert set(bench.main(400, runs=1)) == {"silu", "fma", "guarded", "absent"}
