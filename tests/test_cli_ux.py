@@ -4,8 +4,8 @@
 Run in process (`cli.main.main`), so each test costs milliseconds, not a subprocess."""
 
 import pytest
+from test_cli import files  # noqa: F401 - the fixture `ux` builds on
 
-import ngrules as ng
 from ngrules.cli.main import main
 
 BAD = """pass p
@@ -22,13 +22,12 @@ pipeline main: good
 
 
 @pytest.fixture
-def files(tmp_path):
-    a = ng.make_axis(3, "A")
-    x = ng.placeholder([a], name="x")
-    ng.save_graph(tmp_path / "g.json", [ng.tanh(x * 1.0 + 0.0)])
-    (tmp_path / "bad.rules").write_text(BAD)
-    (tmp_path / "one.rules").write_text(ONE_PIPELINE)
-    return tmp_path
+def ux(request):
+    """test_cli's folder (g.json, s.rules) with a file of errors and one with one pipeline."""
+    files = request.getfixturevalue("files")
+    (files / "bad.rules").write_text(BAD)
+    (files / "one.rules").write_text(ONE_PIPELINE)
+    return files
 
 
 def _errors(capsys, argv) -> tuple[int, str]:
@@ -38,9 +37,9 @@ def _errors(capsys, argv) -> tuple[int, str]:
 
 @pytest.mark.parametrize("command", ["verify", "apply", "explain", "coverage", "show", "fmt"])
 def test_every_command_that_loads_rules_reports_every_error_with_checks_exit_code(
-    files, capsys, command
+    ux, capsys, command
 ):
-    bad, g, out = files / "bad.rules", files / "g.json", files / "out.json"
+    bad, g, out = ux / "bad.rules", ux / "g.json", ux / "out.json"
     argv = {
         "verify": ["verify", bad],
         "apply": ["apply", g, "-o", out, "--rules", bad],
@@ -52,9 +51,9 @@ def test_every_command_that_loads_rules_reports_every_error_with_checks_exit_cod
     check_code, check_err = _errors(capsys, ["check", bad])
     code, err = _errors(capsys, argv)
     if command == "fmt":  # fmt only parses: its errors are syntax errors, of every file
-        (files / "syn.rules").write_text("rule r: x * => x\n")
-        (files / "syn2.rules").write_text("rule s: => x\n")
-        code, err = _errors(capsys, ["fmt", files / "syn.rules", files / "syn2.rules"])
+        (ux / "syn.rules").write_text("rule r: x * => x\n")
+        (ux / "syn2.rules").write_text("rule s: => x\n")
+        code, err = _errors(capsys, ["fmt", ux / "syn.rules", ux / "syn2.rules"])
         assert "syn.rules:1:13" in err and "syn2.rules:1:9" in err and "2 error(s)" in err
     else:
         assert err == check_err  # the same three located errors, with their carets
@@ -63,27 +62,27 @@ def test_every_command_that_loads_rules_reports_every_error_with_checks_exit_cod
     assert not out.exists()
 
 
-def test_a_file_with_one_pipeline_runs_it_and_apply_says_so(files, capsys):
-    out = files / "out.json"
-    assert main(["apply", str(files / "g.json"), "-o", str(out), "--rules",
-                 str(files / "one.rules")]) == 0
+def test_a_file_with_one_pipeline_runs_it_and_apply_says_so(ux, capsys):
+    out = ux / "out.json"
+    assert main(["apply", str(ux / "g.json"), "-o", str(out), "--rules",
+                 str(ux / "one.rules")]) == 0
     captured = capsys.readouterr()
     assert "pipeline main (default): passes good\n" in captured.err
     assert "mul_one" in captured.out and "add_zero" not in captured.out  # `broken` did not run
-    assert main(["apply", str(files / "g.json"), "-o", str(out), "--rules",
-                 str(files / "one.rules"), "--quiet"]) == 0
+    assert main(["apply", str(ux / "g.json"), "-o", str(out), "--rules",
+                 str(ux / "one.rules"), "--quiet"]) == 0
     assert capsys.readouterr().err == ""
 
 
-def test_apply_names_the_passes_when_no_pipeline_is_chosen(files, capsys):
-    (files / "two.rules").write_text(ONE_PIPELINE + "pipeline other: broken\n")
-    out = files / "out.json"
-    assert main(["apply", str(files / "g.json"), "-o", str(out), "--rules",
-                 str(files / "two.rules")]) == 0
+def test_apply_names_the_passes_when_no_pipeline_is_chosen(ux, capsys):
+    (ux / "two.rules").write_text(ONE_PIPELINE + "pipeline other: broken\n")
+    out = ux / "out.json"
+    assert main(["apply", str(ux / "g.json"), "-o", str(out), "--rules",
+                 str(ux / "two.rules")]) == 0
     captured = capsys.readouterr()
     assert "passes: good, broken (no pipeline)\n" in captured.err
     assert "mul_one" in captured.out and "add_zero" in captured.out
-    main(["apply", str(files / "g.json"), "-o", str(out)])  # the library: cpu among several
+    main(["apply", str(ux / "g.json"), "-o", str(out)])  # the library: cpu among several
     assert "pipeline cpu (default): passes fold_batchnorm, " in capsys.readouterr().err
 
 
@@ -94,8 +93,8 @@ def test_apply_names_the_passes_when_no_pipeline_is_chosen(files, capsys):
     (["explain", "mul_onee", "{g}"], "no rule named 'mul_onee' (did you mean 'mul_one' or"),
     (["coverage", "{one}", "{g}", "--pipeline", "mian"], "(did you mean 'main'?)"),
 ])
-def test_typos_in_pipeline_pass_and_rule_names_get_a_suggestion(files, capsys, argv, suggestion):
-    paths = {"g": files / "g.json", "out": files / "out.json", "one": files / "one.rules"}
+def test_typos_in_pipeline_pass_and_rule_names_get_a_suggestion(ux, capsys, argv, suggestion):
+    paths = {"g": ux / "g.json", "out": ux / "out.json", "one": ux / "one.rules"}
     code, err = _errors(capsys, [a.format(**paths) for a in argv])
     assert code == 2 and suggestion in err and len(err.splitlines()) == 1
 
