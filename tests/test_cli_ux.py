@@ -24,10 +24,10 @@ pipeline main: good
 @pytest.fixture
 def ux(request):
     """test_cli's folder (g.json, s.rules) with a file of errors and one with one pipeline."""
-    files = request.getfixturevalue("files")
-    (files / "bad.rules").write_text(BAD)
-    (files / "one.rules").write_text(ONE_PIPELINE)
-    return files
+    folder = request.getfixturevalue("files")
+    (folder / "bad.rules").write_text(BAD)
+    (folder / "one.rules").write_text(ONE_PIPELINE)
+    return folder
 
 
 def _errors(capsys, argv) -> tuple[int, str]:
