@@ -86,3 +86,17 @@ def test_a_computation_on_float64_constants_meets_a_float32_tensor_in_float32():
     np.testing.assert_allclose(got, np.sum(np.sqrt(np.arange(1.0, 5.0)) * 2.0), rtol=1e-6)
     with pytest.raises(NgrulesError, match="mix dtypes"):  # two tensors: never cast silently
         ng.placeholder([C], dtype=np.float64) + x
+
+
+def test_a_warning_at_a_shipped_rule_names_it_by_its_library_location():
+    from ngrules.engine.compiled import RuleStats
+    from ngrules.errors import RuleError, Span
+    from ngrules.lang.library import library_path
+
+    result = ng.rewrite([ng.placeholder([C], name="p")], parse_rules("rule r: x * 1 => x", "t"))
+    stats = RuleStats(failures=2, first_failure=RuleError(
+        "pow overflows", Span(str(library_path() / "simplify.rules"), 12, 5)))
+    result.stats["mul_zero"] = stats
+    assert result.warnings == [
+        "ngrules:rules/simplify.rules:12:5: warning: pow overflows (match rejected; 2 rejected "
+        "in all)"]

@@ -36,6 +36,7 @@ from ngrules.interrupts import (
     raise_if_interrupted,
     terminating_as_interrupts,
 )
+from ngrules.lang.shipped import short_location
 from ngrules.version import __version__
 
 #: The commands in the order `--help` lists them.
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _one_line(e: NgrulesError) -> str:
     """The error as one line, even when its message quotes a library's several-line text."""
-    where = f"{e.span}: " if e.span is not None else ""
+    where = f"{short_location(str(e.span))}: " if e.span is not None else ""
     message = " ".join(line.strip() for line in e.message.splitlines())
     return f"ngrules: {where}error: {message}"
 
