@@ -65,3 +65,13 @@ def test_the_explain_bench_runs_small_and_ranks_its_two_near_misses_first():
     found = ng.explain(SILU, outputs)
     assert [m.root for m in found.misses[:2]] == outputs[-1:] + outputs[-2:-1]
     assert set(bench.main(400, runs=1)) == {"silu", "fma", "guarded", "absent"}
+
+
+def test_a_literal_that_differs_shows_the_value_the_graph_holds_there():
+    rule = parse_rules("pass p\nrule mul_one: x * 1 => x\n", "t.rules").rule("mul_one")
+    x = ng.placeholder([A, B], name="x")
+    found = ng.explain(rule, [x * 0.5, ng.exp(x) * x])
+    first = found.misses[0]
+    assert first.text == "1" and str(first.span) == "t.rules:2:19"
+    assert first.found.endswith("[A:4, B:3], which is 0.5 everywhere, not 1")
+    assert found.misses[1].found.endswith("not known to be 1 everywhere")

@@ -23,6 +23,7 @@ from ngrules.errors import NgrulesError, Span
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import OPS
 from ngrules.ir.symbolic import STAND_INS
+from ngrules.ir.values import scalar_value
 from ngrules.lang.rules import Rule
 from ngrules.lang.shipped import short_location
 from ngrules.lang.syntax import Guard, Let, PLit, PNamed, POp, PVar
@@ -158,6 +159,9 @@ def _words(f: _Failure, names) -> str:
     if f.why == "kind":
         return f"found {found}, which is not a {p.kind}"
     if f.why == "literal":
+        held = scalar_value(f.node)  # the graph's value there, when it has one
+        if held is not None:
+            return f"found {found}, which is {held:g} everywhere, not {p.value:g}"
         return f"found {found}, not known to be {p.value:g} everywhere"
     if f.why == "rebound":
         return f"`{p.name}` is already {names(f.bindings[p.name])}, found {found}"
