@@ -27,6 +27,9 @@ def test_views_gather_above_elementwise_chains_and_values_stay():
     wide = ng.broadcast(d, [N, H, C, ng.make_axis(5, "K")])
     spread = ng.exp(wide) - ng.broadcast(e, wide.axes)
     mixed = ng.axes_with_order(d, order) * ng.placeholder(order, name="f")  # one view: stays
+    a, b = ng.placeholder([N], name="a"), ng.placeholder([H], name="b")
+    outer = ng.make_node("Multiply", (ng.broadcast(a, [N, H]), ng.broadcast(b, [N, H])))
+    assert canonical_layout([outer]) == [outer]  # no fewer axes to compute on: stays
     out = canonical_layout([reordered, chain, spread, mixed])
     assert out[0].op == "ReorderAxes" and out[0].args[0] == d * ng.sigmoid(d)
     assert out[1].op == "ReorderAxes" and out[1].args[0] == ng.tanh(e) + d * ng.sigmoid(d)
@@ -63,3 +66,35 @@ def test_an_imported_silu_matches_x_times_sigmoid_x_as_written(scratch_ops):
     x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
     np.testing.assert_allclose(ng.execute(done.outputs, {"x": x})[0],
                                ng.execute(outputs, {"x": x})[0], rtol=1e-6, atol=1e-6)
+
+
+def test_an_imported_keep_dims_rmsnorm_matches_as_written():
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper, numpy_helper
+
+    from ngrules.interop.onnx.importer import from_onnx
+
+    eps = numpy_helper.from_array(np.array(1e-6, np.float32), "eps")
+    nodes = [helper.make_node("Mul", ["x", "x"], ["sq"]),
+             helper.make_node("ReduceMean", ["sq"], ["m"], axes=[-1], keepdims=1),
+             helper.make_node("Add", ["m", "eps"], ["me"]), helper.make_node("Sqrt", ["me"], ["r"]),
+             helper.make_node("Div", ["x", "r"], ["z"])]
+    graph = helper.make_graph(nodes, "rms", [helper.make_tensor_value_info("x", 1, [2, 3, 8])],
+                              [helper.make_tensor_value_info("z", 1, [2, 3, 8])], [eps])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    outputs = from_onnx(model)
+    ops = {n.op for n in ng.toposort(outputs)}
+    assert "TensorSlice" in ops  # the importer's keep-dims: a unit axis added, then sliced off
+    rules = parse_rules(
+        "pass fuse\nrule rms: x / Broadcast(s @ Sqrt(Sum(x * x) / n + e))\n"
+        "    => x * broadcast(Reciprocal(s), x.axes)\n"
+        "pipeline as_written: fuse\npipeline canonical: canonical_layout, fuse\n", "rms.rules")
+    assert ng.rewrite(outputs, rules, pipeline="as_written").fired() == {}
+    done = ng.rewrite(outputs, rules, pipeline="canonical")
+    assert done.fired() == {"rms": 1}
+    assert "TensorSlice" not in {n.op for n in ng.toposort(done.outputs)}
+    x = np.random.default_rng(2).standard_normal((2, 3, 8)).astype(np.float32)
+    want = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + np.float32(1e-6))
+    np.testing.assert_allclose(ng.execute(done.outputs, {"x": x})[0], want, rtol=1e-5)
+    np.testing.assert_allclose(ng.execute(outputs, {"x": x})[0], want, rtol=1e-5)
