@@ -61,6 +61,8 @@ def run(args) -> int:
         outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats,
         fold_limit=args.fold_limit,
     )
+    if not args.quiet:
+        print(_passes_line(pipeline, args.pipeline, result.passes), file=sys.stderr)
     for warning in result.warnings:  # matches rejected because an expression failed there
         print(printable(warning), file=sys.stderr)
     _print_firings(result, args.trace, rules)  # first: shown even when writing fails
@@ -82,6 +84,14 @@ def run(args) -> int:
         print(picture_line(picture, args.picture))
     print(f"stopped: {result.stop}" + (f" ({result.message})" if result.message else ""))
     return 0 if result.stop == "fixpoint" else FINDINGS
+
+
+def _passes_line(pipeline: str | None, named: str | None, passes: list[str]) -> str:
+    """`pipeline cpu (default): passes a, b`: which passes the rewrite ran, and why those."""
+    if pipeline is None:
+        return f"passes: {', '.join(passes) or 'none'} (no pipeline)"
+    why = "" if named is not None else " (default)"
+    return f"pipeline {pipeline}{why}: passes {', '.join(passes)}"
 
 
 def _print_firings(result, trace: bool, rules) -> None:
@@ -129,8 +139,12 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", required=True, metavar="OUT")
     add_rules_option(p)
     add_disable_option(p)
-    p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
+    p.add_argument("--pipeline", metavar="NAME",
+                   help="default: the rules' only pipeline, or cpu among several; with "
+                        "neither, every pass (the passes run are printed on stderr)")
     p.add_argument("--passes", nargs="+", metavar="PASS", help="run these passes instead")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="do not print the pipeline and passes run (stderr)")
     p.add_argument("--fold-limit", type=_elements, default=None, metavar="N",
                    help="the most elements one value folded by the built-in pass "
                         "fold_constants may have (default 16777216)")

@@ -78,11 +78,14 @@ def rules_or_library(paths: list[str] | None, import_path: list[str] | None = No
 
 
 def default_pipeline(rules, pipeline: str | None, passes=None) -> str | None:
-    """The pipeline to run: the one named, else `cpu` when the rules define it and no passes
-    are named (with neither, every pass runs)."""
-    if pipeline is None and not passes and "cpu" in rules.pipelines:
-        return "cpu"
-    return pipeline
+    """The pipeline to run: the one named; else, when no passes are named, the rules' only
+    pipeline, or `cpu` among several (with none of these, every pass runs): a file that
+    declares one pipeline means it, not also the passes it left out."""
+    if pipeline is not None or passes:
+        return pipeline
+    if len(rules.pipelines) == 1:
+        return next(iter(rules.pipelines))
+    return "cpu" if "cpu" in rules.pipelines else None
 
 
 def add_import_path_option(p: argparse.ArgumentParser) -> None:

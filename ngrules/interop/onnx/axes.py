@@ -156,7 +156,10 @@ class Shapes:
         if shape is not None and 0 in shape:
             raise UnsupportedOp(f"{value!r} has a dimension of length 0 {shape}")
         if shape is None or any(d is None or d < 1 for d in shape):
-            params = [printable(p) for p in self.params.get(value, ()) if p]
+            named = self.params.get(value, ())
+            missing = [p for i, p in enumerate(named)  # the symbols given no length, not all
+                       if p and (shape is None or i >= len(shape) or shape[i] is None)]
+            params = [printable(p) for p in (missing or [p for p in named if p])]
             hint = (
                 f"; give the length of {params[0]!r} (--length {params[0]}=N, or "
                 f"lengths={{{params[0]!r}: N}})"
