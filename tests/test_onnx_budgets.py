@@ -137,11 +137,13 @@ def test_a_timer_set_before_the_import_is_kept():
     import signal
 
     signal.setitimer(signal.ITIMER_REAL, 100.0)
+    start = time.monotonic()
     try:
         with pytest.raises(OnnxError):
             import_model(_max_pool(), budget=Budget(seconds=0.5))
         left = signal.getitimer(signal.ITIMER_REAL)[0]
-        assert 90 < left <= 100
+        elapsed = time.monotonic() - start  # a loaded machine may take seconds here
+        assert 100 - elapsed - 1 < left <= 100  # the caller's timer runs on, neither reset nor lost
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
