@@ -1,0 +1,170 @@
+"""The cheapest graph in an e-graph: one e-node chosen per class needed, never a cycle.
+
+Greedy (any size): each class's cheapest e-node by tree cost, to a fixpoint. Every node costs
+more than zero, so a chosen e-node's arguments are strictly cheaper than its class and the
+choice has no cycle; a subgraph shared by two users is counted twice while choosing (the
+result's cost counts it once).
+
+z3 (small e-graphs, when z3 is installed): the exact DAG cost, each chosen e-node counted
+once, as a pseudo-Boolean optimisation; acyclicity by an order on the classes (a chosen
+e-node's class comes after its arguments'). It runs under a time limit and is kept only when
+it beats the greedy choice; otherwise, or when it cannot run, the greedy choice stands and
+`Extraction.method` says why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ngrules.ir.graph import Node
+from ngrules.saturation.costs import node_cost
+from ngrules.saturation.egraph import EGraph, ENode
+
+#: The most e-nodes (under the roots) z3 is asked about; larger e-graphs are extracted greedily.
+Z3_LIMIT = 400
+
+
+@dataclass
+class Extraction:
+    """The chosen e-node per class, how it was chosen and its DAG cost."""
+
+    choice: dict[int, ENode]
+    method: str  # "z3" or "greedy"
+    cost: float
+    note: str = ""  # why z3 was not used, or what it found
+    outputs: list[Node] = field(default_factory=list)
+
+
+def _enode_cost(enode: ENode, memo: dict[int, float]) -> float:
+    found = memo.get(id(enode))
+    if found is None:
+        found = memo[id(enode)] = node_cost(enode.template)
+    return found
+
+
+def greedy(eg: EGraph, classes: Sequence[int]) -> dict[int, ENode]:
+    """Each class's cheapest e-node by tree cost (classes in creation order: few sweeps)."""
+    best: dict[int, float] = {}
+    choice: dict[int, ENode] = {}
+    costs: dict[int, float] = {}
+    changed = True
+    while changed:
+        changed = False
+        for c in classes:
+            for enode in eg.classes[c]:
+                total = _enode_cost(enode, costs)
+                for a in enode.args:
+                    b = best.get(a)
+                    if b is None:
+                        break
+                    total += b
+                else:
+                    if total < best.get(c, math.inf):
+                        best[c], choice[c] = total, enode
+                        changed = True
+    return choice
+
+
+def dag_cost(eg: EGraph, choice: dict[int, ENode], roots: Sequence[int]) -> float:
+    """The cost of the chosen graph, each class under the roots counted once."""
+    seen: set[int] = set()
+    stack, total, memo = list(roots), 0.0, {}
+    while stack:
+        c = stack.pop()
+        if c in seen:
+            continue
+        seen.add(c)
+        enode = choice[c]
+        total += _enode_cost(enode, memo)
+        stack.extend(enode.args)
+    return total
+
+
+def _z3_choice(eg, classes, roots, bound: float, seconds: float):
+    """The DAG-optimal choice, or (None, why not)."""
+    try:
+        import z3
+    except ImportError:
+        return None, "z3 is not installed (the prove extra)"
+    opt = z3.Optimize()
+    opt.set("timeout", max(1, int(seconds * 1000)))
+    active = {c: z3.Bool(f"a{c}") for c in classes}
+    order = {c: z3.Int(f"o{c}") for c in classes}
+    picks: list[tuple[z3.BoolRef, ENode]] = []
+    memo: dict[int, float] = {}
+    terms = []
+    for c in classes:
+        mine = []
+        for k, enode in enumerate(eg.classes[c]):
+            if c in enode.args:
+                continue  # an e-node over its own class is a cycle
+            x = z3.Bool(f"n{c}_{k}")
+            mine.append(x)
+            picks.append((x, enode))
+            for a in enode.args:
+                opt.add(z3.Implies(x, z3.And(active[a], order[c] > order[a])))
+            terms.append(z3.If(x, math.ceil(_enode_cost(enode, memo)), 0))
+        opt.add(active[c] == z3.Or(mine) if mine else z3.Not(active[c]))
+    for r in roots:
+        opt.add(active[r])
+    total = z3.Sum(terms)
+    opt.add(total <= math.ceil(bound))
+    opt.minimize(total)
+    verdict = opt.check()
+    if verdict != z3.sat:
+        return None, f"z3 answered {verdict} within {seconds:g} s"
+    model = opt.model()
+    choice: dict[int, ENode] = {}
+    for x, enode in picks:
+        if z3.is_true(model.eval(x, model_completion=True)):
+            choice.setdefault(enode.cls, enode)
+    return choice, ""
+
+
+def extract(
+    eg: EGraph, roots: Sequence[int], use_z3: bool | None = None, seconds: float = 2.0
+) -> Extraction:
+    """The cheapest choice for the root classes. use_z3: None tries z3 on e-graphs of at most
+    `Z3_LIMIT` e-nodes under the roots, True tries it at any size, False never."""
+    roots = [eg.find(r) for r in roots]
+    classes = eg.reachable(roots)
+    choice = greedy(eg, classes)
+    cost = dag_cost(eg, choice, roots)
+    size = sum(len(eg.classes[c]) for c in classes)
+    if use_z3 is False:
+        return Extraction(choice, "greedy", cost, "z3 not asked for")
+    if use_z3 is None and size > Z3_LIMIT:
+        return Extraction(choice, "greedy", cost, f"{size} e-nodes > {Z3_LIMIT}: z3 not tried")
+    exact, why = _z3_choice(eg, classes, roots, cost, seconds)
+    if exact is None:
+        return Extraction(choice, "greedy", cost, why)
+    exact_cost = dag_cost(eg, exact, roots)
+    if exact_cost < cost:
+        return Extraction(exact, "z3", exact_cost, f"greedy's cost was {cost:g}")
+    return Extraction(choice, "z3", cost, "z3 found the greedy choice optimal")
+
+
+def build(eg: EGraph, choice: dict[int, ENode], roots: Sequence[int]) -> tuple[list, dict]:
+    """The chosen terms as IR nodes (arguments first), and for each node a rule built, that
+    rule (its provenance; recorded as the node's `origin` too, as a greedy rewrite does)."""
+    built: dict[int, Node] = {}
+    provenance: dict[Node, object] = {}
+    stack: list[tuple[int, bool]] = [(eg.find(r), False) for r in roots]
+    while stack:
+        c, ready = stack.pop()
+        if c in built:
+            continue
+        enode = choice[c]
+        if not ready:
+            stack.append((c, True))
+            stack.extend((a, False) for a in enode.args if a not in built)
+            continue
+        node = enode.template.with_args(tuple(built[a] for a in enode.args))
+        if enode.rule is not None:
+            provenance[node] = enode.rule
+            if node.origin is None:
+                node.origin = enode.rule
+        built[c] = node
+    return [built[eg.find(r)] for r in roots], provenance
