@@ -25,6 +25,7 @@ from ngrules.cli.common import (
     rules_or_library,
     without_rules,
 )
+from ngrules.cli.saturating import add_saturate_options
 
 
 def _check_paths(args) -> None:
@@ -45,7 +46,6 @@ def _check_paths(args) -> None:
 def run(args) -> int:
     from ngrules.cli import graphio
     from ngrules.cli.picture import draw, picture_line, stage_picture
-    from ngrules.engine.driver import rewrite
     from ngrules.ir.fileio import staged_files
 
     _check_paths(args)
@@ -56,6 +56,31 @@ def run(args) -> int:
         args.graph, replace(graphio.read_options(args), symbolic=symbolic))
     opset = graphio.written_opset(args.opset, opset)
     pipeline = default_pipeline(rules, args.pipeline, args.passes)
+    if args.saturate:
+        from ngrules.cli.saturating import run_saturation
+
+        new, stopped, code = run_saturation(outputs, rules, pipeline, args)
+    else:
+        new, stopped, code = _rewrite(outputs, rules, pipeline, args)
+    sys.stdout.flush()
+    picture = None
+    if args.picture is not None:
+        title = Path(args.picture).stem
+        picture = draw(new, title, timeout=args.picture_timeout)
+    with staged_files() as stage:
+        graphio.stage_any(stage, args.output, new, names, args.target, opset)
+        if picture is not None:
+            stage_picture(stage, picture, args.picture)
+    if picture is not None:
+        print(picture_line(picture, args.picture))
+    print(stopped)
+    return code
+
+
+def _rewrite(outputs, rules, pipeline, args) -> tuple[list, str, int]:
+    """A greedy rewrite, its firings (and trace, statistics) printed."""
+    from ngrules.engine.driver import rewrite
+
     result = rewrite(
         outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats,
         fold_limit=args.fold_limit,
@@ -67,19 +92,8 @@ def run(args) -> int:
         print(f"folded {len(result.folded):5d}  constant computations (fold_constants)")
     if args.stats:
         _print_stats(result)
-    sys.stdout.flush()
-    picture = None
-    if args.picture is not None:
-        title = Path(args.picture).stem
-        picture = draw(result.outputs, title, timeout=args.picture_timeout)
-    with staged_files() as stage:
-        graphio.stage_any(stage, args.output, result.outputs, names, args.target, opset)
-        if picture is not None:
-            stage_picture(stage, picture, args.picture)
-    if picture is not None:
-        print(picture_line(picture, args.picture))
-    print(f"stopped: {result.stop}" + (f" ({result.message})" if result.message else ""))
-    return 0 if result.stop == "fixpoint" else FINDINGS
+    stopped = f"stopped: {result.stop}" + (f" ({result.message})" if result.message else "")
+    return result.outputs, stopped, 0 if result.stop == "fixpoint" else FINDINGS
 
 
 def _print_firings(result, trace: bool, rules) -> None:
@@ -141,6 +155,7 @@ def register(sub) -> None:
     p.add_argument("--picture-timeout", type=_seconds, default=60.0, metavar="SECONDS",
                    help="how long Graphviz may draw before only the DOT file is kept "
                         "(default 60)")
+    add_saturate_options(p)
 
 
 def _seconds(text: str) -> float:

@@ -11,7 +11,6 @@ names them. Multi-root rules are left out (not yet saturated: see docs/saturatio
 from __future__ import annotations
 
 import importlib
-
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 

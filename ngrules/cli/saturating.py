@@ -1,0 +1,84 @@
+"""`apply --saturate`: the rules applied into an e-graph, the cheapest graph extracted
+(`ngrules.saturation`), and what happened printed: the rules left out and why, how often each
+rule changed the e-graph, the e-graph's size, the extraction and the rules behind its nodes."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections import Counter
+
+from ngrules.cli.common import FINDINGS
+
+
+def add_saturate_options(p: argparse.ArgumentParser) -> None:
+    from ngrules.saturation.run import MAX_ENODES, SECONDS
+
+    g = p.add_argument_group("equality saturation (--saturate)")
+    g.add_argument("--saturate", action="store_true",
+                   help="apply the rules into an e-graph and extract the cheapest graph, "
+                        "instead of rewriting greedily (only verified or proved rules enter)")
+    g.add_argument("--unverified", action="store_true",
+                   help="with --saturate: let rules without a verified or proved verdict in "
+                        "(they are named in a warning), and verify nothing")
+    g.add_argument("--max-enodes", type=_positive, default=MAX_ENODES, metavar="N",
+                   help=f"stop saturating at N e-nodes (default {MAX_ENODES})")
+    g.add_argument("--max-iterations", type=_positive, default=None, metavar="N",
+                   help="stop saturating after N iterations (default: no limit but the others)")
+    g.add_argument("--saturate-seconds", type=_seconds, default=SECONDS, metavar="S",
+                   help=f"stop saturating after S seconds (default {SECONDS:g})")
+    g.add_argument("--extract", choices=("auto", "z3", "greedy"), default="auto",
+                   help="extraction: z3 (exact, shared nodes counted once) on small e-graphs "
+                        "with a greedy fallback (auto, the default), always z3, or greedy")
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def run_saturation(outputs, rules, pipeline, args) -> tuple[list, str, int]:
+    """Saturate and print the report; (the extracted outputs, the `stopped:` line, exit code:
+    0 when saturated, FINDINGS when a limit stopped it)."""
+    from ngrules.lang.library import short_location
+    from ngrules.saturation.run import ITERATIONS, saturate
+
+    use_z3 = {"auto": None, "z3": True, "greedy": False}[args.extract]
+    if not args.unverified:
+        print("saturate: verifying the rules that have no verdict yet (each on its own; "
+              "--unverified skips this)", file=sys.stderr)
+    result = saturate(
+        outputs, rules, pipeline=pipeline, passes=args.passes or None,
+        max_enodes=args.max_enodes, seconds=args.saturate_seconds,
+        iterations=args.max_iterations or ITERATIONS, unverified=args.unverified,
+        use_z3=use_z3, fold_limit=args.fold_limit,
+    )
+    for warning in result.warnings:
+        print(warning, file=sys.stderr)
+    for rule, why in result.admission.left_out:
+        print(f"left out     {rule.name:24s} {short_location(rule.location)}: {why}")
+    locations = {r.name: short_location(r.location) for r in result.admission.rules}
+    for name, count in result.applied.items():
+        print(f"applied {count:5d}  {name:24s} {locations.get(name, '(built-in)')}")
+    print(f"e-graph: {result.enodes} e-nodes in {result.classes} classes after "
+          f"{result.iterations} iterations, {result.seconds:.2f} s")
+    ex = result.extraction
+    print(f"extracted by {ex.method} ({ex.note}): cost {result.cost_before:g} -> "
+          f"{result.cost_after:g}")
+    made = Counter(getattr(r, "name", r) for r in result.provenance.values())
+    if made:
+        print("nodes made by rules: " + ", ".join(f"{n} {c}" for n, c in made.items()))
+    code = 0 if result.stop == "saturated" else FINDINGS
+    return result.outputs, f"stopped: {result.stop} ({result.message})", code
