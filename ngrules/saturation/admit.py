@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 
 from ngrules.lang.rules import Rule
 
-#: The verdicts that let a rule in by default.
-ADMITTED = frozenset({"verified", "proved", "proved-reals"})
+#: The verdicts that let a rule in by default. `loops` is a rule that passed every check but
+#: does not terminate when applied greedily on its own (commutativity, associativity,
+#: expansion): each of its steps was checked, and an e-graph is where such a rule belongs.
+ADMITTED = frozenset({"verified", "proved", "proved-reals", "loops"})
 
 
 @dataclass
