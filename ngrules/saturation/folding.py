@@ -2,7 +2,8 @@
 values gets its value as a `Constant` in its class (the engine's `Folding`, same bounds).
 
 It plays a rule's part for `matching.Searcher`: `apply(term)` gives what `CompiledRule.apply`
-gives, `depth` how deep its views go (2: an argument class's constant, perhaps under a view).
+gives, `shape` what its views read (any e-node over its arguments' known values, perhaps under
+views: see `matching.Shape`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ class FoldRule:
     """Constant folding at one term; `name` and `rule` are the pass's name (its provenance)."""
 
     root_ops = None
-    depth = 2
 
-    def __init__(self, limit: int | None = None):
+    def __init__(self, shape, limit: int | None = None):
         self.name = self.rule = PASS_NAME
+        self.shape = shape
         self._folding = Folding(limit)
 
     def apply(self, term: Node):

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ngrules.engine.compiled import CompiledRule
+from ngrules.engine.compiled import RuleCache
 from ngrules.engine.folding import PASS_NAME as FOLD
 from ngrules.engine.passes import as_ruleset, pass_names
 from ngrules.errors import NgrulesError
@@ -25,10 +25,13 @@ from ngrules.saturation.costs import graph_cost
 from ngrules.saturation.egraph import EGraph
 from ngrules.saturation.extract import Extraction, build, extract
 from ngrules.saturation.folding import FoldRule
-from ngrules.saturation.matching import Searcher
+from ngrules.saturation.matching import Searcher, Shape, value_shape
 
 #: The default limits: e-nodes, seconds of saturation, iterations.
 MAX_ENODES, SECONDS, ITERATIONS = 50_000, 10.0, 1_000
+
+#: Rules compiled once per process (generating a rule's matcher costs more than most uses).
+_COMPILED = RuleCache()
 
 
 @dataclass
@@ -138,8 +141,9 @@ def _saturate(outputs, admission, limits, use_z3, fold, fold_limit) -> Saturatio
     eg = EGraph()
     roots = [eg.add(o) for o in outputs]
     eg.rebuild()
-    rules = [CompiledRule(r) for r in admission.rules]
-    searcher = Searcher(rules + [FoldRule(fold_limit)] if fold else rules)
+    rules = [_COMPILED(r) for r in admission.rules]
+    folding = FoldRule(Shape(None, rest=value_shape()), fold_limit)
+    searcher = Searcher(rules + [folding] if fold else rules)
     applied: dict[str, int] = {}
     stop, done = "iterations", 0
     while done < iterations:
