@@ -95,3 +95,31 @@ def test_example_models_saturated_with_the_shipped_rules(name):
              for p in ng.toposort(outputs) if p.op == "Placeholder"}
     for want, got in zip(ng.execute(outputs, feeds), ng.execute(result.outputs, feeds)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_multi_root_fusions_enter_through_the_best_graph():
+    """Batchnorm's forward and backward fusions are multi-root rules: matched on the current
+    best graph each iteration, joined in the e-graph, and chosen by the DAG-exact extraction
+    (one fused op read through several outputs is counted once)."""
+    from ngrules.ir.layers import batchnorm, leaky_relu
+
+    c, h, n = ng.make_axis(4, "C"), ng.make_axis(3, "H"), ng.make_axis(8, "N")
+    x = ng.placeholder([c, n], np.float32, name="x")
+    w = ng.placeholder([h, c], np.float32, name="w")
+    gamma, beta = (ng.placeholder([h], np.float32, name=k) for k in ("gamma", "beta"))
+    a = leaky_relu(batchnorm(ng.dot(w, x), gamma, beta, 1e-3), 0.1)
+    cost = ng.sum(a * a, out_axes=())
+    outputs = [cost] + [ng.deriv(cost, p) for p in (w, gamma, beta)]
+    library = ng.load_library()
+    greedy = ng.rewrite(outputs, library, pipeline="cpu")
+    result = ng.saturate(outputs, library, pipeline="cpu", unverified=True)
+    assert result.applied["batchnorm_bprop"] == result.applied["batchnorm_fprop"] == 1
+    ops = {node.op for node in ng.toposort(result.outputs)}
+    assert {"BatchnormFprop", "BatchnormBprop"} <= ops
+    assert result.extraction.method == "z3"
+    assert result.cost_after <= graph_cost(greedy.outputs)
+    rng = np.random.default_rng(0)
+    feeds = {p: rng.standard_normal(p.axes.lengths).astype(np.float32) for p in (x, w, gamma,
+                                                                               beta)}
+    for want, got in zip(ng.execute(outputs, feeds), ng.execute(result.outputs, feeds)):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)

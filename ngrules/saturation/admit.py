@@ -5,7 +5,7 @@ rule takes); saturation applies every rule everywhere, so each rule is judged al
 rules to `verify`, not their RuleSet). A verdict comes from the verdict cache when the project
 has one (`ngrules.verification.cache.last_verdict(rule)`), else from verifying the rule now.
 Rules with another verdict are left out, unless `unverified` lets them in with a warning that
-names them. Multi-root rules are left out (not yet saturated: see docs/saturation.md).
+names them.
 """
 
 from __future__ import annotations
@@ -84,16 +84,10 @@ def admit(
 ) -> Admission:
     """The rules that may enter the e-graph (see the module's docstring)."""
     out = Admission()
-    one_root = []
-    for rule in rules:
-        if len(rule.roots) > 1:
-            out.left_out.append((rule, "a multi-root rule (not saturated yet)"))
-        else:
-            one_root.append(rule)
-    statuses = verdict_statuses(one_root, known, not unverified, **verify_options)
+    statuses = verdict_statuses(rules, known, not unverified, **verify_options)
     out.statuses = statuses
     let_in = []
-    for rule in one_root:
+    for rule in rules:
         status = statuses.get(rule.name, "not verified")
         if status in ADMITTED:
             out.rules.append(rule)

@@ -7,9 +7,10 @@ result's cost counts it once).
 
 z3 (small e-graphs, when z3 is installed): the exact DAG cost, each chosen e-node counted
 once, as a pseudo-Boolean optimisation; acyclicity by an order on the classes (a chosen
-e-node's class comes after its arguments'). It runs under a time limit and is kept only when
-it beats the greedy choice; otherwise, or when it cannot run, the greedy choice stands and
-`Extraction.method` says why.
+e-node's class comes after its arguments'), needed only between classes of one strongly
+connected component of the class graph (no cycle leaves one). It runs under a time limit
+and is kept only when it beats the greedy choice; otherwise, or when it cannot run, the
+greedy choice stands and `Extraction.method` says why.
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ def _z3_choice(eg, classes, roots, bound: float, seconds: float):
     opt.set("timeout", max(1, int(seconds * 1000)))
     active = {c: z3.Bool(f"a{c}") for c in classes}
     order = {c: z3.Int(f"o{c}") for c in classes}
+    component = _components(eg, classes)  # a cycle stays inside one: order only there
     picks: list[tuple[z3.BoolRef, ENode]] = []
     memo: dict[int, float] = {}
     terms = []
@@ -104,7 +106,9 @@ def _z3_choice(eg, classes, roots, bound: float, seconds: float):
             mine.append(x)
             picks.append((x, enode))
             for a in enode.args:
-                opt.add(z3.Implies(x, z3.And(active[a], order[c] > order[a])))
+                opt.add(z3.Implies(x, active[a]))
+                if component[a] == component[c]:
+                    opt.add(z3.Implies(x, order[c] > order[a]))
             terms.append(z3.If(x, math.ceil(_enode_cost(enode, memo)), 0))
         opt.add(active[c] == z3.Or(mine) if mine else z3.Not(active[c]))
     for r in roots:
@@ -121,6 +125,46 @@ def _z3_choice(eg, classes, roots, bound: float, seconds: float):
         if z3.is_true(model.eval(x, model_completion=True)):
             choice.setdefault(enode.cls, enode)
     return choice, ""
+
+
+def _components(eg: EGraph, classes: Sequence[int]) -> dict[int, int]:
+    """Each class's strongly connected component in the graph of classes (an edge from a class
+    to each argument class of its e-nodes); Tarjan's algorithm, iterative."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    component: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    edges = {c: sorted({a for e in eg.classes[c] for a in e.args}) for c in classes}
+    for start in classes:
+        if start in index:
+            continue
+        work = [(start, 0)]
+        while work:
+            c, i = work.pop()
+            if i == 0:
+                index[c] = low[c] = len(index)
+                stack.append(c)
+                on_stack.add(c)
+            if i < len(edges[c]):
+                work.append((c, i + 1))
+                a = edges[c][i]
+                if a not in index:
+                    work.append((a, 0))
+                elif a in on_stack:
+                    low[c] = min(low[c], index[a])
+                continue
+            for a in edges[c]:
+                if a in on_stack:
+                    low[c] = min(low[c], low[a])
+            if low[c] == index[c]:
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component[member] = c
+                    if member == c:
+                        break
+    return component
 
 
 def extract(
@@ -162,6 +206,7 @@ def build(eg: EGraph, choice: dict[int, ENode], roots: Sequence[int]) -> tuple[l
             stack.extend((a, False) for a in enode.args if a not in built)
             continue
         node = enode.template.with_args(tuple(built[a] for a in enode.args))
+        eg.note_term(node, c)
         if enode.rule is not None:
             provenance[node] = enode.rule
             if node.origin is None:

@@ -26,6 +26,7 @@ from ngrules.saturation.egraph import EGraph
 from ngrules.saturation.extract import Extraction, build, extract
 from ngrules.saturation.folding import FoldRule
 from ngrules.saturation.matching import Searcher, Shape, value_shape
+from ngrules.saturation.multiroot import MultiRoot
 
 #: The default limits: e-nodes, seconds of saturation, iterations.
 MAX_ENODES, SECONDS, ITERATIONS = 50_000, 10.0, 1_000
@@ -142,7 +143,8 @@ def _saturate(outputs, admission, limits, use_z3, fold, fold_limit) -> Saturatio
     eg = EGraph()
     roots = [eg.add(o) for o in outputs]
     eg.rebuild()
-    rules = [_COMPILED(r) for r in admission.rules]
+    rules = [_COMPILED(r) for r in admission.rules if len(r.roots) == 1]
+    multi = MultiRoot([_COMPILED(r) for r in admission.rules if len(r.roots) > 1])
     folding = FoldRule(Shape(None, rest=value_shape()), fold_limit)
     searcher = Searcher(rules + [folding] if fold else rules)
     applied: dict[str, int] = {}
@@ -162,6 +164,9 @@ def _saturate(outputs, admission, limits, use_z3, fold, fold_limit) -> Saturatio
                 late = True  # the matches not applied are dropped: each was optional
                 break
         eg.rebuild()
+        if not late and len(eg) < max_enodes and multi.rules:
+            multi.apply(eg, roots, applied)
+            eg.rebuild()
         if len(eg) >= max_enodes:
             stop = "enodes"
             break
