@@ -22,28 +22,23 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 
 import ngrules as ng
 from ngrules.saturation.costs import graph_cost
 
-ALGEBRA = """
-pass algebra
-rule distribute: a * (b + c) => a * b + a * c
-rule factor: a * b + a * c => a * (b + c)
-rule cancel:
-    (a + b) - b
-    assume abs(a) <= 1e6
-    assume abs(b) <= 1e6
-    => a
-"""
-AC = """
-pass ac
-rule assoc: (a + b) + c => a + (b + c)
-rule assoc_r: a + (b + c) => (a + b) + c
-rule comm: a + b => b + a
-"""
+#: The rule sets (passes `algebra`, `growing`, `ac`), shared with the tests.
+RULES = Path(__file__).resolve().parent / "saturation.rules"
+
+
+def rule_set(*passes: str):
+    """The rules of these passes of `saturation.rules`, as a rule set of their own."""
+    from ngrules.engine.passes import as_ruleset
+
+    every = ng.load_rules(RULES)
+    return as_ruleset([r for p in passes for r in every.passes[p]])
 
 
 def _best(outputs, feeds, repeat: int) -> float:
@@ -95,7 +90,7 @@ def bench_model(name: str, library, repeat: int, verdicts=None, batch: int = 8) 
 
 
 def bench_stuck() -> list[dict]:
-    rules = ng.parse_rules(ALGEBRA, "algebra.rules")
+    rules = rule_set("algebra")
     a = ng.make_axis(length=64, name="A")
     x, y, z = (ng.placeholder([a], name=n, dtype=np.float64) for n in "xyz")
     rows = []
@@ -121,7 +116,7 @@ def _sum(count: int):
 
 
 def bench_limits(leaves: int = 12) -> list[dict]:
-    rules = ng.parse_rules(AC, "ac.rules")
+    rules = rule_set("ac")
     total = _sum(leaves)
     rows = []
     for limit in ({"max_enodes": 2000}, {"iterations": 4}, {"seconds": 1.0}):
@@ -156,7 +151,7 @@ def _egglog_ac(n: int) -> tuple[float, int] | None:
 
 
 def bench_engines(sizes) -> list[dict]:
-    rules = ng.parse_rules(AC, "ac.rules")
+    rules = rule_set("ac")
     rows = []
     for n in sizes:
         total = _sum(n)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,39 +19,35 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ngrules as ng
+from ngrules.engine.passes import as_ruleset
 from ngrules.ir.graph import toposort
 
-ALGEBRA = """
-pass algebra
-rule distribute: a * (b + c) => a * b + a * c
-rule factor: a * b + a * c => a * (b + c)
-rule cancel:
-    (a + b) - b
-    assume abs(a) <= 1e6
-    assume abs(b) <= 1e6
-    => a
-"""
-GROWING = """
-pass growing
-rule grow: Exp(a) => Exp(a + 0)
-rule assoc: (a + b) + c => a + (b + c)
-rule comm: a + b => b + a
-"""
+#: The rule sets: passes `algebra` (distribute, factor, cancel), `growing` (grow) and `ac`
+#: (assoc, assoc_r, comm).
+RULES = Path(__file__).resolve().parent.parent / "bench" / "saturation.rules"
+
+
+def rule_set(*passes: str, extra: str = ""):
+    """The rules of these passes (and of `extra` text), as a rule set of their own."""
+    every = ng.parse_rules(RULES.read_text() + extra, str(RULES))
+    return as_ruleset([r for p in passes for r in every.passes[p]])
+
+
 #: The verdicts `verify` gives these rules (each judged alone; see the test that verifies).
 VERDICTS = {"distribute": "verified", "factor": "verified", "cancel": "verified",
-            "grow": "loops", "assoc": "loops", "comm": "loops"}
+            "grow": "loops", "assoc": "loops", "assoc_r": "loops", "comm": "loops"}
 
 A = ng.make_axis(length=4, name="A")
 
 
 @pytest.fixture(scope="module")
 def algebra():
-    return ng.parse_rules(ALGEBRA, "algebra.rules")
+    return rule_set("algebra")
 
 
 @pytest.fixture(scope="module")
 def growing():
-    return ng.parse_rules(GROWING, "growing.rules")
+    return rule_set("growing", "ac")
 
 
 def _xyz():
@@ -112,7 +109,7 @@ def test_provenance_names_the_rule_that_built_each_chosen_node(algebra):
 
 
 def test_only_verified_rules_enter_by_default():
-    rules = ng.parse_rules(ALGEBRA + "pass ieee\nrule cancel_ieee: (a + b) - b => a\n", "v.rules")
+    rules = rule_set("algebra", "ieee", extra="pass ieee\nrule cancel_ieee: (a + b) - b => a\n")
     x, y, z = _xyz()
     g = x * (y + z) - x * z
     result = ng.saturate([g], rules, examples=5)  # every rule verified now, each alone
@@ -220,7 +217,7 @@ def _build(expr, nodes):
 @settings(max_examples=15, deadline=None)
 @given(_EXPR, st.integers(0, 2**16))
 def test_the_extracted_graph_computes_what_the_input_does(expr, seed):
-    rules = ng.parse_rules(ALGEBRA + GROWING.replace("pass growing", ""), "all.rules")
+    rules = rule_set("algebra", "growing", "ac")
     x, y, z = _xyz()
     g = _build(expr, {"x": x, "y": y, "z": z})
     result = ng.saturate([g], rules, verdicts=VERDICTS, max_enodes=600, seconds=0.5)

@@ -9,7 +9,6 @@ GRAPH and OUT are ngrules graph files, or ONNX models when they end in `.onnx`.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +24,7 @@ from ngrules.cli.common import (
     rules_or_library,
     without_rules,
 )
-from ngrules.cli.saturating import add_saturate_options
+from ngrules.cli.saturating import add_saturate_options, positive_seconds
 
 
 def _check_paths(args) -> None:
@@ -152,20 +151,10 @@ def register(sub) -> None:
     p.add_argument("--picture", metavar="DOT",
                    help="write the result as Graphviz DOT (and SVG when Graphviz is installed), "
                         "rewritten nodes coloured by rule")
-    p.add_argument("--picture-timeout", type=_seconds, default=60.0, metavar="SECONDS",
+    p.add_argument("--picture-timeout", type=positive_seconds, default=60.0, metavar="SECONDS",
                    help="how long Graphviz may draw before only the DOT file is kept "
                         "(default 60)")
     add_saturate_options(p)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
 
 
 def _elements(text: str) -> int:

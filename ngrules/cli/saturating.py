@@ -26,7 +26,7 @@ def add_saturate_options(p: argparse.ArgumentParser) -> None:
                    help=f"stop saturating at N e-nodes (default {MAX_ENODES})")
     g.add_argument("--max-iterations", type=_positive, default=None, metavar="N",
                    help="stop saturating after N iterations (default: no limit but the others)")
-    g.add_argument("--saturate-seconds", type=_seconds, default=SECONDS, metavar="S",
+    g.add_argument("--saturate-seconds", type=positive_seconds, default=SECONDS, metavar="S",
                    help=f"stop saturating after S seconds (default {SECONDS:g})")
     g.add_argument("--extract", choices=("auto", "z3", "greedy"), default="auto",
                    help="extraction: z3 (exact, shared nodes counted once) on small e-graphs "
@@ -39,7 +39,8 @@ def _positive(text: str) -> int:
     return int(text)
 
 
-def _seconds(text: str) -> float:
+def positive_seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
     try:
         value = float(text)
     except ValueError:
