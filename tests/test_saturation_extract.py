@@ -89,3 +89,31 @@ def test_the_cost_model_counts_flops_and_bytes():
     shared = e + e
     assert graph_cost([shared]) == node_cost(a) + node_cost(e) + node_cost(shared)
     assert np.isfinite(graph_cost([d]))
+
+
+def test_the_greedy_choice_shares_a_multi_output_op_among_its_outputs():
+    """Three outputs of one fused op against three separate computations: by tree cost each
+    Output pays the whole op, so the plain greedy choice takes the copies; the choice that
+    splits the op's cost among its outputs takes the fused op, and its DAG cost is lower."""
+    c, n = ng.make_axis(4, "C"), ng.make_axis(64, "N")
+    x = ng.placeholder([c, n], name="x")
+    gamma, beta = (ng.placeholder([c], name=k) for k in ("gamma", "beta"))
+    fused = ng.batchnorm_fprop(x, gamma, beta, 1e-3)
+    own = [-x, ng.sum(x, reduction_axes=[n]), ng.max(x, reduction_axes=[n])]
+    assert all(graph_cost([o]) < graph_cost([fused[0]]) for o in own)  # each cheaper alone
+    assert graph_cost(own) > graph_cost(fused)  # all three dearer than the op they share
+    eg = EGraph()
+    roots = []
+    for i, alone in enumerate(own):
+        out = fused[i]
+        assert out.axes == alone.axes  # e-classes need one type
+        assert eg.union(eg.add(out), eg.add(alone))
+        roots.append(eg.find(eg.add(out)))
+    eg.rebuild()
+    plain = ex.greedy(eg, eg.reachable(roots))
+    split = ex.greedy(eg, eg.reachable(roots), split=True)
+    assert all(plain[r].op != "Output" for r in roots)
+    assert all(split[r].op == "Output" for r in roots) and ex.acyclic(split, roots)
+    assert ex.dag_cost(eg, split, roots) < ex.dag_cost(eg, plain, roots)
+    found = ex.extract(eg, roots, use_z3=False)
+    assert found.choice == split and "split among their outputs" in found.note

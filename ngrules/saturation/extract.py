@@ -3,7 +3,9 @@
 Greedy (any size): each class's cheapest e-node by tree cost, to a fixpoint. Every node costs
 more than zero, so a chosen e-node's arguments are strictly cheaper than its class and the
 choice has no cycle; a subgraph shared by two users is counted twice while choosing (the
-result's cost counts it once).
+result's cost counts it once). A second greedy choice charges each `Output` of a multi-output
+op (a fused kernel) 1/k of the op's cost; it is kept when it has no cycle and its DAG cost is
+lower.
 
 z3 (small e-graphs, when z3 is installed): the exact DAG cost, each chosen e-node counted
 once, as a pseudo-Boolean optimisation; acyclicity by an order on the classes (a chosen
@@ -45,8 +47,11 @@ def _enode_cost(enode: ENode, memo: dict[int, float]) -> float:
     return found
 
 
-def greedy(eg: EGraph, classes: Sequence[int]) -> dict[int, ENode]:
-    """Each class's cheapest e-node by tree cost (classes in creation order: few sweeps)."""
+def greedy(eg: EGraph, classes: Sequence[int], split: bool = False) -> dict[int, ENode]:
+    """Each class's cheapest e-node by tree cost (classes in creation order: few sweeps).
+    With `split`, an `Output` of a multi-output node carries 1/k of that node's cost (k its
+    outputs), as if its k outputs shared it: then the choice may have a cycle (see
+    `acyclic`)."""
     best: dict[int, float] = {}
     choice: dict[int, ENode] = {}
     costs: dict[int, float] = {}
@@ -56,16 +61,41 @@ def greedy(eg: EGraph, classes: Sequence[int]) -> dict[int, ENode]:
         for c in classes:
             for enode in eg.classes[c]:
                 total = _enode_cost(enode, costs)
+                share = 1.0
+                if split and enode.template.op == "Output":
+                    share = 1.0 / len(enode.template.args[0].outputs)
                 for a in enode.args:
                     b = best.get(a)
                     if b is None:
                         break
-                    total += b
+                    total += b * share
                 else:
                     if total < best.get(c, math.inf):
                         best[c], choice[c] = total, enode
                         changed = True
     return choice
+
+
+def acyclic(choice: dict[int, ENode], roots: Sequence[int]) -> bool:
+    """Whether the chosen graph under the roots has no cycle (iterative depth-first search)."""
+    state: dict[int, int] = {}  # 1: on the current path, 2: done
+    for root in roots:
+        stack = [(root, iter(choice[root].args))]
+        state[root] = state.get(root) or 1
+        if state[root] == 2:
+            continue
+        while stack:
+            c, args = stack[-1]
+            a = next(args, None)
+            if a is None:
+                state[c] = 2
+                stack.pop()
+            elif state.get(a) == 1:
+                return False
+            elif a not in state:
+                state[a] = 1
+                stack.append((a, iter(choice[a].args)))
+    return True
 
 
 def dag_cost(eg: EGraph, choice: dict[int, ENode], roots: Sequence[int]) -> float:
@@ -176,14 +206,20 @@ def extract(
     classes = eg.reachable(roots)
     choice = greedy(eg, classes)
     cost = dag_cost(eg, choice, roots)
+    split = greedy(eg, classes, split=True)  # multi-output ops shared by their outputs
+    shared = ""
+    if split != choice and acyclic(split, roots) and dag_cost(eg, split, roots) < cost:
+        choice, cost = split, dag_cost(eg, split, roots)
+        shared = " (multi-output ops' cost split among their outputs)"
     size = sum(len(eg.classes[c]) for c in classes)
     if use_z3 is False:
-        return Extraction(choice, "greedy", cost, "z3 not asked for")
+        return Extraction(choice, "greedy", cost, "z3 not asked for" + shared)
     if use_z3 is None and size > Z3_LIMIT:
-        return Extraction(choice, "greedy", cost, f"{size} e-nodes > {Z3_LIMIT}: z3 not tried")
+        why = f"{size} e-nodes > {Z3_LIMIT}: z3 not tried"
+        return Extraction(choice, "greedy", cost, why + shared)
     exact, why = _z3_choice(eg, classes, roots, cost, seconds)
     if exact is None:
-        return Extraction(choice, "greedy", cost, why)
+        return Extraction(choice, "greedy", cost, why + shared)
     exact_cost = dag_cost(eg, exact, roots)
     if exact_cost < cost:
         return Extraction(exact, "z3", exact_cost, f"greedy's cost was {cost:g}")
