@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -39,11 +40,13 @@ def files(tmp_path):
 
 def test_apply_saturate_writes_the_extracted_graph_and_reports(files):
     r = run("apply", files / "g.json", "-o", files / "out.json", "--rules", RULES,
-            "--passes", "algebra", "growing", "--saturate", "--unverified", "--max-enodes", "60")
+            "--passes", "algebra", "growing", "--saturate", "--unverified", "--max-enodes", "60",
+            "--trace")
     assert r.returncode == 1, r.stderr  # `grow` grows forever: the e-node limit stops it
     assert "stopped: enodes (stopped at the e-node limit" in r.stdout
     assert "extracted by z3" in r.stdout and "nodes made by rules: distribute 1" in r.stdout
     assert "--unverified" in r.stderr and "grow (" in r.stderr
+    assert re.search(r"Multiply +\[A:4\] +<- distribute \(.*saturation.rules:\d+\)", r.stdout)
     before = ng.load_graph(files / "g.json")
     after = ng.load_graph(files / "out.json")
     assert [n.op for n in after] == ["Multiply", "Exp"]

@@ -81,5 +81,20 @@ def run_saturation(outputs, rules, pipeline, args) -> tuple[list, str, int]:
     made = Counter(getattr(r, "name", r) for r in result.provenance.values())
     if made:
         print("nodes made by rules: " + ", ".join(f"{n} {c}" for n, c in made.items()))
+    if args.trace:
+        _print_provenance(result)
     code = 0 if result.stop == "saturated" else FINDINGS
     return result.outputs, f"stopped: {result.stop} ({result.message})", code
+
+
+def _print_provenance(result) -> None:
+    """Each node of the extracted graph that a rule made, with that rule and where it is."""
+    from ngrules.ir.graph import toposort
+    from ngrules.lang.library import short_location
+
+    for i, node in enumerate(toposort(result.outputs)):
+        rule = result.provenance.get(node)
+        if rule is not None:
+            where = short_location(rule.location) if hasattr(rule, "location") else "built-in"
+            name = getattr(rule, "name", rule)
+            print(f"{i:5d}  {node.op:20s} {node.axes!r:28s} <- {name} ({where})")
