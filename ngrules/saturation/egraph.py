@@ -19,10 +19,11 @@ class ENode:
     """An op and its attributes (`template`, a term with them) over argument classes; `rule`
     names the rule whose replacement first built it (None: it came from the input graph)."""
 
-    __slots__ = ("template", "args", "rule", "cls")
+    __slots__ = ("template", "args", "rule", "cls", "cost")
 
     def __init__(self, template: Node, args: tuple[int, ...], rule: str | None, cls: int):
         self.template, self.args, self.rule, self.cls = template, args, rule, cls
+        self.cost: float | None = None  # extraction's cost of the node, computed once
 
     @property
     def op(self) -> str:

@@ -1,11 +1,12 @@
 """The cheapest graph in an e-graph: one e-node chosen per class needed, never a cycle.
 
-Greedy (any size): each class's cheapest e-node by tree cost, to a fixpoint. Every node costs
-more than zero, so a chosen e-node's arguments are strictly cheaper than its class and the
-choice has no cycle; a subgraph shared by two users is counted twice while choosing (the
-result's cost counts it once). A second greedy choice charges each `Output` of a multi-output
-op (a fused kernel) 1/k of the op's cost; it is kept when it has no cycle and its DAG cost is
-lower.
+Greedy (any size): each class's cheapest e-node by tree cost (an argument class used twice
+by one e-node counted once), classes settled cheapest first once an e-node of theirs has
+all its arguments settled (Knuth's generalisation of Dijkstra's algorithm): a chosen e-node's
+arguments are settled before its class, so the choice has no cycle. A subgraph shared by two
+users is counted twice while choosing (the result's cost counts it once). A second greedy
+choice charges each `Output` of a multi-output op (a fused kernel) 1/k of the op's cost; it
+is kept when its DAG cost is lower.
 
 z3 (small e-graphs, when z3 is installed): the exact DAG cost, each chosen e-node counted
 once, as a pseudo-Boolean optimisation; acyclicity by an order on the classes (a chosen
@@ -17,6 +18,7 @@ greedy choice stands and `Extraction.method` says why.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,40 +42,54 @@ class Extraction:
     outputs: list[Node] = field(default_factory=list)
 
 
-def _enode_cost(enode: ENode, memo: dict[int, float]) -> float:
-    found = memo.get(id(enode))
+def _enode_cost(enode: ENode) -> float:
+    found = enode.cost
     if found is None:
-        found = memo[id(enode)] = node_cost(enode.template)
+        found = enode.cost = node_cost(enode.template)
     return found
 
 
 def greedy(eg: EGraph, classes: Sequence[int], split: bool = False) -> dict[int, ENode]:
-    """Each class's cheapest e-node by tree cost (classes in creation order: few sweeps).
-    With `split`, an `Output` of a multi-output node carries 1/k of that node's cost (k its
-    outputs), as if its k outputs shared it: then the choice may have a cycle (see
-    `acyclic`)."""
+    """Each class's cheapest e-node by tree cost, in Knuth's generalisation of Dijkstra's
+    algorithm: a class is settled, cheapest first, once an e-node of it has every argument
+    class settled; so a chosen e-node's arguments were settled before its class, and the
+    choice has no cycle whatever the costs. With `split`, a multi-output node's class costs
+    1/k of the node (k its outputs), as if the `Output`s that read it shared it."""
+    wanted = set(classes)
+    waiting: dict[int, int] = {}  # e-node id -> argument classes not yet settled
+    users: dict[int, list[ENode]] = {}
+    heap: list[tuple[float, int, ENode]] = []
+    for c in classes:
+        for enode in eg.classes[c]:
+            args = set(enode.args)
+            if not args <= wanted:
+                continue
+            waiting[id(enode)] = len(args)
+            for a in args:
+                users.setdefault(a, []).append(enode)
+            if not args:
+                heapq.heappush(heap, (_total(enode, {}, split), id(enode), enode))
     best: dict[int, float] = {}
     choice: dict[int, ENode] = {}
-    costs: dict[int, float] = {}
-    changed = True
-    while changed:
-        changed = False
-        for c in classes:
-            for enode in eg.classes[c]:
-                total = _enode_cost(enode, costs)
-                share = 1.0
-                if split and enode.template.op == "Output":
-                    share = 1.0 / len(enode.template.args[0].outputs)
-                for a in enode.args:
-                    b = best.get(a)
-                    if b is None:
-                        break
-                    total += b * share
-                else:
-                    if total < best.get(c, math.inf):
-                        best[c], choice[c] = total, enode
-                        changed = True
+    while heap:
+        total, _, enode = heapq.heappop(heap)
+        c = enode.cls
+        if c in choice:
+            continue
+        best[c], choice[c] = total, enode
+        for user in users.get(c, ()):
+            waiting[id(user)] -= 1
+            if waiting[id(user)] == 0 and user.cls not in choice:
+                heapq.heappush(heap, (_total(user, best, split), id(user), user))
     return choice
+
+
+def _total(enode: ENode, best: dict[int, float], split: bool) -> float:
+    total = _enode_cost(enode) + sum(best[a] for a in set(enode.args))
+    outputs = enode.template.outputs
+    if split and outputs:  # its k outputs share it: each `Output` of it carries 1/k
+        total /= len(outputs)
+    return total
 
 
 def acyclic(choice: dict[int, ENode], roots: Sequence[int]) -> bool:
@@ -101,14 +117,14 @@ def acyclic(choice: dict[int, ENode], roots: Sequence[int]) -> bool:
 def dag_cost(eg: EGraph, choice: dict[int, ENode], roots: Sequence[int]) -> float:
     """The cost of the chosen graph, each class under the roots counted once."""
     seen: set[int] = set()
-    stack, total, memo = list(roots), 0.0, {}
+    stack, total = list(roots), 0.0
     while stack:
         c = stack.pop()
         if c in seen:
             continue
         seen.add(c)
         enode = choice[c]
-        total += _enode_cost(enode, memo)
+        total += _enode_cost(enode)
         stack.extend(enode.args)
     return total
 
@@ -125,7 +141,6 @@ def _z3_choice(eg, classes, roots, bound: float, seconds: float):
     order = {c: z3.Int(f"o{c}") for c in classes}
     component = _components(eg, classes)  # a cycle stays inside one: order only there
     picks: list[tuple[z3.BoolRef, ENode]] = []
-    memo: dict[int, float] = {}
     terms = []
     for c in classes:
         mine = []
@@ -139,7 +154,7 @@ def _z3_choice(eg, classes, roots, bound: float, seconds: float):
                 opt.add(z3.Implies(x, active[a]))
                 if component[a] == component[c]:
                     opt.add(z3.Implies(x, order[c] > order[a]))
-            terms.append(z3.If(x, math.ceil(_enode_cost(enode, memo)), 0))
+            terms.append(z3.If(x, math.ceil(_enode_cost(enode)), 0))
         opt.add(active[c] == z3.Or(mine) if mine else z3.Not(active[c]))
     for r in roots:
         opt.add(active[r])
@@ -208,7 +223,7 @@ def extract(
     cost = dag_cost(eg, choice, roots)
     split = greedy(eg, classes, split=True)  # multi-output ops shared by their outputs
     shared = ""
-    if split != choice and acyclic(split, roots) and dag_cost(eg, split, roots) < cost:
+    if split != choice and dag_cost(eg, split, roots) < cost:
         choice, cost = split, dag_cost(eg, split, roots)
         shared = " (multi-output ops' cost split among their outputs)"
     size = sum(len(eg.classes[c]) for c in classes)
@@ -218,6 +233,8 @@ def extract(
         why = f"{size} e-nodes > {Z3_LIMIT}: z3 not tried"
         return Extraction(choice, "greedy", cost, why + shared)
     exact, why = _z3_choice(eg, classes, roots, cost, seconds)
+    if exact is not None and not acyclic(exact, roots):  # never expected: the order forbids it
+        exact, why = None, "z3's choice had a cycle"
     if exact is None:
         return Extraction(choice, "greedy", cost, why + shared)
     exact_cost = dag_cost(eg, exact, roots)
