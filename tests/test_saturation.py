@@ -223,3 +223,21 @@ def test_the_extracted_graph_computes_what_the_input_does(expr, seed):
     result = ng.saturate([g], rules, verdicts=VERDICTS, max_enodes=600, seconds=0.5)
     assert result.cost_after <= result.cost_before
     _same_values([g], result.outputs, seed)
+
+
+def test_an_input_larger_than_the_e_node_limit_is_extracted_as_it_is(algebra):
+    x, y, z = _xyz()
+    g = x * (y + z) - x * z
+    result = ng.saturate([g], algebra, verdicts=VERDICTS, max_enodes=3)
+    assert result.stop == "enodes" and result.iterations == 0
+    assert result.outputs == [g]
+
+
+def test_verdicts_may_come_as_a_verification_report(algebra):
+    from ngrules.verification.verdicts import VerificationReport, Verdict
+
+    report = VerificationReport(verdicts=[Verdict(r, VERDICTS[r.name]) for r in algebra])
+    report.verdicts[-1].status = "wrong"  # cancel
+    x, y, z = _xyz()
+    result = ng.saturate([x * (y + z) - x * z], algebra, verdicts=report)
+    assert [r.name for r, _ in result.admission.left_out] == ["cancel"]

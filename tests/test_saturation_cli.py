@@ -61,6 +61,7 @@ def test_apply_saturate_without_rules_that_enter_says_which_were_left_out(files)
             files / "wrong.rules", "--saturate")
     assert r.returncode == 0, r.stderr
     assert "left out     cancel_ieee" in r.stdout and "verdict wrong" in r.stdout
+    assert "saturate: verifying 1/1 cancel_ieee" in r.stderr
     assert "stopped: saturated" in r.stdout
 
 

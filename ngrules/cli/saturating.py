@@ -60,11 +60,12 @@ def run_saturation(outputs, rules, pipeline, args) -> tuple[list, str, int]:
     if not args.unverified:
         print("saturate: verifying the rules that have no verdict yet (each on its own; "
               "--unverified skips this)", file=sys.stderr)
+    options = {} if args.unverified else {"on_rule": _progress}
     result = saturate(
         outputs, rules, pipeline=pipeline, passes=args.passes or None,
         max_enodes=args.max_enodes, seconds=args.saturate_seconds,
         iterations=args.max_iterations or ITERATIONS, unverified=args.unverified,
-        use_z3=use_z3, fold_limit=args.fold_limit,
+        use_z3=use_z3, fold_limit=args.fold_limit, **options,
     )
     for warning in result.warnings:
         print(warning, file=sys.stderr)
@@ -85,6 +86,10 @@ def run_saturation(outputs, rules, pipeline, args) -> tuple[list, str, int]:
         _print_provenance(result)
     code = 0 if result.stop == "saturated" else FINDINGS
     return result.outputs, f"stopped: {result.stop} ({result.message})", code
+
+
+def _progress(i: int, n: int, rule) -> None:
+    print(f"saturate: verifying {i}/{n} {rule.name}", file=sys.stderr, flush=True)
 
 
 def _print_provenance(result) -> None:

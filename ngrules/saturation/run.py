@@ -121,14 +121,16 @@ def saturate(
     """Apply the rules (of the pipeline or passes named, else all) into an e-graph of the
     outputs' graph until saturation or a limit, then extract the cheapest equal graph.
 
-    Only rules verified or proved enter (verdicts: rule name -> status already known; else the
-    verdict cache, else `verify` now, with verify_options); `unverified` lets the others in,
-    with a warning naming them (`result.warnings`). use_z3: see `extract.extract`. When the
-    passes include the built-in `fold_constants`, constant terms are folded in the e-graph
-    (values of at most fold_limit elements).
+    Only rules verified or proved enter (verdicts: rule name -> status already known, or a
+    VerificationReport; else the verdict cache, else `verify` now, with verify_options);
+    `unverified` lets the others in, with a warning naming them (`result.warnings`).
+    use_z3: see `extract.extract`. When the passes include the built-in `fold_constants`,
+    constant terms are folded in the e-graph (values of at most fold_limit elements).
     """
     if max_enodes < 1 or seconds <= 0 or iterations < 0:
         raise NgrulesError("saturation limits must be positive")
+    if verdicts is not None and hasattr(verdicts, "verdicts"):  # a VerificationReport
+        verdicts = {v.rule.name: v.status for v in verdicts.verdicts}
     chosen, fold = _chosen_rules(as_ruleset(rules), pipeline, passes)
     admission = admit(chosen, unverified, verdicts, **verify_options)
     limits = (max_enodes, seconds, iterations)
@@ -149,6 +151,8 @@ def _saturate(outputs, admission, limits, use_z3, fold, fold_limit) -> Saturatio
     searcher = Searcher(rules + [folding] if fold else rules)
     applied: dict[str, int] = {}
     stop, done = "iterations", 0
+    if len(eg) >= max_enodes:  # the input alone fills the e-graph
+        stop, iterations = "enodes", 0
     while done < iterations:
         created, unions = eg.created, eg.unions
         matches, late = searcher.search(eg, deadline)
