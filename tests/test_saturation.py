@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ngrules as ng
@@ -241,3 +241,27 @@ def test_verdicts_may_come_as_a_verification_report(algebra):
     x, y, z = _xyz()
     result = ng.saturate([x * (y + z) - x * z], algebra, verdicts=report)
     assert [r.name for r, _ in result.admission.left_out] == ["cancel"]
+
+
+@pytest.fixture(scope="module")
+def simplify_and_algebra():
+    library = ng.load_library()
+    return as_ruleset([*library.passes["simplify"], *rule_set("algebra", "ac")])
+
+
+@settings(max_examples=15, deadline=None)
+@given(graph=st.data())
+def test_random_graphs_saturated_with_the_shipped_simplify_rules_compute_the_same(
+    simplify_and_algebra, graph
+):
+    from ngrules.testing import check_rewrite, graphs
+
+    ops = ["Add", "Multiply", "Subtract", "Negative", "Exp", "Log", "Tanh", "Sum", "Broadcast"]
+    inst = graph.draw(graphs(ops=ops, max_depth=4))
+    with np.errstate(all="ignore"):
+        before = ng.execute(inst.outputs, inst.feeds)
+    assume(all(np.isfinite(v).all() for v in before))  # nested Exp may overflow
+    result = ng.saturate(inst.outputs, simplify_and_algebra, unverified=True,
+                         max_enodes=800, seconds=0.3, use_z3=False)
+    assert result.cost_after <= result.cost_before
+    check_rewrite(inst.outputs, result.outputs, inst.feeds)
