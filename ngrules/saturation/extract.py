@@ -135,6 +135,10 @@ def _z3_choice(eg, classes, roots, bound: float, seconds: float):
         import z3
     except ImportError:
         return None, "z3 is not installed (the prove extra)"
+    # integer costs, scaled so the largest is at most 1e6 (large coefficients slow z3 down;
+    # a symbolic dimension's stand-in length makes costs of 1e11)
+    top = max((_enode_cost(e) for c in classes for e in eg.classes[c]), default=1.0)
+    scale = min(1.0, 1e6 / top)
     opt = z3.Optimize()
     opt.set("timeout", max(1, int(seconds * 1000)))
     active = {c: z3.Bool(f"a{c}") for c in classes}
@@ -154,12 +158,12 @@ def _z3_choice(eg, classes, roots, bound: float, seconds: float):
                 opt.add(z3.Implies(x, active[a]))
                 if component[a] == component[c]:
                     opt.add(z3.Implies(x, order[c] > order[a]))
-            terms.append(z3.If(x, math.ceil(_enode_cost(enode)), 0))
+            terms.append(z3.If(x, math.ceil(_enode_cost(enode) * scale), 0))
         opt.add(active[c] == z3.Or(mine) if mine else z3.Not(active[c]))
     for r in roots:
         opt.add(active[r])
     total = z3.Sum(terms)
-    opt.add(total <= math.ceil(bound))
+    opt.add(total <= math.ceil(bound * scale) + len(terms))  # each term rounded up
     opt.minimize(total)
     verdict = opt.check()
     if verdict != z3.sat:
