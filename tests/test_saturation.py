@@ -234,7 +234,7 @@ def test_an_input_larger_than_the_e_node_limit_is_extracted_as_it_is(algebra):
 
 
 def test_verdicts_may_come_as_a_verification_report(algebra):
-    from ngrules.verification.verdicts import VerificationReport, Verdict
+    from ngrules.verification.verdicts import Verdict, VerificationReport
 
     report = VerificationReport(verdicts=[Verdict(r, VERDICTS[r.name]) for r in algebra])
     report.verdicts[-1].status = "wrong"  # cancel
@@ -265,3 +265,31 @@ def test_random_graphs_saturated_with_the_shipped_simplify_rules_compute_the_sam
                          max_enodes=800, seconds=0.3, use_z3=False)
     assert result.cost_after <= result.cost_before
     check_rewrite(inst.outputs, result.outputs, inst.feeds)
+
+
+def test_explain_names_the_chain_of_rules_of_each_changed_region(algebra):
+    from ngrules.saturation.explain import regions
+
+    x, y, z = _xyz()
+    g = [x * (y + z) - x * z, ng.exp(z)]
+    result = ng.saturate(g, algebra, verdicts=VERDICTS)
+    (region,) = regions(result, g)  # Exp(z) is unchanged
+    assert [n.op for n in region.nodes] == ["Multiply"]
+    assert [name for name, _ in region.rules] == ["distribute", "cancel"]  # applied in order
+    assert "distribute (" in str(region) and " -> cancel (" in str(region)
+
+
+def test_the_e_graph_picture_shows_every_class_and_fills_the_chosen_e_nodes(algebra,
+                                                                            monkeypatch):
+    from ngrules.saturation import explain
+
+    x, y, z = _xyz()
+    result = ng.saturate([x * (y + z) - x * z], algebra, verdicts=VERDICTS)
+    dot = explain.egraph_dot(result)
+    classes = result.egraph.reachable(result.roots)
+    assert dot.count("subgraph cluster_") == len(classes)
+    assert dot.count("fillcolor") == len(ng.toposort(result.outputs))  # one chosen per class used
+    assert "\\ndistribute" in dot and "lhead=cluster_" in dot
+    monkeypatch.setattr(explain, "PICTURE_LIMIT", 3)
+    with pytest.raises(ng.NgrulesError, match="pictures are drawn up to 3"):
+        explain.egraph_dot(result)

@@ -41,12 +41,16 @@ def files(tmp_path):
 def test_apply_saturate_writes_the_extracted_graph_and_reports(files):
     r = run("apply", files / "g.json", "-o", files / "out.json", "--rules", RULES,
             "--passes", "algebra", "growing", "--saturate", "--unverified", "--max-enodes", "60",
-            "--trace")
+            "--trace", "--explain", "--egraph", files / "eg.dot")
     assert r.returncode == 1, r.stderr  # `grow` grows forever: the e-node limit stops it
     assert "stopped: enodes (stopped at the e-node limit" in r.stdout
     assert "extracted by z3" in r.stdout and "nodes made by rules: distribute 1" in r.stdout
     assert "--unverified" in r.stderr and "grow (" in r.stderr
     assert re.search(r"Multiply +\[A:4\] +<- distribute \(.*saturation.rules:\d+\)", r.stdout)
+    assert re.search(r"changed: Multiply .*\n +rules: distribute \(.*\) -> cancel", r.stdout)
+    assert "e-graph picture: " in r.stdout
+    dot = (files / "eg.dot").read_text()
+    assert dot.startswith('digraph "eg"') and "\\ngrow" in dot  # e-nodes grow built
     before = ng.load_graph(files / "g.json")
     after = ng.load_graph(files / "out.json")
     assert [n.op for n in after] == ["Multiply", "Exp"]
@@ -117,3 +121,11 @@ def test_multi_root_fusions_enter_through_the_best_graph():
                                                                                beta)}
     for want, got in zip(ng.execute(outputs, feeds), ng.execute(result.outputs, feeds)):
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+
+
+def test_an_e_graph_too_large_to_draw_is_an_error_before_anything_is_written(files):
+    r = run("apply", files / "g.json", "-o", files / "out.json", "--rules", RULES,
+            "--passes", "algebra", "growing", "--saturate", "--unverified", "--max-enodes", "400",
+            "--egraph", files / "eg.dot")
+    assert r.returncode == 2 and "pictures are drawn up to 300" in r.stderr
+    assert not (files / "out.json").exists() and not (files / "eg.dot").exists()

@@ -36,6 +36,8 @@ def _check_paths(args) -> None:
     outputs = graphio.output_files(args.output)
     if args.picture is not None:
         outputs += picture_files(args.picture)
+    if args.egraph is not None:
+        outputs += picture_files(args.egraph)
     inputs = [*graphio.files(args.graph), *expand_paths(args.rules or [])]
     check_outputs(outputs, inputs)
     graphio.check_graph_output(args.output)
@@ -58,9 +60,9 @@ def run(args) -> int:
     if args.saturate:
         from ngrules.cli.saturating import run_saturation
 
-        new, stopped, code = run_saturation(outputs, rules, pipeline, args)
+        new, stopped, code, egraph = run_saturation(outputs, rules, pipeline, args)
     else:
-        new, stopped, code = _rewrite(outputs, rules, pipeline, args)
+        (new, stopped, code), egraph = _rewrite(outputs, rules, pipeline, args), None
     sys.stdout.flush()
     picture = None
     if args.picture is not None:
@@ -70,8 +72,12 @@ def run(args) -> int:
         graphio.stage_any(stage, args.output, new, names, args.target, opset)
         if picture is not None:
             stage_picture(stage, picture, args.picture)
+        if egraph is not None:
+            stage_picture(stage, egraph, args.egraph)
     if picture is not None:
         print(picture_line(picture, args.picture))
+    if egraph is not None:
+        print("e-graph " + picture_line(egraph, args.egraph))
     print(stopped)
     return code
 

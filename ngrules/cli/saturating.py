@@ -28,6 +28,12 @@ def add_saturate_options(p: argparse.ArgumentParser) -> None:
                    help="stop saturating after N iterations (default: no limit but the others)")
     g.add_argument("--saturate-seconds", type=positive_seconds, default=SECONDS, metavar="S",
                    help=f"stop saturating after S seconds (default {SECONDS:g})")
+    g.add_argument("--explain", action="store_true",
+                   help="with --saturate: each changed region of the result and the rules that "
+                        "led there, in the order they were applied")
+    g.add_argument("--egraph", metavar="DOT",
+                   help="with --saturate: draw the e-graph (up to 300 e-nodes) as Graphviz DOT "
+                        "(and SVG), the chosen e-nodes filled")
     g.add_argument("--extract", choices=("auto", "z3", "greedy"), default="auto",
                    help="extraction: z3 (exact, shared nodes counted once) on small e-graphs "
                         "with a greedy fallback (auto, the default), always z3, or greedy")
@@ -50,9 +56,9 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-def run_saturation(outputs, rules, pipeline, args) -> tuple[list, str, int]:
+def run_saturation(outputs, rules, pipeline, args) -> tuple[list, str, int, object]:
     """Saturate and print the report; (the extracted outputs, the `stopped:` line, exit code:
-    0 when saturated, FINDINGS when a limit stopped it)."""
+    0 when saturated, FINDINGS when a limit stopped it, the e-graph's picture or None)."""
     from ngrules.lang.library import short_location
     from ngrules.saturation.run import ITERATIONS, saturate
 
@@ -84,8 +90,27 @@ def run_saturation(outputs, rules, pipeline, args) -> tuple[list, str, int]:
         print("nodes made by rules: " + ", ".join(f"{n} {c}" for n, c in made.items()))
     if args.trace:
         _print_provenance(result)
+    if args.explain:
+        from ngrules.saturation.explain import regions
+
+        for region in regions(result, list(outputs)):
+            print(f"changed: {region}")
     code = 0 if result.stop == "saturated" else FINDINGS
-    return result.outputs, f"stopped: {result.stop} ({result.message})", code
+    stopped = f"stopped: {result.stop} ({result.message})"
+    return result.outputs, stopped, code, _egraph_picture(result, args)
+
+
+def _egraph_picture(result, args):
+    """The picture of the e-graph `--egraph` asks for (None when it does not)."""
+    if args.egraph is None:
+        return None
+    from pathlib import Path
+
+    from ngrules.cli.picture import Picture, draw_svg
+    from ngrules.saturation.explain import egraph_dot
+
+    text = egraph_dot(result, Path(args.egraph).stem)
+    return Picture(text, *draw_svg(text, args.picture_timeout))
 
 
 def _progress(i: int, n: int, rule) -> None:

@@ -19,11 +19,12 @@ class ENode:
     """An op and its attributes (`template`, a term with them) over argument classes; `rule`
     names the rule whose replacement first built it (None: it came from the input graph)."""
 
-    __slots__ = ("template", "args", "rule", "cls", "cost")
+    __slots__ = ("template", "args", "rule", "cls", "cost", "serial")
 
     def __init__(self, template: Node, args: tuple[int, ...], rule: str | None, cls: int):
         self.template, self.args, self.rule, self.cls = template, args, rule, cls
         self.cost: float | None = None  # extraction's cost of the node, computed once
+        self.serial = 0  # the order of creation (`EGraph.created` when it was made)
 
     @property
     def op(self) -> str:
@@ -46,6 +47,9 @@ class EGraph:
         self.of_term: dict[Node, int] = {}  # a term -> its class (may be stale: use `find`)
         self.unions = 0
         self.created = 0  # e-nodes ever created (duplicates dropped by `rebuild` included)
+        #: (rule, class matched, class of what it built, `created` after it) for each match
+        #: that changed the e-graph, in order (for explanations)
+        self.history: list[tuple[object, int, int, int]] = []
 
     def __len__(self) -> int:
         """The number of e-nodes."""
@@ -91,6 +95,7 @@ class EGraph:
         enode = ENode(template, args, rule, c)
         self.enodes.append(enode)
         self.created += 1
+        enode.serial = self.created
         self.classes[c] = [enode]
         self.witness[c] = template
         self.memo[key] = c

@@ -43,5 +43,7 @@ class MultiRoot:
                     continue
                 self.done.add((i, found[0]))
                 for root, replacement in zip(found[0], found[1]):
-                    eg.union(eg.add(root), eg.add(replacement, rule.rule))
+                    matched, built = eg.add(root), eg.add(replacement, rule.rule)
+                    eg.union(matched, built)
+                    eg.history.append((rule.rule, matched, built, eg.created))
                 applied[rule.name] = applied.get(rule.name, 0) + 1

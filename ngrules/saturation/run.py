@@ -57,6 +57,8 @@ class SaturationResult:
     provenance: dict[Node, Rule | str] = field(default_factory=dict)  # str: fold_constants
     capped: int = 0  # classes whose views were capped (`matching.VIEW_CAP`)
     extract_seconds: float = 0.0
+    egraph: EGraph | None = field(default=None, repr=False)  # for explanations and pictures
+    roots: list[int] = field(default_factory=list)  # the outputs' classes in `egraph`
 
     @property
     def cost_after(self) -> float:
@@ -159,9 +161,10 @@ def _saturate(outputs, admission, limits, use_z3, fold, fold_limit) -> Saturatio
         done += 1
         for k, m in enumerate(matches):
             before = len(eg)
-            joined = eg.union(m.cls, eg.add(m.replacement, m.rule.rule))
-            if joined or len(eg) > before:
+            built = eg.add(m.replacement, m.rule.rule)
+            if eg.union(m.cls, built) or len(eg) > before:
                 applied[m.rule.name] = applied.get(m.rule.name, 0) + 1
+                eg.history.append((m.rule.rule, m.cls, built, eg.created))
             if len(eg) >= max_enodes:
                 break
             if k % 256 == 255 and time.perf_counter() > deadline:
@@ -186,5 +189,5 @@ def _saturate(outputs, admission, limits, use_z3, fold, fold_limit) -> Saturatio
     return SaturationResult(
         extraction.outputs, stop, done, len(eg), len(eg.classes), spent, extraction,
         graph_cost(outputs), admission, applied, provenance, searcher.capped,
-        time.perf_counter() - start - spent,
+        time.perf_counter() - start - spent, eg, roots,
     )
