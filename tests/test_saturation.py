@@ -293,3 +293,13 @@ def test_the_e_graph_picture_shows_every_class_and_fills_the_chosen_e_nodes(alge
     monkeypatch.setattr(explain, "PICTURE_LIMIT", 3)
     with pytest.raises(ng.NgrulesError, match="pictures are drawn up to 3"):
         explain.egraph_dot(result)
+
+
+@pytest.mark.parametrize("leaves", [4, 5])
+def test_associativity_and_commutativity_reach_the_exact_closure(leaves):
+    """Each iteration after the first searches only where views changed (classes touched and
+    those above them): the closure, 3^n - 2^(n+1) + 1 Add e-nodes, is still reached."""
+    total, _ = _chain(leaves)
+    result = ng.saturate([total], rule_set("ac"), verdicts=VERDICTS, use_z3=False)
+    assert result.stop == "saturated"
+    assert result.enodes - leaves == 3**leaves - 2 ** (leaves + 1) + 1

@@ -47,6 +47,8 @@ class EGraph:
         self.of_term: dict[Node, int] = {}  # a term -> its class (may be stale: use `find`)
         self.unions = 0
         self.created = 0  # e-nodes ever created (duplicates dropped by `rebuild` included)
+        #: classes that gained an e-node or were joined since `take_touched` (see `affected`)
+        self.touched: set[int] = set()
         #: (rule, class matched, class of what it built, `created` after it) for each match
         #: that changed the e-graph, in order (for explanations)
         self.history: list[tuple[object, int, int, int]] = []
@@ -98,6 +100,7 @@ class EGraph:
         enode.serial = self.created
         self.classes[c] = [enode]
         self.witness[c] = template
+        self.touched.add(c)
         self.memo[key] = c
         return c
 
@@ -120,6 +123,7 @@ class EGraph:
         if b < a:
             a, b = b, a
         self.parent[b] = a
+        self.touched.add(a)
         self.classes[a].extend(self.classes.pop(b))
         other = self.witness.pop(b)
         if other.op == "Constant" and self.witness[a].op != "Constant":
@@ -156,6 +160,21 @@ class EGraph:
             classes.setdefault(enode.cls, []).append(enode)
         self.enodes, self.classes = kept, classes
         self.memo = {e.key(): e.cls for e in kept}
+
+    def affected(self, depth: int) -> set[int]:
+        """The classes touched since the last call and those up to `depth` levels above them
+        (whose e-nodes read them as arguments): where a match may be new. Clears `touched`."""
+        level = {self.find(c) for c in self.touched}
+        self.touched = set()
+        users: dict[int, set[int]] = {}
+        for enode in self.enodes:
+            for a in enode.args:
+                users.setdefault(a, set()).add(enode.cls)
+        found = set(level)
+        for _ in range(depth):
+            level = {u for c in level for u in users.get(c, ())} - found
+            found |= level
+        return found
 
     def reachable(self, roots: Iterable[int]) -> list[int]:
         """The classes under the root classes (canonical ids, each once)."""

@@ -48,6 +48,12 @@ class Shape:
     def arg(self, i: int) -> Shape | None:
         return self.args[i] if i < len(self.args) else self.rest
 
+    @property
+    def depth(self) -> int:
+        """How many levels below its position the shape reads (its arguments' witnesses: 1)."""
+        below = [s.depth for s in (*self.args, self.rest) if s is not None]
+        return 1 + max(below, default=0)
+
 
 #: Any e-node, its arguments' witnesses: what a typed variable reads (its node's op).
 _ONE_LEVEL = Shape(None)
@@ -114,6 +120,8 @@ class Searcher:
     def __init__(self, rules: list[CompiledRule | FoldRule]):
         self.rules = rules
         self.shapes = [root_shape(r) for r in rules]
+        #: How far above a changed class a view can change: the deepest shape.
+        self.reach = max((shape.depth for shape in self.shapes), default=1)
         self._at: dict[str, list[int]] = {}
         self.tried: set[tuple[int, Node]] = set()
         self.capped = 0  # views left out by the cap, over the whole run
@@ -126,13 +134,19 @@ class Searcher:
             ]
         return found
 
-    def search(self, eg: EGraph, deadline: float) -> tuple[list[Match], bool]:
-        """Every new match in the e-graph as it stands; and whether the deadline cut it short."""
+    def search(
+        self, eg: EGraph, deadline: float, only: set[int] | None = None
+    ) -> tuple[list[Match], bool]:
+        """Every new match in the e-graph as it stands (at the e-nodes of the classes `only`,
+        when given: those whose views may have changed); and whether the deadline cut it
+        short."""
         views = _Views(eg, self)
         found: list[Match] = []
         tried, rules, shapes = self.tried, self.rules, self.shapes
         steps = 0
-        for cls, enodes in list(eg.classes.items()):
+        classes = eg.classes.items() if only is None else (
+            (c, eg.classes[c]) for c in sorted(only) if c in eg.classes)
+        for cls, enodes in list(classes):
             for enode in list(enodes):
                 for i in self.rules_at(enode.op):
                     for term in views.of_enode(enode, shapes[i]):

@@ -155,9 +155,10 @@ def _saturate(outputs, admission, limits, use_z3, fold, fold_limit) -> Saturatio
     stop, done = "iterations", 0
     if len(eg) >= max_enodes:  # the input alone fills the e-graph
         stop, iterations = "enodes", 0
+    affected = None  # the first search looks everywhere; later ones where views changed
     while done < iterations:
         created, unions = eg.created, eg.unions
-        matches, late = searcher.search(eg, deadline)
+        matches, late = searcher.search(eg, deadline, affected)
         done += 1
         for k, m in enumerate(matches):
             before = len(eg)
@@ -183,6 +184,7 @@ def _saturate(outputs, admission, limits, use_z3, fold, fold_limit) -> Saturatio
         if eg.created == created and eg.unions == unions:
             stop = "saturated"
             break
+        affected = eg.affected(searcher.reach)
     spent = time.perf_counter() - start
     extraction = extract(eg, roots, use_z3)
     extraction.outputs, provenance = build(eg, extraction.choice, roots)
