@@ -303,3 +303,13 @@ def test_associativity_and_commutativity_reach_the_exact_closure(leaves):
     result = ng.saturate([total], rule_set("ac"), verdicts=VERDICTS, use_z3=False)
     assert result.stop == "saturated"
     assert result.enodes - leaves == 3**leaves - 2 ** (leaves + 1) + 1
+
+
+def test_a_match_made_possible_below_an_untouched_class_is_found():
+    """-(-Log(y)) => Log(y) joins a class two levels below Exp: the next search must look at
+    Exp's class (untouched) to find Exp(Log(y)) => y."""
+    rules = ng.parse_rules("pass p\nrule nn: -(-x) => x\nrule el: Exp(Log(a)) => a\n", "t.rules")
+    x, y, z = _xyz()
+    result = ng.saturate([ng.exp(-(-ng.log(y)))], rules, verdicts={"nn": "verified",
+                                                                   "el": "verified"})
+    assert result.outputs == [y] and result.iterations == 3

@@ -156,6 +156,7 @@ def _saturate(outputs, admission, limits, use_z3, fold, fold_limit) -> Saturatio
     if len(eg) >= max_enodes:  # the input alone fills the e-graph
         stop, iterations = "enodes", 0
     affected = None  # the first search looks everywhere; later ones where views changed
+    eg.touched.clear()
     while done < iterations:
         created, unions = eg.created, eg.unions
         matches, late = searcher.search(eg, deadline, affected)
