@@ -140,6 +140,23 @@ def saturate(
         return _saturate(list(outputs), admission, limits, use_z3, fold, fold_limit)
 
 
+def _apply(eg: EGraph, matches, applied: dict[str, int], max_enodes: int, deadline: float):
+    """Add each match's replacement and join it with the matched class, until the e-node
+    limit; whether the deadline cut it short (the matches not applied are dropped: each was
+    optional)."""
+    for k, m in enumerate(matches):
+        before = len(eg)
+        built = eg.add(m.replacement, m.rule.rule)
+        if eg.union(m.cls, built) or len(eg) > before:
+            applied[m.rule.name] = applied.get(m.rule.name, 0) + 1
+            eg.history.append((m.rule.rule, m.cls, built, eg.created))
+        if len(eg) >= max_enodes:
+            return False
+        if k % 256 == 255 and time.perf_counter() > deadline:
+            return True
+    return False
+
+
 def _saturate(outputs, admission, limits, use_z3, fold, fold_limit) -> SaturationResult:
     max_enodes, seconds, iterations = limits
     start = time.perf_counter()
@@ -161,17 +178,7 @@ def _saturate(outputs, admission, limits, use_z3, fold, fold_limit) -> Saturatio
         created, unions = eg.created, eg.unions
         matches, late = searcher.search(eg, deadline, affected)
         done += 1
-        for k, m in enumerate(matches):
-            before = len(eg)
-            built = eg.add(m.replacement, m.rule.rule)
-            if eg.union(m.cls, built) or len(eg) > before:
-                applied[m.rule.name] = applied.get(m.rule.name, 0) + 1
-                eg.history.append((m.rule.rule, m.cls, built, eg.created))
-            if len(eg) >= max_enodes:
-                break
-            if k % 256 == 255 and time.perf_counter() > deadline:
-                late = True  # the matches not applied are dropped: each was optional
-                break
+        late = _apply(eg, matches, applied, max_enodes, deadline) or late
         eg.rebuild()
         if not late and len(eg) < max_enodes and multi.rules:
             multi.apply(eg, roots, applied)
