@@ -129,3 +129,10 @@ def test_an_e_graph_too_large_to_draw_is_an_error_before_anything_is_written(fil
             "--egraph", files / "eg.dot")
     assert r.returncode == 2 and "pictures are drawn up to 300" in r.stderr
     assert not (files / "out.json").exists() and not (files / "eg.dot").exists()
+
+
+def test_saturation_options_without_saturate_are_an_error(files):
+    r = run("apply", files / "g.json", "-o", files / "out.json", "--explain", "--unverified")
+    assert r.returncode == 2
+    assert "--unverified, --explain: only meaningful with --saturate" in r.stderr
+    assert not (files / "out.json").exists()

@@ -24,7 +24,11 @@ from ngrules.cli.common import (
     rules_or_library,
     without_rules,
 )
-from ngrules.cli.saturating import add_saturate_options, positive_seconds
+from ngrules.cli.saturating import (
+    add_saturate_options,
+    check_saturate_options,
+    positive_seconds,
+)
 
 
 def _check_paths(args) -> None:
@@ -49,6 +53,7 @@ def run(args) -> int:
     from ngrules.cli.picture import draw, picture_line, stage_picture
     from ngrules.ir.fileio import staged_files
 
+    check_saturate_options(args)
     _check_paths(args)
     rules = without_rules(rules_or_library(args.rules, args.import_path), args.disable)
     # ONNX in and out: a dimension given no --length stays symbolic (a dynamic batch)

@@ -56,6 +56,25 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+#: The options that mean something only with --saturate, and their defaults.
+_ONLY_WITH_SATURATE = {"unverified": False, "explain": False, "egraph": None,
+                       "max_iterations": None, "extract": "auto"}
+
+
+def check_saturate_options(args) -> None:
+    """A saturation option without --saturate is a mistake, not something to ignore."""
+    from ngrules.errors import NgrulesError
+    from ngrules.saturation.run import MAX_ENODES, SECONDS
+
+    if args.saturate:
+        return
+    defaults = {**_ONLY_WITH_SATURATE, "max_enodes": MAX_ENODES, "saturate_seconds": SECONDS}
+    given = [k for k, default in defaults.items() if getattr(args, k) != default]
+    if given:
+        names = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise NgrulesError(f"{names}: only meaningful with --saturate")
+
+
 def run_saturation(outputs, rules, pipeline, args) -> tuple[list, str, int, object]:
     """Saturate and print the report; (the extracted outputs, the `stopped:` line, exit code:
     0 when saturated, FINDINGS when a limit stopped it, the e-graph's picture or None)."""
