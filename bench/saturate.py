@@ -2,8 +2,9 @@
 project's example models with the shipped `cpu` pipeline, on graphs where greedy rewriting is
 stuck, on rule sets that grow forever, and the e-graph engine against egglog's on AC closure.
 
-1. Models (`ngrules.interop.onnx.examples`: MLP, CNN, ResNet, transformer block; and
-   `bench/multiroot.py`'s training MLP with batchnorm, 2, 10 and 40 layers): nodes and
+1. Models (`ngrules.interop.onnx.examples`: MLP, CNN, ResNet, transformer block;
+   `bench/big_models.py`'s ResNet-50 at width 16, 64x64; `bench/multiroot.py`'s training MLP
+   with batchnorm, 2, 10 and 40 layers): nodes and
    cost (bench/saturation_costs.md) of the input, the greedy `cpu` pipeline's output and the
    extracted graph; saturation and extraction seconds, e-nodes, classes, iterations, the
    extraction method; the numpy executor's best-of-N time of the greedy and extracted graphs
@@ -74,6 +75,10 @@ def bench_model(name: str, library, repeat: int, verdicts=None, batch: int = 8) 
         from multiroot import deep_mlp  # bench/multiroot.py (this script's folder)
 
         outputs = deep_mlp(int(name[len("bn_mlp"):]), batch=batch)
+    elif name == "resnet50":  # ResNet-50's structure at width 16, 64x64, batch 1
+        from big_models import resnet50  # bench/big_models.py
+
+        outputs = from_onnx(resnet50(width=16, size=64, classes=100))
     else:
         dim = "B" if name == "transformer" else "N"
         outputs = from_onnx(getattr(examples, name)(), lengths={dim: batch})
@@ -206,8 +211,8 @@ def main(argv=None) -> dict:
         verdicts = verdict_statuses([r for r in chosen if len(r.roots) == 1])
         print(f"verified {len(verdicts)} rules of the cpu pipeline in "
               f"{time.perf_counter() - start:.1f} s: {sorted(set(verdicts.values()))}")
-    models = ["cnn"] if args.tiny else ["mlp", "cnn", "resnet", "transformer", "bn_mlp2",
-                                        "bn_mlp10", "bn_mlp40"]
+    models = ["cnn"] if args.tiny else ["mlp", "cnn", "resnet", "transformer", "resnet50",
+                                        "bn_mlp2", "bn_mlp10", "bn_mlp40"]
     out = {"models": [bench_model(m, library, 3 if args.tiny else args.repeat, verdicts,
                                   2 if args.tiny else 8) for m in models]}
     out["stuck"] = bench_stuck()
