@@ -16,27 +16,31 @@ def add_saturate_options(p: argparse.ArgumentParser) -> None:
     from ngrules.saturation.run import MAX_ENODES, SECONDS
 
     g = p.add_argument_group("equality saturation (--saturate)")
-    g.add_argument("--saturate", action="store_true",
-                   help="apply the rules into an e-graph and extract the cheapest graph, "
-                        "instead of rewriting greedily (only verified or proved rules enter)")
-    g.add_argument("--unverified", action="store_true",
-                   help="with --saturate: let rules without a verified or proved verdict in "
-                        "(they are named in a warning), and verify nothing")
+    for flag, help_ in _SWITCHES:
+        g.add_argument(flag, action="store_true", help=help_)
     g.add_argument("--max-enodes", type=_positive, default=MAX_ENODES, metavar="N",
                    help=f"stop saturating at N e-nodes (default {MAX_ENODES})")
     g.add_argument("--max-iterations", type=_positive, default=None, metavar="N",
                    help="stop saturating after N iterations (default: no limit but the others)")
     g.add_argument("--saturate-seconds", type=positive_seconds, default=SECONDS, metavar="S",
                    help=f"stop saturating after S seconds (default {SECONDS:g})")
-    g.add_argument("--explain", action="store_true",
-                   help="with --saturate: each changed region of the result and the rules that "
-                        "led there, in the order they were applied")
     g.add_argument("--egraph", metavar="DOT",
                    help="with --saturate: draw the e-graph (up to 300 e-nodes) as Graphviz DOT "
                         "(and SVG), the chosen e-nodes filled")
     g.add_argument("--extract", choices=("auto", "z3", "greedy"), default="auto",
                    help="extraction: z3 (exact, shared nodes counted once) on small e-graphs "
                         "with a greedy fallback (auto, the default), always z3, or greedy")
+
+
+#: The on/off options of saturation and their help.
+_SWITCHES = (
+    ("--saturate", "apply the rules into an e-graph and extract the cheapest graph, instead of "
+                   "rewriting greedily (only verified or proved rules enter)"),
+    ("--unverified", "with --saturate: let rules without a verified or proved verdict in (they "
+                     "are named in a warning), and verify nothing"),
+    ("--explain", "with --saturate: each changed region of the result and the rules that led "
+                  "there, in the order they were applied"),
+)
 
 
 def _positive(text: str) -> int:
