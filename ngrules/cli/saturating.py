@@ -13,7 +13,7 @@ from ngrules.cli.common import FINDINGS
 
 
 def add_saturate_options(p: argparse.ArgumentParser) -> None:
-    from ngrules.saturation.run import MAX_ENODES, SECONDS
+    from ngrules.saturation.run import ITERATIONS, MAX_ENODES, SECONDS
 
     g = p.add_argument_group("equality saturation (--saturate)")
     for flag, help_ in _SWITCHES:
@@ -21,7 +21,7 @@ def add_saturate_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-enodes", type=_positive, default=MAX_ENODES, metavar="N",
                    help=f"stop saturating at N e-nodes (default {MAX_ENODES})")
     g.add_argument("--max-iterations", type=_positive, default=None, metavar="N",
-                   help="stop saturating after N iterations (default: no limit but the others)")
+                   help=f"stop saturating after N iterations (default {ITERATIONS})")
     g.add_argument("--saturate-seconds", type=positive_seconds, default=SECONDS, metavar="S",
                    help=f"stop saturating after S seconds (default {SECONDS:g})")
     g.add_argument("--egraph", metavar="DOT",
