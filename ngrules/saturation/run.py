@@ -18,6 +18,7 @@ from ngrules.engine.compiled import RuleCache
 from ngrules.engine.folding import PASS_NAME as FOLD
 from ngrules.engine.passes import as_ruleset, pass_names
 from ngrules.errors import NgrulesError
+from ngrules.interrupts import raise_if_interrupted
 from ngrules.ir.graph import Node, paused_gc
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
 from ngrules.saturation.admit import Admission, admit
@@ -175,6 +176,7 @@ def _saturate(outputs, admission, limits, use_z3, fold, fold_limit) -> Saturatio
     affected = None  # the first search looks everywhere; later ones where views changed
     eg.touched.clear()
     while done < iterations:
+        raise_if_interrupted()  # a Ctrl-C lost in a destructor, raised between iterations
         created, unions = eg.created, eg.unions
         matches, late = searcher.search(eg, deadline, affected)
         done += 1
