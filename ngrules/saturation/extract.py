@@ -263,7 +263,7 @@ def build(eg: EGraph, choice: dict[int, ENode], roots: Sequence[int]) -> tuple[l
             stack.extend((a, False) for a in enode.args if a not in built)
             continue
         node = enode.template.with_args(tuple(built[a] for a in enode.args))
-        eg.note_term(node, c)
+        eg.of_term.setdefault(node, c)  # a term of c (no join here: the choice stays valid)
         if enode.rule is not None:
             provenance[node] = enode.rule
             if node.origin is None:
