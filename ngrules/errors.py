@@ -40,6 +40,25 @@ class Span:
         return f"    {line}\n    {prefix}{'^' * width}"
 
 
+def printable(text: object) -> str:
+    """Text safe to print: every character that is not visible (controls, escapes, format
+    characters such as the bidi overrides U+202E or U+2066, separators, unassigned code
+    points) as a `\\uXXXX` escape, the rest as it is. For strings from files ngrules reads
+    (a model's names, paths), which could otherwise reorder or hide what a terminal shows.
+    Escaping twice changes nothing."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    code = ord(c)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 class NgrulesError(Exception):
     """Base class of every error ngrules reports to its users."""
 

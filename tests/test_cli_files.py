@@ -162,7 +162,7 @@ def _interrupt(folder, when, signum=signal.SIGINT) -> subprocess.CompletedProces
         leftover.unlink()
     code = "import sys; from ngrules.cli.main import main; print('ready', flush=True); "
     code += "sys.exit(main(sys.argv[1:]))"
-    args = ["apply", "g.json", "--rules", "s.rules", "-o", "o.json"]
+    args = ["apply", "g.json", "--rules", "s.rules", "-o", "o.json", "--quiet"]  # stderr: one line
     proc = subprocess.Popen(
         [sys.executable, "-c", code, *args], cwd=folder, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,

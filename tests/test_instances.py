@@ -43,7 +43,8 @@ PATTERNS = [
     "rule r: u @ Unflatten(Flatten(x)) => u * 1",
     "rule r: DotLowDimension(x, y) => x",
     "rule r: Output(b: BatchnormFprop) => b",
-    "rule r: s @ Exp(x) * Exp(y), d @ Exp(x) / Exp(y) => (s, d)",
+    # a replacement that does not match again: `=> (s, d)` ran each instance's rewrite to fuel
+    "rule r: s @ Exp(x) * Exp(y), d @ Exp(x) / Exp(y) => (Exp(x + y), Exp(x - y))",
 ]
 
 
@@ -159,7 +160,7 @@ rule shared:
     t @ Broadcast(h) * y + Broadcast(Sum(y) + h), n @ -z
     where h = Exp(x)
     if z.axes == h.axes
-    => (t * 1, n * 1)
+    => (t * 2, z * -1)
 """
 
 

@@ -136,3 +136,23 @@ def test_saturation_options_without_saturate_are_an_error(files):
     assert r.returncode == 2
     assert "--unverified, --explain: only meaningful with --saturate" in r.stderr
     assert not (files / "out.json").exists()
+
+
+def test_canonical_layout_enters_the_e_graph_beside_the_input(scratch_ops):
+    """An imported SiLU reordered operand by operand matches `x * Sigmoid(x)` only once the
+    built-in pass `canonical_layout` gathers its views; saturation adds that form beside the
+    input and extracts the fused op."""
+    rules = ng.parse_rules("op SatSilu(x) = x * Sigmoid(x)\npass fuse\n"
+                           "rule silu: x * Sigmoid(x) => SatSilu(x)\n", "silu.rules")
+    n, h, c = ng.make_axis(2, "N"), ng.make_axis(3, "H"), ng.make_axis(4, "C")
+    d = ng.placeholder([n, h, c], name="d")
+    order = [n, c, h]
+    g = ng.axes_with_order(d, order) * ng.axes_with_order(ng.sigmoid(d), order)
+    verdicts = {"silu": "verified"}
+    plain = ng.saturate([g], rules, passes=["fuse"], verdicts=verdicts)
+    assert "SatSilu" not in {x.op for x in ng.toposort(plain.outputs)}
+    result = ng.saturate([g], rules, passes=["canonical_layout", "fuse"], verdicts=verdicts)
+    assert "SatSilu" in {x.op for x in ng.toposort(result.outputs)}
+    feeds = {"d": np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)}
+    np.testing.assert_allclose(ng.execute(result.outputs, feeds)[0], ng.execute([g], feeds)[0],
+                               rtol=1e-5)

@@ -29,6 +29,7 @@ from ngrules.cli.saturating import (
     check_saturate_options,
     positive_seconds,
 )
+from ngrules.errors import printable
 
 
 def _check_paths(args) -> None:
@@ -74,7 +75,8 @@ def run(args) -> int:
         title = Path(args.picture).stem
         picture = draw(new, title, timeout=args.picture_timeout)
     with staged_files() as stage:
-        graphio.stage_any(stage, args.output, new, names, args.target, opset)
+        graphio.stage_any(stage, args.output, new, names, args.target, opset,
+                          graphio.budget_of(args, "export"))
         if picture is not None:
             stage_picture(stage, picture, args.picture)
         if egraph is not None:
@@ -88,15 +90,17 @@ def run(args) -> int:
 
 
 def _rewrite(outputs, rules, pipeline, args) -> tuple[list, str, int]:
-    """A greedy rewrite, its firings (and trace, statistics) printed."""
+    """A greedy rewrite, its passes, firings (and trace, statistics) printed."""
     from ngrules.engine.driver import rewrite
 
     result = rewrite(
         outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats,
         fold_limit=args.fold_limit,
     )
+    if not args.quiet:
+        print(_passes_line(pipeline, args.pipeline, result.passes), file=sys.stderr)
     for warning in result.warnings:  # matches rejected because an expression failed there
-        print(warning, file=sys.stderr)
+        print(printable(warning), file=sys.stderr)
     _print_firings(result, args.trace, rules)  # first: shown even when writing fails
     if result.folded:
         print(f"folded {len(result.folded):5d}  constant computations (fold_constants)")
@@ -104,6 +108,14 @@ def _rewrite(outputs, rules, pipeline, args) -> tuple[list, str, int]:
         _print_stats(result)
     stopped = f"stopped: {result.stop}" + (f" ({result.message})" if result.message else "")
     return result.outputs, stopped, 0 if result.stop == "fixpoint" else FINDINGS
+
+
+def _passes_line(pipeline: str | None, named: str | None, passes: list[str]) -> str:
+    """`pipeline cpu (default): passes a, b`: which passes the rewrite ran, and why those."""
+    if pipeline is None:
+        return f"passes: {', '.join(passes) or 'none'} (no pipeline)"
+    why = "" if named is not None else " (default)"
+    return f"pipeline {pipeline}{why}: passes {', '.join(passes)}"
 
 
 def _print_firings(result, trace: bool, rules) -> None:
@@ -130,7 +142,7 @@ def _print_trace(result, rules) -> None:
         )
         bound = match_bindings(by_name[f.rule], f.roots) if f.rule in by_name else None
         if bound:
-            print(f"{'':7s}{format_bindings(bound)}")
+            print(f"{'':7s}{printable(format_bindings(bound))}")  # a model's names
 
 
 def _print_stats(result) -> None:
@@ -151,8 +163,12 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", required=True, metavar="OUT")
     add_rules_option(p)
     add_disable_option(p)
-    p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
+    p.add_argument("--pipeline", metavar="NAME",
+                   help="default: the rules' only pipeline, or cpu among several; with "
+                        "neither, every pass (the passes run are printed on stderr)")
     p.add_argument("--passes", nargs="+", metavar="PASS", help="run these passes instead")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="do not print the pipeline and passes run (stderr)")
     p.add_argument("--fold-limit", type=_elements, default=None, metavar="N",
                    help="the most elements one value folded by the built-in pass "
                         "fold_constants may have (default 16777216)")

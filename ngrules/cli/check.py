@@ -14,9 +14,7 @@ def run(args) -> int:
     try:
         rules = load_rules(*args.paths, search_path=args.import_path)
     except RuleErrors as e:
-        print(_render(e), file=sys.stderr)
-        print(f"{len(e.errors)} error(s)", file=sys.stderr)
-        return FINDINGS
+        return report_errors(e)
     ops = f", {counted(len(rules.ops), 'declared op')}" if rules.ops else ""
     print(
         f"ok: {counted(len(rules), 'rule')} in {counted(len(rules.passes), 'pass', 'passes')}, "
@@ -28,6 +26,14 @@ def run(args) -> int:
 def counted(n: int, one: str, many: str | None = None) -> str:
     """`1 pass`, `2 passes`: the number with its noun in the right number."""
     return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def report_errors(e: RuleErrors) -> int:
+    """Every check error on stderr, then their count: what `check` and every other command
+    that loads rules print for a rules file with errors; the exit code `FINDINGS`."""
+    print(_render(e), file=sys.stderr)
+    print(f"{len(e.errors)} error(s)", file=sys.stderr)
+    return FINDINGS
 
 
 def _render(e: RuleErrors) -> str:

@@ -78,11 +78,14 @@ def rules_or_library(paths: list[str] | None, import_path: list[str] | None = No
 
 
 def default_pipeline(rules, pipeline: str | None, passes=None) -> str | None:
-    """The pipeline to run: the one named, else `cpu` when the rules define it and no passes
-    are named (with neither, every pass runs)."""
-    if pipeline is None and not passes and "cpu" in rules.pipelines:
-        return "cpu"
-    return pipeline
+    """The pipeline to run: the one named; else, when no passes are named, the rules' only
+    pipeline, or `cpu` among several (with none of these, every pass runs): a file that
+    declares one pipeline means it, not also the passes it left out."""
+    if pipeline is not None or passes:
+        return pipeline
+    if len(rules.pipelines) == 1:
+        return next(iter(rules.pipelines))
+    return "cpu" if "cpu" in rules.pipelines else None
 
 
 def add_import_path_option(p: argparse.ArgumentParser) -> None:
@@ -105,6 +108,36 @@ def add_length_option(p: argparse.ArgumentParser) -> None:
                    help="the length of a symbolic ONNX dimension (repeatable)")
     p.add_argument("--max-constant-bytes", type=at_least(1), metavar="BYTES",
                    help="the largest constant an ONNX import may compute (default 256 MiB)")
+    add_budget_options(p, "import", "an ONNX import: the model file, its external data, "
+                       "the values it folds")
+
+
+def add_budget_options(p: argparse.ArgumentParser, job: str, what: str) -> None:
+    """`--JOB-memory` and `--JOB-seconds`: the budget of one whole import or export
+    (`interop.onnx.budget`; `graphio.budget_of` reads them)."""
+    p.add_argument(f"--{job}-memory", type=byte_size, metavar="BYTES",
+                   help=f"the memory budget of {what} (default 2G; K, M, G suffixes)")
+    p.add_argument(f"--{job}-seconds", type=positive_seconds, metavar="S",
+                   help=f"the time budget of each {job} (default 120)")
+
+
+def byte_size(text: str) -> int:
+    """An argparse type: a number of bytes, `2147483648` or `2G` (K, M, G, T: powers of 1024)."""
+    scale = 1 << 10 * (" KMGT".index(text[-1].upper()) if text[-1:].upper() in "KMGT" else 0)
+    number = text[:-1] if scale > 1 else text
+    if not number.isdigit() or int(number) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of bytes")
+    return int(number) * scale
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
 
 
 def add_target_option(p: argparse.ArgumentParser) -> None:
@@ -116,6 +149,7 @@ def add_target_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--opset", type=int, choices=range(17, 24), default=None, metavar="17..23",
                    help="the ONNX opset of an .onnx output (default: the input model's, "
                         "within 17..23, else 17; Gelu from 20, Attention from 23)")
+    add_budget_options(p, "export", "an ONNX export: the values it folds and writes")
 
 
 def add_graph_argument(p: argparse.ArgumentParser) -> None:

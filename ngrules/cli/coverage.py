@@ -2,7 +2,8 @@
 came closest to matching when it did not: the table that says whether a rule earns its place.
 
 Models are ONNX files (`.onnx`, the `onnx` extra) or ngrules graph files. Each is rewritten
-with the rules (the `cpu` pipeline when they define it, else every pass); near misses are
+with the rules (the pipeline `apply` would run: the rules' only one, or `cpu` among several,
+else every pass); near misses are
 `explain`'s closest partial matches on the model as it was read. A rule whose pass is not in
 the pipeline that ran is marked so (it could not fire). A model that cannot be read gets its
 reason on its row; the others are still counted, and the command exits 1.
@@ -11,6 +12,7 @@ reason on its row; the others are still counted, and the command exits 1.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from ngrules.cli.common import (
@@ -21,6 +23,7 @@ from ngrules.cli.common import (
     default_pipeline,
     rules_or_library,
 )
+from ngrules.errors import printable
 
 
 def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) -> dict:
@@ -29,6 +32,7 @@ def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) 
     from ngrules.engine.driver import rewrite
     from ngrules.engine.explain import explain
     from ngrules.ir.graph import toposort
+    from ngrules.lang.shipped import short_location
 
     pipeline = default_pipeline(rules, pipeline)
     ran = set(rules.pipelines[pipeline]) if pipeline in rules.pipelines else None
@@ -51,7 +55,8 @@ def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) 
                 found = explain(rule, outputs, limit=misses)
                 row["near_misses"][name] = [
                     {"at": found.names.get(m.root, m.root.op), "element": m.text,
-                     "where": str(m.span) if m.span else None, "found": m.found}
+                     "where": short_location(str(m.span)) if m.span else None,
+                     "found": m.found}
                     for m in found.misses
                 ]
         table["rules"].append(row)
@@ -71,12 +76,13 @@ def _print(table: dict, failed: dict[str, str]) -> None:
         print(f"{row['rule']:{width}s}  {counts}")
         for n, misses in row["near_misses"].items():
             for m in misses[:1]:
-                print(f"{'':{width}s}    closest on {Path(n).name}: `{m['element']}`"
-                      + (f" at {m['where']}" if m["where"] else "") + f": {m['found']}")
+                print(printable(f"{'':{width}s}    closest on {Path(n).name}: `{m['element']}`"
+                                + (f" at {m['where']}" if m["where"] else "")
+                                + f": {m['found']}"))
     for n, info in table["models"].items():
         print(f"{n}: {info['nodes_before']} -> {info['nodes_after']} nodes ({info['stop']})")
     for n, reason in failed.items():
-        print(f"{n}: not read: {reason}")
+        print(printable(f"{n}: not read: {reason}"))
 
 
 def _read(paths, options) -> tuple[dict[str, list], dict[str, str]]:
@@ -86,8 +92,8 @@ def _read(paths, options) -> tuple[dict[str, list], dict[str, str]]:
 
     models, failed = {}, {}
     for path, own in graphio.options_per_model(paths, options).items():
-        try:
-            models[path] = graphio.load(path, own)[0]
+        try:  # a dimension given no --length stays symbolic, as `apply` keeps it: only rewritten
+            models[path] = graphio.load(path, replace(own, symbolic=True))[0]
         except NgrulesError as e:
             failed[path] = " ".join(e.message.split())
         except OSError as e:
@@ -120,7 +126,8 @@ def register(sub) -> None:
     p.add_argument("rules", metavar="RULES")
     p.add_argument("models", nargs="+", metavar="MODEL")
     add_import_path_option(p)
-    p.add_argument("--pipeline", metavar="NAME", help="default: cpu when the rules define it")
+    p.add_argument("--pipeline", metavar="NAME",
+                   help="default: the rules' only pipeline, or cpu among several")
     p.add_argument("--misses", type=at_least(0), default=1, help="near misses per rule and model")
     add_length_option(p)
     p.add_argument("--json", action="store_true", help="print the table as JSON")

@@ -15,7 +15,8 @@ def run(args) -> int:
     graphio.check_target(args.output, args.target, args.opset)
     outputs, names, opset = graphio.load_with_opset(args.graph, graphio.read_options(args))
     graphio.save(args.output, outputs, args.names.split(",") if args.names else names,
-                 args.target, graphio.written_opset(args.opset, opset))
+                 args.target, graphio.written_opset(args.opset, opset),
+                 graphio.budget_of(args, "export"))
     print(f"exported {len(outputs)} output(s) to {args.output}")
     return 0
 

@@ -11,6 +11,7 @@ import difflib
 import sys
 
 from ngrules.cli.common import FINDINGS, add_command
+from ngrules.errors import RuleError, RuleErrors
 
 
 def run(args) -> int:
@@ -19,12 +20,18 @@ def run(args) -> int:
     from ngrules.lang.loader import expand_paths, read_source
     from ngrules.lang.parser import parse
 
-    changed = []
+    changed, errors = [], []
     for path in expand_paths(args.paths):
         text = read_source(path)
-        formatted = format_rules(parse(text, path))
+        try:
+            formatted = format_rules(parse(text, path))
+        except RuleError as e:  # every file's syntax error, then exit 1 as `check` does
+            errors.append(e)
+            continue
         if formatted != text:
             changed.append((path, text, formatted))
+    if errors:
+        raise RuleErrors(errors)
     if args.check:
         for path, text, formatted in changed:
             sys.stdout.writelines(

@@ -7,8 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ngrules.ir.graph import Node
+
+if TYPE_CHECKING:
+    from ngrules.interop.onnx.budget import Budget
 
 
 @dataclass(frozen=True)
@@ -20,6 +24,7 @@ class ReadOptions:
     axis_names: Mapping[str, Sequence[str | None]] = field(default_factory=dict)
     max_constant_bytes: int | None = None
     symbolic: bool = False  # a dimension given no length stays symbolic (`interop.onnx.dynamic`)
+    budget: Budget | None = None  # the whole import's (None: `interop.onnx.budget`'s default)
 
 
 def is_onnx(path: str) -> bool:
@@ -54,8 +59,9 @@ def load_with_opset(path: str, options: ReadOptions | None = None):
         limits = DEFAULT_LIMITS
         if options.max_constant_bytes is not None:
             limits = Limits(DEFAULT_LIMITS.model_bytes, options.max_constant_bytes)
+        budget = {} if options.budget is None else {"budget": options.budget}
         imported = import_model(path, lengths=options.lengths, axis_names=options.axis_names,
-                                limits=limits, symbolic=options.symbolic)
+                                limits=limits, symbolic=options.symbolic, **budget)
         return imported.outputs, imported.output_names, imported.opset
     from ngrules.errors import NgrulesError
     from ngrules.ir.graphfile import load_graph_and_opset
@@ -97,7 +103,20 @@ def read_options(args) -> ReadOptions:
     """The ONNX reading options of a command's arguments (`common.add_length_option`)."""
     return ReadOptions(parse_lengths(getattr(args, "length", None)),
                        parse_axis_names(getattr(args, "axes", None)),
-                       getattr(args, "max_constant_bytes", None))
+                       getattr(args, "max_constant_bytes", None),
+                       budget=budget_of(args, "import"))
+
+
+def budget_of(args, job: str):
+    """The budget `--JOB-memory` and `--JOB-seconds` give (`common.add_budget_options`), or
+    None when neither is given (the default budget)."""
+    memory = getattr(args, f"{job}_memory", None)
+    seconds = getattr(args, f"{job}_seconds", None)
+    if memory is None and seconds is None:
+        return None
+    from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget
+
+    return Budget(memory or DEFAULT_BUDGET.memory_bytes, seconds or DEFAULT_BUDGET.seconds)
 
 
 def files(path: str) -> list:
@@ -141,9 +160,10 @@ def check_target(path: str, target: str, opset: int | None = None) -> None:
 
 
 def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | None = None,
-              target: str = "onnx", opset: int | None = None):
+              target: str = "onnx", opset: int | None = None, budget=None):
     """Stage the graph at `path` (with `stage` from `staged_files`): an ONNX model (checked)
-    for `.onnx`, written for `target` at `opset`, else a graph file recording `opset`."""
+    for `.onnx`, written for `target` at `opset` within `budget` (the export's
+    `interop.onnx.budget.Budget`, None: the default), else a graph file recording `opset`."""
     check_target(path, target)
     if is_onnx(path):
         from ngrules.interop.onnx import weights
@@ -152,6 +172,7 @@ def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | 
 
         check_output(path)
         options = {} if opset is None else {"opset": opset}
+        options.update({} if budget is None else {"budget": budget})
         model, arrays = export_parts(outputs, output_names=names, target=target, **options)
         stage(Path(path), lambda f: weights.write(f, model, arrays))
         return
@@ -161,13 +182,13 @@ def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | 
 
 
 def save(path: str, outputs: Sequence[Node], names: Sequence[str] | None = None,
-         target: str = "onnx", opset: int | None = None) -> None:
-    """Write the graph to `path`: an ONNX model for `.onnx` (for `target`, at `opset`), else
-    a graph file."""
+         target: str = "onnx", opset: int | None = None, budget=None) -> None:
+    """Write the graph to `path`: an ONNX model for `.onnx` (for `target`, at `opset`, within
+    `budget`), else a graph file."""
     from ngrules.ir.fileio import staged_files
 
     with staged_files() as stage:
-        stage_any(stage, path, outputs, names, target, opset)
+        stage_any(stage, path, outputs, names, target, opset, budget)
 
 
 def parse_lengths(items: Sequence[str] | None) -> dict[str, int]:

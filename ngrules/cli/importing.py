@@ -5,6 +5,7 @@ writes the imported graph back as ONNX."""
 from __future__ import annotations
 
 from ngrules.cli.common import add_command, add_length_option
+from ngrules.errors import printable
 
 
 def run(args) -> int:
@@ -18,8 +19,8 @@ def run(args) -> int:
     graphio.save(args.output, outputs, names, opset=graphio.written_opset(None, opset))
     nodes = len(toposort(outputs))
     labels = names or [f"output_{i}" for i in range(len(outputs))]
-    print(f"imported {args.model}: {nodes} nodes, outputs "
-          + ", ".join(f"{n} {o.axes!r}" for n, o in zip(labels, outputs)))
+    print(printable(f"imported {args.model}: {nodes} nodes, outputs "
+                    + ", ".join(f"{n} {o.axes!r}" for n, o in zip(labels, outputs))))
     return 0
 
 

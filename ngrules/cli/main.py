@@ -1,6 +1,7 @@
 """The `ngrules` command line: one module per command in this folder, each with `register(sub)`.
 
-Exit codes: 0 success, 1 findings (rule errors found by `check`, a failed verification,
+Exit codes: 0 success, 1 findings (rule errors found by `check` or by any command that loads
+rules, every one reported; a failed verification,
 `fmt --check` differences), 2 usage or input errors (one located line on stderr, no traceback,
 no output file), 130 interrupted by Ctrl-C or SIGTERM (one line on stderr; outputs are written
 in transactions, so no file is left half-written; `verify` prints the verdicts computed so far).
@@ -29,12 +30,13 @@ from ngrules.cli import (
     verify,
 )
 from ngrules.cli.common import BAD_INPUT, INTERRUPTED
-from ngrules.errors import NgrulesError
+from ngrules.errors import NgrulesError, RuleErrors, printable
 from ngrules.interrupts import (
     noticing_lost_interrupts,
     raise_if_interrupted,
     terminating_as_interrupts,
 )
+from ngrules.lang.shipped import short_location
 from ngrules.version import __version__
 
 #: The commands in the order `--help` lists them.
@@ -78,9 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _one_line(e: NgrulesError) -> str:
     """The error as one line, even when its message quotes a library's several-line text."""
-    where = f"{e.span}: " if e.span is not None else ""
+    where = f"{short_location(str(e.span))}: " if e.span is not None else ""
     message = " ".join(line.strip() for line in e.message.splitlines())
-    return f"ngrules: {where}error: {message}"
+    return f"ngrules: {printable(where)}error: {printable(message)}"  # names from files
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,12 +107,14 @@ def _main(argv: list[str] | None) -> int:
     except BrokenPipeError:  # `ngrules demo | head`: the reader left; stop quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the final flush cannot fail
         return 0
+    except RuleErrors as e:  # a rules file's check errors: all of them, exit 1, as `check`
+        return check.report_errors(e)
     except NgrulesError as e:
         print(_one_line(e), file=sys.stderr)
         return BAD_INPUT
     except OSError as e:
         where = f"{e.filename}: " if e.filename else ""
-        print(f"ngrules: error: {where}{e.strerror or e}", file=sys.stderr)
+        print(f"ngrules: error: {printable(where)}{printable(e.strerror or e)}", file=sys.stderr)
         return BAD_INPUT
     except MemoryError:
         print("ngrules: error: out of memory", file=sys.stderr)

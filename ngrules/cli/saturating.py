@@ -10,6 +10,7 @@ import sys
 from collections import Counter
 
 from ngrules.cli.common import FINDINGS
+from ngrules.errors import printable
 
 
 def add_saturate_options(p: argparse.ArgumentParser) -> None:
@@ -117,7 +118,8 @@ def run_saturation(outputs, rules, pipeline, args) -> tuple[list, str, int, obje
         from ngrules.saturation.explain import regions
 
         for region in regions(result, list(outputs)):
-            print(f"changed: {region}")
+            for line in f"changed: {region}".split("\n"):
+                print(printable(line))  # axis names may be a model's
     code = 0 if result.stop == "saturated" else FINDINGS
     stopped = f"stopped: {result.stop} ({result.message})"
     return result.outputs, stopped, code, _egraph_picture(result, args)
@@ -150,4 +152,5 @@ def _print_provenance(result) -> None:
         if rule is not None:
             where = short_location(rule.location) if hasattr(rule, "location") else "built-in"
             name = getattr(rule, "name", rule)
-            print(f"{i:5d}  {node.op:20s} {node.axes!r:28s} <- {name} ({where})")
+            line = f"{i:5d}  {node.op:20s} {node.axes!r:28s} <- {name} ({where})"
+            print(printable(line))  # axis names may be a model's

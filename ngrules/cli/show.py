@@ -38,8 +38,10 @@ def run(args) -> int:
 
     if args.picture is not None:  # before any work: never an input, never a folder
         check_outputs(picture_files(args.picture), graphio.files(args.graph))
+    from ngrules.errors import printable
+
     outputs = load_graph_argument(args)[0]
-    print("\n".join(graph_lines(outputs)))
+    print("\n".join(printable(line) for line in graph_lines(outputs)))  # a model's names
     if args.picture is not None:
         picture = save_picture(outputs, args.picture, Path(args.picture).stem)
         print(picture_line(picture, args.picture))

@@ -43,6 +43,7 @@ def run(args) -> int:
             only=only,
             seed=args.seed,
             jobs=args.jobs,
+            opset=args.opset,
         )
     except Interrupted as stop:
         _end_progress(progress)
@@ -107,3 +108,6 @@ def register(sub) -> None:
                    help="rules judged at once in worker processes (default: 1; the verdicts "
                    "are the same)")
     add_disable_option(p)
+    p.add_argument("--opset", type=int, choices=range(17, 24), default=None, metavar="17..23",
+                   help="the ONNX opset a declared op's `onnx` clause is run at under "
+                        "onnxruntime (default 17; an op of a newer opset needs its opset)")

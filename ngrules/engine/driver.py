@@ -41,6 +41,8 @@ from ngrules.engine.passes import as_ruleset, pass_names
 from ngrules.engine.pending import Pending
 from ngrules.engine.results import RewriteResult, Run
 from ngrules.interrupts import raise_if_interrupted
+from ngrules.ir.canonical import PASS_NAME as CANONICAL
+from ngrules.ir.canonical import canonical_layout
 from ngrules.ir.graph import (
     Node,
     creation_order,
@@ -402,6 +404,9 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
     result = RewriteResult(current, run, stats, names)
     for name in names:
         raise_if_interrupted()
+        if name == CANONICAL and name not in ruleset.passes:
+            current = canonical_layout(current)
+            continue
         if name in BUILTIN_PASSES and name not in ruleset.passes:
             folding = Folding(fold_limit)
             current = folding.apply(current)

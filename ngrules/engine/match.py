@@ -64,9 +64,15 @@ def match_ref(p, node: Node, b: Bindings) -> Iterator[Bindings]:
 Fail = Callable[[int, Any, str, Node, Bindings], None]
 
 
+#: What a matched node counts for in a trace's score, against 1 for a variable: candidates
+#: rank by the nodes they matched first (a variable matches anything), then by the rest.
+NODE_SCORE = 1000
+
+
 def trace_matches(p, node: Node, b: Bindings, score: int = 0, fail: Fail | None = None):
-    """The reference matcher, yielding (bindings, elements matched), and telling `fail` where
-    each attempt stopped (how `explain` finds the closest miss)."""
+    """The reference matcher, yielding (bindings, score so far), and telling `fail` where
+    each attempt stopped (how `explain` finds the closest miss). A node matched by an op or a
+    literal adds `NODE_SCORE`, any other element 1."""
     if isinstance(p, PVar):
         ok = kind_predicate(p.kind)
         if ok is not None and not ok(node):
@@ -79,7 +85,7 @@ def trace_matches(p, node: Node, b: Bindings, score: int = 0, fail: Fail | None 
             yield {**b, p.name: node}, score + 1
     elif isinstance(p, PLit):
         if literal_matches(p.value, node):
-            yield b, score + 1
+            yield b, score + NODE_SCORE
         else:
             _tell(fail, score, p, "literal", node, b)
     elif isinstance(p, PNamed):
@@ -103,7 +109,7 @@ def _tell(fail: Fail | None, score: int, p, why: str, node: Node, b: Bindings) -
 def _trace_op(p: POp, node: Node, b: Bindings, score: int, fail: Fail | None):
     if p.optional:
         if node.op == p.op and len(node.args) == 1:
-            yield from trace_matches(p.args[0], node.args[0], b, score + 1, fail)
+            yield from trace_matches(p.args[0], node.args[0], b, score + NODE_SCORE, fail)
         yield from trace_matches(p.args[0], node, b, score, fail)
         return
     if node.op != p.op or len(node.args) != len(p.args):
@@ -111,7 +117,7 @@ def _trace_op(p: POp, node: Node, b: Bindings, score: int, fail: Fail | None):
         return
     orders = [node.args, node.args[::-1]] if is_commutative(p.op) else [node.args]
     for args in orders:
-        yield from _trace_args(p.args, args, b, score + 1, fail)
+        yield from _trace_args(p.args, args, b, score + NODE_SCORE, fail)
 
 
 def _trace_args(patterns, args, b: Bindings, score: int, fail: Fail | None):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ngrules.engine.compiled import CompiledRule, RuleStats
 from ngrules.ir.graph import Node, validate
+from ngrules.lang.shipped import short_location
 
 
 class Budget:
@@ -78,7 +79,8 @@ class RewriteResult:
         out = []
         for s in self.stats.values():
             if s.first_failure is not None:
-                where = f"{s.first_failure.span}: " if s.first_failure.span else ""
+                span = s.first_failure.span  # a shipped rule's as ngrules:rules/...
+                where = f"{short_location(str(span))}: " if span else ""
                 out.append(
                     f"{where}warning: {s.first_failure.message} "
                     f"(match rejected; {s.failures} rejected in all)"

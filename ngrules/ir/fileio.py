@@ -51,6 +51,8 @@ def open_regular(path: str | os.PathLike, limit: int) -> BinaryIO:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise FileError("not a regular file")
+        if _pseudo(path, info):
+            raise FileError("not a regular file (a file of /proc or /sys, made up as it is read)")
         if info.st_size > limit:
             raise FileError(f"{info.st_size} bytes, more than the limit of {limit}")
         return os.fdopen(fd, "rb")
@@ -59,12 +61,38 @@ def open_regular(path: str | os.PathLike, limit: int) -> BinaryIO:
         raise
 
 
+def _pseudo(path: str | os.PathLike, info: os.stat_result) -> bool:
+    """Whether an open file lives in /proc or /sys (after links are resolved): such files
+    pass for regular ones, say a size they do not have (`/proc/self/pagemap`: 0 bytes, read
+    without end) and quote the process's memory or the machine's state."""
+    real = os.path.realpath(path)
+    if any(real == top or real.startswith(top + "/") for top in _PSEUDO_TOPS):
+        return True
+    return info.st_dev in _pseudo_devices()
+
+
+_PSEUDO_TOPS = ("/proc", "/sys")
+_PSEUDO_DEVICES: list[set[int]] = []
+
+
+def _pseudo_devices() -> set[int]:
+    if not _PSEUDO_DEVICES:
+        found = set()
+        for top in _PSEUDO_TOPS:
+            with contextlib.suppress(OSError):
+                found.add(os.stat(top).st_dev)
+        _PSEUDO_DEVICES.append(found)
+    return _PSEUDO_DEVICES[0]
+
+
 def read_regular(path: str | os.PathLike, limit: int) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes (see `open_regular`)."""
+    """The bytes of a regular file of at most `limit` bytes (see `open_regular`): never more
+    than the size the file had when it was opened."""
     with open_regular(path, limit) as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:  # it grew while we read it
-        raise FileError(f"more than the limit of {limit} bytes")
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(size + 1)
+    if len(data) > size:  # it grew while we read it
+        raise FileError(f"it grew past its size of {size} bytes while it was read")
     return data
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ngrules.errors import NgrulesError, OpError
 from ngrules.ir.axes import Axes, AxesLike, flatten_groups, make_axes
-from ngrules.ir.graph import OPERATORS, Node, make_node
+from ngrules.ir.graph import OPERATORS, Node, make_node, toposort
 from ngrules.ir.ops import get_op
 from ngrules.ir.symbolic import known
 
@@ -55,10 +55,15 @@ def _value_now(node: Node) -> np.ndarray:
 
 
 def constant(value, axes: AxesLike = (), dtype=None) -> Node:
-    """A known tensor; a scalar given non-empty axes becomes a broadcast scalar constant."""
+    """A known tensor; a scalar given non-empty axes becomes a broadcast scalar constant.
+    Without `dtype`: a float array keeps its dtype (float64 stays float64), anything else is
+    float32 (ngraph's default); beside a tensor of another float dtype it takes that one."""
     axes = make_axes(axes)
+    if dtype is None:
+        kept = isinstance(value, np.ndarray) and value.dtype.kind == "f"
+        dtype = value.dtype if kept else np.float32
     with np.errstate(over="ignore"):  # a value beyond the dtype's range is inf, as in IEEE
-        array = np.asarray(value, dtype=dtype if dtype is not None else np.float32)
+        array = np.asarray(value, dtype=dtype)
     if array.ndim == 0 and len(axes):
         return broadcast(make_node("Constant", value=array, axes=()), axes)
     return make_node("Constant", value=array, axes=axes)
@@ -141,6 +146,37 @@ def elementwise_axes(x: Axes, y: Axes) -> Axes:
     return x + (y - x)
 
 
+def _recast(node: Node, dtype) -> Node | None:
+    """A computation on constants alone built again from its constants in `dtype` (as if
+    they had been made so: the same ops, which rules see), else None (feeds or variables
+    reach it, or an op refuses the dtype)."""
+    order = toposort([node])
+    if any(not n.args and n.op != "Constant" for n in order):
+        return None
+    memo: dict[Node, Node] = {}
+    try:
+        for n in order:
+            if n.op == "Constant":
+                memo[n] = constant(n.attrs["value"], n.axes, dtype)
+            else:
+                memo[n] = make_node(n.op, tuple(memo[a] for a in n.args), **(n.attrs or {}))
+    except NgrulesError:
+        return None
+    return memo[node] if memo[node].dtype == dtype else None
+
+
+def _float_agreeing(x: Node, y: Node) -> tuple[Node, Node]:
+    """A float constant beside a tensor of another float dtype takes the tensor's dtype, as a
+    number does (`ng.constant(np.ones(4))`, float64, beside a float32 tensor is float32)."""
+    if x.dtype == y.dtype or x.dtype.kind != "f" or y.dtype.kind != "f":
+        return x, y
+    y2 = _recast(y, x.dtype)
+    if y2 is not None:
+        return x, y2
+    x2 = _recast(x, y.dtype)
+    return (x2, y) if x2 is not None else (x, y)
+
+
 def _binary(op: str, x: Operand, y: Operand) -> Node:
     if isinstance(x, Node):
         x, y = _with_number(x, y)
@@ -148,6 +184,7 @@ def _binary(op: str, x: Operand, y: Operand) -> Node:
         y, x = _with_number(y, x)
     else:
         raise OpError(f"{op} needs at least one node operand")
+    x, y = _float_agreeing(x, y)
     out = elementwise_axes(x.axes, y.axes)
     return make_node(op, (broadcast(x, out), broadcast(y, out)))
 
@@ -275,7 +312,7 @@ def variance(x: Node, reduction_axes=None, out_axes=None) -> Node:
 
 def dot(x: Node, y: Node) -> Node:
     """Contract every axis x and y share; output axes (x - shared) + (y - shared)."""
-    return make_node("Dot", (x, y))
+    return make_node("Dot", _float_agreeing(x, y))
 
 
 # -- fused ops ---------------------------------------------------------------------------------

@@ -221,7 +221,8 @@ def _operator_at(line: str, i: int) -> bool:
     return any(line.startswith(op, i) for op in ("+ ", "- ", "* ", "/ ", "and ", "or "))
 
 
-def _op_param(p: OpParam) -> str:
+def format_param(p: OpParam) -> str:
+    """`slope: float = 0.01`: one parameter of an op declaration."""
     text = p.name if p.kind is None else f"{p.name}: {p.kind}"
     return text if p.default is None else f"{text} = {format_expr(p.default)}"
 
@@ -234,7 +235,7 @@ def format_onnx(t: OnnxTarget) -> str:
 
 def format_op(d: OpDecl) -> str:
     """`op Name(x, slope: float = 0.01) = body`, then `onnx Op(...)` when it names one."""
-    head = f"op {d.name}({', '.join(_op_param(p) for p in d.params)}) ="
+    head = f"op {d.name}({', '.join(format_param(p) for p in d.params)}) ="
     tail = f" {format_onnx(d.onnx)}" if d.onnx is not None else ""
     line = f"{head} {_replacement(d.body)}{tail}"
     if len(line) <= WIDTH:

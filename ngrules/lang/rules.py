@@ -14,6 +14,8 @@ from ngrules.lang.syntax import Expr, Guard, Let, Pattern, RuleDecl
 #: them (and no rules file may declare): name -> what it does.
 BUILTIN_PASSES: dict[str, str] = {
     "fold_constants": "evaluates every node whose arguments are all constants (bounded in size)",
+    "canonical_layout": "moves layout views (ReorderAxes, Broadcast) out of the elementwise ops "
+    "they feed, so rules match an imported model as written",
 }
 
 
@@ -62,6 +64,20 @@ class RuleSet:
 
     def __iter__(self) -> Iterator[Rule]:
         return iter(self.rules)
+
+    def __str__(self) -> str:
+        """The rules as `fmt` writes them, pass by pass, each under its location; then the
+        pipelines (what `print(rules)` shows: the text, not the syntax tree)."""
+        from ngrules.lang.formatter import format_rule
+
+        lines: list[str] = []
+        for name, rules in self.passes.items():
+            lines += [f"pass {name}", ""] if not lines else ["", f"pass {name}", ""]
+            for r in rules:
+                text = format_rule(r.decl) if r.decl is not None else f"rule {r.name}: ..."
+                lines += [f"# {r.location}", text]
+        lines += [f"pipeline {p}: {', '.join(ps)}" for p, ps in self.pipelines.items()]
+        return "\n".join(lines)
 
     def __len__(self) -> int:
         return len(self.rules)

@@ -16,13 +16,13 @@ from ngrules.errors import Span
 from ngrules.ir.ops import OPS
 from ngrules.lang.describe import function_summary, op_summary
 from ngrules.lang.expr import NODE_ATTRIBUTES, all_attributes
-from ngrules.lang.formatter import format_op
+from ngrules.lang.formatter import format_op, format_param, format_rule
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.kinds import KINDS
 from ngrules.lang.layout import format_rules
 from ngrules.lang.parser import KEYWORDS
 from ngrules.lang.replacements import known_ops
-from ngrules.lang.shipped import library_import
+from ngrules.lang.shipped import library_import, short_location
 from ngrules.lang.syntax import (
     Import,
     Let,
@@ -175,6 +175,9 @@ class Document:
         if declared is not None:
             where = f"{declared.span}" if declared.span else ""
             return _code(format_op(declared) + f"\nan op declared in rules, at {where}")
+        rule = self._rule_named(word) if not self._called(line, col) else None
+        if rule is not None:
+            return _rule_hover(rule)
         if word in OPS:
             return _code(op_summary(OPS[word]))
         if word in FUNCTIONS:
@@ -190,11 +193,15 @@ class Document:
 
     def _declared_op(self, name: str) -> OpDecl | None:
         """The `op` declaration of `name` in this document or a file it imports."""
-        for f in self.files:
-            for d in f.decls:
-                if isinstance(d, OpDecl) and d.name == name:
-                    return d
-        return None
+        return next((d for d in self._declared(OpDecl) if d.name == name), None)
+
+    def _rule_named(self, name: str) -> RuleDecl | None:
+        """The rule called `name` in this document or a file it imports."""
+        return next((d for d in self._declared(RuleDecl) if d.name == name), None)
+
+    def _declared(self, kind: type) -> list:
+        """The declarations of one kind in this document and the files it imports."""
+        return [d for f in self.files for d in f.decls if isinstance(d, kind)]
 
     def _binding(self, rule: RuleDecl, name: str) -> tuple[Span | None, str] | None:
         """Where `name` is bound in `rule` and what it is, or None if it is not bound there."""
@@ -256,11 +263,36 @@ class Document:
         if before.endswith("."):
             names = self._attributes_of(line, re.search(r"([A-Za-z_][A-Za-z0-9_]*)?$", before[:-1]))
             return [(a, "attribute", "") for a in sorted(names) if a.startswith(prefix)]
-        out = [(n, "op", op_summary(o).split("\n")[0]) for n, o in sorted(OPS.items())]
+        called = self._parameters_of(before)
+        if called:  # inside `Op(...)` of an op with attributes: its parameters by name
+            return [c for c in called if c[0].startswith(prefix)]
+        declared = {d.name: d for d in self._declared(OpDecl)}  # not in the table: unsaved
+        out = [(n, "op", _signature(d)) for n, d in sorted(declared.items())]
+        out += [(n, "op", op_summary(o).split("\n")[0]) for n, o in sorted(OPS.items())
+                if n not in declared]
         out += [(n, "function", f.doc) for n, f in sorted(FUNCTIONS.items())]
         out += [(k, "keyword", "") for k in sorted(KEYWORDS)]
         out += [(k, "kind", "") for k in sorted(KINDS)]
         return [c for c in out if c[0].startswith(prefix)]
+
+    def _parameters_of(self, before: str) -> list[tuple[str, str, str]]:
+        """`slope=` and the other attributes of the op whose call is open before the cursor
+        (a declared op's parameters, or a table op's attributes), else []."""
+        depth, i = 0, len(before)
+        while i > 0:
+            i -= 1
+            depth += {")": 1, "(": -1}.get(before[i], 0)
+            if depth < 0:
+                break
+        found = re.search(r"([A-Z][A-Za-z0-9_]*)\s*$", before[:i]) if depth < 0 else None
+        if found is None:
+            return []
+        declared = self._declared_op(found.group(1))
+        if declared is not None:
+            return [(f"{p.name}=", "attribute", format_param(p)) for p in declared.params
+                    if p.is_attribute]
+        op = OPS.get(found.group(1))
+        return [(f"{a.name}=", "attribute", a.kind) for a in op.attrs] if op else []
 
     def _attributes_of(self, line: int, var) -> set[str]:
         """The attributes `var.` can have: its op's when the rule binds it to one (`d @ Dot(..)`,
@@ -346,6 +378,9 @@ _KEYWORD_HELP = {
     "op that computes the declared op, written on export (its attributes from the op's). "
     "`ngrules verify` checks it against the body under onnxruntime. Without it (or when the "
     "exporter's opset lacks the op) the op exports as an ONNX function of its body.",
+    "canonical_layout": "built-in pass `canonical_layout`: moves layout views (ReorderAxes, "
+    "Broadcast) out of the elementwise ops they feed, so `x * Sigmoid(x)` matches an imported "
+    "`ReorderAxes(d) * ReorderAxes(Sigmoid(d))`. Any pipeline may name it; no file may declare it.",
     "fold_constants": "built-in pass `fold_constants`: evaluates every node whose arguments are "
     "all constants (bounded in size: `--fold-limit`), so arithmetic on weights leaves as one "
     "constant. Any pipeline may name it; no file may declare it.",
@@ -361,6 +396,33 @@ def _imported(path: str, decls) -> dict[str, Span]:
         for d in decls
         if isinstance(d, Import) and d.span is not None
     }
+
+
+def _signature(d: OpDecl) -> str:
+    """`op Leaky(x, slope: float = 0.01)`: a declared op's name and parameters."""
+    return f"op {d.name}({', '.join(format_param(p) for p in d.params)})"
+
+
+def last_verdict(rule: RuleDecl) -> str | None:
+    """The rule's last verdict from verification's cache (`verification.cache.last_verdict`),
+    or None: no cache module, nothing cached, or a cache that cannot answer (never an error
+    in an editor)."""
+    try:
+        from ngrules.verification import cache
+    except ImportError:
+        return None
+    try:
+        found = cache.last_verdict(rule)
+    except Exception:  # noqa: BLE001 - a broken cache must not break hover
+        return None
+    return None if found is None else str(found)
+
+
+def _rule_hover(rule: RuleDecl) -> str:
+    """The rule as `fmt` writes it, where it is, and its last verdict."""
+    where = short_location(f"{rule.span.file}:{rule.span.line}") if rule.span else "?"
+    verdict = last_verdict(rule) or "not verified yet"
+    return f"```ngrules\n{format_rule(rule)}\n```\nrule at {where}\n\nlast verdict: {verdict}"
 
 
 def _line(item) -> int | str:

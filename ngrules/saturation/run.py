@@ -19,6 +19,8 @@ from ngrules.engine.folding import PASS_NAME as FOLD
 from ngrules.engine.passes import as_ruleset, pass_names
 from ngrules.errors import NgrulesError
 from ngrules.interrupts import raise_if_interrupted
+from ngrules.ir.canonical import PASS_NAME as CANONICAL
+from ngrules.ir.canonical import canonical_layout
 from ngrules.ir.graph import Node, paused_gc
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
 from ngrules.saturation.admit import Admission, admit
@@ -91,11 +93,11 @@ class SaturationResult:
         )
 
 
-def _chosen_rules(ruleset: RuleSet, pipeline, passes) -> tuple[list[Rule], bool]:
-    """The rules of the passes named (or of every pass), each once; and whether the built-in
-    pass `fold_constants` is among them."""
+def _chosen_rules(ruleset: RuleSet, pipeline, passes) -> tuple[list[Rule], set[str]]:
+    """The rules of the passes named (or of every pass), each once; and the built-in passes
+    among them (`fold_constants`, `canonical_layout`)."""
     if pipeline is None and passes is None:
-        return list(ruleset.rules), False
+        return list(ruleset.rules), set()
     names = pass_names(ruleset, pipeline, passes)
     seen: dict[int, Rule] = {}
     for name in names:
@@ -103,7 +105,7 @@ def _chosen_rules(ruleset: RuleSet, pipeline, passes) -> tuple[list[Rule], bool]
             continue
         for rule in ruleset.passes.get(name, ()):
             seen.setdefault(id(rule), rule)
-    return list(seen.values()), FOLD in names
+    return list(seen.values()), {n for n in names if n in BUILTIN_PASSES}
 
 
 def saturate(
@@ -128,17 +130,18 @@ def saturate(
     VerificationReport; else the verdict cache, else `verify` now, with verify_options);
     `unverified` lets the others in, with a warning naming them (`result.warnings`).
     use_z3: see `extract.extract`. When the passes include the built-in `fold_constants`,
-    constant terms are folded in the e-graph (values of at most fold_limit elements).
+    constant terms are folded in the e-graph (values of at most fold_limit elements); with
+    `canonical_layout`, the input with its layout views gathered enters beside the input.
     """
     if max_enodes < 1 or seconds <= 0 or iterations < 0:
         raise NgrulesError("saturation limits must be positive")
     if verdicts is not None and hasattr(verdicts, "verdicts"):  # a VerificationReport
         verdicts = {v.rule.name: v.status for v in verdicts.verdicts}
-    chosen, fold = _chosen_rules(as_ruleset(rules), pipeline, passes)
+    chosen, builtins = _chosen_rules(as_ruleset(rules), pipeline, passes)
     admission = admit(chosen, unverified, verdicts, **verify_options)
     limits = (max_enodes, seconds, iterations)
     with paused_gc():
-        return _saturate(list(outputs), admission, limits, use_z3, fold, fold_limit)
+        return _saturate(list(outputs), admission, limits, use_z3, builtins, fold_limit)
 
 
 def _apply(eg: EGraph, matches, applied: dict[str, int], max_enodes: int, deadline: float):
@@ -158,17 +161,22 @@ def _apply(eg: EGraph, matches, applied: dict[str, int], max_enodes: int, deadli
     return False
 
 
-def _saturate(outputs, admission, limits, use_z3, fold, fold_limit) -> SaturationResult:
+def _saturate(outputs, admission, limits, use_z3, builtins, fold_limit) -> SaturationResult:
     max_enodes, seconds, iterations = limits
     start = time.perf_counter()
     deadline = start + seconds
     eg = EGraph()
     roots = [eg.add(o) for o in outputs]
+    if CANONICAL in builtins:  # the input with its layout views gathered: an equal graph
+        for root, moved in zip(roots, canonical_layout(outputs)):
+            built = eg.add(moved, CANONICAL)
+            if eg.union(root, built):
+                eg.history.append((CANONICAL, root, built, eg.created))
     eg.rebuild()
     rules = [_COMPILED(r) for r in admission.rules if len(r.roots) == 1]
     multi = MultiRoot([_COMPILED(r) for r in admission.rules if len(r.roots) > 1])
     folding = FoldRule(Shape(None, rest=value_shape()), fold_limit)
-    searcher = Searcher(rules + [folding] if fold else rules)
+    searcher = Searcher(rules + [folding] if FOLD in builtins else rules)
     applied: dict[str, int] = {}
     stop, done = "iterations", 0
     if len(eg) >= max_enodes:  # the input alone fills the e-graph

@@ -339,6 +339,7 @@ def verify(
     only: Iterable[str] | None = None,
     seed: int | None = None,
     jobs: int = 1,
+    opset: int | None = None,
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
@@ -357,6 +358,8 @@ def verify(
     Ctrl-C raises `Interrupted`, whose `report` holds the verdicts computed so far.
     seed: seeds every draw; None: fixed under a derandomized hypothesis profile (`ci`), else
     a random one, kept in `report.seed` and printed (`verify --seed N` reproduces the run).
+    opset: the ONNX opset a declared op's `onnx` clause is written at to run it under
+    onnxruntime (default: the exporter's; an op newer than it cannot be compared).
     """
     start = time.perf_counter()
     if prove:
@@ -387,7 +390,7 @@ def verify(
         from ngrules.verification.kernels import verify_kernels
         from ngrules.verification.onnxops import verify_onnx_ops
 
-        report.kernels = verify_kernels(ruleset.ops) + verify_onnx_ops(ruleset.ops)
+        report.kernels = verify_kernels(ruleset.ops) + verify_onnx_ops(ruleset.ops, opset)
     report.seconds = time.perf_counter() - start
     return report
 

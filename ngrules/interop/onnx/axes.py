@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ngrules.errors import printable
 from ngrules.interop.onnx import OnnxError, UnsupportedOp
 from ngrules.interop.onnx.unify import unify_node
 from ngrules.ir.axes import Axis, FlattenedAxis
@@ -63,9 +64,13 @@ def _strict(model) -> str:
 
 def _with_lengths(model, lengths: Mapping[str, int]):
     """A copy whose inputs and outputs have the given lengths for their symbolic dimensions
-    (None when no dimension is given one)."""
+    (None when no dimension is given one). A stand-in (`ir.symbolic`) is no length the user
+    gave: it is left out (four of them multiplied overflow onnx's int64 dimensions)."""
     from onnx import ModelProto
 
+    from ngrules.ir.symbolic import STAND_INS
+
+    lengths = {k: v for k, v in lengths.items() if v not in STAND_INS}
     infos = list(model.graph.input) + list(model.graph.output)
     dims = [d for v in infos for d in v.type.tensor_type.shape.dim]
     if not any(d.HasField("dim_param") and d.dim_param in lengths for d in dims):
@@ -151,15 +156,19 @@ class Shapes:
         if shape is not None and 0 in shape:
             raise UnsupportedOp(f"{value!r} has a dimension of length 0 {shape}")
         if shape is None or any(d is None or d < 1 for d in shape):
-            params = [p for p in self.params.get(value, ()) if p]
+            named = self.params.get(value, ())
+            missing = [p for i, p in enumerate(named)  # the symbols given no length, not all
+                       if p and (shape is None or i >= len(shape) or shape[i] is None)]
+            params = [printable(p) for p in (missing or [p for p in named if p])]
             hint = (
                 f"; give the length of {params[0]!r} (--length {params[0]}=N, or "
                 f"lengths={{{params[0]!r}: N}})"
                 if params
                 else ""
             )
-            where = f" (node {node_name})" if node_name else ""
-            raise UnsupportedOp(f"the shape of {value!r}{where} is not static: {shape}{hint}")
+            where = f" (node {printable(node_name)})" if node_name else ""
+            raise UnsupportedOp(f"the shape of {printable(repr(value))}{where} is not static: "
+                                f"{shape}{hint}")
         return shape  # type: ignore[return-value]
 
     def known(self, value: str) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Meter
 from ngrules.interop.onnx.layout import Layouts, Value
 from ngrules.interop.onnx.weights import separable
 from ngrules.ir.graph import Node, toposort
@@ -25,6 +26,7 @@ class Emitter(Layouts):
 
         self.helper, self.numpy_helper = helper, numpy_helper
         self.opset = opset
+        self.meter = Meter(DEFAULT_BUDGET, "export")  # the job's, set by `export_parts`
         self.users: dict[Node, int] = users or {}
         self.nodes: list = []
         self.inits: list = []

@@ -14,6 +14,7 @@ the outputs; `dynamic` then writes symbolic dimensions back as dim_params.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -30,6 +31,7 @@ from ngrules.interop.onnx import (
     require_onnx,
     weights,
 )
+from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget, Meter
 from ngrules.interop.onnx.emitter import (
     LAYOUT,
     OPSET,
@@ -144,6 +146,11 @@ def _check_lengths(n: Node) -> None:
 #: beyond its operands' (so a folded batchnorm leaves scaled weights, never a blown-up tensor).
 FOLD_LIMIT = 4096
 
+#: ... and when computing it visits at most this many elements (its operands' and its own
+#: axes together, broadcasts at their full size): a Sum over a scalar broadcast to 10^12
+#: elements stays a ReduceSum, not 10 minutes inside one numpy call.
+FOLD_WORK = 1 << 24
+
 
 def _folded(em: Emitter, n: Node) -> Value | None:
     """The value of a node whose operands are all constants, computed with the op table's
@@ -153,10 +160,23 @@ def _folded(em: Emitter, n: Node) -> Value | None:
             or not all(em.values[a].array is not None for a in n.args)):
         return None
     size = sum(em.values[a].array.size for a in n.args)
-    if n.axes.size > size + FOLD_LIMIT:
+    if n.axes.size > size + FOLD_LIMIT or _work(n) > FOLD_WORK:
         return None
+    em.meter.check_time(f"folding {n.op}")
     value = np.asarray(op.kernel(n)(*(em.array(a) for a in n.args)), dtype=n.dtype)
+    em.meter.charge(value.nbytes, f"folding {n.op}")
     return constant_value(value.reshape(n.axes.lengths), n.axes)
+
+
+def _work(n: Node) -> int:
+    """A bound on the elements a kernel visits: the product of the lengths of every axis its
+    operands and its output have (a product's contracted axis counted once; for elementwise
+    ops and reductions, the largest operand's size)."""
+    axes: dict[str, int] = {}
+    for x in (n, *n.args):
+        for a in x.axes:
+            axes[a.name] = max(axes.get(a.name, 1), a.length)
+    return math.prod(axes.values())
 
 
 def exportable_ops() -> set[str]:
@@ -187,11 +207,13 @@ def export_parts(
     name: str = "ngrules",
     opset: int = OPSET,
     target: str = "onnx",
+    budget: Budget = DEFAULT_BUDGET,
 ):
     """`to_onnx`'s model without its large initializers, checked as if it had them, and those
     initializers as arrays (name -> array, not copied): `weights.write` writes the two as one
     model file, `weights.add_to` makes them one ModelProto. `target="onnxruntime"` joins
-    nodes into onnxruntime's contrib ops (`ort_target`)."""
+    nodes into onnxruntime's contrib ops (`ort_target`). `budget` bounds the whole export:
+    the values it folds and the time it takes."""
     require_onnx()
     from onnx import helper
 
@@ -207,10 +229,12 @@ def export_parts(
         raise OnnxError(f"{len(outputs)} outputs but {len(names)} output names")
     order = toposort(outputs)
     em = Emitter(opset, _users(order), separate=True)
+    em.meter = Meter(budget, "export")
     em.emit = _emit
     em.prefer = preferred_orders(order, outputs, em.users)
     em.window_read = window_operands(order)
     for n in order:
+        em.meter.check_time(f"writing {n.op}")
         _check_lengths(n)
         if n not in em.values:  # a fused op's writer may have written a node it shares
             _emit(em, n)
@@ -232,6 +256,7 @@ def export_parts(
     export_shuffle.absorb_in_model(model, em.weights, lambda: em.fresh("c"))  # into the convs
     gelu_chains.join_in_model(model, opset)  # GELU in elementwise nodes as one node
     dynamic.restore(model)  # symbolic dimensions written back as dim_params and run-time shapes
+    em.meter.check_time("checking the written model")
     if target == "onnxruntime":
         ort_target.for_onnxruntime(model, em.weights, lambda: em.fresh("c"))
     weights.check(model, em.weights)

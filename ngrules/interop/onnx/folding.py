@@ -17,10 +17,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ngrules.errors import printable
 from ngrules.interop.onnx import OnnxError, UnsupportedOp
 from ngrules.interop.onnx.axes import Shapes
+from ngrules.interop.onnx.budget import BudgetExceeded, Meter
 from ngrules.interop.onnx.loading import Limits, one_line, tensor_array
 from ngrules.interop.onnx.weights import STEERING_SIZE
+from ngrules.ir import symbolic
 
 _FLOAT_ELEMS = (1, 10, 11, 16)  # float32, float16, float64, bfloat16
 _MAX_ROUNDS = 8
@@ -45,8 +48,9 @@ class Folding:
     """The values known at import time (`consts`) and the shapes of the model as folded."""
 
     def __init__(self, model, lengths: Mapping[str, int], limits: Limits,
-                 arrays: Mapping[str, np.ndarray] | None = None):
+                 arrays: Mapping[str, np.ndarray] | None = None, meter: Meter | None = None):
         self.limits = limits
+        self.meter = meter or Meter()
         self.lengths = lengths
         self.consts: dict[str, np.ndarray] = dict(arrays or {})  # weights left out of `model`
         self.base = model
@@ -59,7 +63,11 @@ class Folding:
 
     # -- rounds -------------------------------------------------------------------------------
     def _infer(self) -> Shapes:
-        shapes = Shapes(self._current(), self.lengths)
+        model = self._current()
+        held = 2 * model.ByteSize()  # onnx serialises the model and parses its result
+        self.meter.charge(held, "ONNX shape inference")
+        shapes = Shapes(model, self.lengths)
+        self.meter.release(held)
         for init in shapes.model.graph.initializer:
             if init.name not in self.consts:
                 self.consts[init.name] = tensor_array(init, f"initializer {init.name!r}")
@@ -89,8 +97,11 @@ class Folding:
         for i, node in enumerate(self.base.graph.node):
             if i in self.done:
                 continue
+            self.meter.check_time(f"folding {node_label(node)}")
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-                self.consts[node.output[0]] = constant_value(node)
+                value = constant_value(node)
+                self.meter.charge(value.nbytes, node_label(node))
+                self.consts[node.output[0]] = value
             elif self.foldable(node):
                 self.fold(node)
             else:
@@ -120,25 +131,35 @@ class Folding:
             start, end = _int_attr(node, "start", 0), _int_attr(node, "end", None)
             self.consts[node.output[0]] = shape[start:end]
             return
-        self.check_size(node, self._estimate(node))
+        estimate = self._estimate(node)
+        self.check_size(node, estimate)
+        _check_stand_ins(node, [self.consts[n] for n in node.input if n])
+        label = node_label(node)
+        self.meter.check(estimate * max(len(node.output), 1), f"folding {label}")
         if node.op_type == "ConstantOfShape" and node.input and node.input[0]:
-            self.consts[node.output[0]] = self._constant_of_shape(node)  # weights of light
-            return  # models: hundreds of them, without an evaluator each
+            value = self._constant_of_shape(node)  # weights of light models: hundreds of
+            self.meter.charge(value.nbytes, f"folding {label}")  # them, no evaluator each
+            self.consts[node.output[0]] = value
+            return
         from onnx.reference import ReferenceEvaluator
 
         inputs = [n for n in node.input if n]
         try:
-            results = ReferenceEvaluator(self._single_node_model(node)).run(
-                None, {n: self.consts[n] for n in inputs}
-            )
+            with self.meter.timed(f"folding {label}"):
+                results = ReferenceEvaluator(self._single_node_model(node)).run(
+                    None, {n: self.consts[n] for n in inputs}
+                )
+        except BudgetExceeded:
+            raise
         except Exception as e:  # the reference evaluator's own errors, of many types
-            raise OnnxError(f"cannot fold {node_label(node)}: {one_line(e)[:300]}") from None
+            raise OnnxError(f"cannot fold {label}: {one_line(e)[:300]}") from None
         for name, value in zip(node.output, results):
             if not isinstance(value, np.ndarray | np.generic):
-                raise UnsupportedOp(f"{node_label(node)}: a {type(value).__name__} value "
+                raise UnsupportedOp(f"{label}: a {type(value).__name__} value "
                                     f"({name!r}) is not supported")
             value = np.asarray(value)
             self.check_size(node, value.nbytes)
+            self.meter.charge(value.nbytes, f"folding {label}")
             self.consts[name] = value
 
     def _constant_of_shape(self, node) -> np.ndarray:
@@ -185,6 +206,31 @@ class Folding:
         outs = [helper.make_tensor_value_info(n, 0, None) for n in node.output if n]
         graph = helper.make_graph([node], "fold", ins, outs)
         return helper.make_model(graph, opset_imports=self.base.opset_import)
+
+
+def _check_stand_ins(node, values: list) -> None:
+    """A product of shape values that overflows int64 because it multiplies the stand-ins of
+    symbolic dimensions (`ir.symbolic`: primes above 10^6; four of them pass 2^63) is named as
+    such: onnx's evaluator would wrap it around silently, and the Reshape reading it would be
+    blamed for it."""
+    if node.op_type not in ("Mul", "ReduceProd") or not values:
+        return
+    if not all(v.dtype.kind in "iu" and v.size <= _STEERING_SIZE for v in values):
+        return
+    magnitudes = [[abs(int(x)) for x in v.ravel()] for v in values]
+    if node.op_type == "Mul":
+        bound = math.prod(max(m, default=0) for m in magnitudes[:2])
+    else:
+        bound = math.prod(magnitudes[0])
+    symbols = sorted({s for m in magnitudes for x in m for s in symbolic.symbols_of(x)})
+    if bound > _INT64_MAX and symbols:
+        raise OnnxError(
+            f"{printable(node_label(node))}: multiplies the symbolic dimensions "
+            f"{printable(', '.join(symbols))}, whose stand-in lengths overflow int64: give "
+            f"some of them a length (--length {printable(symbols[0])}=N, or lengths=...)")
+
+
+_INT64_MAX = 2**63 - 1
 
 
 def _known(graph, name: str, value: np.ndarray, ir_version: int) -> None:

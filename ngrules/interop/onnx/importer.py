@@ -25,6 +25,7 @@ from ngrules.interop.onnx import (
     weights,
 )
 from ngrules.interop.onnx.axes import Naming, name_axes
+from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget, Meter
 from ngrules.interop.onnx.context import CONVERTERS, DOMAINS, Context, elem_name, graph_dtype
 from ngrules.interop.onnx.folding import Folding, np_elem
 from ngrules.interop.onnx.loading import DEFAULT_LIMITS, Limits, check_model, read_model
@@ -55,10 +56,12 @@ class Imported:
 
 class Importer:
     def __init__(self, model, lengths: Mapping[str, int], axis_names, constants,
-                 limits: Limits = DEFAULT_LIMITS, arrays: Mapping[str, np.ndarray] | None = None):
+                 limits: Limits = DEFAULT_LIMITS, arrays: Mapping[str, np.ndarray] | None = None,
+                 meter: Meter | None = None):
         arrays = arrays or {}
         model = _bind_constants(model, constants, arrays) if constants else model
-        self.folding = Folding(model, lengths, limits, arrays)
+        self.meter = meter or Meter()
+        self.folding = Folding(model, lengths, limits, arrays, self.meter)
         self.shapes = self.folding.shapes
         self.graph = self.shapes.model.graph
         self.opset = next(
@@ -113,6 +116,7 @@ class Importer:
 
     # -- nodes --------------------------------------------------------------------------------
     def convert(self, node) -> None:
+        self.meter.check_time(f"converting {node.op_type} node {node.name or node.output[:1]!r}")
         if self.folding.foldable(node):  # left by the last round of folding
             self.folding.fold(node)
             return
@@ -170,12 +174,13 @@ def _bind_constants(model, constants: Mapping[str, np.ndarray], weights: Iterabl
     return copy
 
 
-def _load_model(model_or_path, limits: Limits):
+def _load_model(model_or_path, limits: Limits, meter: Meter | None = None):
     """The model, read from its file when given a path, and checked, without its large
     weights; and those weights as arrays sharing the file's (or serialised model's) bytes."""
     onnx = require_onnx()
+    meter = meter or Meter()
     if isinstance(model_or_path, (str, os.PathLike)):
-        model, arrays = read_model(model_or_path, limits)
+        model, arrays = read_model(model_or_path, limits, meter)
         where = os.fspath(model_or_path)
     elif isinstance(model_or_path, onnx.ModelProto):
         model, arrays, where = model_or_path, {}, "the model"
@@ -184,10 +189,11 @@ def _load_model(model_or_path, limits: Limits):
         except Exception:  # past protobuf's 2 GB: the checker says what is wrong
             data = None
         if data is not None:
-            model, arrays = weights.split(data, where)
+            model, arrays = weights.split(data, where, meter)
     else:
         kind = type(model_or_path).__name__
         raise OnnxError(f"from_onnx takes a ModelProto or a path, got {kind}")
+    meter.check(model.ByteSize(), "onnx's checker")  # which serialises the model
     check_model(model, where)
     return model, arrays
 
@@ -208,19 +214,23 @@ def import_model(
     limits: Limits = DEFAULT_LIMITS,
     symbolic: bool = False,
     unroll_recurrent: bool = False,
+    budget: Budget = DEFAULT_BUDGET,
 ) -> Imported:
     """The model as an ngrules graph, with its input and output names. `limits` bounds the
     model file's size and every constant computed while importing (`loading.Limits`). With
     `symbolic`, a symbolic dimension of an input not in `lengths` stays symbolic (`dynamic`):
     rules cannot read its length, and `to_onnx` writes it back as a `dim_param`. LSTM, GRU and
     RNN are one node each (the op table's ops of those names) unless `unroll_recurrent` asks
-    for them unrolled into primitives over their sequence (differentiable, seen by rules)."""
+    for them unrolled into primitives over their sequence (differentiable, seen by rules).
+    `budget` bounds the whole import: the bytes it reads and folds, and its time (see
+    `interop.onnx.budget`)."""
     _load_converters()
-    model, arrays = _load_model(model_or_path, limits)
+    meter = Meter(budget, "import")
+    model, arrays = _load_model(model_or_path, limits, meter)
     lengths = dict(lengths or {})
     if symbolic:
         lengths = dynamic.with_stand_ins(model, lengths)
-    importer = Importer(model, lengths, axis_names or {}, constants or {}, limits, arrays)
+    importer = Importer(model, lengths, axis_names or {}, constants or {}, limits, arrays, meter)
     importer.unroll_recurrent = unroll_recurrent
     for vi in importer.graph.input:
         importer.add_input(vi)

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ngrules.errors import FileError
-from ngrules.interop.onnx import OnnxError, require_onnx, weights
-from ngrules.ir.fileio import open_regular, read_regular
+from ngrules.errors import FileError, printable
+from ngrules.interop.onnx import OnnxError, external, require_onnx, weights
+from ngrules.interop.onnx.budget import Meter
+from ngrules.ir.fileio import open_regular
 
 
 @dataclass(frozen=True)
@@ -37,26 +38,34 @@ def one_line(text: object) -> str:
     return " ".join(line.strip() for line in str(text).splitlines() if line.strip())
 
 
-def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS):
+def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
+               meter: Meter | None = None):
     """The ModelProto in a file, its external tensors loaded, but its large weights left out
     (`weights.split`: graph inputs in their place), and those weights as arrays viewing the
-    file's bytes."""
+    file's bytes (or the external files'). The file's bytes, and what is read of external
+    files, are charged to the import's `meter`."""
     require_onnx()
+    meter = meter or Meter()
     where = os.fspath(path)
     try:
-        data = read_regular(path, limits.model_bytes)
+        with open_regular(path, limits.model_bytes) as f:
+            size = os.fstat(f.fileno()).st_size
+            meter.charge(size, f"{printable(where)}: the model file")
+            data = f.read(size + 1)
     except FileError as e:
         raise OnnxError(f"{where}: {e.message}") from None
+    if len(data) > size:
+        raise OnnxError(f"{where}: it grew past its size of {size} bytes while it was read")
     if not data:
         raise OnnxError(f"{where}: an empty file (0 bytes) is not an ONNX model")
     try:
-        model, arrays = weights.split(data, where)
+        model, arrays = weights.split(data, where, meter)
     except OnnxError:
         raise
     except Exception as e:  # protobuf's DecodeError and friends
         reason = one_line(e) or type(e).__name__
         raise OnnxError(f"{where}: not a readable ONNX model ({reason})") from None
-    _load_external(model, Path(where).parent, where, limits)
+    arrays.update(external.load(model, Path(where).parent, where, limits.model_bytes, meter))
     return model, arrays
 
 
@@ -82,12 +91,15 @@ def _check_what_onnx_trusts(model, where: str) -> None:
     count the node's outputs (onnx allocates that many outputs first: 2**31 of them take
     minutes and gigabytes); an attribute in `_LEAST_VALUES` must not be below its least
     value (a GatherND with batch_dims -5 is a segmentation fault in shape inference). Every
-    name must be text: protobuf hands a string field that is not UTF-8 back as bytes."""
+    name and string attribute must be text: protobuf hands a string field that is not UTF-8
+    back as bytes, and onnx's shape inference loops forever on some (`_check_text`)."""
     _check_names(_graph_names(model.graph), f"{where}: the graph")
     for node in _nodes(model):
-        label = f"{where}: {node.op_type} node {node.name or node.output[:1]!r}"
+        name = printable(repr(node.name or node.output[:1]))
+        label = f"{where}: {printable(node.op_type)} node {name}"
         _check_names([node.name, node.op_type, node.domain, *node.input, *node.output], label)
         for a in node.attribute:
+            _check_text(a, label)
             if a.name == "num_outputs" and a.i != len(node.output):
                 raise OnnxError(f"{label}: num_outputs is {a.i} for {len(node.output)} outputs")
             least = _LEAST_VALUES.get((node.op_type, a.name))
@@ -100,6 +112,18 @@ def _graph_names(graph) -> list:
     values = [*graph.input, *graph.output, *graph.value_info]
     dims = [d.dim_param for v in values for d in v.type.tensor_type.shape.dim]
     return [*(v.name for v in values), *(t.name for t in graph.initializer), *dims]
+
+
+def _check_text(attribute, label: str) -> None:
+    """A string attribute must be UTF-8 text: onnx's shape inference loops without end (and
+    without a signal stopping it) on an Einsum equation holding byte 0xff."""
+    texts = [attribute.s] if attribute.type == 3 else list(attribute.strings)  # STRING(S)
+    for text in texts:
+        try:
+            text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise OnnxError(f"{label}: attribute {printable(attribute.name)} is not UTF-8 "
+                            "text") from None
 
 
 def _check_names(names, label: str) -> None:
@@ -139,41 +163,3 @@ def tensor_array(tensor, where: str) -> np.ndarray:
         raise OnnxError(f"{where}: tensor {tensor.name!r}: data of shape {value.shape} for "
                         f"dims {list(dims)}")
     return value
-
-
-# -- external data ---------------------------------------------------------------------------
-def _external_tensors(model):
-    from onnx.external_data_helper import _get_all_tensors, uses_external_data
-
-    return [t for t in _get_all_tensors(model) if uses_external_data(t)]
-
-
-def _load_external(model, folder: Path, where: str, limits: Limits) -> None:
-    """Fill tensors whose data lives in external files: regular files inside the model's folder
-    only, each read up to its declared length within the file-size limit."""
-    from onnx import TensorProto
-
-    for tensor in _external_tensors(model):
-        info = {e.key: e.value for e in tensor.external_data}
-        name = f"tensor {tensor.name!r}"
-        location = info.get("location", "")
-        target = (folder / location).resolve()
-        if not location or os.path.isabs(location) or not target.is_relative_to(folder.resolve()):
-            raise OnnxError(f"{where}: {name}: external data {location!r} is outside the "
-                            "model's folder")
-        try:
-            offset, length = int(info.get("offset", 0)), int(info.get("length", -1))
-        except ValueError:
-            raise OnnxError(f"{where}: {name}: bad external data offset or length") from None
-        try:
-            with open_regular(target, limits.model_bytes) as f:
-                f.seek(max(offset, 0))
-                data = f.read(length if 0 <= length <= limits.model_bytes else limits.model_bytes)
-        except FileError as e:
-            raise OnnxError(f"{where}: {name}: external data {location!r}: {e.message}") from None
-        except OSError as e:
-            raise OnnxError(f"{where}: {name}: external data {location!r}: "
-                            f"{e.strerror or e}") from None
-        tensor.raw_data = data
-        tensor.data_location = TensorProto.DEFAULT
-        del tensor.external_data[:]

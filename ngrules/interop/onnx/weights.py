@@ -28,6 +28,10 @@ _DTYPES = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9
            10: "<f2", 11: "<f8", 12: "<u4", 13: "<u8"}
 
 _MODEL_GRAPH, _GRAPH_INIT, _GRAPH_INPUT = 7, 5, 11
+
+#: The most fields the walk reads in one message (a graph of millions of nodes is parsed by
+#: protobuf alone, its weights then copied, and charged as such).
+MAX_FIELDS = 1 << 22
 _DIMS, _TYPE, _NAME, _RAW, _EXTERNAL, _LOCATION = 1, 2, 8, 9, 13, 14
 
 
@@ -45,12 +49,17 @@ def _varint(data, pos: int) -> tuple[int, int]:
 
 
 def _fields(data, start: int, end: int):
-    """(field number, wire type, value or (start, end) of its bytes, field start) of a message."""
-    pos = start
+    """(field number, wire type, value or (start, end) of its bytes, field start) of a message.
+    ValueError for what protobuf rejects at once (field number 0: a run of zero bytes) and
+    for more than `MAX_FIELDS` fields (protobuf's parser, not this loop, goes through those)."""
+    pos, count = start, 0
     while pos < end:
         begin = pos
         tag, pos = _varint(data, pos)
         number, wire = tag >> 3, tag & 7
+        count += 1
+        if number == 0 or count > MAX_FIELDS:
+            raise ValueError("field number 0" if number == 0 else "too many fields")
         if wire == 0:
             value, pos = _varint(data, pos)
         elif wire == 2:
@@ -115,16 +124,21 @@ class _Tensor:
         return array if dtype.isnative else array.astype(dtype.newbyteorder("="))
 
 
-def split(data: bytes, where: str):
-    """(the model without its large initializers, {name: read-only array viewing `data`})."""
+def split(data: bytes, where: str, meter=None):
+    """(the model without its large initializers, {name: read-only array viewing `data`}).
+    The parsed message's bytes are charged to `meter` (a `budget.Meter`) before it is parsed."""
     onnx = __import__("onnx")
-    if sys.byteorder != "little" or not isinstance(data, bytes):
-        return onnx.load_model_from_string(data), {}
-    try:
-        light, found = _strip(data)
-    except ValueError:  # not a well-formed message: protobuf says why
-        return onnx.load_model_from_string(data), {}
+    light, found = data, []
+    if sys.byteorder == "little" and isinstance(data, bytes):
+        try:
+            light, found = _strip(data)
+        except ValueError:  # not a well-formed message: protobuf says why
+            light, found = data, []
+    if meter is not None:
+        meter.charge(len(light), f"{where}: the model's message")
     model = onnx.load_model_from_string(light)
+    if not found:
+        return model, {}
     weights = {t.name: t.array(data, where) for t in found}
     names = Counter([t.name for t in found] + [i.name for i in model.graph.initializer])
     twice = next((t.name for t in found if names[t.name] > 1), None)

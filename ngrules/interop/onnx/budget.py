@@ -1,0 +1,123 @@
+"""One memory and time budget for a whole import or export, not for each of its steps.
+
+A limit per step (per node, per tensor) lets many steps add up: ten constants under the limit
+for one, or one external file read again for each tensor that names it. So each job gets a
+`Meter`: every byte the job takes from its input (the model file, its external data, each value
+folded) is charged to it, and the job is refused once the total would pass its budget, before
+the bytes are taken. Time is checked between steps, and a step that runs Python for a long time
+(onnx's reference evaluator, looping over a pooling window) runs under a timer that stops it.
+Each refusal is one line naming the budget and the option that raises it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ngrules.interop.onnx import OnnxError
+from ngrules.interrupts import raise_if_interrupted
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one import or one export may take in all: bytes held and seconds spent."""
+
+    memory_bytes: int = 1 << 31  # 2 GiB: the largest model file protobuf reads
+    seconds: float = 120.0
+
+
+DEFAULT_BUDGET = Budget()
+
+
+class BudgetExceeded(OnnxError):
+    """A job that would pass its memory or time budget (one line naming the budget)."""
+
+
+class _Expired(BaseException):
+    """The timer's signal, raised inside a step: a BaseException, so that no `except
+    Exception` inside the library the step runs swallows it."""
+
+
+class Meter:
+    """One job's spending against its budget. `job` names it ("import", "export") and the
+    options that raise it (`--import-memory`, `--import-seconds`)."""
+
+    def __init__(self, budget: Budget = DEFAULT_BUDGET, job: str = "import"):
+        self.budget, self.job = budget, job
+        self.spent = 0
+        self.deadline = time.monotonic() + budget.seconds
+
+    def charge(self, nbytes: float, what: str) -> None:
+        """Count `nbytes` the job is about to take for `what`, or refuse it if the total
+        would pass the budget (nothing is taken then)."""
+        total = self.spent + nbytes
+        if total > self.budget.memory_bytes:
+            size = f"{nbytes:.3g}" if nbytes >= 1e15 else f"{int(nbytes)}"
+            raise BudgetExceeded(
+                f"{what} would take {size} bytes more, past the {self.job}'s memory budget of "
+                f"{self.budget.memory_bytes} bytes ({self.spent} taken; raise it with "
+                f"--{self.job}-memory or Budget(memory_bytes=...))")
+        self.spent = int(total)
+
+    def check(self, nbytes: float, what: str) -> None:
+        """Refuse now, before making it, what would pass the budget (nothing is charged)."""
+        self.charge(nbytes, what)
+        self.release(nbytes)
+
+    def release(self, nbytes: float) -> None:
+        """Give back bytes charged for a value that is no longer held (an estimate replaced
+        by the size of what was made)."""
+        self.spent = max(0, int(self.spent - nbytes))
+
+    def check_time(self, what: str) -> None:
+        """Between two steps: stop if a Ctrl-C was swallowed, or if the time is spent."""
+        raise_if_interrupted()
+        if time.monotonic() > self.deadline:
+            raise self._out_of_time(what)
+
+    def _left(self) -> float:
+        """Seconds to the deadline, within what one timer holds (a day; at least 1 ms)."""
+        return min(max(self.deadline - time.monotonic(), 1e-3), 86400.0)
+
+    def _out_of_time(self, what: str) -> BudgetExceeded:
+        return BudgetExceeded(
+            f"{what}: past the {self.job}'s time budget of {self.budget.seconds:g} s (raise it "
+            f"with --{self.job}-seconds or Budget(seconds=...))")
+
+    @contextlib.contextmanager
+    def timed(self, what: str) -> Iterator[None]:
+        """Run a step that may loop in Python for long under a timer (SIGALRM, in the main
+        thread) that stops it when the job's time is spent; elsewhere time is checked after
+        the step. A timer set before is restored."""
+        self.check_time(what)
+        if (threading.current_thread() is not threading.main_thread()
+                or not hasattr(signal, "setitimer")):
+            yield
+            self.check_time(what)
+            return
+        armed = [True]
+
+        def expire(signum, frame) -> None:
+            if armed[0] and time.monotonic() >= self.deadline:
+                raise _Expired
+            if armed[0]:  # a budget longer than one timer holds: set it again
+                signal.setitimer(signal.ITIMER_REAL, self._left())
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        before = signal.setitimer(signal.ITIMER_REAL, self._left())
+        start = time.monotonic()
+        try:
+            yield
+        except _Expired:
+            raise self._out_of_time(what) from None
+        finally:
+            armed[0] = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            if before[0] > 0:  # someone else's timer: what was left of it
+                signal.setitimer(signal.ITIMER_REAL,
+                                 max(before[0] - (time.monotonic() - start), 1e-3), before[1])
