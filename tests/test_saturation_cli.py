@@ -46,6 +46,7 @@ def test_apply_saturate_writes_the_extracted_graph_and_reports(files):
     assert "stopped: enodes (stopped at the e-node limit" in r.stdout
     assert "extracted by z3" in r.stdout and "nodes made by rules: distribute 1" in r.stdout
     assert "--unverified" in r.stderr and "grow (" in r.stderr
+    assert "passes: algebra, growing (no pipeline) (saturated together)" in r.stderr
     assert re.search(r"Multiply +\[A:4\] +<- distribute \(.*saturation.rules:\d+\)", r.stdout)
     assert re.search(r"changed: Multiply .*\n +rules: distribute \(.*\) -> cancel", r.stdout)
     assert "e-graph picture: " in r.stdout

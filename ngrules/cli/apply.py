@@ -65,7 +65,12 @@ def run(args) -> int:
     pipeline = default_pipeline(rules, args.pipeline, args.passes)
     if args.saturate:
         from ngrules.cli.saturating import run_saturation
+        from ngrules.engine.passes import pass_names
 
+        if not args.quiet:
+            names_run = pass_names(rules, pipeline, args.passes or None)
+            line = _passes_line(pipeline, args.pipeline, names_run)
+            print(f"{line} (saturated together)", file=sys.stderr)
         new, stopped, code, egraph = run_saturation(outputs, rules, pipeline, args)
     else:
         (new, stopped, code), egraph = _rewrite(outputs, rules, pipeline, args), None
