@@ -125,6 +125,8 @@ _LAZY = {
     "Counterexample": ("ngrules.verification.verdicts", "Counterexample"),
     "from_onnx": ("ngrules.interop.onnx.importer", "from_onnx"),
     "to_onnx": ("ngrules.interop.onnx.exporter", "to_onnx"),
+    "saturate": ("ngrules.saturation.run", "saturate"),
+    "SaturationResult": ("ngrules.saturation.run", "SaturationResult"),
 }
 
 
@@ -138,6 +140,8 @@ def __getattr__(name: str):
     return module if attr is None else getattr(module, attr)
 
 __all__ = [
+    "saturate",
+    "SaturationResult",
     "from_onnx",
     "to_onnx",
     "Counterexample",

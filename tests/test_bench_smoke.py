@@ -93,3 +93,12 @@ def test_prove_library_bench_tables_each_rules_verdict_and_counts_them():
                                        "| c | verified | 0.0 |"]
     assert bench.totals(report) == ("2 of 3 rules proved (1 in IEEE floats, 1 over the reals); "
                                     "1 verified")
+
+
+def test_saturate_bench_at_tiny_sizes():
+    bench = _load("saturate")
+    for row in bench.bench_stuck():
+        assert row["saturated"] < row["input"] and row["greedy+distribute"] == "cycle"
+        assert row["diff"] < 1e-12
+    (row,) = bench.bench_engines([3])
+    assert row["ngrules Add e-nodes"] == row["exact"] == 3**3 - 2**4 + 1

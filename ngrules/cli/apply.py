@@ -9,7 +9,6 @@ GRAPH and OUT are ngrules graph files, or ONNX models when they end in `.onnx`.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +24,11 @@ from ngrules.cli.common import (
     rules_or_library,
     without_rules,
 )
+from ngrules.cli.saturating import (
+    add_saturate_options,
+    check_saturate_options,
+    positive_seconds,
+)
 from ngrules.errors import printable
 
 
@@ -37,6 +41,8 @@ def _check_paths(args) -> None:
     outputs = graphio.output_files(args.output)
     if args.picture is not None:
         outputs += picture_files(args.picture)
+    if args.egraph is not None:
+        outputs += picture_files(args.egraph)
     inputs = [*graphio.files(args.graph), *expand_paths(args.rules or [])]
     check_outputs(outputs, inputs)
     graphio.check_graph_output(args.output)
@@ -46,9 +52,9 @@ def _check_paths(args) -> None:
 def run(args) -> int:
     from ngrules.cli import graphio
     from ngrules.cli.picture import draw, picture_line, stage_picture
-    from ngrules.engine.driver import rewrite
     from ngrules.ir.fileio import staged_files
 
+    check_saturate_options(args)
     _check_paths(args)
     rules = without_rules(rules_or_library(args.rules, args.import_path), args.disable)
     # ONNX in and out: a dimension given no --length stays symbolic (a dynamic batch)
@@ -57,6 +63,41 @@ def run(args) -> int:
         args.graph, replace(graphio.read_options(args), symbolic=symbolic))
     opset = graphio.written_opset(args.opset, opset)
     pipeline = default_pipeline(rules, args.pipeline, args.passes)
+    if args.saturate:
+        from ngrules.cli.saturating import run_saturation
+        from ngrules.engine.passes import pass_names
+
+        if not args.quiet:
+            names_run = pass_names(rules, pipeline, args.passes or None)
+            line = _passes_line(pipeline, args.pipeline, names_run)
+            print(f"{line} (saturated together)", file=sys.stderr)
+        new, stopped, code, egraph = run_saturation(outputs, rules, pipeline, args)
+    else:
+        (new, stopped, code), egraph = _rewrite(outputs, rules, pipeline, args), None
+    sys.stdout.flush()
+    picture = None
+    if args.picture is not None:
+        title = Path(args.picture).stem
+        picture = draw(new, title, timeout=args.picture_timeout)
+    with staged_files() as stage:
+        graphio.stage_any(stage, args.output, new, names, args.target, opset,
+                          graphio.budget_of(args, "export"))
+        if picture is not None:
+            stage_picture(stage, picture, args.picture)
+        if egraph is not None:
+            stage_picture(stage, egraph, args.egraph)
+    if picture is not None:
+        print(picture_line(picture, args.picture))
+    if egraph is not None:
+        print("e-graph " + picture_line(egraph, args.egraph))
+    print(stopped)
+    return code
+
+
+def _rewrite(outputs, rules, pipeline, args) -> tuple[list, str, int]:
+    """A greedy rewrite, its passes, firings (and trace, statistics) printed."""
+    from ngrules.engine.driver import rewrite
+
     result = rewrite(
         outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats,
         fold_limit=args.fold_limit,
@@ -70,20 +111,8 @@ def run(args) -> int:
         print(f"folded {len(result.folded):5d}  constant computations (fold_constants)")
     if args.stats:
         _print_stats(result)
-    sys.stdout.flush()
-    picture = None
-    if args.picture is not None:
-        title = Path(args.picture).stem
-        picture = draw(result.outputs, title, timeout=args.picture_timeout)
-    with staged_files() as stage:
-        graphio.stage_any(stage, args.output, result.outputs, names, args.target, opset,
-                          graphio.budget_of(args, "export"))
-        if picture is not None:
-            stage_picture(stage, picture, args.picture)
-    if picture is not None:
-        print(picture_line(picture, args.picture))
-    print(f"stopped: {result.stop}" + (f" ({result.message})" if result.message else ""))
-    return 0 if result.stop == "fixpoint" else FINDINGS
+    stopped = f"stopped: {result.stop}" + (f" ({result.message})" if result.message else "")
+    return result.outputs, stopped, 0 if result.stop == "fixpoint" else FINDINGS
 
 
 def _passes_line(pipeline: str | None, named: str | None, passes: list[str]) -> str:
@@ -154,19 +183,10 @@ def register(sub) -> None:
     p.add_argument("--picture", metavar="DOT",
                    help="write the result as Graphviz DOT (and SVG when Graphviz is installed), "
                         "rewritten nodes coloured by rule")
-    p.add_argument("--picture-timeout", type=_seconds, default=60.0, metavar="SECONDS",
+    p.add_argument("--picture-timeout", type=positive_seconds, default=60.0, metavar="SECONDS",
                    help="how long Graphviz may draw before only the DOT file is kept "
                         "(default 60)")
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
+    add_saturate_options(p)
 
 
 def _elements(text: str) -> int:

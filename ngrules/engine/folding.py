@@ -46,6 +46,11 @@ class Folding:
             memo[node] = self._fold(rebuilt) if self._foldable(rebuilt) else rebuilt
         return [memo[o] for o in outputs]
 
+    def fold(self, node: Node) -> Node | None:
+        """The node's value as a Constant when it is foldable, else None (for saturation,
+        which folds one term at a time)."""
+        return self._fold(node) if self._foldable(node) else None
+
     def _foldable(self, node: Node) -> bool:
         if not node.args or node.outputs is not None:
             return False

@@ -1,0 +1,1 @@
+"""Equality saturation: verified rules applied into an e-graph, the cheapest graph extracted."""
