@@ -17,6 +17,8 @@ def run(args) -> int:
         print(_render(e), file=sys.stderr)
         print(f"{len(e.errors)} error(s)", file=sys.stderr)
         return FINDINGS
+    for w in rules.warnings:  # the load succeeded; each says where to look
+        print(str(w).replace(": error: ", ": warning: ", 1), file=sys.stderr)
     ops = f", {counted(len(rules.ops), 'declared op')}" if rules.ops else ""
     print(
         f"ok: {counted(len(rules), 'rule')} in {counted(len(rules.passes), 'pass', 'passes')}, "

@@ -23,7 +23,6 @@ from ngrules.lang.replacements import bound_names, check_rule_statics, known_ops
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
 from ngrules.lang.syntax import (
     MAX_DEPTH,
-    TOO_DEEP,
     Assume,
     EAttr,
     ECall,
@@ -40,7 +39,7 @@ from ngrules.lang.syntax import (
     RulesFile,
     Where,
     name_span,
-    too_deep,
+    nesting_problem,
     walk,
 )
 
@@ -98,9 +97,9 @@ class RuleChecker:
 
     def run(self, source: str) -> Rule | None:
         before = len(self.problems.errors)
-        deep = too_deep(self.decl, MAX_DEPTH)
+        deep = nesting_problem(self.decl, MAX_DEPTH)
         if deep is not None:
-            self.problems.add(TOO_DEEP, deep.span)
+            self.problems.add(deep[1], deep[0].span)
             return None
         written = [
             *self.decl.roots,

@@ -165,7 +165,8 @@ class Documents:
         path = _path(uri)
         diagnostics = [
             types.Diagnostic(self.range(lines, path, d.place), d.message,
-                             types.DiagnosticSeverity.Error, source=_SOURCE)
+                             types.DiagnosticSeverity.Warning if getattr(d, "warning", False)
+                             else types.DiagnosticSeverity.Error, source=_SOURCE)
             for d in found
         ]
         self.server.text_document_publish_diagnostics(
