@@ -21,6 +21,7 @@ from ngrules.lang.kinds import KINDS
 from ngrules.lang.patterns import expand_named, pattern_key
 from ngrules.lang.replacements import bound_names, check_rule_statics, known_ops, static_op
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
+from ngrules.lang.symmetry import names_read, one_order
 from ngrules.lang.syntax import (
     MAX_DEPTH,
     Assume,
@@ -120,6 +121,7 @@ class RuleChecker:
             check_rule_statics(self.decl, roots, self.problems.add)
         if len(self.problems.errors) > before:
             return None
+        roots = one_order(roots, names_read(self.decl.clauses))
         d = self.decl
         return Rule(
             d.name,

@@ -42,6 +42,9 @@ class POp:
     args: tuple[Pattern, ...]
     optional: bool = False
     span: Span | None = _span()
+    #: A commutative op whose swapped order can only repeat a match with names exchanged
+    #: (the checker decides: `lang/symmetry.py`): matched in the written order only.
+    one_order: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
