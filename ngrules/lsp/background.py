@@ -5,7 +5,10 @@ checker also declares the document's ops in the process-wide op table while it r
 checks cannot share a process). The server forks a child per analysis, which inherits every
 op registered so far; a newer version of the document kills the child of the older one (its
 work is stale), so requests are answered while a check runs and no answer waits for one.
-Where `fork` is unavailable the analysis runs in the server itself.
+At most `MAX_CHILDREN` children run at once, whatever the number of open documents (16
+documents of 1 MB once forked 16 children, and none finished within 90 s); the other
+documents' analyses wait in order, the latest text of each. Where `fork` is unavailable the
+analysis runs in the server itself.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ import sys
 from collections.abc import Callable
 
 from ngrules.lsp.analysis import Diagnostic, Document
+
+#: Analyses running at once, over every document (the others wait their turn).
+MAX_CHILDREN = 2
 
 #: What a finished analysis hands back: its diagnostics, or None when the child died.
 Done = Callable[[list[Diagnostic] | None], None]
@@ -39,19 +45,29 @@ def _child(send, text: str, path: str) -> None:
 
 
 class Background:
-    """At most one running analysis per document (key), in a forked child."""
+    """At most one running analysis per document (key), in a forked child, and at most
+    `limit` children at once; the analyses beyond wait in `waiting`, oldest first."""
 
-    def __init__(self):
+    def __init__(self, limit: int = MAX_CHILDREN):
         self.running: dict[str, tuple] = {}
+        self.waiting: dict[str, tuple] = {}  # key -> (text, path, done), in order
+        self.limit = limit
         methods = multiprocessing.get_all_start_methods()
         self.context = multiprocessing.get_context("fork") if "fork" in methods else None
 
     def start(self, key: str, text: str, path: str, done: Done) -> None:
-        """Analyse in a child (killing the child of an older version), then call `done`."""
+        """Analyse in a child (killing the child of an older version), then call `done`;
+        queued while `limit` children run."""
         self.cancel(key)
         if self.context is None:  # pragma: no cover - no fork (Windows): in this process
             done(diagnose(text, path))
             return
+        if len(self.running) >= self.limit:
+            self.waiting[key] = (text, path, done)
+            return
+        self._spawn(key, text, path, done)
+
+    def _spawn(self, key: str, text: str, path: str, done: Done) -> None:
         receive, send = self.context.Pipe(duplex=False)
         child = self.context.Process(target=_child, args=(send, text, path), daemon=True)
         child.start()
@@ -68,7 +84,16 @@ class Background:
             result = None
         receive.close()
         child.join(5)
-        done(result)
+        try:
+            done(result)
+        finally:
+            self._next()
+
+    def _next(self) -> None:
+        """Start the waiting analyses that now fit, oldest first."""
+        while self.waiting and len(self.running) < self.limit:
+            key = next(iter(self.waiting))
+            self._spawn(key, *self.waiting.pop(key))
 
     def _forget(self, key: str) -> tuple:
         child, receive = self.running.pop(key)
@@ -76,13 +101,16 @@ class Background:
         return child, receive
 
     def cancel(self, key: str) -> None:
-        """Kill the analysis of `key`, if one runs: a newer version replaced it."""
+        """Kill the analysis of `key`, if one runs or waits: a newer version replaced it."""
+        self.waiting.pop(key, None)
         if key in self.running:
             child, receive = self._forget(key)
             child.kill()
             child.join(5)
             receive.close()
+            self._next()
 
     def close(self) -> None:
+        self.waiting.clear()
         for key in list(self.running):
             self.cancel(key)

@@ -339,6 +339,7 @@ def verify(
     only: Iterable[str] | None = None,
     seed: int | None = None,
     jobs: int = 1,
+    prove_budget: tuple[float, int] | None = None,
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
@@ -357,6 +358,7 @@ def verify(
     Ctrl-C raises `Interrupted`, whose `report` holds the verdicts computed so far.
     seed: seeds every draw; None: fixed under a derandomized hypothesis profile (`ci`), else
     a random one, kept in `report.seed` and printed (`verify --seed N` reproduces the run).
+    prove_budget: (CPU seconds, z3 megabytes) of each rule's proof (default: `prove.budget`).
     """
     start = time.perf_counter()
     if prove:
@@ -374,7 +376,8 @@ def verify(
     if seed is None and not _settings(None).derandomize:
         seed = random.SystemRandom().getrandbits(32)
     report = VerificationReport(seed=seed)
-    args = (examples, rtol, atol, ruleset, budget, semantics, prove, bound, seed)
+    args = (examples, rtol, atol, ruleset, budget, semantics, prove and (prove_budget or True),
+            bound, seed)
     try:
         for verdict in judged(chosen, _isolated, args, jobs, on_rule):
             report.verdicts.append(verdict)
@@ -412,7 +415,8 @@ def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound, s
     if prove:
         from ngrules.verification.prove import prove_rule
 
-        proof = prove_rule(rule, bound=bound, semantics=semantics)
+        limits = prove if isinstance(prove, tuple) else None  # (seconds, megabytes)
+        proof = prove_rule(rule, bound=bound, semantics=semantics, budget=limits)
         if proof.status in ("proved", "proved-reals", "loops") or proof.failed:  # as tested
             return proof
         tested = verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics, seed=seed)
