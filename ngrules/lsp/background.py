@@ -14,8 +14,10 @@ analysis runs in the server itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Callable
 
@@ -36,12 +38,18 @@ def _child(send, text: str, path: str) -> None:
     # stdout is the editor's channel: whatever the child inherited buffered must never be
     # flushed twice (multiprocessing flushes sys.stdout when the child ends)
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the child's short life
+    # the server's own handlers (SIGTERM raised as KeyboardInterrupt by the command line) made
+    # a child stopped by the server's exit print a traceback on the editor's log (issue 37,
+    # F20): a child stopped ends silently, and Ctrl-C at a terminal is the server's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         result = diagnose(text, path)
-    except Exception:  # the parent logs a failed analysis; no traceback on the editor's log
+    except BaseException:  # the parent logs a failed analysis; no traceback on the editor's log
         result = None
-    send.send(result)
-    send.close()
+    with contextlib.suppress(OSError):  # the server is gone
+        send.send(result)
+        send.close()
 
 
 class Background:
@@ -97,7 +105,8 @@ class Background:
 
     def _forget(self, key: str) -> tuple:
         child, receive = self.running.pop(key)
-        asyncio.get_running_loop().remove_reader(receive.fileno())
+        with contextlib.suppress(RuntimeError):  # no loop: it ended (`close` at exit)
+            asyncio.get_running_loop().remove_reader(receive.fileno())
         return child, receive
 
     def cancel(self, key: str) -> None:

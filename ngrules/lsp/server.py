@@ -343,4 +343,7 @@ def serve(reader: BinaryIO | None = None, writer: BinaryIO | None = None) -> int
     quiet_logging()
     server = build_server()
     # the raw stdin: the reader thread blocked in it at exit holds no buffer's lock
-    return Session(server, reader or sys.stdin.buffer.raw, writer or sys.stdout.buffer).run()
+    try:
+        return Session(server, reader or sys.stdin.buffer.raw, writer or sys.stdout.buffer).run()
+    finally:  # the analyses still running are stale: ended here, not by the exit's SIGTERM
+        server.ngrules_documents.background.close()
