@@ -124,3 +124,22 @@ def test_compiled_and_reference_matchers_agree_on_marked_patterns(graph, pattern
     compiled = compile_pattern(pattern)
     for node in toposort([graph]):
         assert all_matches(compiled, node) == list(match_ref(pattern, node, {}))
+
+
+def test_the_commutative_bench_runs_at_a_tiny_size(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "commutative.py"
+    spec = importlib.util.spec_from_file_location("bench_commutative", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.main(["--copies", "1", "--repeat", "1"])
+    out = capsys.readouterr().out
+    assert out.count("k=8") == 4 and "own graph, guard reads leaf" in out
+    names = itertools.count()
+    tree = bench._shape(7, lambda: ng.placeholder([C], name=f"q{next(names)}"),
+                        lambda name, a, b: bench._BUILD[name](a, b))
+    no_guard = bench.rule(7, "root").rules[0].source.replace(" if size(r) > 1000000", "")
+    fired = ng.rewrite([tree], ng.parse_rules(no_guard.replace("=> r", "=> -r"), "k.rules"))
+    assert fired.fired() == {"r7": 1}  # rule k matches the tree of shape k
