@@ -7,8 +7,8 @@ binary ops, the first k of them in breadth-first order `Multiply` (commutative) 
 Rule k is that shape with a name at every leaf and a guard false at every match; every rule
 is applied to the whole graph (each meets every tree: it matches its own shape and fails on the
 others' ops); with `--graph own`, rule k meets as many trees of its own shape only (every
-tree a match whose guard is false: the hardest case). The rules take turns in each repeat (CPU time, medians); the ratio is rule k's
-time over rule 0's. Target: <= 1.5 for every k <= 8.
+tree a match whose guard is false: the hardest case). The rules take turns in each repeat
+(CPU time, medians); the ratio is rule k's time over rule 0's. Target: <= 1.5 for every k <= 8.
 
 Two guards: `root` reads only the matched root (`size(r)`), `leaf` reads the first leaf's name
 (the commutative ops above it keep both orders: at most 2**4 orders per tree).
