@@ -19,6 +19,7 @@ import numpy as np
 
 from ngrules.errors import NgrulesError
 from ngrules.ir.axes import Axes
+from ngrules.lang.syntax import children
 
 MAX_INT_BITS = 1024
 MAX_ITEMS = 10_000
@@ -73,6 +74,30 @@ def shown(value: Any, width: int = 200) -> str:
     past them, by a Python function, could take minutes)."""
     text = _SHOWN.repr(value)
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def items_at_least(e, known: dict[str, int], report) -> int:
+    """A lower bound on the items of expression e's value, read from the text alone (tuple
+    literals, strings, `+` of them, lets in `known`); `report(n, e)` is called at the
+    innermost sub-expression certain to exceed MAX_ITEMS (the checker's cost bound)."""
+    kind = type(e).__name__
+    if kind == "EStr":
+        return len(e.value)
+    if kind == "EVar":
+        return known.get(e.name, 0)
+    if kind == "ETuple":
+        parts = [items_at_least(i, known, report) for i in e.items]
+        total = len(e.items) + sum(parts)
+    elif kind == "EBinary" and e.op == "+":
+        parts = [items_at_least(x, known, report) for x in (e.left, e.right)]
+        total = sum(parts)
+    else:  # not a sequence the text can size: its parts may still be too large
+        for part in children(e):
+            items_at_least(part, known, report)
+        return 0
+    if total > MAX_ITEMS and max(parts, default=0) <= MAX_ITEMS:
+        report(total, e)
+    return min(total, MAX_ITEMS + 1)
 
 
 def multiply(a: Any, b: Any) -> Any:
