@@ -15,6 +15,8 @@ def run(args) -> int:
         rules = load_rules(*args.paths, search_path=args.import_path)
     except RuleErrors as e:
         return report_errors(e)
+    for w in rules.warnings:  # the load succeeded; each says where to look
+        print(str(w).replace(": error: ", ": warning: ", 1), file=sys.stderr)
     ops = f", {counted(len(rules.ops), 'declared op')}" if rules.ops else ""
     print(
         f"ok: {counted(len(rules), 'rule')} in {counted(len(rules.passes), 'pass', 'passes')}, "

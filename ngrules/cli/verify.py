@@ -3,6 +3,7 @@ proved with `--prove` (z3, the `prove` extra)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from ngrules.cli.common import (
@@ -15,6 +16,7 @@ from ngrules.cli.common import (
     rules_or_library,
     without_rules,
 )
+from ngrules.verification.prove import DEFAULT_MEGABYTES, DEFAULT_SECONDS
 
 
 def run(args) -> int:
@@ -44,6 +46,7 @@ def run(args) -> int:
             seed=args.seed,
             jobs=args.jobs,
             opset=args.opset,
+            prove_budget=(args.prove_seconds, args.prove_memory),
         )
     except Interrupted as stop:
         _end_progress(progress)
@@ -54,6 +57,16 @@ def run(args) -> int:
     _end_progress(progress)
     print(report)
     return 0 if report.ok else FINDINGS
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def _defined_in(rules, paths: list[str]) -> list[str]:
@@ -98,6 +111,12 @@ def register(sub) -> None:
                    help="prove rules with the z3 SMT solver first (pip install 'ngrules[prove]')")
     p.add_argument("--bound", type=at_least(1), default=3,
                    help="with --prove: axis lengths up to this are unrolled (default: 3)")
+    p.add_argument("--prove-seconds", type=_positive, default=DEFAULT_SECONDS, metavar="S",
+                   help="with --prove: CPU seconds one rule's proof may take; past them the "
+                   f"rule is unverified, saying so (default: {DEFAULT_SECONDS:g})")
+    p.add_argument("--prove-memory", type=at_least(1), default=DEFAULT_MEGABYTES, metavar="MB",
+                   help="with --prove: megabytes z3 may use in one rule's proof (z3's "
+                   f"memory_max_size; default: {DEFAULT_MEGABYTES})")
     p.add_argument("--with-imports", action="store_true",
                    help="also verify the rules the files import (default: only those they "
                    "define; an imported rule still takes its nodes in its pass)")

@@ -13,6 +13,7 @@ from typing import Any
 
 from ngrules.errors import NgrulesError
 from ngrules.ir.graph import Node
+from ngrules.lang.bounds import shown
 from ngrules.lang.expr import evaluate
 from ngrules.lang.rules import Rule
 from ngrules.lang.syntax import EBinary, EBool, ECall, ENum, EStr, EUnary, Expr, Guard, Let
@@ -33,7 +34,7 @@ def describe(node: Node, depth: int = 1) -> str:
 
 def short(value: Any) -> str:
     """A node in short form, any other value by its repr, cut to a line's worth."""
-    text = describe(value) if isinstance(value, Node) else repr(value)
+    text = describe(value) if isinstance(value, Node) else shown(value, _MAX)
     return text if len(text) <= _MAX else text[: _MAX - 3] + "..."
 
 

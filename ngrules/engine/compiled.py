@@ -21,6 +21,7 @@ from ngrules.ir import graph
 from ngrules.ir.frontend import constant
 from ngrules.ir.graph import Node, make_node
 from ngrules.ir.ops import OPS
+from ngrules.lang.bounds import shown
 from ngrules.lang.expr import compile_expr
 from ngrules.lang.exprgen import compile_clauses
 from ngrules.lang.replacements import bound_names
@@ -276,7 +277,7 @@ class CompiledRule:
     def _holds(self, guard: Guard, env) -> bool:
         value = self._eval(guard.expr, env)
         if not isinstance(value, bool):
-            raise _NotABool(f"a guard must be true or false, got {value!r}", guard.span)
+            raise _NotABool(f"a guard must be true or false, got {shown(value)}", guard.span)
         return value
 
     def _replacements(self, values: list, roots: tuple[Node, ...]) -> tuple[Node, ...]:
@@ -295,7 +296,7 @@ class CompiledRule:
             if _is_number(value):  # `x - x => 0`: the number, broadcast like the matched node
                 values[i] = value = constant(value, root.axes, root.dtype)
             if not isinstance(value, Node):
-                raise RuleError(f"the replacement must be a node, got {value!r}", span)
+                raise RuleError(f"the replacement must be a node, got {shown(value)}", span)
             if not same_type(value, root):
                 raise RuleError(_type_mismatch(value, root), span)
         return tuple(values)

@@ -11,7 +11,9 @@ Semantics (identical in both matchers):
 - `name @ p` binds the node p matched; every use of the name is one node;
 - a literal matches a node known to hold that value everywhere (through views);
 - `Op?(p)` tries p under an `Op` first, then p on the node itself;
-- a commutative op tries its arguments in order, then swapped.
+- a commutative op tries its arguments in order, then swapped (unless the checker marked it
+  `one_order`: lang/symmetry.py); one match at one node tries at most `MAX_ORDERS` orders,
+  then raises an error located at the pattern.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from typing import Any
 
 from ngrules.engine.matchgen import compile_generated
 from ngrules.engine.semantics import (
+    MAX_ORDERS,
     Bindings,
     Matcher,
-    is_commutative,
     kind_predicate,
     literal_matches,
+    swaps,
+    too_many_orders,
 )
 from ngrules.ir.graph import Node
 from ngrules.lang.syntax import PLit, PNamed, POp, PVar
@@ -69,10 +73,14 @@ Fail = Callable[[int, Any, str, Node, Bindings], None]
 NODE_SCORE = 1000
 
 
-def trace_matches(p, node: Node, b: Bindings, score: int = 0, fail: Fail | None = None):
+def trace_matches(p, node: Node, b: Bindings, score: int = 0, fail: Fail | None = None,
+                  tries: list | None = None):
     """The reference matcher, yielding (bindings, score so far), and telling `fail` where
     each attempt stopped (how `explain` finds the closest miss). A node matched by an op or a
-    literal adds `NODE_SCORE`, any other element 1."""
+    literal adds `NODE_SCORE`, any other element 1. `tries` counts the orders of commutative
+    ops tried, with the span to blame (made at the outermost call)."""
+    if tries is None:
+        tries = [0, p.span, node]
     if isinstance(p, PVar):
         ok = kind_predicate(p.kind)
         if ok is not None and not ok(node):
@@ -95,10 +103,10 @@ def trace_matches(p, node: Node, b: Bindings, score: int = 0, fail: Fail | None 
             else:
                 _tell(fail, score, p, "rebound", node, b)
             return
-        for b2, s in trace_matches(p.pattern, node, b, score, fail):
+        for b2, s in trace_matches(p.pattern, node, b, score, fail, tries):
             yield {**b2, p.name: node}, s
     else:
-        yield from _trace_op(p, node, b, score, fail)
+        yield from _trace_op(p, node, b, score, fail, tries)
 
 
 def _tell(fail: Fail | None, score: int, p, why: str, node: Node, b: Bindings) -> None:
@@ -106,23 +114,33 @@ def _tell(fail: Fail | None, score: int, p, why: str, node: Node, b: Bindings) -
         fail(score, p, why, node, b)
 
 
-def _trace_op(p: POp, node: Node, b: Bindings, score: int, fail: Fail | None):
+def _trace_op(p: POp, node: Node, b: Bindings, score: int, fail: Fail | None, tries: list):
     if p.optional:
         if node.op == p.op and len(node.args) == 1:
-            yield from trace_matches(p.args[0], node.args[0], b, score + NODE_SCORE, fail)
-        yield from trace_matches(p.args[0], node, b, score, fail)
+            yield from trace_matches(p.args[0], node.args[0], b, score + NODE_SCORE, fail, tries)
+        yield from trace_matches(p.args[0], node, b, score, fail, tries)
         return
     if node.op != p.op or len(node.args) != len(p.args):
         _tell(fail, score, p, "op", node, b)
         return
-    orders = [node.args, node.args[::-1]] if is_commutative(p.op) else [node.args]
-    for args in orders:
-        yield from _trace_args(p.args, args, b, score + NODE_SCORE, fail)
+    if not swaps(p):
+        yield from _trace_args(p.args, node.args, b, score + NODE_SCORE, fail, tries)
+        return
+    for args in (node.args, node.args[::-1]):
+        tries[0] += 1
+        if tries[0] > MAX_ORDERS:
+            too_many_orders(tries[1], tries[2])
+        if fail is not None or _may_match(p.args[1], args[1]):  # decided before backtracking
+            yield from _trace_args(p.args, args, b, score + NODE_SCORE, fail, tries)
 
 
-def _trace_args(patterns, args, b: Bindings, score: int, fail: Fail | None):
+def _may_match(p, node: Node) -> bool:
+    return not isinstance(p, POp) or p.optional or node.op == p.op
+
+
+def _trace_args(patterns, args, b: Bindings, score: int, fail: Fail | None, tries: list):
     if not patterns:
         yield b, score
         return
-    for b2, s in trace_matches(patterns[0], args[0], b, score, fail):
-        yield from _trace_args(patterns[1:], args[1:], b2, s, fail)
+    for b2, s in trace_matches(patterns[0], args[0], b, score, fail, tries):
+        yield from _trace_args(patterns[1:], args[1:], b2, s, fail, tries)

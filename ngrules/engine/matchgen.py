@@ -26,16 +26,18 @@ from ngrules.engine.pending import NONE_PENDING, same_node
 from ngrules.engine.semantics import (
     F16,
     F32,
+    MAX_ORDERS,
     VALUELESS,
-    is_commutative,
     kind_predicate,
     literal_is,
     rounded,
     same_type,
+    swaps,
+    too_many_orders,
 )
 from ngrules.ir.graph import UNKNOWN
 from ngrules.ir.ops import OPS
-from ngrules.lang.syntax import PLit, PNamed, POp, PVar
+from ngrules.lang.syntax import PLit, PNamed, POp, PVar, walk
 
 #: A generated function nests at most this deep (Python allows 100 levels of indentation and
 #: 20 nested loops); the rest of the pattern continues in a further function it calls.
@@ -104,6 +106,11 @@ class _Generator:
         return name
 
     def run(self, pattern, node: str) -> str:
+        self.tries = None  # the counter of commutative orders tried, if it can pass the bound
+        if _choices(pattern) > COUNTED:
+            self.tries = self.const([0])
+            self.too_many = self.const(lambda n, span=pattern.span: too_many_orders(span, n))
+            self.fn.line(f"{self.tries}[0] = 0")
         self.work.append(("match", pattern, node))
         while self.work:
             if self.fn.indent >= MAX_INDENT or self.fn.loops >= MAX_LOOPS:
@@ -192,10 +199,18 @@ class _Generator:
         if not fixed:
             self.fn.line(f"if len({view}) == {arity}:", opens=True)
         args = [self.fresh("a") for _ in p.args]
-        if arity == 2 and is_commutative(p.op):
+        if arity == 2 and swaps(p):
             x, y = args
             self.fn.line(f"for {x}, {y} in (({view}[0], {view}[1]), ({view}[1], {view}[0])):",
                          loop=True)
+            if self.tries is not None:
+                self.fn.line(f"{self.tries}[0] += 1")
+                self.fn.line(f"if {self.tries}[0] > {MAX_ORDERS}:", opens=True)
+                self.fn.line(f"{self.too_many}({node})")
+                self.fn.indent -= 1
+            second = p.args[1]  # its op decides before the first operand's alternatives
+            if isinstance(second, POp) and not second.optional and _choices(p.args[0]):
+                self.fn.line(f"if {y}.op == {self.const(second.op)}:", opens=True)
         elif arity:
             self.fn.line(f"{', '.join(args)}, = {view}")
         self.work += [("match", a, local) for a, local in reversed(list(zip(p.args, args)))]
@@ -241,6 +256,18 @@ class _Generator:
             self.fn.line("if r is not None:", opens=True)
             self.fn.lines += [indent + "    " + x for x in inline.on_found("r")]
         self._close()
+
+
+#: A pattern with at most this many choice points (commutative ops that swap, optional
+#: wrappers) tries fewer than 2 ** (COUNTED + 1) orders at one node, below `MAX_ORDERS`: its
+#: matcher needs no counter (the hot rules, `x * 1`, have one choice point).
+COUNTED = 15
+assert 2 ** (COUNTED + 1) < MAX_ORDERS
+
+
+def _choices(pattern) -> int:
+    """How many elements of the pattern try alternatives."""
+    return sum(isinstance(p, POp) and (p.optional or swaps(p)) for p in walk([pattern]))
 
 
 #: What a matcher of `=> x` returns when x has another type than the node (a wrong rule).

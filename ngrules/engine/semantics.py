@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ngrules.errors import RuleError
 from ngrules.ir.graph import UNKNOWN, Node
 from ngrules.ir.ops import OPS
 from ngrules.ir.values import known_scalar
@@ -61,6 +62,27 @@ def kind_predicate(kind: str | None) -> Callable[[Node], bool] | None:
     if kind in OPS:
         return lambda node: node.op == kind
     return KINDS[kind]
+
+
+#: How many argument orders of commutative ops one match at one node may try: a balanced
+#: product tree of depth 5 whose guard reads every name has 2**31 (issue 37, F10).
+MAX_ORDERS = 100_000
+
+
+def too_many_orders(span, node: Node) -> None:
+    """Raise the located error that ends a match trying more than MAX_ORDERS orders."""
+    raise RuleError(
+        f"matching this pattern at one {node.op} node tried more than {MAX_ORDERS:,} argument "
+        "orders of its commutative ops; split the rule, or let its guards read fewer of the "
+        "names under them (a commutative op whose operands are alike and unread is tried in "
+        "one order)",
+        span,
+    )
+
+
+def swaps(p) -> bool:
+    """Does the matcher try this op's arguments in both orders?"""
+    return is_commutative(p.op) and not p.one_order and not p.optional
 
 
 def is_commutative(op: str) -> bool:

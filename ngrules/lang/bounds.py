@@ -3,19 +3,23 @@
 Guards and lets have no loops, so their work is bounded by the size of their values. Python's
 integers and tuples are unbounded (`pow(10, 100000000)` runs for minutes, `(0,) * 10**10`
 exhausts memory); in the rules language an integer has at most `MAX_INT_BITS` bits and a
-tuple or string at most `MAX_ITEMS` items. Arithmetic that would exceed them is refused before
-it is computed. Floating-point arithmetic follows IEEE (overflow gives inf), as a tensor would.
+value at most `MAX_ITEMS` items, a tuple's items counted with the items of the tuples and
+strings in it (three levels of 8,192 shared items are 5e11 items to compare, minutes inside
+one C call that no signal stops). Arithmetic that would exceed them is refused before it is
+computed. Floating-point arithmetic follows IEEE (overflow gives inf), as a tensor would.
 """
 
 from __future__ import annotations
 
 import operator
+import reprlib
 from typing import Any
 
 import numpy as np
 
 from ngrules.errors import NgrulesError
 from ngrules.ir.axes import Axes
+from ngrules.lang.syntax import children
 
 MAX_INT_BITS = 1024
 MAX_ITEMS = 10_000
@@ -28,9 +32,23 @@ def _is_int(x: Any) -> bool:
 
 def _too_large(what: str) -> NgrulesError:
     return NgrulesError(
-        f"{what} is too large: integers are limited to {MAX_INT_BITS} bits and tuples and "
-        f"strings to {MAX_ITEMS} items"
+        f"{what} is too large: integers are limited to {MAX_INT_BITS} bits and values to "
+        f"{MAX_ITEMS} items (the items of nested tuples and strings counted)"
     )
+
+
+def total_items(value: Any, limit: int = MAX_ITEMS) -> int:
+    """The items of a tuple, list or string, with those of the sequences in it counted at
+    each place they appear; the count stops once above limit (so it costs at most ~limit)."""
+    stack, total = [value], 0
+    while stack:
+        v = stack.pop()
+        total += len(v)
+        if total > limit:
+            return total
+        if v.__class__ is not str:
+            stack.extend(i for i in v if isinstance(i, _SEQUENCES))
+    return total
 
 
 def bounded(value: Any) -> Any:
@@ -40,9 +58,46 @@ def bounded(value: Any) -> Any:
         return value
     if _is_int(value) and value.bit_length() > MAX_INT_BITS:
         raise _too_large(f"an integer of {value.bit_length()} bits")
-    if isinstance(value, _SEQUENCES) and len(value) > MAX_ITEMS:
-        raise _too_large(f"a {type(value).__name__} of {len(value)} items")
+    if isinstance(value, _SEQUENCES) and total_items(value) > MAX_ITEMS:
+        raise _too_large(f"a {type(value).__name__} of more than {MAX_ITEMS} items")
     return value
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxtuple, _SHOWN.maxlist, _SHOWN.maxstring = 3, 8, 8, 60
+_SHOWN.maxother = 200
+
+
+def shown(value: Any, width: int = 200) -> str:
+    """value's repr, bounded: at most 8 items of a tuple, 3 levels deep, `width` characters
+    (a whole repr of a value within the bounds can still be 10,000 items long; one built
+    past them, by a Python function, could take minutes)."""
+    text = _SHOWN.repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def items_at_least(e, known: dict[str, int], report) -> int:
+    """A lower bound on the items of expression e's value, read from the text alone (tuple
+    literals, strings, `+` of them, lets in `known`); `report(n, e)` is called at the
+    innermost sub-expression certain to exceed MAX_ITEMS (the checker's cost bound)."""
+    kind = type(e).__name__
+    if kind == "EStr":
+        return len(e.value)
+    if kind == "EVar":
+        return known.get(e.name, 0)
+    if kind == "ETuple":
+        parts = [items_at_least(i, known, report) for i in e.items]
+        total = len(e.items) + sum(parts)
+    elif kind == "EBinary" and e.op == "+":
+        parts = [items_at_least(x, known, report) for x in (e.left, e.right)]
+        total = sum(parts)
+    else:  # not a sequence the text can size: its parts may still be too large
+        for part in children(e):
+            items_at_least(part, known, report)
+        return 0
+    if total > MAX_ITEMS and max(parts, default=0) <= MAX_ITEMS:
+        report(total, e)
+    return min(total, MAX_ITEMS + 1)
 
 
 def multiply(a: Any, b: Any) -> Any:

@@ -15,15 +15,16 @@ from pathlib import Path
 from ngrules.errors import RuleError, RuleErrors, Span
 from ngrules.ir.ops import OPS, did_you_mean
 from ngrules.lang.assumptions import read_assumptions
+from ngrules.lang.bounds import MAX_ITEMS, items_at_least
 from ngrules.lang.expr import NODE_ATTRIBUTES, all_attributes
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.kinds import KINDS
 from ngrules.lang.patterns import expand_named, pattern_key
 from ngrules.lang.replacements import bound_names, check_rule_statics, known_ops, static_op
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
+from ngrules.lang.symmetry import names_read, one_order
 from ngrules.lang.syntax import (
     MAX_DEPTH,
-    TOO_DEEP,
     Assume,
     EAttr,
     ECall,
@@ -40,7 +41,7 @@ from ngrules.lang.syntax import (
     RulesFile,
     Where,
     name_span,
-    too_deep,
+    nesting_problem,
     walk,
 )
 
@@ -98,9 +99,9 @@ class RuleChecker:
 
     def run(self, source: str) -> Rule | None:
         before = len(self.problems.errors)
-        deep = too_deep(self.decl, MAX_DEPTH)
+        deep = nesting_problem(self.decl, MAX_DEPTH)
         if deep is not None:
-            self.problems.add(TOO_DEEP, deep.span)
+            self.problems.add(deep[1], deep[0].span)
             return None
         written = [
             *self.decl.roots,
@@ -121,6 +122,7 @@ class RuleChecker:
             check_rule_statics(self.decl, roots, self.problems.add)
         if len(self.problems.errors) > before:
             return None
+        roots = one_order(roots, names_read(self.decl.clauses))
         d = self.decl
         return Rule(
             d.name,
@@ -164,12 +166,14 @@ class RuleChecker:
     # -- clauses and replacement -------------------------------------------------------------
     def _check_clauses(self, bound: set[str]) -> tuple[Guard | Let, ...]:
         lets = {c.name: c for c in self.decl.clauses if isinstance(c, Let)}
-        env, out = set(bound), []
+        env, out, sizes = set(bound), [], {}
         for c in self.decl.clauses:
             if isinstance(c, (Where, Assume)):
                 continue  # sub-patterns are expanded, assumptions read by `read_assumptions`
             self._check_expr(c.expr, env, lets)
+            size = items_at_least(c.expr, sizes, self._too_many_items)
             if isinstance(c, Let):
+                sizes[c.name] = size
                 if c.name in env:
                     self.problems.add(f"let {c.name!r} rebinds a name already bound", c.span)
                 env.add(c.name)
@@ -177,6 +181,11 @@ class RuleChecker:
                     self.ops_of[c.name] = c.expr.func
             out.append(c)
         return tuple(out)
+
+    def _too_many_items(self, n: int, e) -> None:
+        self.problems.add(
+            f"this value holds at least {n:,} items, more than the {MAX_ITEMS:,} of the cost "
+            "bound of expressions (the items of nested tuples and strings counted)", e.span)
 
     def _check_replacement(self, roots: tuple[Pattern, ...], env: set[str]) -> None:
         for e in self.decl.replacement:

@@ -21,6 +21,7 @@ from ngrules.errors import NgrulesError, OpError, RuleError
 from ngrules.ir import declared
 from ngrules.ir.graph import Node, make_node, toposort
 from ngrules.ir.ops import ATTR_KINDS, OPS, REQUIRED, AttrSpec, register_op
+from ngrules.lang.bounds import shown
 from ngrules.lang.checker import Problems, check_expression
 from ngrules.lang.expr import evaluate
 from ngrules.lang.formatter import format_op
@@ -48,7 +49,8 @@ class Body:
                 raise OpError(f"{self.decl.name}: {e.message}", e.span) from None
             if not isinstance(value, Node) or value.outputs is not None:
                 raise OpError(
-                    f"{self.decl.name}: the body must give one tensor per output, got {value!r}",
+                    f"{self.decl.name}: the body must give one tensor per output, "
+                    f"got {shown(value)}",
                     expr.span,
                 )
             outputs.append(value)

@@ -209,7 +209,7 @@ _EVAL: dict[type, Callable[[Any, Env], Any]] = {
     ENum: lambda e, env: e.value,
     EStr: lambda e, env: e.value,
     EBool: lambda e, env: e.value,
-    ETuple: lambda e, env: tuple(evaluate(i, env) for i in e.items),
+    ETuple: lambda e, env: bounded(tuple(evaluate(i, env) for i in e.items)),
     EVar: _var,
     EAttr: _attr,
     EIndex: _index,
@@ -265,7 +265,7 @@ def _compile(e: Expr) -> Callable[[Env], Any]:
             return lambda env: not operand(env)
         return lambda env: -operand(env)
     items = [_compile(i) for i in e.items]
-    return lambda env: tuple(i(env) for i in items)
+    return lambda env: bounded(tuple(i(env) for i in items))
 
 
 def _compile_slice(e: ESlice) -> Callable[[Env], Any]:

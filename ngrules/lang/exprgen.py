@@ -134,8 +134,10 @@ class _Generator:
         if kind is EUnary:
             operand = self.expr(e.operand)
             return f"(not {operand})" if e.op == "not" else f"(-{operand})"
-        if kind is ETuple:
-            return "(" + "".join(f"{self.expr(i)}, " for i in e.items) + ")"
+        if kind is ETuple:  # nested values count whole (bounds.py); numbers cannot nest
+            items = "(" + "".join(f"{self.expr(i)}, " for i in e.items) + ")"
+            flat = all(isinstance(i, (ENum, EBool)) for i in e.items)
+            return items if flat else f"_bounded({items})"
         raise TypeError(f"cannot compile {kind.__name__}")
 
     def kind(self, e) -> str | None:

@@ -10,7 +10,6 @@ from ngrules.errors import NgrulesError
 from ngrules.lang.lexical import ESCAPES
 from ngrules.lang.syntax import (
     MAX_DEPTH,
-    TOO_DEEP,
     Assume,
     Clause,
     EAttr,
@@ -38,7 +37,7 @@ from ngrules.lang.syntax import (
     PNamed,
     PVar,
     RuleDecl,
-    too_deep,
+    nesting_problem,
 )
 
 INDENT = "    "
@@ -245,9 +244,9 @@ def format_op(d: OpDecl) -> str:
 
 
 def format_decl(d) -> str:
-    deep = too_deep(d, MAX_DEPTH)
+    deep = nesting_problem(d, MAX_DEPTH)
     if deep is not None:
-        raise NgrulesError(f"cannot format: {TOO_DEEP}")
+        raise NgrulesError(f"cannot format: {deep[1]}")
     if isinstance(d, Import):
         return f"import {_quote(d.path)}"
     if isinstance(d, PassDecl):

@@ -11,19 +11,48 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 from collections.abc import Callable
 
-from ngrules.errors import RuleSyntaxError, Span
+from ngrules.errors import RuleError, RuleSyntaxError, Span
 from ngrules.lang.syntax import MAX_DEPTH, TOO_DEEP
 
-#: One declaration (`rule`, `pass`, `pipeline`, `import`) may be this many characters long.
+#: One declaration (`rule`, `op`, `pass`, `pipeline`, `import`) may be this many characters long.
 MAX_DECL_CHARS = 100_000
 
 _SKIP = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*')  # strings and comments
-_DECL = re.compile(r"(?<![A-Za-z0-9_])(?:rule|pass|pipeline|import)(?![A-Za-z0-9_])")
+_DECL = re.compile(
+    r"(?<![A-Za-z0-9_])(?:rule|pass|pipeline|import)(?![A-Za-z0-9_])"
+    # `op Name(`: `op` is no keyword (`x.op` and a variable `op` stay valid), but a name
+    # followed by another name and a bracket only starts an op declaration
+    r"|(?<![A-Za-z0-9_.])op\s+[A-Za-z_][A-Za-z0-9_]*\s*\("
+)
 _NOT_BRACKET = re.compile(r"[^()\[\]]+")
 _BRACKET = re.compile(r"[()\[\]]")
 _STEP = {"(": 1, "[": 1, ")": -1, "]": -1}
+
+
+#: Characters that reorder how text displays (Unicode's bidirectional controls): in a comment
+#: or a string they can make code read differently from how it runs ("Trojan Source").
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def bidi_warnings(text: str, path: str) -> list[RuleError]:
+    """A located warning for the first bidirectional control character of each line."""
+    out, seen = [], set()
+    for m in _BIDI.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        if line in seen:
+            continue
+        seen.add(line)
+        col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+        name = unicodedata.name(m.group(), f"U+{ord(m.group()):04X}")
+        out.append(RuleError(
+            f"a bidirectional control character (U+{ord(m.group()):04X} {name}): the text may "
+            "display in another order than it is read; remove it",
+            Span(path, line, col, line, col + 1),
+        ))
+    return out
 
 
 def _at(text: str, pos: int, span: Callable[..., Span]) -> Span:

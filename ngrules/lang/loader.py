@@ -6,8 +6,9 @@ come before the files that import them, so rule order is load order. An import r
 name that is not a `.rules` file never has its text quoted in an error. A file found in a
 folder, or given by name, that is a symbolic link out of that folder is refused unread (a link
 to /proc/self/environ would have its text quoted), and only regular files of at most
-`MAX_FILE_BYTES` are read. Every syntax error, missing import, import cycle and check error is
-reported together.
+`MAX_FILE_BYTES` are read. Imports nest at most `MAX_IMPORT_DEPTH` files deep (a chain of 400
+was a RecursionError). Every syntax error, missing import, import cycle and check error is
+reported together; bidirectional control characters are warnings (`RuleSet.warnings`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ngrules.ir import declared
 from ngrules.ir.fileio import read_regular
 from ngrules.lang.checker import check
 from ngrules.lang.declared_ops import declare_ops
+from ngrules.lang.lexical import bidi_warnings
 from ngrules.lang.parser import parse
 from ngrules.lang.rules import RuleSet
 from ngrules.lang.shipped import LIBRARY_PREFIX, library_import
@@ -54,6 +56,9 @@ def read_source(path: str) -> str:
     return decode_source(data, path)
 
 
+#: How deep imports may nest (a file importing a file importing ...): reading them recurses.
+MAX_IMPORT_DEPTH = 100
+
 _BAD_LIBRARY_IMPORT = (
     'a library import names one file of the shipped library, such as "ngrules:cpu.rules"'
 )
@@ -74,6 +79,7 @@ class _Loader:
     def __init__(self, roots, search_path=()):
         self.files: list[RulesFile] = []
         self.errors: list[RuleError] = []
+        self.warnings: list[RuleError] = []
         self.done: set[str] = set()
         self.active: list[str] = []  # the import chain being read (to find cycles)
         self.order: list[str] = []  # every path read, in the order reading started
@@ -84,6 +90,7 @@ class _Loader:
         key = os.path.abspath(path)
         self.active.append(key)
         self.order.append(path)
+        self.warnings.extend(bidi_warnings(text, path))
         try:
             parsed = parse(text, path)
         except RuleError as e:
@@ -116,7 +123,13 @@ class _Loader:
         if path is None:
             return
         key = os.path.abspath(path)
-        if key in self.active:
+        if len(self.active) >= MAX_IMPORT_DEPTH and key not in self.done:
+            self.errors.append(RuleError(
+                f"imports nest too deep: this import would read a file {len(self.active)} "
+                f"imports away from the first (at most {MAX_IMPORT_DEPTH - 1} are allowed)",
+                decl.span,
+            ))
+        elif key in self.active:
             chain = self.active[self.active.index(key) :] + [key]
             names = " -> ".join(os.path.relpath(k) for k in chain)
             self.errors.append(RuleError(f"import cycle: {names}", decl.span))
@@ -226,7 +239,7 @@ def _checked(loader: _Loader) -> RuleSet:
     except RuleError:
         ops.rollback()
         raise
-    return dataclasses.replace(rules, ops=tuple(ops.names))
+    return dataclasses.replace(rules, ops=tuple(ops.names), warnings=tuple(loader.warnings))
 
 
 def declare_text(text: str, where: str) -> None:

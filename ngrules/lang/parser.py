@@ -23,7 +23,6 @@ from ngrules.lang.opsyntax import OpDeclarations
 from ngrules.lang.parser_cache import cache_file, seal
 from ngrules.lang.syntax import (
     MAX_DEPTH,
-    TOO_DEEP,
     Assume,
     EAttr,
     EBinary,
@@ -48,7 +47,7 @@ from ngrules.lang.syntax import (
     RuleDecl,
     RulesFile,
     Where,
-    too_deep,
+    nesting_problem,
 )
 
 KEYWORDS = frozenset(
@@ -369,9 +368,9 @@ def _parse(text: str, path: str) -> RulesFile:
         except LarkError as e:  # pragma: no cover - lark's other errors, kept located anyway
             raise RuleSyntaxError(f"cannot parse: {e}", src.span(1, 1)) from None
     for decl in decls:
-        deep = too_deep(decl, MAX_DEPTH)
+        deep = nesting_problem(decl, MAX_DEPTH)
         if deep is not None:
-            raise RuleSyntaxError(TOO_DEEP, deep.span)
+            raise RuleSyntaxError(deep[1], deep[0].span)
     return RulesFile(path, tuple(decls), text)
 
 

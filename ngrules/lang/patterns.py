@@ -8,11 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ngrules.lang.syntax import Pattern, PLit, PNamed, POp, PVar, Where, children, walk
+from ngrules.lang.syntax import (
+    MAX_TREE_DEPTH,
+    Pattern,
+    PLit,
+    PNamed,
+    POp,
+    PVar,
+    Where,
+    children,
+    walk,
+)
 
 #: Limits on a pattern once its named sub-patterns are written out at every use.
 MAX_SIZE = 1000
-MAX_DEPTH = 100
+MAX_DEPTH = MAX_TREE_DEPTH  # a chain `a + b + ... + z` is one node deeper per term
 
 Report = Callable[[str, object], None]
 

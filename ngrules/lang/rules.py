@@ -61,6 +61,8 @@ class RuleSet:
     passes: dict[str, tuple[Rule, ...]]
     pipelines: dict[str, tuple[str, ...]]
     ops: tuple[str, ...] = ()
+    #: Located warnings of loading (`bidi_warnings`): the load succeeded, a reader should look.
+    warnings: tuple = field(default=(), compare=False)
 
     def __iter__(self) -> Iterator[Rule]:
         return iter(self.rules)

@@ -42,6 +42,9 @@ class POp:
     args: tuple[Pattern, ...]
     optional: bool = False
     span: Span | None = _span()
+    #: A commutative op whose swapped order can only repeat a match with names exchanged
+    #: (the checker decides: `lang/symmetry.py`): matched in the written order only.
+    one_order: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -281,6 +284,13 @@ class RulesFile:
 #: (an error, never a RecursionError).
 MAX_DEPTH = 100
 TOO_DEEP = f"nesting too deep (more than {MAX_DEPTH} levels)"
+#: How deep the tree may be, chains of one operator counted term by term: the generated Python
+#: of a guard nests one bracket per term, and Python refuses more than 200.
+MAX_TREE_DEPTH = 180
+CHAIN_TOO_LONG = (
+    f"expression too deep: chains of operators nest more than {MAX_TREE_DEPTH} terms deep "
+    "(name parts of a long chain with let)"
+)
 
 
 # -- spans and walking ------------------------------------------------------------------------
@@ -334,13 +344,39 @@ def walk(nodes):
         stack.extend(reversed(children(node)))
 
 
+_LEVEL = {"+": 1, "-": 1, "*": 2, "/": 2, "Add": 1, "Subtract": 1, "Multiply": 2, "Divide": 2}
+
+
+def _level(op: str) -> object:
+    return _LEVEL.get(op, op)
+
+
+def _chains(item, child) -> bool:
+    """Is child the left operand of item at the same precedence (`a + b - c` is one chain)?"""
+    if isinstance(item, EBinary) and isinstance(child, EBinary):
+        return child is item.left and _level(child.op) == _level(item.op)
+    if isinstance(item, POp) and isinstance(child, POp) and item.op in _LEVEL:  # infix
+        return child is item.args[0] and _level(child.op) == _level(item.op) and not child.optional
+    return False
+
+
 def too_deep(node, limit: int):
-    """The first node nested more than `limit` levels below node, or None (no recursion)."""
-    stack = [(node, 0)]
+    """The first node nested more than `limit` levels below node, or None (no recursion).
+    A chain of one operator (`a + b + ... + z`) is one level of nesting, not one per term;
+    the tree under node may still be at most `MAX_TREE_DEPTH` nodes deep (`chain_too_long`)."""
+    found = nesting_problem(node, limit)
+    return found and found[0]
+
+
+def nesting_problem(node, limit: int = MAX_DEPTH):
+    """(the node too deep, the message saying why), or None: nesting deeper than limit, or an
+    operator chain that makes the tree deeper than `MAX_TREE_DEPTH`."""
+    stack = [(node, 0, 0)]
     while stack:
-        item, depth = stack.pop()
+        item, depth, tree = stack.pop()
         if depth > limit:
-            return item
-        depth += 1
-        stack.extend((c, depth) for c in children(item))
+            return item, TOO_DEEP
+        if tree > MAX_TREE_DEPTH:
+            return item, CHAIN_TOO_LONG
+        stack.extend((c, depth + (not _chains(item, c)), tree + 1) for c in children(item))
     return None

@@ -20,6 +20,7 @@ from ngrules.lang.formatter import format_op, format_param, format_rule
 from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.kinds import KINDS
 from ngrules.lang.layout import format_rules
+from ngrules.lang.lexical import bidi_warnings
 from ngrules.lang.parser import KEYWORDS
 from ngrules.lang.replacements import known_ops
 from ngrules.lang.shipped import library_import, short_location
@@ -56,6 +57,7 @@ class Place:
 class Diagnostic:
     message: str
     place: Place
+    warning: bool = False  # shown as a warning, not an error (bidirectional controls)
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,8 @@ class Document:
             elif os.path.abspath(e.span.file) in imports:  # shown on the import line
                 where = imports[os.path.abspath(e.span.file)]
                 out.append(Diagnostic(f"{e.span}: {e.message}", place_of(where, self.path)))
+        out += [Diagnostic(w.message, place_of(w.span, self.path), warning=True)
+                for w in bidi_warnings(self.text, self.path)]
         return out
 
     def _imports(self) -> dict[str, Span]:

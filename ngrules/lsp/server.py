@@ -165,7 +165,8 @@ class Documents:
         path = _path(uri)
         diagnostics = [
             types.Diagnostic(self.range(lines, path, d.place), d.message,
-                             types.DiagnosticSeverity.Error, source=_SOURCE)
+                             types.DiagnosticSeverity.Warning if getattr(d, "warning", False)
+                             else types.DiagnosticSeverity.Error, source=_SOURCE)
             for d in found
         ]
         self.server.text_document_publish_diagnostics(
@@ -342,4 +343,7 @@ def serve(reader: BinaryIO | None = None, writer: BinaryIO | None = None) -> int
     quiet_logging()
     server = build_server()
     # the raw stdin: the reader thread blocked in it at exit holds no buffer's lock
-    return Session(server, reader or sys.stdin.buffer.raw, writer or sys.stdout.buffer).run()
+    try:
+        return Session(server, reader or sys.stdin.buffer.raw, writer or sys.stdout.buffer).run()
+    finally:  # the analyses still running are stale: ended here, not by the exit's SIGTERM
+        server.ngrules_documents.background.close()

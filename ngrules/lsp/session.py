@@ -14,6 +14,7 @@ Messages are read on a thread and handled on an asyncio loop, so features can se
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import sys
@@ -47,6 +48,18 @@ def quiet_logging() -> None:
         logger.propagate = False
 
 
+def _hand_over(loop, put) -> bool:
+    """Run `put` on the loop and wait for it; False when the loop has ended meanwhile (the
+    editor sent `exit` while more messages were on their way: once a RuntimeError traceback
+    from this thread, issue 37 F20)."""
+    try:
+        asyncio.run_coroutine_threadsafe(put, loop).result()
+    except (RuntimeError, concurrent.futures.CancelledError):
+        put.close()  # never awaited: closed, so no warning either
+        return False
+    return True
+
+
 def _is_id(value: Any) -> bool:
     return isinstance(value, (int, str)) and not isinstance(value, bool)
 
@@ -75,8 +88,7 @@ class Session:
         def read() -> None:
             while True:
                 item = self.framer.next()
-                asyncio.run_coroutine_threadsafe(inbox.put(item), loop).result()
-                if item is None:
+                if not _hand_over(loop, inbox.put(item)) or item is None:
                     return
 
         threading.Thread(target=read, name="ngrules-lsp-reader", daemon=True).start()

@@ -340,6 +340,7 @@ def verify(
     seed: int | None = None,
     jobs: int = 1,
     opset: int | None = None,
+    prove_budget: tuple[float, int] | None = None,
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
@@ -360,6 +361,7 @@ def verify(
     a random one, kept in `report.seed` and printed (`verify --seed N` reproduces the run).
     opset: the ONNX opset a declared op's `onnx` clause is written at to run it under
     onnxruntime (default: the exporter's; an op newer than it cannot be compared).
+    prove_budget: (CPU seconds, z3 megabytes) of each rule's proof (default: `prove.budget`).
     """
     start = time.perf_counter()
     if prove:
@@ -377,7 +379,8 @@ def verify(
     if seed is None and not _settings(None).derandomize:
         seed = random.SystemRandom().getrandbits(32)
     report = VerificationReport(seed=seed)
-    args = (examples, rtol, atol, ruleset, budget, semantics, prove, bound, seed)
+    args = (examples, rtol, atol, ruleset, budget, semantics, prove and (prove_budget or True),
+            bound, seed)
     try:
         for verdict in judged(chosen, _isolated, args, jobs, on_rule):
             report.verdicts.append(verdict)
@@ -415,7 +418,8 @@ def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound, s
     if prove:
         from ngrules.verification.prove import prove_rule
 
-        proof = prove_rule(rule, bound=bound, semantics=semantics)
+        limits = prove if isinstance(prove, tuple) else None  # (seconds, megabytes)
+        proof = prove_rule(rule, bound=bound, semantics=semantics, budget=limits)
         if proof.status in ("proved", "proved-reals", "loops") or proof.failed:  # as tested
             return proof
         tested = verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics, seed=seed)

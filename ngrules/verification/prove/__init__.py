@@ -7,6 +7,10 @@ lists the ops of the table without an encoding, and why.
 
 from __future__ import annotations
 
+#: Defaults of a proof's budget (one rule; `budget.Budget`): the library's slowest proof
+#: takes 5 CPU seconds and well under 200 MB.
+DEFAULT_SECONDS, DEFAULT_MEGABYTES = 60.0, 1024
+
 
 def require_z3() -> None:
     """Raise a ProveUnavailable (an NgrulesError) saying how to install z3 when it is missing."""
@@ -18,11 +22,16 @@ def require_z3() -> None:
         raise NgrulesError("proving needs the z3 SMT solver: pip install 'ngrules[prove]'")
 
 
-def prove_rule(rule, bound: int = 3, semantics: str = "strict"):
+def prove_rule(rule, bound: int = 3, semantics: str = "strict", budget=None):
+    """`budget`: (CPU seconds, z3 megabytes) for the whole proof, or a `budget.Budget`;
+    None: the defaults (`budget.DEFAULT_SECONDS`, `DEFAULT_MEGABYTES`)."""
     require_z3()
+    from ngrules.verification.prove.budget import Budget
     from ngrules.verification.prove.prover import prove_rule as _prove
 
-    return _prove(rule, bound, semantics)
+    if isinstance(budget, tuple):
+        budget = Budget(*budget)
+    return _prove(rule, bound, semantics, budget)
 
 
 def missing() -> dict[str, str]:

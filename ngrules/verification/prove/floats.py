@@ -19,6 +19,8 @@ import z3
 
 from ngrules.ir.graph import Node, toposort
 from ngrules.verification.instances import Instance
+from ngrules.verification.prove.budget import Budget, BudgetSpent, check_size
+from ngrules.verification.prove.cpustop import CpuStop
 
 #: z3's resource limit per query (deterministic, unlike a timeout: a verdict must not depend
 #: on the machine's load); float64 `x * 2 => x + x` takes about 2.5 million.
@@ -152,17 +154,32 @@ def _query(inst: Instance, sort, semantics: str):
     return z3.And(pre, z3.Not(z3.And(*[_same(b, a, semantics) for b, a in zip(left, right)])))
 
 
-def prove_in_floats(instances: list[Instance], semantics: str = "strict") -> bool:
+def prove_in_floats(instances: list[Instance], semantics: str = "strict",
+                    budget: Budget | None = None) -> bool:
     """Whether every instance's rewrite keeps every result in float16, 32 and 64 (instances
-    of one formula are decided once)."""
+    of one formula are decided once); False, too, when the proof's budget cannot afford it
+    (the proof over the reals then meets the budget and says so)."""
+    budget = budget or Budget().start()
     for make in FORMATS.values():
         queries = [_query(inst, make(), semantics) for inst in instances]
         if any(q is None for q in queries):
             return False
-        for query in {q.sexpr(): q for q in queries}.values():
-            solver = z3.Solver()
-            solver.set("rlimit", RLIMIT)
-            solver.add(query)
-            if solver.check() != z3.unsat:
+        try:
+            check_size(*queries)
+        except BudgetSpent:
+            return False
+        for query in {q.get_id(): q for q in queries}.values():
+            if not _unsat(query, budget):
                 return False
     return True
+
+
+def _unsat(query, budget: Budget) -> bool:
+    solver = z3.Solver()
+    solver.set("rlimit", RLIMIT)
+    try:
+        with CpuStop(budget.left()):
+            solver.add(query)
+            return solver.check() == z3.unsat
+    except (z3.Z3Exception, BudgetSpent):
+        return False

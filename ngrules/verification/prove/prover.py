@@ -31,6 +31,7 @@ from ngrules.verification.dtypes import narrow_dtype_check
 from ngrules.verification.instances import Instance
 from ngrules.verification.instances.assumed import broken
 from ngrules.verification.layouts import MAX_LAYOUTS, layout_count, layouts
+from ngrules.verification.prove.budget import Budget, BudgetSpent, check_size
 from ngrules.verification.prove.cpustop import CpuStop
 from ngrules.verification.prove.exact import exact
 from ngrules.verification.prove.floats import encodable as fp_encodable
@@ -117,9 +118,11 @@ class Proved:
 
 
 def prove_instance(inst: Instance, semantics: str = "strict",
-                   proved: Proved | None = None) -> Outcome:
+                   proved: Proved | None = None, budget: Budget | None = None) -> Outcome:
     """Prove before == after on this instance for all inputs, or find where they differ
-    (claims in `proved` are not decided again; those proved here are added)."""
+    (claims in `proved` are not decided again; those proved here are added). BudgetSpent
+    when the proof's budget runs out (a default one, if none is given)."""
+    budget = budget or Budget().start()
     after = inst.after if inst.stop == "fixpoint" else inst.step
     inputs: dict[Node, np.ndarray] = {}
     proved = Proved() if proved is None else proved
@@ -134,7 +137,8 @@ def prove_instance(inst: Instance, semantics: str = "strict",
     for claim, b, a in _claims(left, right, semantics):
         if (claim, assumed) in proved:
             continue
-        task = _Task(claim, assumed, inst, after, inputs, semantics, (b, a))
+        check_size(claim, assumed)  # before z3 multiplies out a degree of 2**40
+        task = _Task(claim, assumed, inst, after, inputs, semantics, (b, a), budget)
         outcome = _ground(task)
         if outcome is None:
             outcome = _decide(task, axioms_for(z3.And(claim, assumed)))
@@ -155,6 +159,7 @@ class _Task:
     inputs: dict
     semantics: str
     sides: tuple = ()  # the element before and after (Sym), to ask for a wider difference
+    budget: Budget | None = None  # the whole proof's (CPU seconds, z3 memory)
 
 
 def _ground(task: _Task) -> Outcome | None:
@@ -166,12 +171,23 @@ def _ground(task: _Task) -> Outcome | None:
 
 
 def _decide(task: _Task, facts, steps: int = RLIMIT) -> Outcome:
+    budget = task.budget or Budget().start()
     solver = z3.Solver()
     solver.set("rlimit", steps)
-    solver.add(*facts)
-    solver.add(task.assumed, z3.Not(task.claim))
-    with CpuStop(SAFETY_CPU) as stop:
-        answer = solver.check()
+    stop_after = min(SAFETY_CPU, budget.left())
+    try:
+        solver.add(*facts)
+        solver.add(task.assumed, z3.Not(task.claim))
+        with CpuStop(stop_after) as stop:
+            answer = solver.check()
+    except z3.Z3Exception as e:
+        if "memory" in str(e):
+            raise budget.memory_spent() from None
+        raise
+    if answer == z3.unknown and "memory" in solver.reason_unknown():
+        raise budget.memory_spent()
+    if stop.hit and stop_after < SAFETY_CPU:
+        budget.left()  # the proof's budget, not the query's stop, ran out
     if answer == z3.unsat:
         return Outcome("proved")
     if answer == z3.sat:
@@ -345,10 +361,12 @@ def _early_verdict(verdict: Verdict, laid: list[Instance], semantics: str) -> bo
     return False
 
 
-def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict") -> Verdict:
+def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict",
+               budget: Budget | None = None) -> Verdict:
     """A `proved` verdict (for lengths <= bound, or for all shapes when the rule is pointwise),
     `proved-reals` when the proof holds for real numbers and the ops round in floats, `wrong`
-    with a replayed counterexample, `ill-formed`, or `unverified` saying why there is no proof.
+    with a replayed counterexample, `ill-formed`, or `unverified` saying why there is no proof
+    (the budget's CPU seconds or z3 memory spent among the reasons).
     """
     start = time.perf_counter()
     verdict = Verdict(rule, "unverified", semantics=semantics, bound=bound)
@@ -361,12 +379,16 @@ def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict") -> Verdict
         verdict.reason = (f"no proof: every shape drawn has more than {MAX_LAYOUTS} layouts "
                           "(a bounded proof tries every one)")
     else:
-        _prove_values(verdict, laid, shapes, semantics)
+        try:
+            _prove_values(verdict, laid, shapes, semantics, (budget or Budget()).start())
+        except BudgetSpent as e:
+            verdict.status, verdict.reason = "unverified", f"no proof: {e}"
     verdict.seconds = time.perf_counter() - start
     return verdict
 
 
-def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics: str):
+def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics: str,
+                  budget: Budget):
     rule, bound = verdict.rule, verdict.bound
     scalars = [i for i in laid if not any(n.axes for n in i.outputs)]
     everywhere = bool(scalars) and _pointwise(rule)
@@ -374,10 +396,11 @@ def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics
     if not instances:
         verdict.reason = f"no proof: no instance with lengths <= {bound} could be built"
         return
-    ieee = all(fp_encodable(i) for i in instances) and prove_in_floats(instances, semantics)
+    ieee = all(fp_encodable(i) for i in instances) and prove_in_floats(
+        instances, semantics, budget)
     proved = Proved()
     for inst in () if ieee else instances:
-        outcome = prove_instance(inst, semantics, proved)
+        outcome = prove_instance(inst, semantics, proved, budget)
         if outcome.status == "wrong":
             verdict.status, verdict.counterexample = "wrong", outcome.counterexample
             return
