@@ -43,6 +43,7 @@ def run(args) -> int:
             only=only,
             seed=args.seed,
             jobs=args.jobs,
+            floats="reals" if args.reals else "ieee",
         )
     except Interrupted as stop:
         _end_progress(progress)
@@ -93,6 +94,10 @@ def register(sub) -> None:
     p.add_argument("--refine", action="store_true",
                    help="refinement semantics: a rule may make an undefined (NaN, inf) result "
                    "defined (default: strict, NaN stays NaN and inf the same inf)")
+    p.add_argument("--reals", action="store_true",
+                   help="judge values as real numbers: positions where float64 overflowed or "
+                   "cancelled are not judged (default: IEEE floats, where an overflow, "
+                   "cancellation or NaN on one side only is wrong)")
     p.add_argument("--prove", action="store_true",
                    help="prove rules with the z3 SMT solver first (pip install 'ngrules[prove]')")
     p.add_argument("--bound", type=at_least(1), default=3,

@@ -22,6 +22,7 @@ from ngrules.interrupts import raise_if_interrupted
 from ngrules.lang.rules import Rule, RuleSet
 from ngrules.verification.compare import (
     ATOL,
+    FLOATS,
     RTOL,
     SEMANTICS,
     Comparison,
@@ -37,6 +38,7 @@ from ngrules.verification.verdicts import (
     Verdict,
     VerificationReport,
     ill_formed,
+    over_the_reals,
 )
 from ngrules.verification.workers import judged
 
@@ -90,10 +92,12 @@ def check_instance(
     atol: float = ATOL,
     semantics: str = "strict",
     derivatives: bool = True,
+    floats: str = "ieee",
 ) -> bool:
     """Raise Falsified if the rewrite of this instance is wrong or ill-formed; False if its
     values cannot be judged (undefined or overflowing), True if the rewrite preserved them.
-    A rewrite that does not terminate is judged by its first step (`inst.step`)."""
+    A rewrite that does not terminate is judged by its first step (`inst.step`). `floats`:
+    IEEE or real-number judgement of values at finite inputs (`compare`)."""
     cx = Counterexample(inst.rule, inst.outputs, inst.feeds, "", after=inst.after)
     bad = ill_formed(inst)
     if bad is not None:
@@ -101,7 +105,7 @@ def check_instance(
         raise Falsified(cx, "ill-formed")
     after = inst.after if inst.stop == "fixpoint" else inst.step
     cx.after = after
-    result = compare(inst.outputs, after, inst.feeds, rtol, atol, semantics)
+    result = compare(inst.outputs, after, inst.feeds, rtol, atol, semantics, floats=floats)
     cx.expected, cx.got = result.expected, result.got
     if result.problem is None and result.usable and derivatives:
         result.problem = compare_derivatives(inst.outputs, after, inst.feeds,
@@ -192,12 +196,14 @@ class _OutOfTime(BaseException):
 
 @dataclass
 class Options:
-    """How instances are judged: tolerances, semantics, whether derivatives are compared."""
+    """How instances are judged: tolerances, semantics, whether derivatives are compared,
+    IEEE or real-number floats."""
 
     rtol: float = RTOL
     atol: float = ATOL
     semantics: str = "strict"
     derivatives: bool = True
+    floats: str = "ieee"
 
 
 def _property(rule: Rule, earlier: list, tally: _Tally, opts: Options, deadline):
@@ -220,7 +226,7 @@ def _property(rule: Rule, earlier: list, tally: _Tally, opts: Options, deadline)
             tally.loops = attempt.message
         try:
             usable = check_instance(attempt, opts.rtol, opts.atol, opts.semantics,
-                                    opts.derivatives)
+                                    opts.derivatives, opts.floats)
         except Falsified as f:
             if not tally.failing:  # shrink for SHRINK_CALLS attempts, whatever the budget
                 tally.failing, tally.failed_at = True, time.perf_counter()
@@ -245,27 +251,33 @@ def verify_rule(
     semantics: str = "strict",
     derivatives: bool = True,
     seed: int | None = None,
+    floats: str = "ieee",
 ) -> Verdict:
     """Verify one rule on `examples` instances it fires on (default: the hypothesis profile).
     With its RuleSet, nodes that an earlier rule of the same pass takes are not counted.
     The run ends by counts; `budget` seconds are a safety net (None: none). `seed` seeds every
     draw (instances, special values, narrow-dtype inputs); None: hypothesis's own (fixed under
-    a derandomized profile such as `ci`)."""
+    a derandomized profile such as `ci`). floats: "ieee" (the default) judges values as
+    float64 computes them, "reals" as real numbers (`compare`)."""
     from hypothesis.errors import Unsatisfiable
 
     if semantics not in SEMANTICS:
         raise ValueError(f"semantics must be one of {SEMANTICS}, not {semantics!r}")
+    if floats not in FLOATS:
+        raise ValueError(f"floats must be one of {FLOATS}, not {floats!r}")
+    if rule.floats == "reals":  # `assume reals`: the author's rewrite of real numbers
+        floats = "reals"
     start, tally = time.perf_counter(), _Tally()
     earlier = earlier_rules(rule, ruleset)
     needed = max(1, (examples or _settings(None).max_examples) // 10)
     deadline = None if budget is None else start + budget
-    opts = Options(rtol, atol, semantics, derivatives)
+    opts = Options(rtol, atol, semantics, derivatives, floats)
     run = _settings(examples)(_property(rule, earlier, tally, opts, deadline))
     if seed is not None:
         from hypothesis import seed as seeded
 
         run = seeded(seed)(run)
-    verdict = Verdict(rule, "verified", semantics=semantics)
+    verdict = Verdict(rule, "verified", semantics=semantics, floats=floats)
     try:
         run()
     except Falsified as f:
@@ -287,7 +299,8 @@ def verify_rule(
         if check.counterexample is not None:
             verdict.status, verdict.counterexample = "ill-formed", check.counterexample
         else:
-            cx = special_counterexample(tally.kept, semantics, rtol, atol, seed=seed or 0)
+            cx = special_counterexample(tally.kept, semantics, rtol, atol, seed=seed or 0,
+                                        floats=floats)
             if cx is None:
                 narrow = narrow_dtype_check(tally.kept, seed or 0)
                 cx, verdict.dtypes = narrow.counterexample, str(narrow)
@@ -339,6 +352,7 @@ def verify(
     only: Iterable[str] | None = None,
     seed: int | None = None,
     jobs: int = 1,
+    floats: str = "ieee",
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
@@ -357,6 +371,8 @@ def verify(
     Ctrl-C raises `Interrupted`, whose `report` holds the verdicts computed so far.
     seed: seeds every draw; None: fixed under a derandomized hypothesis profile (`ci`), else
     a random one, kept in `report.seed` and printed (`verify --seed N` reproduces the run).
+    floats: "ieee" (the default: at finite inputs, an overflow, cancellation or NaN on one
+    side where the other stays finite is wrong) or "reals" (`compare`).
     """
     start = time.perf_counter()
     if prove:
@@ -374,7 +390,7 @@ def verify(
     if seed is None and not _settings(None).derandomize:
         seed = random.SystemRandom().getrandbits(32)
     report = VerificationReport(seed=seed)
-    args = (examples, rtol, atol, ruleset, budget, semantics, prove, bound, seed)
+    args = (examples, rtol, atol, ruleset, budget, semantics, prove, bound, seed, floats)
     try:
         for verdict in judged(chosen, _isolated, args, jobs, on_rule):
             report.verdicts.append(verdict)
@@ -408,14 +424,22 @@ def _isolated(rule, *args) -> Verdict:
         return verdict
 
 
-def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound, seed) -> Verdict:
+def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound, seed,
+         floats="ieee") -> Verdict:
+    def tested() -> Verdict:
+        return verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics, seed=seed,
+                           floats=floats)
+
     if prove:
         from ngrules.verification.prove import prove_rule
 
         proof = prove_rule(rule, bound=bound, semantics=semantics)
+        if proof.status == "proved-reals" and floats == "ieee":
+            return over_the_reals(proof, tested())
         if proof.status in ("proved", "proved-reals", "loops") or proof.failed:  # as tested
             return proof
-        tested = verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics, seed=seed)
-        tested.note, tested.seconds = proof.reason, tested.seconds + proof.seconds
-        return tested
-    return verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics, seed=seed)
+        verdict = tested()
+        verdict.note, verdict.seconds = proof.reason, verdict.seconds + proof.seconds
+        return verdict
+    return tested()
+
