@@ -224,7 +224,7 @@ def test_a_rule_that_never_fires_is_not_verified():
 
 
 def test_only_instances_the_rule_fires_on_are_counted():
-    rules = ng.parse_rules("rule r: Exp(x) * Exp(y) if size(x) > 3 => Exp(x + y)")
+    rules = ng.parse_rules("rule r: Exp(x) * Exp(y) if size(x) > 3 assume reals => Exp(x + y)")
     verdict = verify_rule(rules.rule("r"), EXAMPLES)
     assert verdict.ok and verdict.examples >= EXAMPLES
     assert verdict.attempts > verdict.examples  # small instances were tried, not counted

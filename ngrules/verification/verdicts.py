@@ -130,6 +130,7 @@ class Verdict:
     note: str = ""  # e.g. why a rule tested was not proved
     layouts: str = ""  # how many other layouts were judged for ill-formedness, of what bound
     dtypes: str = ""  # the narrow dtypes the rule's instances also ran in (`dtypes`)
+    cached: bool = False  # read from the verdict cache (`verification.cache`)
 
     @property
     def ok(self) -> bool:
@@ -204,7 +205,9 @@ class VerificationReport:
         stopped = " (interrupted)" if self.interrupted else ""
         seed = self.seed
         seeded = f" (seed {seed}: --seed {seed} repeats it)" if seed is not None else ""
-        rules = f"{len(self.verdicts)} rules in {self.seconds:.1f} s"
+        hits = sum(v.cached for v in self.verdicts)
+        cached = f", {hits} from the cache" if hits else ""
+        rules = f"{len(self.verdicts)} rules in {self.seconds:.1f} s{cached}"
         return f"{', '.join(parts)} of {rules}{stopped}{seeded}"
 
     def __str__(self) -> str:

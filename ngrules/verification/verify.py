@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ngrules.interrupts import raise_if_interrupted
 from ngrules.lang.rules import Rule, RuleSet
+from ngrules.verification.cache import with_cache
 from ngrules.verification.compare import (
     ATOL,
     FLOATS,
@@ -40,7 +41,7 @@ from ngrules.verification.verdicts import (
     ill_formed,
     over_the_reals,
 )
-from ngrules.verification.workers import judged
+from ngrules.verification.workers import judged, while_interrupted
 
 __all__ = [
     "ATOL",
@@ -285,7 +286,7 @@ def verify_rule(
     except Unsatisfiable:
         pass
     except Exception as e:
-        if _while_interrupted(e):  # hypothesis's own bookkeeping failed on the Ctrl-C
+        if while_interrupted(e):  # hypothesis's own bookkeeping failed on the Ctrl-C
             raise KeyboardInterrupt from None
         raise
     except _OutOfTime:
@@ -316,15 +317,6 @@ def verify_rule(
     return verdict
 
 
-def _while_interrupted(error: BaseException | None) -> bool:
-    """Whether `error` was raised while a KeyboardInterrupt was being handled."""
-    while error is not None:
-        if isinstance(error, KeyboardInterrupt):
-            return True
-        error = error.__context__
-    return False
-
-
 def _rules_of(rules) -> tuple[list[Rule], RuleSet | None]:
     if isinstance(rules, Rule):
         return [rules], None
@@ -353,6 +345,8 @@ def verify(
     seed: int | None = None,
     jobs: int = 1,
     floats: str = "ieee",
+    cache: bool = True,
+    progress: bool = False,
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
@@ -372,7 +366,9 @@ def verify(
     seed: seeds every draw; None: fixed under a derandomized hypothesis profile (`ci`), else
     a random one, kept in `report.seed` and printed (`verify --seed N` reproduces the run).
     floats: "ieee" (the default: at finite inputs, an overflow, cancellation or NaN on one
-    side where the other stays finite is wrong) or "reals" (`compare`).
+    side where the other stays finite is wrong) or "reals" (`compare`). cache: read and keep
+    verdicts in the verdict cache (`verification.cache`; a run with a random seed never
+    does). progress: one line per rule on stderr as its verdict is known.
     """
     start = time.perf_counter()
     if prove:
@@ -387,12 +383,18 @@ def verify(
     if only is not None:
         wanted = set(only)
         chosen = [r for r in chosen if r.name in wanted]
-    if seed is None and not _settings(None).derandomize:
+    repeatable = seed is not None or _settings(None).derandomize
+    if not repeatable:
         seed = random.SystemRandom().getrandbits(32)
     report = VerificationReport(seed=seed)
     args = (examples, rtol, atol, ruleset, budget, semantics, prove, bound, seed, floats)
+    keyed = dict(zip(("examples", "rtol", "atol", "budget", "semantics", "prove", "bound",
+                      "seed", "floats"), args[:3] + args[4:]))
+    keyed["examples"] = examples or _settings(None).max_examples
     try:
-        for verdict in judged(chosen, _isolated, args, jobs, on_rule):
+        for verdict in with_cache(chosen, ruleset, keyed if cache and repeatable else None,
+                                  lambda missed: judged(missed, _isolated, args, jobs, on_rule),
+                                  progress):
             report.verdicts.append(verdict)
             raise_if_interrupted()
     except KeyboardInterrupt:
@@ -417,7 +419,7 @@ def _isolated(rule, *args) -> Verdict:
     except (KeyboardInterrupt, Interrupted):
         raise
     except Exception as e:  # one rule's failure never stops the others'
-        if _while_interrupted(e):
+        if while_interrupted(e):
             raise KeyboardInterrupt from None
         verdict = Verdict(rule, "unverified", seconds=time.perf_counter() - start)
         verdict.reason = f"verification itself failed: {type(e).__name__}: {e}"
