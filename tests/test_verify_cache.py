@@ -128,7 +128,7 @@ def test_the_cli_caches_and_no_cache_bypasses(tmp_path, capsys):
 @pytest.mark.parametrize("value", ["", "relative/dir"])
 def test_the_default_folder_follows_xdg_cache_home(monkeypatch, tmp_path, value):
     monkeypatch.delenv(cache.ENV)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path) if not value else value)
+    monkeypatch.setenv("XDG_CACHE_HOME", value or str(tmp_path))
     found = cache.folder()
     if value:  # a relative XDG_CACHE_HOME is ignored (the XDG spec): no cache
         assert found is None
