@@ -79,14 +79,17 @@ def special_feeds(inst: Instance, seed: int = 0) -> Iterator[dict[Node, np.ndarr
         yield feeds
 
 
-def _tagged_feeds(inst: Instance, seed: int) -> Iterator[tuple[dict[Node, np.ndarray], bool]]:
-    """The special feeds, each with whether it mixes values per element."""
+def _tagged_feeds(inst: Instance, seed: int, ieee: bool = True
+                  ) -> Iterator[tuple[dict[Node, np.ndarray], bool]]:
+    """The special feeds, each with whether it mixes values per element; the ordinary
+    magnitudes only for IEEE (they are float64's traps, not the reals')."""
     rng = np.random.default_rng(seed)
     inputs = _inputs(inst)
     if not inputs:
         return
     with np.errstate(all="ignore"):
-        yield from ((feeds, False) for feeds in magnitude_feeds(inst, inputs, rng))
+        if ieee:
+            yield from ((feeds, False) for feeds in magnitude_feeds(inst, inputs, rng))
         for row in itertools.islice(_assignments(len(inputs), rng), MAX_FEEDS):
             yield {**inst.feeds, **{n: _full(n, v) for n, v in zip(inputs, row)}}, False
         for _ in range(MAX_FEEDS // 8):
@@ -220,7 +223,7 @@ def special_counterexample(
             continue
         after = inst.after if inst.stop == "fixpoint" else inst.step
         same = _Agreement(inst.outputs, after, rtol, atol, ieee)
-        for feeds, mixed in _tagged_feeds(inst, seed):
+        for feeds, mixed in _tagged_feeds(inst, seed, ieee):
             if time.perf_counter() > deadline or compared >= MAX_COMPARED:
                 return None
             if inst.assumed and broken(inst.assumed, feeds) is not None:

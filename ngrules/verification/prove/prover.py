@@ -336,7 +336,7 @@ def _early_verdict(verdict: Verdict, laid: list[Instance], semantics: str) -> bo
             verdict.counterexample = Counterexample(verdict.rule, inst.outputs, inst.feeds, bad,
                                                     after=inst.after)
             return True
-    cx = special_counterexample(laid, semantics)  # IEEE's corners veto any proof
+    cx = special_counterexample(laid, semantics, floats=verdict.rule.floats)  # IEEE vetoes
     if cx is None:  # so does a narrower float, where the reals say nothing of rounding
         cx = narrow_dtype_check(laid).counterexample
     if cx is not None:
