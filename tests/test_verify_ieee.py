@@ -125,3 +125,4 @@ def test_a_proof_over_the_reals_wrong_in_floats_is_wrong_and_says_so():
     assert verdict.status == "wrong"
     assert "true over the reals (proved over the reals" in verdict.headline
     assert over_the_reals(proof, Verdict(rule, "verified")) is proof
+
