@@ -1,6 +1,10 @@
-"""Shared test configuration: hypothesis profiles (`ci` is derandomized, with no deadline)."""
+"""Shared test configuration: hypothesis profiles (`ci` is derandomized, with no deadline), and
+a verdict cache of each test's own (never the user's)."""
 
+import itertools
 import os
+import shutil
+import tempfile
 
 import pytest
 from hypothesis import settings
@@ -9,6 +13,22 @@ from ngrules.verification.profiles import register_profiles
 
 register_profiles()
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+#: The verdict cache (`ngrules.verification.cache`) of the whole session lives here, removed at
+#: the end; each test gets a folder of its own below it (created only if it verifies), so a
+#: verdict one test computed is never another's (tests that change ops or the verifier).
+_VERDICTS = tempfile.mkdtemp(prefix="ngrules-test-verdicts-")
+os.environ["NGRULES_VERDICT_CACHE"] = os.path.join(_VERDICTS, "session")
+_COUNT = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _own_verdict_cache(monkeypatch):
+    monkeypatch.setenv("NGRULES_VERDICT_CACHE", os.path.join(_VERDICTS, str(next(_COUNT))))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(_VERDICTS, ignore_errors=True)
 
 
 @pytest.fixture

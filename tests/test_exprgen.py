@@ -3,8 +3,8 @@
 import pytest
 
 import ngrules as ng
-from ngrules.lang.expr import evaluate
-from ngrules.lang.exprgen import NotBoolean, compile_clauses
+from ngrules.lang.expr import NotBoolean, evaluate
+from ngrules.lang.exprgen import compile_clauses
 from ngrules.lang.parser import parse
 
 C, N = ng.make_axis(4, "C"), ng.make_axis(8, "N")
@@ -72,7 +72,7 @@ def test_lets_and_guards_run_in_order_and_a_false_guard_gives_none(env):
 
 
 def test_a_guard_that_is_not_a_boolean_raises_for_the_interpreter_to_report(env):
-    run = compile_clauses([parse("rule r: x if x.rank => x").decls[0].clauses[0]], [])
+    run = compile_clauses([parse("rule r: x if x.axes => x").decls[0].clauses[0]], [])
     with pytest.raises(NotBoolean):
         run(env)
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import ngrules as ng
 from ngrules.engine.compiled import CompiledRule
 from ngrules.ir.symbolic import STAND_INS, stand_in
-from ngrules.lang.expr import evaluate
+from ngrules.lang.expr import NotBoolean, evaluate, guard_truth
 from ngrules.lang.parser import parse
 from ngrules.lang.rules import Rule
 
@@ -65,17 +65,17 @@ def _clauses(text: str):
 
 
 def _interpreted(rule, bindings):
-    """True/False as the interpreter decides the guards (lets bound), or "interpreter" when it
-    raises or a guard is not a boolean."""
+    """True/False as the interpreter decides the guards (lets bound; an integer is true when
+    nonzero), or "interpreter" when it raises or a guard is neither a boolean nor an integer."""
     env = dict(bindings)
     try:
         for clause in rule.clauses:
             value = evaluate(clause.expr, env)
             if hasattr(clause, "name"):
                 env[clause.name] = value
-            elif value is not True:
-                return "interpreter" if value is not False else False
-    except ng.NgrulesError:
+            elif not guard_truth(value):
+                return False
+    except (ng.NgrulesError, NotBoolean):
         return "interpreter"
     return True
 
@@ -107,7 +107,7 @@ def test_generated_clauses_decide_as_the_interpreter(leaves, text, data):
 def test_a_guard_on_a_let_keeps_its_type_tests():
     """A let's value may be anything: its equality keeps the Axes test and `not not`."""
     _, clauses, _ = _clauses(LETS[0])
-    assert "is _Axes" in clauses.source and "_NotBoolean" in clauses.source
+    assert "is _Axes" in clauses.source and "_truth" in clauses.source
 
 
 def test_typed_guards_have_no_type_tests():

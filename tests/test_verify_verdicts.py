@@ -236,7 +236,7 @@ def test_a_rule_set_without_some_rules_keeps_its_ops_and_pipelines():
     assert (less.ops, less.pipelines) == (("Twice",), {"main": ("p",)})
 
 
-def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, capsys):
+def test_no_progress_lines_when_stderr_is_not_a_terminal(tmp_path, capsys):
     path = tmp_path / "r.rules"
     path.write_text("rule good: x * 1 => x\n")
     assert main(["verify", str(path), "--examples", "5"]) == 0
@@ -259,4 +259,4 @@ def test_a_stable_log_softmax_is_not_judged_where_the_softmax_underflowed():
         let r = s.normalization_axes
         let shifted = x - broadcast(Max(x, reduction_axes=r), x.axes)
         => shifted - broadcast(log(Sum(exp(shifted), reduction_axes=r)), x.axes)"""
-    assert one(rule).status == "verified"
+    assert one(rule, floats="reals").status == "verified"  # in IEEE: -inf before, finite after

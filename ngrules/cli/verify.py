@@ -33,7 +33,8 @@ def run(args) -> int:
     settings.load_profile("ci")  # derandomized: the same verdicts on every run
     rules = without_rules(rules_or_library(args.paths, args.import_path), args.disable)  # as apply
     only = None if args.with_imports or not args.paths else _defined_in(rules, args.paths)
-    progress = _progress if sys.stderr.isatty() else None
+    if args.rule:
+        only = _named(rules, args.rule, only)
     try:
         report = verify(
             rules,
@@ -41,20 +42,20 @@ def run(args) -> int:
             semantics="refine" if args.refine else "strict",
             prove=args.prove,
             bound=args.bound,
-            on_rule=progress,
             only=only,
             seed=args.seed,
             jobs=args.jobs,
             opset=args.opset,
             prove_budget=(args.prove_seconds, args.prove_memory),
+            floats="reals" if args.reals else "ieee",
+            cache=not args.no_cache,
+            progress=sys.stderr.isatty(),
         )
     except Interrupted as stop:
-        _end_progress(progress)
         print(stop.report)
         print("ngrules: interrupted; the verdicts above are those computed so far",
               file=sys.stderr)
         return INTERRUPTED
-    _end_progress(progress)
     print(report)
     return 0 if report.ok else FINDINGS
 
@@ -80,16 +81,17 @@ def _defined_in(rules, paths: list[str]) -> list[str]:
             if r.span is not None and Path(r.span.file).resolve() in files]
 
 
-def _progress(i: int, n: int, rule) -> None:
-    """A one-line progress bar on stderr (a terminal), redrawn in place."""
-    done = 30 * (i - 1) // n
-    bar = "#" * done + "-" * (30 - done)
-    print(f"\r[{bar}] {i}/{n} {rule.name:32.32s}", end="", file=sys.stderr, flush=True)
+def _named(rules, names: list[str], only: list[str] | None) -> list[str]:
+    """`--rule NAME`: the rules named, each one the files define (or, with --with-imports or
+    no files, any rule loaded); an unknown name is an error with the closest names."""
+    from ngrules.errors import NgrulesError
+    from ngrules.ir.ops import did_you_mean
 
-
-def _end_progress(progress) -> None:
-    if progress is not None:
-        print(file=sys.stderr)
+    known = only if only is not None else [r.name for r in rules.rules]
+    for name in names:
+        if name not in known:
+            raise NgrulesError(f"--rule: no rule {name!r} to verify{did_you_mean(name, known)}")
+    return list(names)
 
 
 def register(sub) -> None:
@@ -107,6 +109,10 @@ def register(sub) -> None:
     p.add_argument("--refine", action="store_true",
                    help="refinement semantics: a rule may make an undefined (NaN, inf) result "
                    "defined (default: strict, NaN stays NaN and inf the same inf)")
+    p.add_argument("--reals", action="store_true",
+                   help="judge values as real numbers: positions where float64 overflowed or "
+                   "cancelled are not judged (default: IEEE floats, where an overflow, "
+                   "cancellation or NaN on one side only is wrong)")
     p.add_argument("--prove", action="store_true",
                    help="prove rules with the z3 SMT solver first (pip install 'ngrules[prove]')")
     p.add_argument("--bound", type=at_least(1), default=3,
@@ -126,6 +132,12 @@ def register(sub) -> None:
     p.add_argument("--jobs", "-j", type=at_least(1), default=1,
                    help="rules judged at once in worker processes (default: 1; the verdicts "
                    "are the same)")
+    p.add_argument("--rule", action="append", default=[], metavar="NAME",
+                   help="verify only the rule NAME (repeatable); the others still take their "
+                   "nodes in their passes")
+    p.add_argument("--no-cache", action="store_true",
+                   help="verify every rule again, neither reading nor keeping verdicts in the "
+                   "verdict cache (~/.cache/ngrules/verdicts)")
     add_disable_option(p)
     p.add_argument("--opset", type=int, choices=range(17, 24), default=None, metavar="17..23",
                    help="the ONNX opset a declared op's `onnx` clause is run at under "

@@ -14,7 +14,7 @@ from typing import Any
 from ngrules.errors import NgrulesError
 from ngrules.ir.graph import Node
 from ngrules.lang.bounds import shown
-from ngrules.lang.expr import evaluate
+from ngrules.lang.expr import NotBoolean, evaluate, guard_truth
 from ngrules.lang.rules import Rule
 from ngrules.lang.syntax import EBinary, EBool, ECall, ENum, EStr, EUnary, Expr, Guard, Let
 
@@ -67,9 +67,9 @@ def _clauses_hold(rule: Rule, env: dict) -> dict | None:
         for clause in rule.clauses:
             if isinstance(clause, Let):
                 env[clause.name] = evaluate(clause.expr, env)
-            elif evaluate(clause.expr, env) is not True:
+            elif not guard_truth(evaluate(clause.expr, env)):
                 return None
-    except NgrulesError:
+    except (NgrulesError, NotBoolean):
         return None
     return env
 
@@ -79,7 +79,7 @@ def false_guard_detail(guard: Guard | Expr, env: Mapping[str, Any]) -> str:
     that part's operands, e.g. `, with len(s.reduction_axes) = 1`."""
     top = expr = guard.expr if isinstance(guard, Guard) else guard
     while isinstance(expr, EBinary) and expr.op == "and":
-        expr = expr.left if _value(expr.left, env) is not True else expr.right
+        expr = expr.left if not _true(_value(expr.left, env)) else expr.right
     shown = [f"{_quote(o)} = {short(_value(o, env))}" for o in _operands(expr) if not _literal(o)]
     part = "" if expr is top else f": `{_quote(expr)}` is false"
     return part + (f", with {'; '.join(shown)}" if shown else "")
@@ -104,6 +104,13 @@ def _value(expr: Expr, env: Mapping[str, Any]) -> Any:
         return evaluate(expr, env)
     except NgrulesError as e:
         return f"<failed: {e.message}>"
+
+
+def _true(value: Any) -> bool:
+    try:
+        return guard_truth(value)
+    except NotBoolean:
+        return False
 
 
 def _quote(expr: Expr) -> str:

@@ -22,7 +22,7 @@ from ngrules.ir.frontend import constant
 from ngrules.ir.graph import Node, make_node
 from ngrules.ir.ops import OPS
 from ngrules.lang.bounds import shown
-from ngrules.lang.expr import compile_expr
+from ngrules.lang.expr import NotBoolean, compile_expr, guard_truth
 from ngrules.lang.exprgen import compile_clauses
 from ngrules.lang.replacements import bound_names
 from ngrules.lang.rules import Rule
@@ -276,9 +276,11 @@ class CompiledRule:
 
     def _holds(self, guard: Guard, env) -> bool:
         value = self._eval(guard.expr, env)
-        if not isinstance(value, bool):
-            raise _NotABool(f"a guard must be true or false, got {shown(value)}", guard.span)
-        return value
+        try:
+            return guard_truth(value)
+        except NotBoolean:
+            why = f"a guard must be true or false, got {shown(value)}"
+            raise _NotABool(why, guard.span) from None
 
     def _replacements(self, values: list, roots: tuple[Node, ...]) -> tuple[Node, ...]:
         """The replacement's values checked against the roots: one node of each root's type."""

@@ -172,6 +172,17 @@ class _Reader:
         return False
 
 
+#: `assume reals`: the rule is a rewrite of real numbers (as a fast-math flag allows), not
+#: of IEEE floats: verification judges it over the reals, and its verdict says so.
+REALS = "reals"
+
+
+def over_the_reals(clause, bound: set[str] = frozenset()) -> bool:
+    """Whether the clause is `assume reals` (unless the pattern binds a variable `reals`)."""
+    return (isinstance(clause, Assume) and isinstance(clause.expr, EVar)
+            and clause.expr.name == REALS and REALS not in bound)
+
+
 def read_assumptions(clauses, bound: set[str], lets: set[str], report: Report
                      ) -> tuple[Assumption, ...]:
     """One Assumption per variable the `assume` clauses speak of (their ranges intersected),
@@ -179,7 +190,7 @@ def read_assumptions(clauses, bound: set[str], lets: set[str], report: Report
     reader = _Reader(bound, lets, report)
     ranges: dict[str, Assumption] = {}
     for clause in clauses:
-        if not isinstance(clause, Assume):
+        if not isinstance(clause, Assume) or over_the_reals(clause, bound):
             continue
         for part in _conjuncts(clause.expr):
             found = reader.comparison(part)

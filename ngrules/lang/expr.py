@@ -12,6 +12,8 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
+
 from ngrules.errors import NgrulesError, RuleError
 from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.frontend import apply_op
@@ -36,6 +38,24 @@ from ngrules.lang.syntax import (
 )
 
 Env = Mapping[str, Any]
+
+
+class NotBoolean(Exception):
+    """A guard's value was neither a boolean nor an integer (the interpreter reports it,
+    located)."""
+
+
+def guard_truth(value: Any) -> bool:
+    """A guard's value as True or False: a bool of Python or numpy, or an integer of either
+    (nonzero is true), also as a 0-d array; a guard over `p.paddings[0][0] == 0` gives a
+    numpy bool, and its verdict must not depend on that. Anything else raises NotBoolean."""
+    if value is True or value is False:
+        return value
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, int, np.bool_, np.integer)):
+        return bool(value)
+    raise NotBoolean(value)
 
 #: Attributes every node has, besides its op's attributes and derived properties.
 NODE_ATTRIBUTES: dict[str, Callable[[Node], Any]] = {

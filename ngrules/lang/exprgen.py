@@ -26,7 +26,7 @@ from ngrules.ir.graph import UNKNOWN, Node, make_node, make_with_floats
 from ngrules.ir.ops import OPS
 from ngrules.ir.symbolic import STAND_INS
 from ngrules.lang.bounds import bounded, divide, multiply
-from ngrules.lang.expr import get_attribute, index_value
+from ngrules.lang.expr import get_attribute, guard_truth, index_value
 from ngrules.lang.functions import FUNCTIONS, size_of, value_of
 from ngrules.lang.syntax import (
     EAttr,
@@ -65,10 +65,6 @@ def _is_difference_test(e: EBinary) -> bool:
     return e.op in ("==", "!=") and isinstance(e.right, EBinary) and e.right.op == "-"
 
 
-class NotBoolean(Exception):
-    """A guard's value was not True or False (the interpreter reports it, located)."""
-
-
 class _Generator:
     def __init__(self, params: dict[str, str] | None = None, prefix: str = ""):
         self.params = params  # pattern name -> the local holding its node (else read from b)
@@ -80,7 +76,7 @@ class _Generator:
             "_op": apply_op,
             "_make": make_node,
             "_make_floats": make_with_floats,
-            "_NotBoolean": NotBoolean,
+            "_truth": guard_truth,
             "_bounded": bounded,
             "_multiply": multiply,
             "_Axes": Axes,
@@ -312,9 +308,8 @@ def _body(
             body += [
                 f"    {g} = {value}",
                 f"    if {g} is not True:",
-                f"        if {g} is False:",
+                f"        if {g} is False or not _truth({g}):",
                 f"            {on_false}",
-                "        raise _NotBoolean()",
             ]
     values = "".join(f"{gen.expr(e)}, " for e in replacement)
     body.append(f"    return ({values})")

@@ -44,6 +44,16 @@ class Rule:
     assumptions: tuple[Assumption, ...] = ()
 
     @property
+    def floats(self) -> str:
+        """"reals" for a rule that says `assume reals` (a rewrite of real numbers), else
+        "ieee": how verification judges its values (`verification.compare`)."""
+        from ngrules.lang.assumptions import over_the_reals
+
+        if self.decl is None:  # (a pattern variable named `reals` made it a comparison: an
+            return "ieee"  # error, so a loaded rule's `assume reals` is this clause)
+        return "reals" if any(over_the_reals(c) for c in self.decl.clauses) else "ieee"
+
+    @property
     def location(self) -> str:
         """`file:line` of the rule, as traces and errors show it (`ngrules:rules/...` for a
         shipped rule)."""

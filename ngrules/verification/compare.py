@@ -11,6 +11,17 @@ documented semantics:
 - **refine**: where the left side is not finite (undefined), the right side may be anything, as in
   Alive's refinement: a rewrite may make an undefined result defined, never change a defined one.
 
+Floats: **IEEE** (the default): at finite inputs, both sides are judged as float64 computes
+them. A result that overflowed, cancelled or became NaN on one side where the other stays
+finite is a difference (`Log(Exp(x)) => x` at x = 1000, `(x + 1) - 1 => x` at x = 1e-12:
+both true over the reals). Where float64 ran out of range in either graph (an overflow, or
+an underflow to 0), a position finite on one side and not on the other is still judged (only
+values both sides computed out of range are not); the absolute tolerance scales with the
+result, and cancellation is excused only up to the smaller side's intermediates (`_floor`).
+**reals** (`floats="reals"`): as before issue 35, a rule is judged as a statement about real
+numbers: positions where float64 ran out of range on either side are not judged, and
+cancellation of large intermediates is rounding (CANCELLATION).
+
 Derivatives: both graphs are differentiated (reverse mode, the op table's gradients) with respect
 to every input, at inputs of generic values (no ties, no zeros), and must agree too: a term that
 hides under the tolerance of a value (`Exp(Exp(x)) + y` with a tiny y) shows in its derivative.
@@ -32,6 +43,11 @@ from ngrules.verification.instances.assumed import Assumed, generic_within
 #: Default tolerance: float64 on both sides, so only reassociation error is allowed.
 RTOL, ATOL = 1e-6, 1e-9
 SEMANTICS = ("strict", "refine")
+#: How floats are judged at finite inputs (see the module docstring).
+FLOATS = ("ieee", "reals")
+#: Under IEEE, absolute differences below the smallest normal float64 are not judged
+#: (`1 / (1 + Exp(740))` is 0 where `Sigmoid(-740)` is 4e-322).
+TINY = float(np.finfo(np.float64).tiny)
 #: Absolute error allowed per unit of the largest intermediate magnitude (float64 rounding
 #: of sums that cancel: `(x + 1e6) - 1e6` is not x to the last digit).
 CANCELLATION = 1e-11
@@ -58,13 +74,27 @@ def _where(node: Node, expected: np.ndarray, index) -> str:
     return ", ".join(f"{a.name}={i}" for a, i in zip(node.axes, index)) or "the scalar"
 
 
-def _judged(expected: np.ndarray, got: np.ndarray, semantics: str, overflow: bool):
+def _judged(expected: np.ndarray, got: np.ndarray, semantics: str, overflow: bool,
+            ieee: bool = False):
     """The positions whose result the rewrite must keep: all, but under refinement not where
-    the left side is undefined, and not where float64 ran out of range on either side."""
-    finite = np.isfinite(expected)
+    the left side is undefined, and not where float64 ran out of range on either side (under
+    IEEE, on both sides: a side that stays finite where the other does not is judged)."""
+    finite, over = np.isfinite(expected), np.asarray(overflow)
+    if ieee:  # out of range: only a side finite where the other is not is judged
+        mismatch = finite != np.isfinite(got)
+        return (finite & (~over | mismatch)) if semantics == "refine" else (~over | mismatch)
     if semantics == "refine":
-        return finite & (np.isfinite(got) | ~np.asarray(overflow))
-    return ~np.asarray(overflow) | (finite & np.isfinite(got))
+        return finite & (np.isfinite(got) | ~over)
+    return ~over | (finite & np.isfinite(got))
+
+
+def absolute_tolerance(expected: np.ndarray, atol: float, ieee: bool) -> float:
+    """atol scaled by the largest finite result: at least atol itself over the reals; under
+    IEEE the result's own scale (all of `(x + 1) - 1` at x ~ 1e-12 is 1e-16 off), at least
+    TINY."""
+    finite = np.isfinite(expected)
+    largest = float(np.max(np.abs(np.where(finite, expected, 0.0)), initial=0.0))
+    return max(atol * largest, TINY) if ieee else atol * max(1.0, largest)
 
 
 def difference(
@@ -78,19 +108,19 @@ def difference(
     floor: float = 0.0,
     unordered: bool = False,
     undefined: bool = False,
+    ieee: bool = False,
 ) -> str | None:
     """How got differs from expected (None: it does not), in words. The absolute tolerance is
     atol scaled by the largest result, and at least `floor`. With `undefined` (finite inputs),
     an infinity on the left may be NaN on the right: the left side has no real value there
     (`(d - m) / sqrt(v)` at v = 0 is inf, its fold meets inf - inf); an infinity of the other
-    sign, or a finite value, is still a difference."""
+    sign, or a finite value, is still a difference. `ieee`: judged as float64 computes (the
+    module docstring)."""
     if expected.shape != got.shape:
         return f"shapes differ: {expected.shape} before, {got.shape} after"
     expected, got = np.asarray(expected, np.float64), np.asarray(got, np.float64)  # bool masks
-    judged = _judged(expected, got, semantics, overflow)
-    finite = np.isfinite(expected)
-    scale = atol * max(1.0, float(np.max(np.abs(np.where(finite, expected, 0.0)), initial=0.0)))
-    scale = max(scale, floor)
+    judged = _judged(expected, got, semantics, overflow, ieee)
+    scale = max(absolute_tolerance(expected, atol, ieee), floor)
     with np.errstate(all="ignore"):
         close = np.isclose(got, expected, rtol=rtol, atol=scale, equal_nan=True)
         close |= ~judged | (np.isnan(expected) & ~np.isfinite(got))
@@ -168,6 +198,12 @@ def overflowed(before: Sequence[Node], feeds: dict[Node, np.ndarray]) -> bool:
     return False
 
 
+def left_values(before: Sequence[Node], feeds: dict[Node, np.ndarray]) -> list[np.ndarray]:
+    """The graph's results in float64 on the feeds, as `compare` computes them."""
+    graphs, memo = as_float64(list(before))
+    return _run(graphs, converted_feeds(feeds, memo))
+
+
 def _run(graphs: Sequence[Node], feeds: dict[Node, np.ndarray]) -> list[np.ndarray]:
     from ngrules.ir.executor import execute
 
@@ -175,10 +211,13 @@ def _run(graphs: Sequence[Node], feeds: dict[Node, np.ndarray]) -> list[np.ndarr
         return execute(list(graphs), feeds, ignore_unused=True)
 
 
-def _magnitude(graphs: Sequence[Node], feeds: dict[Node, np.ndarray]) -> float:
+def _magnitude(graphs: Sequence[Node], feeds: dict[Node, np.ndarray],
+               computed: bool = False) -> float:
     """The largest finite magnitude any node of the graphs takes: cancellation between
-    intermediates of that size leaves an error proportional to it."""
-    nodes = [n for n in toposort(graphs) if n.outputs is None and n.dtype.kind == "f"]
+    intermediates of that size leaves an error proportional to it. `computed`: of the nodes
+    arithmetic computes only (not inputs, constants or views of them)."""
+    nodes = [n for n in toposort(graphs) if n.outputs is None and n.dtype.kind == "f"
+             and not (computed and (OPS[n.op].has("leaf") or OPS[n.op].has("view")))]
     biggest = 0.0
     for v in _run(nodes, feeds):
         v = np.abs(np.asarray(v, np.float64))
@@ -194,12 +233,14 @@ def compare(
     atol: float = ATOL,
     semantics: str = "strict",
     unordered: bool = False,
+    floats: str = "ieee",
 ) -> Comparison:
     """Run both graphs in float64 on the same feeds and compare output by output. With
     `unordered` (for infinite inputs, which stand for values already out of range), a result
     that became NaN or infinite is not judged (which of inf - inf or inf * 0 a sum meets
     first depends on the order of its terms; 1^inf is 1, inf * log(1) is NaN); one that
-    became finite where it was not still is (`x * 0 => 0` at x = inf)."""
+    became finite where it was not still is (`x * 0 => 0` at x = inf). `floats`: "ieee" or
+    "reals" (the module docstring); infinite inputs are judged as over the reals."""
     graphs, memo = as_float64(list(before) + list(after))
     feeds64 = converted_feeds(feeds, memo)
     expected = _run(graphs[: len(before)], feeds64)
@@ -211,15 +252,53 @@ def compare(
     over = not finite and overflowed(graphs[: len(before)], feeds64)
     if not over and not all(np.isfinite(g).all() for g in got):  # float range, not the rule
         over = overflowed(graphs[len(before) :], feeds64)
-    floor = CANCELLATION * _magnitude(graphs, feeds64)
     computed = all(np.isfinite(v).all() for v in feeds64.values() if v.dtype.kind == "f")
+    ieee = floats == "ieee" and computed
+    floor = None  # computed only when the results differ without it (it runs both graphs)
     for i, (e, g, node) in enumerate(zip(expected, got, before)):
-        problem = difference(e, g, node, rtol, atol, semantics, over, floor, unordered,
-                             computed)
+        args = (e, g, node, rtol, atol, semantics, over)
+        problem = difference(*args, 0.0, unordered, computed, ieee)
+        if problem is not None:
+            if floor is None:
+                floor = _floor(graphs[: len(before)], graphs[len(before):], feeds64, ieee)
+            problem = difference(*args, floor, unordered, computed, ieee)
+        if problem is not None and ieee and not over:  # values out of range (underflow)?
+            over = _out_of_range(graphs[: len(before)], graphs[len(before):], feeds64)
+            if over:
+                problem = difference(e, g, node, rtol, atol, semantics, over, floor,
+                                     unordered, computed, ieee)
         if problem is not None:
             where = f" (output {i})" if len(before) > 1 else ""
             return Comparison(expected, got, f"results differ{where}: {problem}")
     return Comparison(expected, got, usable=finite or semantics == "strict" and not over)
+
+
+def _out_of_range(left: Sequence[Node], right: Sequence[Node], feeds) -> bool:
+    """Whether float64 ran out of its normal range in either graph: an overflow or an
+    underflow (`overflowed`), or a subnormal value anywhere, inputs included (it keeps fewer
+    digits than any rtol: a batch norm of 5e-324s is noise of either sign)."""
+    if overflowed(left, feeds) or overflowed(right, feeds):
+        return True
+    nodes = [n for n in toposort(list(left) + list(right)) if n.outputs is None
+             and n.dtype.kind == "f"]
+    for v in _run(nodes, feeds):
+        v = np.abs(np.asarray(v, np.float64))
+        if ((v > 0) & (v < TINY)).any():
+            return True
+    return False
+
+
+def _floor(left: Sequence[Node], right: Sequence[Node], feeds, ieee: bool) -> float:
+    """The absolute difference cancellation explains. Over the reals, CANCELLATION of the
+    largest intermediate of either side. Under IEEE, of the side whose computed values stay
+    smaller: when both sides cancel terms of that size (a fused kernel beside its graph, at
+    a result that is 0 over the reals) their results are rounding noise alike, but a side
+    that never computes a large value is exact where the other cancelled (`(x + 1) - 1`
+    against `x`, `(a + b) + c` against `a + (b + c)` at a = 1e17, b = -1e17, c = 1)."""
+    if not ieee:
+        return CANCELLATION * _magnitude(list(left) + list(right), feeds)
+    return CANCELLATION * min(_magnitude(left, feeds, computed=True),
+                              _magnitude(right, feeds, computed=True))
 
 
 # -- derivatives ---------------------------------------------------------------------------------

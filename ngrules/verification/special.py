@@ -20,7 +20,7 @@ import numpy as np
 from ngrules.ir.executor import compile_graph, execute
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import OPS
-from ngrules.verification.compare import compare
+from ngrules.verification.compare import absolute_tolerance, compare
 from ngrules.verification.instances import Instance, as_float64, converted_feeds
 from ngrules.verification.instances.assumed import broken
 from ngrules.verification.verdicts import Counterexample
@@ -35,6 +35,13 @@ SPECIALS = (0.0, -0.0, 1.0, -1.0, INF, -INF, NAN, 1e308, -1e308, 5e-324, -5e-324
 FINITE = tuple(v for v in SPECIALS if np.isfinite(v))
 #: Inputs beside each other that cancel in float64 (a + b - b is not a).
 PAIRS = ((1.0, 1e17), (1.0, -1e17), (1e17, 1.0), (-1e17, 1.0), (1e17, -1e17), (3.0, 1e16))
+#: Ordinary magnitudes (`magnitude_feeds`): scales of the instance's own inputs, shifts
+#: away from 0 (keeping signs), and per-element factors mixed in one input.
+SCALES = (1e3, 1e-12, 1e8, 1e150, 1e-150)
+SHIFTS = (1e8,)
+SPREAD = (1.0, 1e8, 1e-8, 1e16)
+#: A large value put at two places of one input with opposite signs, in MAX_PAIRS placings.
+CANCELLING, MAX_PAIRS = 1e17, 12
 #: Feeds tried per instance at most, instances per rule, and full comparisons per rule (of
 #: feeds whose results do not plainly agree): counts, so a verdict never depends on the
 #: machine's load. BUDGET (seconds per rule) is only a safety net, far above what they take.
@@ -72,18 +79,53 @@ def special_feeds(inst: Instance, seed: int = 0) -> Iterator[dict[Node, np.ndarr
         yield feeds
 
 
-def _tagged_feeds(inst: Instance, seed: int) -> Iterator[tuple[dict[Node, np.ndarray], bool]]:
-    """The special feeds, each with whether it mixes values per element."""
+def _tagged_feeds(inst: Instance, seed: int, ieee: bool = True
+                  ) -> Iterator[tuple[dict[Node, np.ndarray], bool]]:
+    """The special feeds, each with whether it mixes values per element; the ordinary
+    magnitudes only for IEEE (they are float64's traps, not the reals')."""
     rng = np.random.default_rng(seed)
     inputs = _inputs(inst)
     if not inputs:
         return
     with np.errstate(all="ignore"):
+        if ieee:
+            yield from ((feeds, False) for feeds in magnitude_feeds(inst, inputs, rng))
         for row in itertools.islice(_assignments(len(inputs), rng), MAX_FEEDS):
             yield {**inst.feeds, **{n: _full(n, v) for n, v in zip(inputs, row)}}, False
         for _ in range(MAX_FEEDS // 8):
             yield {**inst.feeds, **{n: rng.choice(FINITE, n.axes.lengths).astype(n.dtype)
                                     for n in inputs}}, True
+
+
+def magnitude_feeds(inst: Instance, inputs: Sequence[Node], rng: np.random.Generator
+                    ) -> Iterator[dict[Node, np.ndarray]]:
+    """The instance's own inputs at large and small ordinary magnitudes, where float64 parts
+    from the reals without any special value: all scaled alike (|x| near 1e3 overflows
+    `Exp`, 1e150 a product, 1e-12 vanishes beside 1), each input alone for two inputs,
+    shifted (1e8 + x: `E[x²] - E[x]²` cancels), and spread per element over very different
+    sizes (a sum in another order rounds differently). Scales are positive: signs, and so
+    op domains, are kept."""
+    own = {n: np.asarray(inst.feeds[n], np.float64) for n in inputs}
+
+    def made(change) -> dict[Node, np.ndarray]:
+        return {**inst.feeds, **{n: change(n, v).astype(n.dtype) for n, v in own.items()}}
+
+    for scale in SCALES:
+        yield made(lambda n, v, s=scale: v * s)
+        if len(inputs) == 2:
+            for alone in inputs:
+                yield made(lambda n, v, s=scale, a=alone: v * s if n is a else v)
+    for shift in SHIFTS:
+        yield made(lambda n, v, s=shift: v + np.where(np.signbit(v), -s, s))
+    for _ in range(4):
+        yield made(lambda n, v: v * rng.choice(SPREAD, v.shape))
+    for node in inputs:  # ±1e17 at two places of one input: a sum in another order keeps
+        size = own[node].size  # the small terms it loses in this one
+        pairs = list(itertools.permutations(range(size), 2))
+        for k in rng.permutation(len(pairs))[:MAX_PAIRS]:
+            flat = own[node].ravel().copy()
+            flat[list(pairs[k])] = (CANCELLING, -CANCELLING)
+            yield {**made(lambda n, v: v), node: flat.reshape(own[node].shape).astype(node.dtype)}
 
 
 def _largest_term(graphs: Sequence[Sequence[Node]], feeds) -> float:
@@ -138,11 +180,11 @@ class _Agreement:
     graphs for each feed. Most special feeds agree; only the others are compared in full."""
 
     def __init__(self, before: Sequence[Node], after: Sequence[Node], rtol: float,
-                 atol: float):
+                 atol: float, ieee: bool = True):
         graphs, self.memo = as_float64(list(before) + list(after))
         self.before = compile_graph(graphs[: len(before)])
         self.after = compile_graph(graphs[len(before):])
-        self.rtol, self.atol = rtol, atol
+        self.rtol, self.atol, self.ieee = rtol, atol, ieee
 
     def __call__(self, feeds) -> bool:
         feeds64 = converted_feeds(feeds, self.memo)
@@ -150,43 +192,55 @@ class _Agreement:
             with np.errstate(all="ignore"):
                 left = self.before.run(feeds64, ignore_unused=True)
                 right = self.after.run(feeds64, ignore_unused=True)
-                return all(np.shape(a) == np.shape(b) and np.isclose(
-                    np.asarray(b, np.float64), np.asarray(a, np.float64), rtol=self.rtol,
-                    atol=self.atol, equal_nan=True).all() for a, b in zip(left, right))
+                return all(self._close(np.asarray(a, np.float64), np.asarray(b, np.float64))
+                           for a, b in zip(left, right))
         except Exception:  # noqa: BLE001 - whatever it is, the full comparison reports it
             return False
+
+    def _close(self, a: np.ndarray, b: np.ndarray) -> bool:
+        """Within the tolerance `compare` allows at the least (no floor): agreeing here, the
+        full comparison would agree too."""
+        if a.shape != b.shape:
+            return False
+        atol = absolute_tolerance(a, self.atol, self.ieee)
+        return bool(np.isclose(b, a, rtol=self.rtol, atol=atol, equal_nan=True).all())
 
 
 def special_counterexample(
     instances: Sequence[Instance], semantics: str = "strict", rtol: float = 1e-6,
-    atol: float = 1e-9, budget: float = BUDGET, seed: int = 0,
+    atol: float = 1e-9, budget: float = BUDGET, seed: int = 0, floats: str = "ieee",
 ) -> Counterexample | None:
     """The first special-value feed on which an instance's rewrite changes results (values
     within the rule's assumptions only), as a counterexample; None if there is none. Smaller
     instances first; after MAX_COMPARED full comparisons (or, as a safety net, `budget`
-    seconds) the feeds left are not tried. `seed` seeds the random mixes of special values."""
+    seconds) the feeds left are not tried. `seed` seeds the random mixes of special values.
+    `floats`: "ieee" (no slack for reassociation on the mixes) or "reals" (`compare`)."""
+    ieee = floats == "ieee"
     deadline, compared = time.perf_counter() + budget, 0
     chosen = sorted(instances, key=lambda i: len(toposort(i.outputs)))[:MAX_INSTANCES]
     for inst in chosen:
         if inst.after is None:
             continue
         after = inst.after if inst.stop == "fixpoint" else inst.step
-        same = _Agreement(inst.outputs, after, rtol, atol)
-        for feeds, mixed in _tagged_feeds(inst, seed):
+        same = _Agreement(inst.outputs, after, rtol, atol, ieee)
+        for feeds, mixed in _tagged_feeds(inst, seed, ieee):
             if time.perf_counter() > deadline or compared >= MAX_COMPARED:
                 return None
             if inst.assumed and broken(inst.assumed, feeds) is not None:
                 continue
             if same(feeds):
                 continue  # the results agree: nothing for the full comparison to judge
-            slack = REASSOCIATION * _largest_term((inst.outputs, after), feeds) if mixed else 0
+            slack = 0.0
+            if mixed and not ieee:
+                slack = REASSOCIATION * _largest_term((inst.outputs, after), feeds)
             infinite = any((~np.isfinite(v)).any() for v in feeds.values()
                            if np.asarray(v).dtype.kind == "f")
             sem = semantics
             if infinite and not _nan_from_input(inst.outputs, feeds):
                 sem = "refine"  # a NaN of computed infinities (exp(inf) * 0): out of range
             compared += 1
-            result = compare(inst.outputs, after, feeds, rtol, atol + slack, sem, infinite)
+            result = compare(inst.outputs, after, feeds, rtol, atol + slack, sem, infinite,
+                             floats)
             if result.problem is not None:
                 return Counterexample(inst.rule, inst.outputs, feeds,
                                       f"{result.problem} (special values)", after,

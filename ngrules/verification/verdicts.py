@@ -125,10 +125,12 @@ class Verdict:
     seconds: float = 0.0
     out_of_time: bool = False
     semantics: str = "strict"
+    floats: str = "ieee"  # or "reals": values judged as real numbers (`compare`)
     bound: int | None = None  # proved for lengths <= bound (None: for all)
     note: str = ""  # e.g. why a rule tested was not proved
     layouts: str = ""  # how many other layouts were judged for ill-formedness, of what bound
     dtypes: str = ""  # the narrow dtypes the rule's instances also ran in (`dtypes`)
+    cached: bool = False  # read from the verdict cache (`verification.cache`)
 
     @property
     def ok(self) -> bool:
@@ -140,6 +142,7 @@ class Verdict:
 
     def _detail(self) -> str:
         refine = " (refinement)" if self.semantics == "refine" else ""
+        refine += " (over the reals)" if self.floats == "reals" else ""
         assumed = self.rule.assumptions
         assuming = f", assuming {describe(assumed)}" if assumed else ""
         if self.status == "verified":
@@ -151,7 +154,8 @@ class Verdict:
             over = " over the reals" if self.status == "proved-reals" else ""
             return f"proved{over}{scope}{refine} {self.reason}".rstrip() + assuming
         if self.status in FAILING and self.counterexample is not None:
-            return self.counterexample.problem + assuming
+            reals = f"; {self.note}" if self.note.startswith("true over the reals") else ""
+            return self.counterexample.problem + assuming + reals
         return self.reason + assuming
 
     @property
@@ -201,9 +205,22 @@ class VerificationReport:
         stopped = " (interrupted)" if self.interrupted else ""
         seed = self.seed
         seeded = f" (seed {seed}: --seed {seed} repeats it)" if seed is not None else ""
-        rules = f"{len(self.verdicts)} rules in {self.seconds:.1f} s"
+        hits = sum(v.cached for v in self.verdicts)
+        cached = f", {hits} from the cache" if hits else ""
+        rules = f"{len(self.verdicts)} rules in {self.seconds:.1f} s{cached}"
         return f"{', '.join(parts)} of {rules}{stopped}{seeded}"
 
     def __str__(self) -> str:
         lines = [*(str(v) for v in self.verdicts), *map(str, self.kernels)]
         return "\n".join([*lines, self.summary()])
+
+
+def over_the_reals(proof: Verdict, tested: Verdict) -> Verdict:
+    """A rule proved over the real numbers is still tested in IEEE floats: wrong there, its
+    verdict is `wrong`, saying that it is true over the reals (the proof); else the proof."""
+    if not tested.failed:
+        proof.seconds += tested.seconds
+        return proof
+    tested.note = f"true over the reals ({proof.headline.split(': ', 1)[-1]})"
+    tested.seconds += proof.seconds
+    return tested

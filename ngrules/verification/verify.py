@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 
 from ngrules.interrupts import raise_if_interrupted
 from ngrules.lang.rules import Rule, RuleSet
+from ngrules.verification.cache import with_cache
 from ngrules.verification.compare import (
     ATOL,
+    FLOATS,
     RTOL,
     SEMANTICS,
     Comparison,
@@ -37,8 +39,9 @@ from ngrules.verification.verdicts import (
     Verdict,
     VerificationReport,
     ill_formed,
+    over_the_reals,
 )
-from ngrules.verification.workers import judged
+from ngrules.verification.workers import judged, while_interrupted
 
 __all__ = [
     "ATOL",
@@ -90,10 +93,12 @@ def check_instance(
     atol: float = ATOL,
     semantics: str = "strict",
     derivatives: bool = True,
+    floats: str = "ieee",
 ) -> bool:
     """Raise Falsified if the rewrite of this instance is wrong or ill-formed; False if its
     values cannot be judged (undefined or overflowing), True if the rewrite preserved them.
-    A rewrite that does not terminate is judged by its first step (`inst.step`)."""
+    A rewrite that does not terminate is judged by its first step (`inst.step`). `floats`:
+    IEEE or real-number judgement of values at finite inputs (`compare`)."""
     cx = Counterexample(inst.rule, inst.outputs, inst.feeds, "", after=inst.after)
     bad = ill_formed(inst)
     if bad is not None:
@@ -101,7 +106,7 @@ def check_instance(
         raise Falsified(cx, "ill-formed")
     after = inst.after if inst.stop == "fixpoint" else inst.step
     cx.after = after
-    result = compare(inst.outputs, after, inst.feeds, rtol, atol, semantics)
+    result = compare(inst.outputs, after, inst.feeds, rtol, atol, semantics, floats=floats)
     cx.expected, cx.got = result.expected, result.got
     if result.problem is None and result.usable and derivatives:
         result.problem = compare_derivatives(inst.outputs, after, inst.feeds,
@@ -192,12 +197,14 @@ class _OutOfTime(BaseException):
 
 @dataclass
 class Options:
-    """How instances are judged: tolerances, semantics, whether derivatives are compared."""
+    """How instances are judged: tolerances, semantics, whether derivatives are compared,
+    IEEE or real-number floats."""
 
     rtol: float = RTOL
     atol: float = ATOL
     semantics: str = "strict"
     derivatives: bool = True
+    floats: str = "ieee"
 
 
 def _property(rule: Rule, earlier: list, tally: _Tally, opts: Options, deadline):
@@ -220,7 +227,7 @@ def _property(rule: Rule, earlier: list, tally: _Tally, opts: Options, deadline)
             tally.loops = attempt.message
         try:
             usable = check_instance(attempt, opts.rtol, opts.atol, opts.semantics,
-                                    opts.derivatives)
+                                    opts.derivatives, opts.floats)
         except Falsified as f:
             if not tally.failing:  # shrink for SHRINK_CALLS attempts, whatever the budget
                 tally.failing, tally.failed_at = True, time.perf_counter()
@@ -245,27 +252,33 @@ def verify_rule(
     semantics: str = "strict",
     derivatives: bool = True,
     seed: int | None = None,
+    floats: str = "ieee",
 ) -> Verdict:
     """Verify one rule on `examples` instances it fires on (default: the hypothesis profile).
     With its RuleSet, nodes that an earlier rule of the same pass takes are not counted.
     The run ends by counts; `budget` seconds are a safety net (None: none). `seed` seeds every
     draw (instances, special values, narrow-dtype inputs); None: hypothesis's own (fixed under
-    a derandomized profile such as `ci`)."""
+    a derandomized profile such as `ci`). floats: "ieee" (the default) judges values as
+    float64 computes them, "reals" as real numbers (`compare`)."""
     from hypothesis.errors import Unsatisfiable
 
     if semantics not in SEMANTICS:
         raise ValueError(f"semantics must be one of {SEMANTICS}, not {semantics!r}")
+    if floats not in FLOATS:
+        raise ValueError(f"floats must be one of {FLOATS}, not {floats!r}")
+    if rule.floats == "reals":  # `assume reals`: the author's rewrite of real numbers
+        floats = "reals"
     start, tally = time.perf_counter(), _Tally()
     earlier = earlier_rules(rule, ruleset)
     needed = max(1, (examples or _settings(None).max_examples) // 10)
     deadline = None if budget is None else start + budget
-    opts = Options(rtol, atol, semantics, derivatives)
+    opts = Options(rtol, atol, semantics, derivatives, floats)
     run = _settings(examples)(_property(rule, earlier, tally, opts, deadline))
     if seed is not None:
         from hypothesis import seed as seeded
 
         run = seeded(seed)(run)
-    verdict = Verdict(rule, "verified", semantics=semantics)
+    verdict = Verdict(rule, "verified", semantics=semantics, floats=floats)
     try:
         run()
     except Falsified as f:
@@ -273,7 +286,7 @@ def verify_rule(
     except Unsatisfiable:
         pass
     except Exception as e:
-        if _while_interrupted(e):  # hypothesis's own bookkeeping failed on the Ctrl-C
+        if while_interrupted(e):  # hypothesis's own bookkeeping failed on the Ctrl-C
             raise KeyboardInterrupt from None
         raise
     except _OutOfTime:
@@ -287,7 +300,8 @@ def verify_rule(
         if check.counterexample is not None:
             verdict.status, verdict.counterexample = "ill-formed", check.counterexample
         else:
-            cx = special_counterexample(tally.kept, semantics, rtol, atol, seed=seed or 0)
+            cx = special_counterexample(tally.kept, semantics, rtol, atol, seed=seed or 0,
+                                        floats=floats)
             if cx is None:
                 narrow = narrow_dtype_check(tally.kept, seed or 0)
                 cx, verdict.dtypes = narrow.counterexample, str(narrow)
@@ -301,15 +315,6 @@ def verify_rule(
     verdict.examples, verdict.attempts = tally.fired, tally.tried
     verdict.seconds = time.perf_counter() - start
     return verdict
-
-
-def _while_interrupted(error: BaseException | None) -> bool:
-    """Whether `error` was raised while a KeyboardInterrupt was being handled."""
-    while error is not None:
-        if isinstance(error, KeyboardInterrupt):
-            return True
-        error = error.__context__
-    return False
 
 
 def _rules_of(rules) -> tuple[list[Rule], RuleSet | None]:
@@ -341,6 +346,9 @@ def verify(
     jobs: int = 1,
     opset: int | None = None,
     prove_budget: tuple[float, int] | None = None,
+    floats: str = "ieee",
+    cache: bool = True,
+    progress: bool = False,
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
@@ -353,15 +361,16 @@ def verify(
     left out, of a RuleSet's passes too (`RuleSet.without`, as `apply --disable`). Within a
     RuleSet, a rule is checked on the nodes it would get in its pass: those no earlier rule of
     the pass matches (first match wins); a lone rule or a list is checked on its own.
-    on_rule(i, n, rule) is called before the i-th of n rules (a progress display). only:
-    the names of the rules to verify (the others still take their nodes in their passes).
-    jobs: rules judged at once in forked worker processes (the same verdicts; `workers`).
-    Ctrl-C raises `Interrupted`, whose `report` holds the verdicts computed so far.
+    on_rule(i, n, rule) is called before the i-th of n rules. only: the names of the rules to
+    verify (the others still take their nodes in their passes). jobs: rules judged at once in
+    forked workers (`workers`). Ctrl-C raises `Interrupted`, its `report` the verdicts so far.
     seed: seeds every draw; None: fixed under a derandomized hypothesis profile (`ci`), else
     a random one, kept in `report.seed` and printed (`verify --seed N` reproduces the run).
-    opset: the ONNX opset a declared op's `onnx` clause is written at to run it under
-    onnxruntime (default: the exporter's; an op newer than it cannot be compared).
-    prove_budget: (CPU seconds, z3 megabytes) of each rule's proof (default: `prove.budget`).
+    opset: of declared ops' `onnx` clauses run under onnxruntime (default: the exporter's).
+    prove_budget: (CPU seconds, z3 megabytes) of each proof (default: `prove.budget`). floats:
+    "ieee" (at finite inputs, overflow, cancellation or NaN on one side only is wrong) or
+    "reals" (`compare`). cache: the verdict cache (`verification.cache`; never with a random
+    seed). progress: one line per rule on stderr as its verdict is known.
     """
     start = time.perf_counter()
     if prove:
@@ -376,13 +385,19 @@ def verify(
     if only is not None:
         wanted = set(only)
         chosen = [r for r in chosen if r.name in wanted]
-    if seed is None and not _settings(None).derandomize:
+    repeatable = seed is not None or _settings(None).derandomize
+    if not repeatable:
         seed = random.SystemRandom().getrandbits(32)
     report = VerificationReport(seed=seed)
     args = (examples, rtol, atol, ruleset, budget, semantics, prove and (prove_budget or True),
-            bound, seed)
+            bound, seed, floats)
+    keyed = dict(zip(("examples", "rtol", "atol", "budget", "semantics", "prove", "bound",
+                      "seed", "floats"), args[:3] + args[4:]))
+    keyed["examples"] = examples or _settings(None).max_examples
     try:
-        for verdict in judged(chosen, _isolated, args, jobs, on_rule):
+        for verdict in with_cache(chosen, ruleset, keyed if cache and repeatable else None,
+                                  lambda missed: judged(missed, _isolated, args, jobs, on_rule),
+                                  progress):
             report.verdicts.append(verdict)
             raise_if_interrupted()
     except KeyboardInterrupt:
@@ -407,22 +422,30 @@ def _isolated(rule, *args) -> Verdict:
     except (KeyboardInterrupt, Interrupted):
         raise
     except Exception as e:  # one rule's failure never stops the others'
-        if _while_interrupted(e):
+        if while_interrupted(e):
             raise KeyboardInterrupt from None
         verdict = Verdict(rule, "unverified", seconds=time.perf_counter() - start)
         verdict.reason = f"verification itself failed: {type(e).__name__}: {e}"
         return verdict
 
 
-def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound, seed) -> Verdict:
+def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound, seed,
+         floats="ieee") -> Verdict:
+    def tested() -> Verdict:
+        return verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics, seed=seed,
+                           floats=floats)
+
     if prove:
         from ngrules.verification.prove import prove_rule
 
         limits = prove if isinstance(prove, tuple) else None  # (seconds, megabytes)
         proof = prove_rule(rule, bound=bound, semantics=semantics, budget=limits)
+        if proof.status == "proved-reals" and floats == "ieee":
+            return over_the_reals(proof, tested())
         if proof.status in ("proved", "proved-reals", "loops") or proof.failed:  # as tested
             return proof
-        tested = verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics, seed=seed)
-        tested.note, tested.seconds = proof.reason, tested.seconds + proof.seconds
-        return tested
-    return verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics, seed=seed)
+        verdict = tested()
+        verdict.note, verdict.seconds = proof.reason, verdict.seconds + proof.seconds
+        return verdict
+    return tested()
+

@@ -73,3 +73,12 @@ def judged(rules: Sequence[Rule], judge: Callable[..., Verdict], args: tuple, jo
         pool.terminate()  # also on Ctrl-C: no worker outlives the run
         pool.join()
         _JOB.clear()
+
+
+def while_interrupted(error: BaseException | None) -> bool:
+    """Whether `error` was raised while a KeyboardInterrupt was being handled."""
+    while error is not None:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__context__
+    return False
