@@ -1,0 +1,85 @@
+"""How many rules of each corpus the instance builder cannot build (issue 35, item 6).
+
+A rule is unbuildable when no graph of its pattern is built within ATTEMPTS draws (its guards
+aside: they are judged when the rule fires). Prints, per group, the count with its denominator
+and the names. Run: PYTHONPATH=$PWD python bench/buildable.py [--attempts N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
+from hypothesis import strategies as st
+
+import ngrules as ng
+from ngrules.verification.instances import Reject
+from ngrules.verification.instances.sampling import build_roots
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+GROUPS = {
+    "conv corpus, wrong": [CORPUS / "conv" / "wrong"],
+    "conv corpus, true": [CORPUS / "conv" / "true"],
+    "wrong corpus": sorted((CORPUS / "wrong").glob("*.rules")),
+    "true corpus": sorted((CORPUS / "true").glob("*.rules")),
+    "library": [ROOT / "rules"],
+}
+
+
+class _Built(BaseException):
+    """Ends the search at the first graph built."""
+
+
+def buildable(rule, attempts: int = 30) -> bool:
+    """Whether a graph of the rule's pattern is built within `attempts` draws."""
+
+    @settings(max_examples=attempts, database=None, deadline=None, derandomize=True,
+              phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def attempt(data):
+        try:
+            build_roots(data.draw, rule)
+        except Reject:
+            return
+        raise _Built
+
+    try:
+        attempt()
+    except _Built:
+        return True
+    except Unsatisfiable:  # every draw rejected inside a generator (hypothesis's `reject`)
+        return False
+    return False
+
+
+def rules_of(paths) -> list:
+    """The rules of the paths, a rule of a file imported twice once."""
+    seen, rules = set(), []
+    for path in paths:
+        for rule in ng.load_rules(path).rules:
+            if (rule.span.file, rule.span.line) not in seen:
+                seen.add((rule.span.file, rule.span.line))
+                rules.append(rule)
+    return rules
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--attempts", type=int, default=30)
+    args = parser.parse_args(argv)
+    for group, paths in GROUPS.items():
+        start = time.perf_counter()
+        rules = rules_of(paths)
+        unbuilt = [r.name for r in rules if not buildable(r, args.attempts)]
+        took = time.perf_counter() - start
+        print(f"{group}: {len(unbuilt)} of {len(rules)} unbuildable ({took:.1f} s) {unbuilt}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
