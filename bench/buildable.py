@@ -12,13 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis.errors import Unsatisfiable
-from hypothesis import strategies as st
-
 import ngrules as ng
-from ngrules.verification.instances import Reject
-from ngrules.verification.instances.sampling import build_roots
+from ngrules.verification.instances.sampling import buildable
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
@@ -29,32 +24,6 @@ GROUPS = {
     "true corpus": sorted((CORPUS / "true").glob("*.rules")),
     "library": [ROOT / "rules"],
 }
-
-
-class _Built(BaseException):
-    """Ends the search at the first graph built."""
-
-
-def buildable(rule, attempts: int = 30) -> bool:
-    """Whether a graph of the rule's pattern is built within `attempts` draws."""
-
-    @settings(max_examples=attempts, database=None, deadline=None, derandomize=True,
-              phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
-    @given(st.data())
-    def attempt(data):
-        try:
-            build_roots(data.draw, rule)
-        except Reject:
-            return
-        raise _Built
-
-    try:
-        attempt()
-    except _Built:
-        return True
-    except Unsatisfiable:  # every draw rejected inside a generator (hypothesis's `reject`)
-        return False
-    return False
 
 
 def rules_of(paths) -> list:
