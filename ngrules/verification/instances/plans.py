@@ -223,6 +223,8 @@ def pattern_rank(p) -> int | None:
 
     if isinstance(p, PNamed):
         return pattern_rank(p.pattern)
+    if isinstance(p, PVar):
+        return FIXED_RANKS.get(p.kind)
     if not isinstance(p, POp) or p.optional:
         return None
     if p.op in FIXED_RANKS:
