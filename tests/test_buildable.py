@@ -61,6 +61,7 @@ _DECLARED = (
     "groups: int = 1) = Relu(Convolution(x, w, axes=axes, padding=padding, strides=strides, "
     "dilation=dilation, groups=groups))\n"
     "op PConvBias(x, w, b, axes: axes) = Convolution(x, w, axes=axes) + broadcast(b, axes)\n"
+    "op PConvRelu6(x, w, axes: axes) = minimum(maximum(Convolution(x, w, axes=axes), 0), 6)\n"
 )
 
 
@@ -78,6 +79,7 @@ _DECLARED = (
     "PConvRelu(x, w) + PConvRelu(x, w)",
     "Concat(PConvRelu(x, v), PConvRelu(x, w))",
     "PConvBias(x, w, b)",
+    "Concat(PConvRelu6(x, v), PConvRelu6(x, w))",  # a body written with builders
 ])
 def test_convolutions_sharing_operands_and_declared_ones_are_built(pattern):
     rule = ng.parse_rules(f"{_DECLARED}pass p\nrule r: k @ {pattern} => k", "t.rules").rules[0]

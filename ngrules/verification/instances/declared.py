@@ -3,8 +3,9 @@
 `op ConvRelu(x, w, axes: axes, ...) = Relu(Convolution(x, w, axes=axes, ...))`: the op's own
 generator puts every argument on one set of axes, which a convolution's input and filters never
 share. Instead the body is read as a pattern (op calls as op patterns, `+ - * /` and `-` as
-their ops, `broadcast(b, axes)` as a `Broadcast`, numbers as literals) with the rule's argument
-patterns in place of the parameters; each op of the body gets the attributes the body fixes
+their ops, `broadcast(b, axes)` as a `Broadcast`, `maximum(a, 0)` and the other elementwise
+builders as their ops, numbers as literals) with the rule's argument patterns in place of the
+parameters; each op of the body gets the attributes the body fixes
 (constants, defaults) and its plan solves the rest. The declared node is then made over the
 argument nodes so built, its attributes read back from the body's nodes that received them.
 """
@@ -21,6 +22,10 @@ from ngrules.lang.expr import evaluate
 from ngrules.lang.syntax import EBinary, ECall, ENum, EUnary, EVar, PLit, PNamed, POp, PVar
 
 _BINARY = {"+": "Add", "-": "Subtract", "*": "Multiply", "/": "Divide"}
+#: Front-end builders of the body that are one elementwise op on operands of equal axes.
+_BUILDERS = {name: name.capitalize() for name in (
+    "negative", "reciprocal", "sqrt", "exp", "log", "tanh", "sigmoid", "erf", "absolute", "sign",
+    "add", "subtract", "multiply", "divide", "maximum", "minimum")}
 _NAMES = itertools.count()
 
 
@@ -71,6 +76,8 @@ def _pattern(e, env: dict, attributes: set, out: Inlined, tag: str):
         return _op("Negative", (e.operand,), (), env, attributes, out, tag)
     if isinstance(e, ECall) and e.func == "broadcast" and len(e.args) == 2:
         return _op("Broadcast", e.args[:1], (("axes", e.args[1]),), env, attributes, out, tag)
+    if isinstance(e, ECall) and _BUILDERS.get(e.func) in OPS and not e.kwargs:
+        return _op(_BUILDERS[e.func], e.args, (), env, attributes, out, tag)
     if isinstance(e, ECall) and e.func in OPS:
         return _op(e.func, e.args, e.kwargs, env, attributes, out, tag)
     raise NotAPattern(type(e).__name__)
