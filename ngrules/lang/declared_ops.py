@@ -30,6 +30,9 @@ from ngrules.lang.syntax import ECall, EVar, OpDecl, OpParam, RulesFile, name_sp
 #: Strictness of argument domains: the strictest of the ops reading an argument wins.
 _STRICT = {"real": 0, "nonzero": 1, "positive": 2, "bool": 3}
 _KIND_OF_DEFAULT = {int: "int", float: "float", str: "str"}
+#: The declarations of the ops registered from rules files, by name: the instance builder
+#: builds a declared op's arguments through its body (verification/instances/declared.py).
+DECLS: dict[str, OpDecl] = {}
 
 
 class Body:
@@ -350,6 +353,7 @@ def _register(d: OpDecl, attrs: tuple[AttrSpec, ...], problems: Problems) -> Non
         declared.REFERENCE.pop(d.name, None)
         problems.add(e.message, d.name_span)
         return
+    DECLS[d.name] = d
     source = d.span.file if d.span is not None else ""
     declared.DECLARATIONS[d.name] = declared.Declaration(
         lambda node: body.on_stand_ins(node.args, node.attrs), source, _onnx_op(d.onnx)

@@ -13,7 +13,11 @@ guards); the first axes chosen in a class hold for all of it, so a named node bu
 use already fits its later uses. Guards are honoured by construction when they fix a rank, the
 dtype, axes (`m.axes == x.axes[:1]`) or a constant's value (`value(n) * size(m) == size(x)`),
 computed from what is built or decided so far; otherwise by discarding instances the rule does
-not fire on. Every choice is a hypothesis draw, so a failing instance shrinks to a small one.
+not fire on. Shapes the ops tie together are solved rather than drawn and discarded: a
+convolution's or pooling's geometry from its known input, shared filters and fixed attributes
+(`windows`), a concat's position and parts from the parts built, attributes a guard fixes
+(`c.position == 0`), ranks a convolution fixes, and declared ops through their bodies
+(`declared`). Every choice is a hypothesis draw, so a failing instance shrinks to a small one.
 """
 
 from ngrules.verification.instances.builder import Builder

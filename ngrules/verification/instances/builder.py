@@ -24,11 +24,12 @@ from ngrules.verification.instances.choices import (
     regroup,
     same_axes,
 )
-from ngrules.verification.instances.classes import constraints
+from ngrules.verification.instances.classes import constraints, fixed_by_guards
+from ngrules.verification.instances.declared import inline
 from ngrules.verification.instances.domains import Domain, argument_domain, domain_values, strictest
 from ngrules.verification.instances.generic import arg_dtypes, layout, open_scalar_attrs
 from ngrules.verification.instances.hints import Hints
-from ngrules.verification.instances.plans import NEEDS_AN_AXIS, op_at, plan_for
+from ngrules.verification.instances.plans import NEEDS_AN_AXIS, op_at, pattern_rank, plan_for
 
 
 # -- the builder --------------------------------------------------------------------------------
@@ -54,6 +55,10 @@ class Builder:
         #: whether domains pass through sign-keeping ops (half the instances: the other half
         #: sees each op's own domain only, so values outside a composite's domain are tried)
         self.push = bool(draw(st.booleans()))
+        #: attributes fixed per op pattern (by id): by guards (`c.position == 0`), by declared
+        #: ops' bodies; `fixing` holds those of the op whose plan runs (plans solve with them)
+        self.fixed: dict[int, dict] = fixed_by_guards(roots, self.hints)
+        self.fixing: dict = {}
 
     # -- axes and leaves ------------------------------------------------------------------------
     def fresh(self, n: int) -> Axes:
@@ -250,6 +255,12 @@ class Builder:
         self._leaf_dtype = None  # an op's own leaves are of the instance's dtype
         if op == "Output":
             return self._output(args, want, domain)
+        if opdef.has("fused") and not opdef.has("elementwise"):
+            built = self._declared(op, args, want, domain)
+            if built is not None:
+                return built
+        if want is None and (rank := pattern_rank(at if at is not None else POp(op, args or ()))):
+            want = self.fresh(rank)
         plan = plan_for(op)
         if plan is None:
             return self._generic(op, args, want, domain)
@@ -260,8 +271,13 @@ class Builder:
             want = next((n.axes for n in first.values()), None)
         want = want if want is not None else self.free_want(op, at)
         self.decide(at, want)
-        arg_axes, attrs = plan(self, want, [self.known(a) for a in args])
-        attrs = open_scalar_attrs(self, op, attrs)
+        fixed = self._fixed_for(op, at)
+        self.fixing = fixed
+        try:
+            arg_axes, attrs = plan(self, want, [self.known(a) for a in args])
+        finally:
+            self.fixing = {}
+        attrs = {**open_scalar_attrs(self, op, attrs), **fixed}
         for a, ax in zip(args, arg_axes):
             self.decide(a, ax)
         dtypes = arg_dtypes(self, op)
@@ -272,6 +288,22 @@ class Builder:
         ]
         if opdef.has("commutative") and len(nodes) == 2 and self.draw(st.booleans()):
             nodes.reverse()
+        return self.make(op, nodes, attrs, want)
+
+    def _fixed_for(self, op: str, at) -> dict:
+        names = {a.name for a in OPS[op].attrs}
+        return {k: v for k, v in self.fixed.get(id(at), {}).items() if k in names}
+
+    def _declared(self, op: str, args, want: Axes | None, domain: Domain) -> Node | None:
+        """A declared op built through its body (see `declared`); None if it cannot be."""
+        body = inline(op, args if args is not None else (PVar("_"),) * (OPS[op].arity or 1))
+        if body is None:
+            return None
+        self.fixed.update(body.fixed)
+        self.build(body.root, want, domain)
+        nodes = [self.bound[n] for n in body.args]
+        attrs = {key: self.bound[n].attrs[a] for key, (n, a) in body.reads.items()
+                 if n in self.bound and a in self.bound[n].attrs}
         return self.make(op, nodes, attrs, want)
 
     def _generic_operand_first(self, op: str, args, domain: Domain) -> dict[int, Node]:

@@ -81,3 +81,13 @@ def constraints(roots, hints: Hints) -> Constraints:
     for name, exprs in hints.equations.items():
         cons.equations.setdefault(cons.of(PVar(name)), []).extend(exprs)
     return cons
+
+
+def fixed_by_guards(roots, hints: Hints) -> dict[int, dict]:
+    """Per op pattern (by id), the attributes guards fix on its name (`c.position == 0` with
+    `c @ Concat(...)`): its plan builds them in rather than discarding other draws."""
+    return {
+        id(p.pattern): dict(hints.attrs[p.name])
+        for p in _positions(roots)
+        if isinstance(p, PNamed) and p.name in hints.attrs and isinstance(p.pattern, POp)
+    }

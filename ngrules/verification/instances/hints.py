@@ -23,6 +23,7 @@ class Hints:
     values: dict[str, list] = field(default_factory=dict)  # v -> exprs value(v) must equal
     dtypes: dict[str, np.dtype] = field(default_factory=dict)  # v -> v.dtype == "..."
     casts: dict[str, np.dtype] = field(default_factory=dict)  # cast node v -> its dtype
+    attrs: dict[str, dict] = field(default_factory=dict)  # v -> {attr: value}: `v.attr == 1`
 
 
 def _rank_of(e) -> str | None:
@@ -56,6 +57,8 @@ def _value_of(e) -> str | None:
     return e.args[0].name if ok and isinstance(e.args[0], EVar) else None
 
 
+#: Node properties, not op attributes: `c.position == 0` fixes an attribute, `x.rank` does not.
+_NOT_ATTRS = frozenset({"axes", "rank", "dtype", "length", "size", "name", "op"})
 _INVERSE = {"*": "/", "/": "*", "+": "-", "-": "+"}
 
 
@@ -83,6 +86,9 @@ def _hint_equal(left, right, hints: Hints) -> None:
             hints.dtypes.setdefault(left.obj.name, np.dtype(right.value))
         hints.dtype = np.dtype(right.value)
         return
+    if (isinstance(left, EAttr) and isinstance(left.obj, EVar) and left.name not in _NOT_ATTRS
+            and isinstance(right, (ENum, EStr))):
+        hints.attrs.setdefault(left.obj.name, {})[left.name] = right.value
     names = (_axes_of(left), _axes_of(right))
     if None not in names:
         hints.same.append(names)

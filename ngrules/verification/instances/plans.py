@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from ngrules.ir.axes import Axes
 from ngrules.ir.ops import OPS
 from ngrules.lang.syntax import PNamed, POp, PVar
-from ngrules.verification.instances.choices import Reject, interleave, regroup
+from ngrules.verification.instances.choices import Reject, interleave, regroup, same_axes
+from ngrules.verification.instances.windows import plan_convolution, plan_pooling
 
 # -- plans: an op's argument axes and attributes for given output axes ---------------------------
 Plan = Callable[["Builder", Axes, list], tuple[list[Axes], dict]]
@@ -65,40 +66,6 @@ def _plan_softmax(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dic
         raise Reject("Softmax needs at least one axis to normalise over")
     norm = [a for a in want if b.draw(st.booleans())] or [want[0]]
     return [want], {"normalization_axes": Axes(norm)}
-
-
-def _plan_convolution(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
-    """Result (K, M, P, Q, N): filters (C/G, T, R, S, K) of small windows, inputs (C, D, H, W,
-    N), with padding, strides, dilation and groups drawn and D the input length they map to M
-    (the extra positions a stride skips drawn too)."""
-    from ngrules.ir.axes import Axis
-
-    if len(want) != 5:
-        raise Reject(f"Convolution gives 5 axes (K, M, P, Q, N), not {len(want)}")
-    k, *spatial, n = want
-    channel, *window, k_out = b.fresh(5)
-    window = [Axis(a.name, b.draw(st.integers(1, 2))) for a in window]
-    geometry = [_spatial_geometry(b, s.length, w.length) for s, w in zip(spatial, window)]
-    inputs = [Axis(a.name, length) for a, (length, *_) in zip(b.fresh(3), geometry)]
-    groups = b.draw(st.sampled_from([g for g in (1, 1, 2, 3) if k.length % g == 0]))
-    filters = Axes([channel, *window, Axis(k_out.name, k.length)])
-    source = channel if groups == 1 else Axis(b.fresh(1)[0].name, channel.length * groups)
-    attrs = {"axes": want, "groups": groups}
-    for i, key in enumerate(("padding", "strides", "dilation"), start=1):
-        attrs[key] = np.array([g[i] for g in geometry], np.int64)
-    return [Axes([source, *inputs, n]), filters], attrs
-
-
-def _spatial_geometry(b: Builder, out: int, window: int) -> tuple[int, int, int, int]:
-    """(input length, padding, stride, dilation) giving `out` positions for a window."""
-    stride = b.draw(st.sampled_from((1, 1, 2)))
-    dilation = b.draw(st.sampled_from((1, 1, 2))) if window > 1 else 1
-    pad = b.draw(st.sampled_from((0, 0, 1)))
-    span = dilation * (window - 1) + 1
-    length = (out - 1) * stride + span - 2 * pad + b.draw(st.integers(0, stride - 1))
-    if length < 1:
-        pad, length = 0, (out - 1) * stride + span
-    return length, pad, stride, dilation
 
 
 def _plan_dot(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
@@ -155,15 +122,40 @@ def _plan_slice(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]
     return [_replaced(want, pos, full)], attrs
 
 
-def _plan_concat(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+def _concat_positions(b: Builder, want: Axes, forced: list) -> list[int]:
+    """Positions of want a concat may join at: plain, long enough for every part, and where
+    the parts already built line up with want everywhere else (or the one a guard fixes)."""
     n = len(forced)
-    pos = _plain_position(b, want, n)
-    total, cuts = want[pos].length, []
-    for i in range(n - 1):
-        left = total - sum(cuts) - (n - 1 - i)
-        cuts.append(b.draw(st.integers(1, max(1, left))))
-    cuts.append(total - sum(cuts))
-    parts = [type(a)(a.name, k) for a, k in zip(b.fresh(n), cuts)]
+    fits = [i for i, a in enumerate(want) if not a.is_flattened and a.length >= n]
+    if "position" in b.fixing:
+        fits = [i for i in fits if i == int(b.fixing["position"])]
+    for f in forced:
+        if f is not None:
+            fits = [i for i in fits if len(f) == len(want) and same_axes(
+                Axes(f[:i]) + Axes(f[i + 1 :]), Axes(want[:i]) + Axes(want[i + 1 :]))]
+    if not fits:
+        raise Reject(f"no position of {want!r} lines up with the parts {forced!r}")
+    return fits
+
+
+def _plan_concat(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    """Parts along a drawn position: the parts already built keep their lengths, the others
+    share what is left (evenly half of the time, as parts of shared filters need)."""
+    pos = b.draw(st.sampled_from(_concat_positions(b, want, forced)))
+    known = [f[pos] if f is not None else None for f in forced]
+    left = want[pos].length - sum(a.length for a in known if a is not None)
+    free = sum(a is None for a in known)
+    if left < free or (free == 0 and left != 0):
+        raise Reject(f"the parts {forced!r} cannot join into {want[pos]!r}")
+    cuts = []
+    if free and left % free == 0 and b.draw(st.booleans()):
+        cuts = [left // free] * free
+    else:
+        for i in range(free - 1):
+            cuts.append(b.draw(st.integers(1, left - sum(cuts) - (free - 1 - i))))
+        cuts += [left - sum(cuts)] if free else []
+    fresh = iter(type(a)(a.name, k) for a, k in zip(b.fresh(free), cuts))
+    parts = [a if a is not None else next(fresh) for a in known]
     return [_replaced(want, pos, p) for p in parts], {"axis": want[pos], "position": pos}
 
 
@@ -207,7 +199,8 @@ PLANS: dict[str, Plan] = {
     "Min": _plan_reduce,
     "Prod": _plan_reduce,
     "Softmax": _plan_softmax,
-    "Convolution": _plan_convolution,
+    "Convolution": plan_convolution,
+    "Pooling": plan_pooling,
     "Dot": _plan_dot,
     "DotLowDimension": _plan_dot_low,
 }
@@ -215,6 +208,31 @@ PLANS: dict[str, Plan] = {
 
 #: Ops whose output has at least one axis (the one sliced, joined or flattened).
 NEEDS_AN_AXIS = frozenset({"Slice", "Concat", "Flatten", "Pad"})
+
+
+#: Ops whose output rank is fixed whatever their operands.
+FIXED_RANKS = {"Convolution": 5, "Pooling": 5}
+#: Ops whose output has their (first) operand's rank.
+_SAME_RANK = frozenset({"Concat", "Pad", "Slice", "ReorderAxes", "Transpose"})
+
+
+def pattern_rank(p) -> int | None:
+    """The rank a pattern position must have, when its ops fix it (a convolution's 5, passed
+    up through elementwise ops, concats and declared ops' bodies); None when free."""
+    from ngrules.verification.instances.declared import inline
+
+    if isinstance(p, PNamed):
+        return pattern_rank(p.pattern)
+    if isinstance(p, PVar):
+        return FIXED_RANKS.get(p.kind)
+    if not isinstance(p, POp) or p.optional:
+        return None
+    if p.op in FIXED_RANKS:
+        return FIXED_RANKS[p.op]
+    if OPS[p.op].has("elementwise") or p.op in _SAME_RANK:
+        return next((r for r in map(pattern_rank, p.args) if r is not None), None)
+    body = inline(p.op, p.args)
+    return pattern_rank(body.root) if body is not None else None
 
 
 def op_at(p) -> str:

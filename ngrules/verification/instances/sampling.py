@@ -70,6 +70,35 @@ def build_roots(draw, rule: Rule) -> tuple[list[Node], dict[Node, Domain], dict[
     return roots, builder.domains, builder.bound
 
 
+class _Built(BaseException):
+    """Ends the search at the first graph built (hypothesis lets a BaseException through)."""
+
+
+def buildable(rule: Rule, attempts: int = 30) -> bool:
+    """Whether a graph of the rule's pattern is built within `attempts` draws, its guards
+    aside (they are judged when the rule fires): how the corpora's buildability is measured."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis.errors import Unsatisfiable
+
+    @settings(max_examples=attempts, database=None, deadline=None, derandomize=True,
+              phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def attempt(data):
+        try:
+            build_roots(data.draw, rule)
+        except Reject:
+            return
+        raise _Built
+
+    try:
+        attempt()
+    except _Built:
+        return True
+    except Unsatisfiable:  # every draw rejected inside an op's generator (hypothesis `reject`)
+        return False
+    return False
+
+
 def rewrite_instance(rule: Rule, outputs: list[Node], feeds, fuel: int = 200) -> Instance:
     """Rewrite the outputs with this rule alone and record what happened."""
     from ngrules.engine.driver import rewrite
