@@ -1,0 +1,57 @@
+"""The ten commonest forms of an exported transformer (docs/exported-forms.md): each real torch
+export of tests/data/exported_forms (bench/export_forms.py) is imported, put through the
+built-in pass canonical_layout and the rules of docs/examples/exported_forms.rules; the form's
+rule fires, its declared op is in the graph, and the values are onnxruntime's."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ngrules as ng
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from ngrules.interop.onnx.importer import import_model  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "exported_forms"
+RULES = ROOT / "docs" / "examples" / "exported_forms.rules"
+
+#: form -> (the rule that fuses it, the declared op it leaves in the graph).
+FORMS = {
+    "gelu": ("gelu_exact", "GeluExact"),
+    "silu": ("silu", "SiLU"),
+    "rmsnorm": ("rms_norm", "RmsNorm"),
+    "layernorm": ("layer_norm", "LayerNormAffine"),
+    "attention_mask": ("masked_attention", "MaskedAttention"),
+    "rotary": ("rotary", "Rotary"),
+    "bias_gelu": ("bias_gelu", "BiasGelu"),
+    "residual_norm": ("residual_norm", "ResidualLayerNorm"),
+    "gqa": ("grouped_attention", "GroupedAttention"),
+    "causal_mask": ("causal_softmax", "MaskedSoftmax"),
+}
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return ng.load_rules(RULES)
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_the_rule_fuses_the_real_export_and_values_stay(form, rules):
+    rule, op = FORMS[form]
+    model = onnx.load(str(DATA / f"{form}.onnx"))
+    imported = import_model(model)
+    done = ng.rewrite(imported.outputs, rules, pipeline="exported_forms")
+    assert rule in {f.rule for f in done.trace}, done.fired()
+    assert op in {n.op for n in ng.toposort(done.outputs)}
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for value in model.graph.input:
+        shape = [d.dim_value for d in value.type.tensor_type.shape.dim]
+        feeds[value.name] = rng.standard_normal(shape).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString()).run(None, feeds)[0]
+    got = ng.execute(done.outputs, feeds)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
