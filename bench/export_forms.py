@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "exported_forms"
-B, S, H, HEADS, KV_HEADS = 1, 4, 8, 2, 1
+B, S, H, HEADS, KV_HEADS = 1, 4, 8, 4, 2
 D = H // HEADS
 
 

@@ -29,7 +29,7 @@ FORMS = {
     "rotary": ("rotary", "Rotary"),
     "bias_gelu": ("bias_gelu", "BiasGelu"),
     "residual_norm": ("residual_norm", "ResidualLayerNorm"),
-    "gqa": ("grouped_attention", "GroupedAttention"),
+    "gqa": ("grouped_attention", "ScaledAttention"),
     "causal_mask": ("causal_softmax", "MaskedSoftmax"),
 }
 
