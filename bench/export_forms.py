@@ -1,6 +1,7 @@
 """Export the ten commonest transformer forms from PyTorch to tests/data/exported_forms/*.onnx.
 
-A developer script (needs torch; ngrules and its tests never import it): each form is a tiny
+A developer script (needs torch; ngrules and its tests never import it): each form (and SiLU
+once more after a convolution, whose output the importer reorders) is a tiny
 module (hidden 8, sequence 4, small random weights) exported with torch.onnx.export, legacy
 exporter, opset 17. The files are committed: tests/test_exported_forms.py imports them and
 checks that the rules of docs/examples/exported_forms.rules fuse each one (docs/exported-forms.md).
@@ -29,6 +30,16 @@ class Gelu(nn.Module):
 class Silu(nn.Module):
     def forward(self, x):
         return x * torch.sigmoid(x)
+
+
+class ConvSilu(nn.Module):  # a convolution's output: channels first in ONNX, not in the IR
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3, padding=1)
+
+    def forward(self, x):
+        d = self.conv(x)
+        return d * torch.sigmoid(d)
 
 
 class RmsNorm(nn.Module):  # Llama's
@@ -108,6 +119,7 @@ def _r(*shape):
 FORMS = {
     "gelu": (Gelu(), (_r(B, S, H),), ["x"]),
     "silu": (Silu(), (_r(B, S, H),), ["x"]),
+    "silu_conv": (ConvSilu(), (_r(1, 2, 5, 5),), ["x"]),
     "rmsnorm": (RmsNorm(), (_r(B, S, H),), ["x"]),
     "layernorm": (LayerNorm(), (_r(B, S, H),), ["x"]),
     "attention_mask": (Attention(), (_r(B, HEADS, S, D), _r(B, HEADS, S, D), _r(B, HEADS, S, D),
