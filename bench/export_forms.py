@@ -1,10 +1,11 @@
 """Export the ten commonest transformer forms from PyTorch to tests/data/exported_forms/*.onnx.
 
 A developer script (needs torch; ngrules and its tests never import it): each form (and SiLU
-once more after a convolution, whose output the importer reorders) is a tiny
-module (hidden 8, sequence 4, small random weights) exported with torch.onnx.export, legacy
-exporter, opset 17. The files are committed: tests/test_exported_forms.py imports them and
-checks that the rules of docs/examples/exported_forms.rules fuse each one (docs/exported-forms.md).
+once more after a convolution, whose output the importer reorders) is a tiny module (hidden 8,
+sequence 4, small random weights) exported with torch.onnx.export, legacy exporter, opset 17;
+GELU and RMSNorm also by the dynamo exporter, opset 18. The files are committed:
+tests/test_exported_forms.py imports them and checks that the rules of
+docs/examples/exported_forms.rules fuse each one (docs/exported-forms.md).
 
     /work/torchenv/bin/python bench/export_forms.py
 """
@@ -133,12 +134,20 @@ FORMS = {
 }
 
 
+#: Forms exported once more by the dynamo exporter (opset 18), which spells them differently.
+DYNAMO = ["gelu", "rmsnorm"]
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, (module, args, inputs) in FORMS.items():
-        path = OUT / f"{name}.onnx"
-        torch.onnx.export(module.eval(), args, str(path), input_names=inputs,
-                          output_names=["y"], opset_version=17, dynamo=False)
+    runs = [(name, name, False, 17) for name in FORMS]
+    runs += [(f"{name}_dynamo", name, True, 18) for name in DYNAMO]
+    for file, name, dynamo, opset in runs:
+        module, args, inputs = FORMS[name]
+        path = OUT / f"{file}.onnx"
+        options = {"optimize": True, "external_data": False} if dynamo else {}
+        torch.onnx.export(module.eval(), args, str(path), input_names=inputs, output_names=["y"],
+                          opset_version=opset, dynamo=dynamo, **options)
         print(f"{path.name}: {path.stat().st_size} bytes")
 
 

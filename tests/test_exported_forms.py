@@ -22,9 +22,11 @@ RULES = ROOT / "docs" / "examples" / "exported_forms.rules"
 #: form -> (the rule that fuses it, the declared op it leaves in the graph).
 FORMS = {
     "gelu": ("gelu_exact", "GeluExact"),
+    "gelu_dynamo": ("gelu_exact_dynamo", "GeluExact"),
     "silu": ("silu", "SiLU"),
     "silu_conv": ("silu", "SiLU"),
     "rmsnorm": ("rms_norm", "RmsNorm"),
+    "rmsnorm_dynamo": ("rms_norm_dynamo", "RmsNorm"),
     "layernorm": ("layer_norm", "LayerNormAffine"),
     "attention_mask": ("masked_attention", "MaskedAttention"),
     "rotary": ("rotary", "Rotary"),
@@ -34,8 +36,8 @@ FORMS = {
     "causal_mask": ("causal_softmax", "MaskedSoftmax"),
 }
 #: The exports whose rule matches only after canonical_layout: the SiLU of a convolution's
-#: output (each operand reordered) and the keep-dims mean of RMSNorm.
-NEED_CANONICAL = {"silu_conv", "rmsnorm"}
+#: output (each operand reordered) and the keep-dims mean of RMSNorm (both exporters).
+NEED_CANONICAL = {"silu_conv", "rmsnorm", "rmsnorm_dynamo"}
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +68,7 @@ def test_the_rule_fuses_the_real_export_and_values_stay(form, rules):
 
 
 def test_what_needs_the_canonical_form(rules):
-    """docs/exported-forms.md's table: without canonical_layout only these two miss."""
+    """docs/exported-forms.md's table: without canonical_layout only these miss."""
     missed = {form for form, (rule, _) in FORMS.items()
               if rule not in ng.rewrite(_import(form)[1].outputs, rules,
                                         pipeline="as_written").fired()}
