@@ -85,3 +85,32 @@ def test_the_docs_page_shows_the_rules_as_the_file_has_them():
     assert sorted(quoted) == sorted({rule for rule, _ in FORMS.values()})
     for block in re.finditer(r"^rule (\w+).*?(?=^\S|\Z)", text, re.S | re.M):
         assert block.group(0).rstrip() in page, block.group(1)
+
+
+@pytest.mark.parametrize("position", [0, 1, 2])
+def test_rotary_on_other_layouts(position, rules):
+    """`ngrules verify` builds no instance of `rotary` (x both whole and sliced twice), so the
+    rule is checked here on hand-built graphs: each axis rotated in turn, cos and sin on fewer
+    axes, against numpy's rotate_half."""
+    axes = [ng.make_axis(n, name) for n, name in ((4, "A"), (6, "B"), (2, "C"))]
+    x = ng.placeholder(axes, name="x")
+    rot = axes[position]
+    h = rot.length // 2
+    cos = ng.placeholder([a for a in axes if a in (axes[1], rot)], name="cos")
+    sin = ng.placeholder(cos.axes, name="sin")
+    hi = ng.make_node("Slice", (x,), position=position, start=h, stop=2 * h,
+                      axis=ng.make_axis(h, "hi"))
+    lo = ng.make_node("Slice", (x,), position=position, start=0, stop=h,
+                      axis=ng.make_axis(h, "lo"))
+    cat = ng.make_node("Concat", (ng.negative(hi), lo), axis=rot, position=position)
+    out = x * ng.broadcast(cos, axes) + cat * ng.broadcast(sin, axes)
+    done = ng.rewrite([out], rules, pipeline="exported_forms")
+    assert done.fired() == {"rotary": 1}
+    rng = np.random.default_rng(position)
+    feeds = {n.name: rng.standard_normal(n.axes.lengths).astype(np.float32) for n in (x, cos, sin)}
+    shape = [a.length if a in cos.axes else 1 for a in axes]
+    c, s = (feeds[k].reshape(shape) for k in ("cos", "sin"))
+    xv = feeds["x"]
+    halves = np.split(xv, 2, axis=position)
+    want = xv * c + np.concatenate((-halves[1], halves[0]), axis=position) * s
+    np.testing.assert_allclose(ng.execute(done.outputs, feeds)[0], want, rtol=1e-6, atol=1e-6)
