@@ -14,7 +14,19 @@ from ngrules.lang.syntax import Expr, Guard, Let, Pattern, RuleDecl
 #: them (and no rules file may declare): name -> what it does.
 BUILTIN_PASSES: dict[str, str] = {
     "fold_constants": "evaluates every node whose arguments are all constants (bounded in size)",
+    "decompose": "lowers every composite op (an ONNX op kept whole) into the primitives of its "
+                 "body; `decompose_<Op>` lowers only the nodes of <Op>",
 }
+
+
+def builtin_pass(name: str) -> str | None:
+    """What the built-in pass `name` does, or None when no built-in pass has that name."""
+    from ngrules.ir.composite import pass_ops
+
+    if name in BUILTIN_PASSES:
+        return BUILTIN_PASSES[name]
+    ops = pass_ops(name)
+    return f"lowers every {ops[0]} node (a composite op) into its body" if ops else None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,258 @@
+"""ONNX ops kept whole: a node whose op has no ngrules op of its name is read as one composite
+node (`ir.composite`) of that name, not as the primitives its converter writes.
+
+The composite's `spec` is the ONNX node as protobuf text, inside a graph that also holds the
+import-time constants its converter reads (a Reshape's target, pads, axes: initializers named
+`k<i>` for input i); its inputs are renamed `a<k>` for argument k of the composite, `c<i>` for
+such a constant, and it keeps one output. Its body is the converter run again on a context
+(`BodyContext`) that answers from the node: the arguments given, the constants, the output's
+axes and dtype, the model's opset. So the body is what the importer wrote before, and the
+exporter writes the node back as it was read (converted by onnx's version converter when the
+export's opset is not the node's, the body when that fails).
+
+A node stays lowered when its op has an ngrules op of the same name (`Add`, `Exp`: their own
+primitives), it has more than one output read, a constant it reads holds more than
+`CONST_LIMIT` elements, or its converter fails on the recording run (the ordinary conversion
+then says why).
+"""
+
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+
+import numpy as np
+
+from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx.context import CONVERTERS, DOMAINS, Context
+from ngrules.interop.onnx.shaping import Tensor, conform
+from ngrules.ir import composite
+from ngrules.ir.axes import Axes
+from ngrules.ir.graph import Node, make_node
+from ngrules.ir.ops import OPS
+
+#: The most elements the import-time constants one composite reads may hold together.
+CONST_LIMIT = 4096
+
+#: Ops read as their primitives even though they have no ngrules op of their name: their
+#: converters write nothing (folded, or the input itself) or steer other nodes.
+LOWERED = frozenset({"Constant", "Identity", "Shape", "Size", "ConstantOfShape", "Range",
+                     "EyeLike", "Optional", "OptionalGetElement", "OptionalHasElement",
+                     "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                     "Bernoulli", "Multinomial", "If", "Loop", "Scan"})
+
+
+class _Recording(Context):
+    """The importer's context, noting which inputs the converter reads as tensors and which
+    as import-time constants."""
+
+    def __init__(self, importer, node):
+        super().__init__(importer, node)
+        self.tensors: set[int] = set()
+        self.constants: set[int] = set()
+
+    def x(self, i: int) -> Tensor:
+        self.tensors.add(i)
+        return super().x(i)
+
+    def const(self, i: int):
+        value = super().const(i)
+        if value is not None:
+            self.constants.add(i)
+        return value
+
+
+class BodyContext(Context):
+    """A composite node's context: its converter, run again, writes its body on `args`."""
+
+    def __init__(self, node: Node, args):
+        graph = _spec_graph(node.attrs["spec"])
+        importer = SimpleNamespace(
+            opset=node.attrs["opset"], unroll_recurrent=False,
+            shapes=SimpleNamespace(known=lambda name: True),
+            folding=SimpleNamespace(check_size=lambda *a: None),
+        )
+        super().__init__(importer, graph.node[0])
+        self.args = args
+        self.values = _constants(graph)
+        self.axes, self.dtype = tuple(node.attrs["axes"]), node.attrs["dtype"]
+
+    def x(self, i: int) -> Tensor:
+        name = self.node.input[i]
+        if not name.startswith("a"):
+            raise OnnxError(f"{self.label}: input {i} is not one of the composite's arguments")
+        arg = self.args[int(name[1:])]
+        return Tensor(arg, tuple(arg.axes))
+
+    def const(self, i: int):
+        return self.values.get(i) if self.has(i) else None
+
+    def out_axes(self, i: int = 0):
+        return self.axes
+
+    def out_shape(self, i: int = 0):
+        return tuple(a.length for a in self.axes)
+
+    def out_dtype(self, i: int = 0):
+        return self.dtype
+
+
+@functools.lru_cache(maxsize=4096)
+def _spec_graph(text: str):
+    from google.protobuf import text_format
+    from onnx import GraphProto
+
+    return text_format.Parse(text, GraphProto())
+
+
+def _constants(graph) -> dict[int, np.ndarray]:
+    from onnx import numpy_helper
+
+    return {int(t.name[1:]): numpy_helper.to_array(t) for t in graph.initializer}
+
+
+def _result(outs, want) -> Tensor:
+    """The converter's first output as a tensor of the output's axes (as the importer does)."""
+    t = outs[0]
+    if isinstance(t, Node):
+        got = tuple(t.axes)
+        t = Tensor(t, want if {a.name for a in got} == {a.name for a in want} else got)
+    return conform(t, want)
+
+
+def build(node: Node, args) -> Node:
+    """The composite's body on `args`: its converter run on a `BodyContext`."""
+    ctx = BodyContext(node, tuple(args))
+    return _result(CONVERTERS[ctx.op](ctx), ctx.axes).ordered()
+
+
+def _make_op(op: str) -> bool:
+    """Register `op` as a composite when no ngrules op has its name."""
+    if composite.is_composite(op):
+        return True
+    if op in OPS or op in LOWERED or op not in CONVERTERS:
+        return False
+    composite.register_composite(op, build, doc=f"ONNX {op}, kept whole (its body: the "
+                                 "primitives the importer writes for it)")
+    return True
+
+
+def convert(importer, node, used: set[str]) -> list | None:
+    """The node as one composite (a list of output tensors), or None to convert it as usual."""
+    if node.domain not in ("", "ai.onnx") or node.domain not in DOMAINS.get(node.op_type, ()):
+        return None
+    if any(name and name in used for name in node.output[1:]) or not node.output[0]:
+        return None
+    if not _make_op(node.op_type):
+        return None
+    ctx = _Recording(importer, node)
+    try:
+        outs = CONVERTERS[node.op_type](ctx)
+        want = ctx.out_axes(0)
+        result = _result(outs, want).ordered()
+    except Exception:  # noqa: BLE001  the ordinary conversion says why
+        return None
+    return _composite(importer, node, ctx, want, result)
+
+
+def _composite(importer, node, ctx: _Recording, want, result: Node) -> list | None:
+    from google.protobuf import text_format
+    from onnx import GraphProto, NodeProto, numpy_helper
+
+    spec, graph = NodeProto(), GraphProto()
+    spec.CopyFrom(node)
+    del spec.input[:], spec.output[:]
+    spec.name = ""
+    spec.output.append("y")
+    args, size = [], 0
+    for i, name in enumerate(node.input):
+        value = importer.consts.get(name) if name else None
+        if not name:
+            spec.input.append("")
+            continue
+        if i in ctx.constants or (value is not None and i not in ctx.tensors):
+            size += value.size
+            graph.initializer.append(numpy_helper.from_array(np.asarray(value), f"k{i}"))
+        if i in ctx.tensors or value is None:
+            spec.input.append(f"a{len(args)}")
+            args.append(importer.tensor(name, ctx).ordered())
+        else:
+            spec.input.append(f"c{i}")
+    if size > CONST_LIMIT:
+        return None
+    graph.node.append(spec)
+    text = text_format.MessageToString(graph, as_one_line=True)
+    node_out = make_node(node.op_type, args, spec=text, opset=importer.opset, axes=Axes(want),
+                         dtype=result.dtype)
+    return [Tensor(node_out, want)]
+
+
+# -- export ---------------------------------------------------------------------------------
+def write(em, n: Node) -> str | None:
+    """The ONNX name of composite n written as its ONNX node (at the export's opset), or None
+    when that opset cannot hold it as one node."""
+    from onnx import numpy_helper
+
+    graph = _spec_graph(n.attrs["spec"])
+    spec = _at_opset(n.attrs["spec"], n.attrs["opset"], em.opset)
+    if spec is None:
+        return None
+    consts = {t.name: t for t in graph.initializer}
+    inputs = []
+    for name in spec.input:
+        if name.startswith("a"):
+            inputs.append(em.exact(n.args[int(name[1:])]))
+        elif name.startswith("c"):
+            value = numpy_helper.to_array(consts[f"k{name[1:]}"])
+            inputs.append(em.const(value, dtype=value.dtype))
+        else:
+            inputs.append(name)
+    out = em.fresh()
+    written = type(spec)()
+    written.CopyFrom(spec)
+    del written.input[:], written.output[:]
+    written.input.extend(inputs)
+    written.output.append(out)
+    em.nodes.append(written)
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _at_opset(text: str, source: int, target: int):
+    """The spec's node as the target opset writes it (onnx's version converter), or None."""
+    node = _spec_graph(text).node[0]
+    if source == target or node.domain not in ("", "ai.onnx"):
+        return node
+    from onnx import defs
+
+    try:
+        if (defs.get_schema(node.op_type, source).since_version
+                == defs.get_schema(node.op_type, target).since_version):
+            return node
+    except Exception:  # noqa: BLE001  no schema at one of them
+        return None
+    return _converted(text, source, target)
+
+
+def _converted(text: str, source: int, target: int):
+    from onnx import helper, version_converter
+
+    graph = type(_spec_graph(text))()
+    graph.CopyFrom(_spec_graph(text))
+    names = [i for i in graph.node[0].input if i and not i.startswith("c")]
+    graph.input.extend(helper.make_empty_tensor_value_info(i) for i in names)
+    graph.output.append(helper.make_empty_tensor_value_info("y"))
+    for t in graph.initializer:  # inputs named c<i> read initializers k<i>
+        t.name = "c" + t.name[1:]
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", source)])
+    try:
+        converted = version_converter.convert_version(model, target)
+    except Exception:  # noqa: BLE001  no adapter: the body is written
+        return None
+    nodes = converted.graph.node
+    if len(nodes) != 1 or nodes[0].op_type != graph.node[0].op_type:
+        return None
+    if any(i.startswith("c") and i not in {t.name for t in graph.initializer}
+           for i in nodes[0].input):
+        return None
+    return nodes[0]
