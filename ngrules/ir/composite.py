@@ -30,6 +30,7 @@ ATTRS = (
     AttrSpec("opset", "int", 0, doc="the version of the format's op set the node was read at"),
     AttrSpec("axes", "axes", doc="the output's axes, in the format's order of dimensions"),
     AttrSpec("dtype", "dtype", doc="the output's dtype"),
+    AttrSpec("output", "int", 0, doc="which output of the format's node this node is"),
 )
 
 

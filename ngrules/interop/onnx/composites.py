@@ -19,15 +19,17 @@ then says why).
 from __future__ import annotations
 
 import functools
+import weakref
 from types import SimpleNamespace
 
 import numpy as np
 
 from ngrules.interop.onnx import OnnxError
-from ngrules.interop.onnx.context import CONVERTERS, DOMAINS, Context
-from ngrules.interop.onnx.shaping import Tensor, conform
+from ngrules.interop.onnx.context import CONVERTERS, DOMAINS, Context, graph_dtype
+from ngrules.interop.onnx.folding import np_elem
+from ngrules.interop.onnx.shaping import Tensor, conform, temp_axis
+from ngrules.ir import builders as F
 from ngrules.ir import composite
-from ngrules.ir.axes import Axes
 from ngrules.ir.graph import Node, make_node
 from ngrules.ir.ops import OPS
 
@@ -39,7 +41,7 @@ CONST_LIMIT = 4096
 LOWERED = frozenset({"Constant", "Identity", "Shape", "Size", "ConstantOfShape", "Range",
                      "EyeLike", "Optional", "OptionalGetElement", "OptionalHasElement",
                      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-                     "Bernoulli", "Multinomial", "If", "Loop", "Scan"})
+                     "Bernoulli", "Multinomial", "If", "Loop", "Scan", "Gelu"})
 
 
 class _Recording(Context):
@@ -75,26 +77,52 @@ class BodyContext(Context):
         super().__init__(importer, graph.node[0])
         self.args = args
         self.values = _constants(graph)
-        self.axes, self.dtype = tuple(node.attrs["axes"]), node.attrs["dtype"]
+        self.index = node.attrs["output"]
+        outputs = {int(v.name[1:]): v for v in graph.output}
+        self.axes = positional(node, _perm(outputs[self.index]))  # ONNX's order
+        self.dtype = node.attrs["dtype"]
+        self.shapes = {i: v.type.tensor_type for i, v in outputs.items()}
+        self.orders = {v.name: _perm(v) for v in graph.input}
 
     def x(self, i: int) -> Tensor:
         name = self.node.input[i]
         if not name.startswith("a"):
             raise OnnxError(f"{self.label}: input {i} is not one of the composite's arguments")
         arg = self.args[int(name[1:])]
-        return Tensor(arg, tuple(arg.axes))
+        return Tensor(arg, positional(arg, self.orders[name]))
 
     def const(self, i: int):
         return self.values.get(i) if self.has(i) else None
 
     def out_axes(self, i: int = 0):
-        return self.axes
+        if i == self.index:
+            return self.axes
+        return tuple(temp_axis(d.dim_value) for d in self.shapes[i].shape.dim)
 
     def out_shape(self, i: int = 0):
-        return tuple(a.length for a in self.axes)
+        return tuple(a.length for a in self.out_axes(i))
 
     def out_dtype(self, i: int = 0):
-        return self.dtype
+        return self.dtype if i == self.index else graph_dtype(self.shapes[i].elem_type)
+
+
+def _perm(value_info) -> tuple[int, ...]:
+    """The order of a value's dimensions in ONNX as positions in its node's axes."""
+    return tuple(int(p) for p in value_info.doc_string.split())
+
+
+def positional(node: Node, perm) -> tuple:
+    """The node's axes in ONNX's order of dimensions."""
+    return tuple(node.axes[p] for p in perm)
+
+
+def _order(node: Node, axes) -> str:
+    """`axes` (ONNX's order) as positions in node's axes, as text (node's own order when they
+    are not a reordering of its axes)."""
+    names = [a.name for a in node.axes]
+    if sorted(a.name for a in axes) != sorted(names):
+        return " ".join(map(str, range(len(names))))
+    return " ".join(str(names.index(a.name)) for a in axes)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -111,9 +139,9 @@ def _constants(graph) -> dict[int, np.ndarray]:
     return {int(t.name[1:]): numpy_helper.to_array(t) for t in graph.initializer}
 
 
-def _result(outs, want) -> Tensor:
-    """The converter's first output as a tensor of the output's axes (as the importer does)."""
-    t = outs[0]
+def _result(outs, want, i: int = 0) -> Tensor:
+    """The converter's output i as a tensor of the output's axes (as the importer does)."""
+    t = outs[i]
     if isinstance(t, Node):
         got = tuple(t.axes)
         t = Tensor(t, want if {a.name for a in got} == {a.name for a in want} else got)
@@ -123,7 +151,8 @@ def _result(outs, want) -> Tensor:
 def build(node: Node, args) -> Node:
     """The composite's body on `args`: its converter run on a `BodyContext`."""
     ctx = BodyContext(node, tuple(args))
-    return _result(CONVERTERS[ctx.op](ctx), ctx.axes).ordered()
+    out = _result(CONVERTERS[ctx.op](ctx), ctx.axes, ctx.index)
+    return F.axes_with_order(out.node, node.axes)
 
 
 def _make_op(op: str) -> bool:
@@ -141,29 +170,31 @@ def convert(importer, node, used: set[str]) -> list | None:
     """The node as one composite (a list of output tensors), or None to convert it as usual."""
     if node.domain not in ("", "ai.onnx") or node.domain not in DOMAINS.get(node.op_type, ()):
         return None
-    if any(name and name in used for name in node.output[1:]) or not node.output[0]:
-        return None
-    if not _make_op(node.op_type):
+    kept = [i for i, name in enumerate(node.output) if name and name in used]
+    if not kept or not _make_op(node.op_type):
         return None
     ctx = _Recording(importer, node)
     try:
         outs = CONVERTERS[node.op_type](ctx)
-        want = ctx.out_axes(0)
-        result = _result(outs, want).ordered()
+        results = {i: (ctx.out_axes(i), _result(outs, ctx.out_axes(i), i).node) for i in kept}
     except Exception:  # noqa: BLE001  the ordinary conversion says why
         return None
-    return _composite(importer, node, ctx, want, result)
+    return _composite(importer, node, ctx, results)
 
 
-def _composite(importer, node, ctx: _Recording, want, result: Node) -> list | None:
+def _composite(importer, node, ctx: _Recording, results: dict) -> list | None:
     from google.protobuf import text_format
-    from onnx import GraphProto, NodeProto, numpy_helper
+    from onnx import GraphProto, NodeProto, helper, numpy_helper
 
     spec, graph = NodeProto(), GraphProto()
     spec.CopyFrom(node)
     del spec.input[:], spec.output[:]
     spec.name = ""
-    spec.output.append("y")
+    last = max(results)
+    spec.output.extend(f"y{i}" if i in results else "" for i in range(last + 1))
+    for i, (axes, result) in results.items():
+        graph.output.append(helper.make_tensor_value_info(
+            f"y{i}", np_elem(result.dtype), [a.length for a in axes], _order(result, axes)))
     args, size = [], 0
     for i, name in enumerate(node.input):
         value = importer.consts.get(name) if name else None
@@ -174,26 +205,48 @@ def _composite(importer, node, ctx: _Recording, want, result: Node) -> list | No
             size += value.size
             graph.initializer.append(numpy_helper.from_array(np.asarray(value), f"k{i}"))
         if i in ctx.tensors or value is None:
+            t = importer.tensor(name, ctx)
             spec.input.append(f"a{len(args)}")
-            args.append(importer.tensor(name, ctx).ordered())
+            graph.input.append(helper.make_empty_tensor_value_info(f"a{len(args)}"))
+            graph.input[-1].doc_string = _order(t.node, t.axes)
+            args.append(t.node if graph.input[-1].doc_string else t.ordered())
         else:
             spec.input.append(f"c{i}")
     if size > CONST_LIMIT:
         return None
     graph.node.append(spec)
     text = text_format.MessageToString(graph, as_one_line=True)
-    node_out = make_node(node.op_type, args, spec=text, opset=importer.opset, axes=Axes(want),
-                         dtype=result.dtype)
-    return [Tensor(node_out, want)]
+    outs = [None] * (last + 1)
+    for i, (axes, result) in results.items():
+        whole = make_node(node.op_type, args, spec=text, opset=importer.opset,
+                          axes=result.axes, dtype=result.dtype, output=i)
+        outs[i] = Tensor(whole, axes)
+    return outs
 
 
 # -- export ---------------------------------------------------------------------------------
-def write(em, n: Node) -> str | None:
-    """The ONNX name of composite n written as its ONNX node (at the export's opset), or None
-    when that opset cannot hold it as one node."""
+#: Emitter -> {(spec, opset, args): the output names of the ONNX node written for them}.
+_WRITTEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def write(em, n: Node) -> tuple[str, tuple[int, ...]] | None:
+    """The ONNX name of composite n written as (an output of) its ONNX node at the export's
+    opset, and the order of its dimensions (positions in n's axes); None when that opset
+    cannot hold it as one node. The composites of one ONNX
+    node's outputs share the node written for the first of them."""
+    key = (n.attrs["spec"], n.attrs["opset"], n.args)
+    written = _WRITTEN.setdefault(em, {})
+    if key not in written:
+        written[key] = _write(em, n)
+    names = written[key]
+    return None if names is None else names[n.attrs["output"]]
+
+
+def _write(em, n: Node) -> list | None:
     from onnx import numpy_helper
 
     graph = _spec_graph(n.attrs["spec"])
+    orders = {v.name: _perm(v) for v in [*graph.input, *graph.output]}
     spec = _at_opset(n.attrs["spec"], n.attrs["opset"], em.opset)
     if spec is None:
         return None
@@ -201,20 +254,21 @@ def write(em, n: Node) -> str | None:
     inputs = []
     for name in spec.input:
         if name.startswith("a"):
-            inputs.append(em.exact(n.args[int(name[1:])]))
+            arg = n.args[int(name[1:])]
+            inputs.append(em.exact(arg, positional(arg, orders[name])))
         elif name.startswith("c"):
             value = numpy_helper.to_array(consts[f"k{name[1:]}"])
             inputs.append(em.const(value, dtype=value.dtype))
         else:
             inputs.append(name)
-    out = em.fresh()
+    outs = [em.fresh() if name else "" for name in spec.output]
     written = type(spec)()
     written.CopyFrom(spec)
     del written.input[:], written.output[:]
     written.input.extend(inputs)
-    written.output.append(out)
+    written.output.extend(outs)
     em.nodes.append(written)
-    return out
+    return [(out, orders.get(f"y{i}")) for i, out in enumerate(outs)]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -241,7 +295,6 @@ def _converted(text: str, source: int, target: int):
     graph.CopyFrom(_spec_graph(text))
     names = [i for i in graph.node[0].input if i and not i.startswith("c")]
     graph.input.extend(helper.make_empty_tensor_value_info(i) for i in names)
-    graph.output.append(helper.make_empty_tensor_value_info("y"))
     for t in graph.initializer:  # inputs named c<i> read initializers k<i>
         t.name = "c" + t.name[1:]
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", source)])

@@ -12,9 +12,11 @@ from ngrules.interop.onnx.layout import Layouts, Value
 from ngrules.interop.onnx.weights import separable
 from ngrules.ir.graph import Node, toposort
 
-#: The opset written by default; `to_onnx(opset=...)` takes 17 to 23 (Gelu is standard from 20).
+#: The opset written by default; `to_onnx(opset=...)` takes 17 up to the installed onnx's
+#: latest, at most 28 (Gelu is standard from 20). A model read at an opset in this range is
+#: written back at its own (`cli.graphio.written_opset`).
 OPSET = 17
-OPSETS = range(17, 24)
+OPSETS = range(17, 29)
 
 
 class Emitter(Layouts):

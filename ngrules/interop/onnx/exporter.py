@@ -134,7 +134,7 @@ def _composite(em: Emitter, n: Node) -> Value:
     """The ONNX node a composite stands for, or its body where the opset cannot hold it."""
     out = composites.write(em, n)
     if out is not None:
-        return full_value(out, n.axes)
+        return full_value(out[0], composites.positional(n, out[1]))
     return em.write([composite.body(n)])[0]
 
 
@@ -207,10 +207,11 @@ def export_parts(
     nodes into onnxruntime's contrib ops (`ort_target`)."""
     require_onnx()
     from onnx import helper
+    from onnx.defs import onnx_opset_version
 
     from ngrules.interop.onnx.export_finish import finish
 
-    if opset not in OPSETS:
+    if opset not in OPSETS or opset > onnx_opset_version():
         raise OnnxError(f"to_onnx writes opsets {OPSETS.start} to {OPSETS.stop - 1}, not {opset}")
     if target not in ort_target.TARGETS:
         raise OnnxError(f"to_onnx targets {' or '.join(ort_target.TARGETS)}, not {target!r}")
