@@ -116,14 +116,38 @@ def recorded(node: Node) -> Node | None:
     return _RECORDED.get(node)
 
 
+#: The pass name lowering the composites whose body is one op that computes (`simple`).
+SIMPLE = "simple"
+
+
+def simple(body_root: Node, args) -> bool:
+    """Whether a body computes with one node (the rest views and constants): an op the IR has
+    one primitive for, which rules read as that primitive."""
+    from ngrules.ir.ops import get_op
+
+    inputs, computing, stack, seen = set(args), 0, [body_root], set()
+    while stack:
+        n = stack.pop()
+        if n in seen or n in inputs or not n.args:
+            continue
+        seen.add(n)
+        computing += not get_op(n.op).has("view")
+        stack.extend(n.args)
+    return computing <= 1
+
+
 def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None) -> list[Node]:
-    """The graph with each composite node (of `ops`, if given) replaced by its body."""
+    """The graph with each composite node (of `ops`, if given; `[SIMPLE]`: those whose body is
+    one primitive) replaced by its body."""
     memo: dict[Node, Node] = {}
     wanted = None if ops is None else set(ops)
     for node in creation_order(outputs):
         rebuilt = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
-        if node.op in COMPOSITES and (wanted is None or node.op in wanted):
+        if node.op in COMPOSITES and (wanted is None or node.op in wanted or SIMPLE in wanted):
             lowered = body(rebuilt)
+            if wanted is not None and node.op not in wanted and not simple(lowered, rebuilt.args):
+                memo[node] = rebuilt
+                continue
             _RECORDED[lowered] = rebuilt
             rebuilt = lowered
         memo[node] = rebuilt

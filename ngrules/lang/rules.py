@@ -26,6 +26,8 @@ def builtin_pass(name: str) -> str | None:
     if name in BUILTIN_PASSES:
         return BUILTIN_PASSES[name]
     ops = pass_ops(name)
+    if ops == ["simple"]:
+        return "lowers the composite ops whose body is one primitive (views aside)"
     return f"lowers every {ops[0]} node (a composite op) into its body" if ops else None
 
 
