@@ -142,16 +142,26 @@ def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None) -> list
     memo: dict[Node, Node] = {}
     wanted = None if ops is None else set(ops)
     for node in creation_order(outputs):
+        whole = _RECORDED.get(node)
+        if whole is not None and any(memo.get(a, a) is not a for a in whole.args):
+            memo[node] = _lower(whole.with_args(tuple(memo.get(a, a) for a in whole.args)))
+            continue  # a body an earlier decompose wrote, lowered again on its new arguments
         rebuilt = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
         if node.op in COMPOSITES and (wanted is None or node.op in wanted or SIMPLE in wanted):
             lowered = body(rebuilt)
             if wanted is not None and node.op not in wanted and not simple(lowered, rebuilt.args):
                 memo[node] = rebuilt
                 continue
-            _RECORDED[lowered] = rebuilt
-            rebuilt = lowered
+            rebuilt = _lower(rebuilt, lowered)
         memo[node] = rebuilt
     return [memo[o] for o in outputs]
+
+
+def _lower(whole: Node, lowered: Node | None = None) -> Node:
+    """The body of a composite node, recorded as standing for it."""
+    lowered = body(whole) if lowered is None else lowered
+    _RECORDED[lowered] = whole
+    return lowered
 
 
 def pass_ops(name: str) -> list[str] | None | bool:
