@@ -10,10 +10,11 @@ axes and dtype, the model's opset. So the body is what the importer wrote before
 exporter writes the node back as it was read (converted by onnx's version converter when the
 export's opset is not the node's, the body when that fails).
 
-A node stays lowered when its op has an ngrules op of the same name (`Add`, `Exp`: their own
-primitives), it has more than one output read, a constant it reads holds more than
-`CONST_LIMIT` elements, or its converter fails on the recording run (the ordinary conversion
-then says why).
+An ONNX op whose name an ngrules op has is kept whole as `Onnx<Op>` (`OnnxSum`, `OnnxMax`),
+unless its converter wrote one node of that ngrules op (`Add`, `Exp`, `Relu`: their own
+primitives). A node stays lowered when its op is in `LOWERED`, no output is read, a constant
+it reads holds more than `CONST_LIMIT` elements, or its converter fails on the recording run
+(the ordinary conversion then says why).
 """
 
 from __future__ import annotations
@@ -155,34 +156,66 @@ def build(node: Node, args) -> Node:
     return F.axes_with_order(out.node, node.axes)
 
 
-def _make_op(op: str) -> bool:
-    """Register `op` as a composite when no ngrules op has its name."""
-    if composite.is_composite(op):
-        return True
-    if op in OPS or op in LOWERED or op not in CONVERTERS:
-        return False
-    composite.register_composite(op, build, doc=f"ONNX {op}, kept whole (its body: the "
+def op_name(onnx_op: str) -> str:
+    """The composite op standing for an ONNX op: its name, or `Onnx<Op>` when an ngrules op
+    has that name (ONNX's variadic `Sum`, `Max`; `Flatten`, `Transpose` written as views)."""
+    if composite.is_composite(onnx_op) or onnx_op not in OPS:
+        return onnx_op
+    return "Onnx" + onnx_op
+
+
+def _make_op(name: str) -> None:
+    composite.register_composite(name, build, doc="an ONNX op kept whole (its body: the "
                                  "primitives the importer writes for it)")
-    return True
+
+
+def _one_primitive(op: str, results: dict, args) -> bool:
+    """Whether the converter wrote one node of the ngrules op of the ONNX op's name (views
+    aside): such a node stays that primitive."""
+    if len(results) != 1:
+        return False
+    computing = [n for n in _computing(next(iter(results.values()))[1], args)]
+    return len(computing) == 1 and computing[0].op == op
+
+
+def _computing(root: Node, args) -> list[Node]:
+    from ngrules.ir.ops import get_op
+
+    inputs, found, stack, seen = set(args), [], [root], set()
+    while stack:
+        n = stack.pop()
+        if n in seen or n in inputs or not n.args:
+            continue
+        seen.add(n)
+        if not get_op(n.op).has("view"):
+            found.append(n)
+        stack.extend(n.args)
+    return found
 
 
 def convert(importer, node, used: set[str]) -> list | None:
     """The node as one composite (a list of output tensors), or None to convert it as usual."""
-    if node.domain not in ("", "ai.onnx") or node.domain not in DOMAINS.get(node.op_type, ()):
+    op = node.op_type
+    if node.domain not in DOMAINS.get(op, ()) or op in LOWERED or op not in CONVERTERS:
         return None
     kept = [i for i, name in enumerate(node.output) if name and name in used]
-    if not kept or not _make_op(node.op_type):
+    if not kept:
         return None
     ctx = _Recording(importer, node)
     try:
-        outs = CONVERTERS[node.op_type](ctx)
+        outs = CONVERTERS[op](ctx)
         results = {i: (ctx.out_axes(i), _result(outs, ctx.out_axes(i), i).node) for i in kept}
     except Exception:  # noqa: BLE001  the ordinary conversion says why
         return None
-    return _composite(importer, node, ctx, results)
+    name = op_name(op)
+    if name != op and _one_primitive(op, results, [importer.tensor(node.input[i]).node
+                                                   for i in ctx.tensors]):
+        return None
+    _make_op(name)
+    return _composite(importer, node, ctx, results, name)
 
 
-def _composite(importer, node, ctx: _Recording, results: dict) -> list | None:
+def _composite(importer, node, ctx: _Recording, results: dict, op: str) -> list | None:
     from google.protobuf import text_format
     from onnx import GraphProto, NodeProto, helper, numpy_helper
 
@@ -218,7 +251,7 @@ def _composite(importer, node, ctx: _Recording, results: dict) -> list | None:
     text = text_format.MessageToString(graph, as_one_line=True)
     outs = [None] * (last + 1)
     for i, (axes, result) in results.items():
-        whole = make_node(node.op_type, args, spec=text, opset=importer.opset,
+        whole = make_node(op, args, spec=text, opset=importer.opset,
                           axes=result.axes, dtype=result.dtype, output=i)
         outs[i] = Tensor(whole, axes)
     return outs
@@ -268,7 +301,21 @@ def _write(em, n: Node) -> list | None:
     written.input.extend(inputs)
     written.output.extend(outs)
     em.nodes.append(written)
+    if spec.domain not in ("", "ai.onnx"):
+        _DOMAINS.setdefault(em, set()).add(spec.domain)
     return [(out, orders.get(f"y{i}")) for i, out in enumerate(outs)]
+
+
+#: Emitter -> the domains other than ONNX's own its composites were written in.
+_DOMAINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def add_domains(em, opsets: list) -> None:
+    """The opset imports of the other domains composites were written in (version 1)."""
+    from onnx import helper
+
+    known = {o.domain for o in opsets}
+    opsets.extend(helper.make_opsetid(d, 1) for d in sorted(_DOMAINS.get(em, ())) if d not in known)
 
 
 @functools.lru_cache(maxsize=4096)

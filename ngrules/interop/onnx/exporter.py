@@ -238,6 +238,7 @@ def export_parts(
     if functions:
         opsets.append(helper.make_opsetid(DOMAIN, 1))
     declared.add_to_model(em, functions, opsets)
+    composites.add_domains(em, opsets)
     model = helper.make_model(graph, opset_imports=opsets, functions=functions,
                               producer_name="ngrules")
     model.ir_version = min(model.ir_version, 8 if opset < 19 else 9 if opset < 21 else 10)
