@@ -42,7 +42,14 @@ CONST_LIMIT = 4096
 LOWERED = frozenset({"Constant", "Identity", "Shape", "Size", "ConstantOfShape", "Range",
                      "EyeLike", "Optional", "OptionalGetElement", "OptionalHasElement",
                      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-                     "Bernoulli", "Multinomial", "If", "Loop", "Scan", "Gelu"})
+                     "Bernoulli", "Multinomial", "If", "Loop", "Scan",
+                     # onnx's strict shape inference rejects the function body it expands
+                     # for a written MeanVarianceNormalization (a Constant with no value)
+                     "MeanVarianceNormalization"})
+
+#: ONNX op names the shipped rules declare ops of (`op Gelu` in nn.rules): their composites
+#: are `Onnx<Op>` whether or not the rules are loaded yet.
+RESERVED = frozenset({"Gelu"})
 
 
 class _Recording(Context):
@@ -159,7 +166,7 @@ def build(node: Node, args) -> Node:
 def op_name(onnx_op: str) -> str:
     """The composite op standing for an ONNX op: its name, or `Onnx<Op>` when an ngrules op
     has that name (ONNX's variadic `Sum`, `Max`; `Flatten`, `Transpose` written as views)."""
-    if composite.is_composite(onnx_op) or onnx_op not in OPS:
+    if composite.is_composite(onnx_op) or (onnx_op not in OPS and onnx_op not in RESERVED):
         return onnx_op
     return "Onnx" + onnx_op
 
