@@ -45,7 +45,9 @@ LOWERED = frozenset({"Constant", "Identity", "Shape", "Size", "ConstantOfShape",
                      "Bernoulli", "Multinomial", "If", "Loop", "Scan",
                      # onnx's strict shape inference rejects the function body it expands
                      # for a written MeanVarianceNormalization (a Constant with no value)
-                     "MeanVarianceNormalization"})
+                     "MeanVarianceNormalization",
+                     # one op each already, unrolled on request (`unroll_recurrent`)
+                     "LSTM", "GRU", "RNN"})
 
 #: ONNX op names the shipped rules declare ops of (`op Gelu` in nn.rules): their composites
 #: are `Onnx<Op>` whether or not the rules are loaded yet.
