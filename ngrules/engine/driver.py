@@ -407,6 +407,9 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
         if lowered is not False:  # the built-in `decompose` or `decompose_<Op>`
             current = composite.decompose(current, lowered)
             continue
+        if name == composite.RECOMPOSE and name not in ruleset.passes:
+            current = composite.recompose(current)
+            continue
         if name in BUILTIN_PASSES and name not in ruleset.passes:
             folding = Folding(fold_limit)
             current = folding.apply(current)

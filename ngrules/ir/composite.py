@@ -23,6 +23,8 @@ from ngrules.ir.ops import OPS, AttrSpec, register_op
 
 #: The name of the built-in pass lowering every composite; `decompose_<Op>` lowers one op.
 PASS_NAME = "decompose"
+#: The built-in pass making bodies no rule changed their composite again (`recompose`).
+RECOMPOSE = "recompose"
 
 #: Attributes every composite op has.
 ATTRS = (
@@ -136,15 +138,18 @@ def simple(body_root: Node, args) -> bool:
     return computing <= 1
 
 
-def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None) -> list[Node]:
+def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None,
+              record: bool = True) -> list[Node]:
     """The graph with each composite node (of `ops`, if given; `[SIMPLE]`: those whose body is
-    one primitive) replaced by its body."""
+    one primitive) replaced by its body. With `record`, a writer writes a body no rule changed
+    as its composite (nodes are shared: the same primitives built by hand are that body too)."""
     memo: dict[Node, Node] = {}
     wanted = None if ops is None else set(ops)
     for node in creation_order(outputs):
         whole = _RECORDED.get(node)
         if whole is not None and any(memo.get(a, a) is not a for a in whole.args):
-            memo[node] = _lower(whole.with_args(tuple(memo.get(a, a) for a in whole.args)))
+            memo[node] = _lower(whole.with_args(tuple(memo.get(a, a) for a in whole.args)),
+                                record=record)
             continue  # a body an earlier decompose wrote, lowered again on its new arguments
         rebuilt = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
         if node.op in COMPOSITES and (wanted is None or node.op in wanted or SIMPLE in wanted):
@@ -152,15 +157,16 @@ def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None) -> list
             if wanted is not None and node.op not in wanted and not simple(lowered, rebuilt.args):
                 memo[node] = rebuilt
                 continue
-            rebuilt = _lower(rebuilt, lowered)
+            rebuilt = _lower(rebuilt, lowered, record)
         memo[node] = rebuilt
     return [memo[o] for o in outputs]
 
 
-def _lower(whole: Node, lowered: Node | None = None) -> Node:
-    """The body of a composite node, recorded as standing for it."""
+def _lower(whole: Node, lowered: Node | None = None, record: bool = True) -> Node:
+    """The body of a composite node, recorded (if asked) as standing for it."""
     lowered = body(whole) if lowered is None else lowered
-    _RECORDED[lowered] = whole
+    if record:
+        _RECORDED[lowered] = whole
     return lowered
 
 

@@ -16,6 +16,8 @@ BUILTIN_PASSES: dict[str, str] = {
     "fold_constants": "evaluates every node whose arguments are all constants (bounded in size)",
     "decompose": "lowers every composite op (an ONNX op kept whole) into the primitives of its "
                  "body; `decompose_<Op>` lowers only the nodes of <Op>",
+    "recompose": "makes every body `decompose` wrote that no rule changed since its composite "
+                 "op again (what later passes should not lower)",
 }
 
 
