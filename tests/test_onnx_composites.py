@@ -37,11 +37,9 @@ SAMPLE = (
 
 
 @pytest.fixture(scope="module")
-def cases():
-    from onnx.backend.test.case.node import collect_testcases
-
+def cases(onnx_node_cases):
     wanted = set(SAMPLE)
-    return {c.name: c for c in collect_testcases() if c.name in wanted}
+    return {c.name: c for c in onnx_node_cases if c.name in wanted}
 
 
 def _imported(case):
@@ -55,6 +53,7 @@ def _signature(model):
             for n in model.graph.node if n.op_type != "Constant"]
 
 
+@pytest.mark.xdist_group("onnx_node_cases")  # with test_onnx_backend: the cases built once
 @pytest.mark.parametrize("name", SAMPLE)
 def test_a_node_test_comes_back_as_the_same_nodes_at_its_opset(cases, name):
     case = cases[name]

@@ -139,10 +139,11 @@ def simple(body_root: Node, args) -> bool:
 
 
 def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None,
-              record: bool = True) -> list[Node]:
+              record: bool = True, where: Callable[[Node], bool] | None = None) -> list[Node]:
     """The graph with each composite node (of `ops`, if given; `[SIMPLE]`: those whose body is
     one primitive) replaced by its body. With `record`, a writer writes a body no rule changed
-    as its composite (nodes are shared: the same primitives built by hand are that body too)."""
+    as its composite (nodes are shared: the same primitives built by hand are that body too).
+    `where(node)` picks the composite nodes to lower instead of `ops`."""
     memo: dict[Node, Node] = {}
     wanted = None if ops is None else set(ops)
     for node in creation_order(outputs):
@@ -152,6 +153,11 @@ def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None,
                                 record=record)
             continue  # a body an earlier decompose wrote, lowered again on its new arguments
         rebuilt = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
+        if where is not None:
+            if node.op in COMPOSITES and where(rebuilt):
+                rebuilt = _lower(rebuilt, None, record)
+            memo[node] = rebuilt
+            continue
         if node.op in COMPOSITES and (wanted is None or node.op in wanted or SIMPLE in wanted):
             lowered = body(rebuilt)
             if wanted is not None and node.op not in wanted and not simple(lowered, rebuilt.args):

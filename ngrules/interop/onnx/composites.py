@@ -12,7 +12,8 @@ export's opset is not the node's, the body when that fails).
 
 An ONNX op whose name an ngrules op has is kept whole as `Onnx<Op>` (`OnnxSum`, `OnnxMax`),
 unless its converter wrote one node of that ngrules op (`Add`, `Exp`, `Relu`: their own
-primitives). A node stays lowered when its op is in `LOWERED`, no output is read, a constant
+primitives). A node stays lowered when its op is in `LOWERED`, its converter wrote only views
+(`Reshape`, `Squeeze`, `Transpose`: the exporter lays those out), no output is read, a constant
 it reads holds more than `CONST_LIMIT` elements, or its converter fails on the recording run
 (the ordinary conversion then says why).
 """
@@ -217,8 +218,10 @@ def convert(importer, node, used: set[str]) -> list | None:
     except Exception:  # noqa: BLE001  the ordinary conversion says why
         return None
     name = op_name(op)
-    if name != op and _one_primitive(op, results, [importer.tensor(node.input[i]).node
-                                                   for i in ctx.tensors]):
+    args = [importer.tensor(node.input[i]).node for i in ctx.tensors]
+    if not any(_computing(r, args) for _, r in results.values()):
+        return None  # views only (Reshape, Squeeze, Transpose): the exporter lays them out
+    if name != op and _one_primitive(op, results, args):
         return None
     _make_op(name)
     return _composite(importer, node, ctx, results, name)
@@ -290,8 +293,8 @@ def _write(em, n: Node) -> list | None:
     graph = _spec_graph(n.attrs["spec"])
     orders = {v.name: _perm(v) for v in [*graph.input, *graph.output]}
     spec = _at_opset(n.attrs["spec"], n.attrs["opset"], em.opset)
-    if spec is None:
-        return None
+    if spec is None or (_needs_transpose(em, n, spec, orders) and _one_node(n)):
+        return None  # the body: its one primitive's writer chooses its operands' order
     consts = {t.name: t for t in graph.initializer}
     inputs = []
     for name in spec.input:
@@ -315,6 +318,22 @@ def _write(em, n: Node) -> list | None:
     return [(out, orders.get(f"y{i}")) for i, out in enumerate(outs)]
 
 
+def _needs_transpose(em, n: Node, spec, orders) -> bool:
+    """Whether an argument's written value is not in the ONNX order the node reads."""
+    for name in spec.input:
+        if name.startswith("a"):
+            arg = n.args[int(name[1:])]
+            value, order = em.values[arg], positional(arg, orders[name])
+            if value.array is None and em._in_order(value, order) is not value:
+                return True
+    return False
+
+
+def _one_node(n: Node) -> bool:
+    """Whether the composite's body computes with one primitive (views aside)."""
+    return composite.simple(composite.body(n), n.args)
+
+
 #: Emitter -> the domains other than ONNX's own its composites were written in.
 _DOMAINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -325,6 +344,11 @@ def add_domains(em, opsets: list) -> None:
 
     known = {o.domain for o in opsets}
     opsets.extend(helper.make_opsetid(d, 1) for d in sorted(_DOMAINS.get(em, ())) if d not in known)
+
+
+def writable(n: Node, opset: int) -> bool:
+    """Whether composite n is one ONNX node at `opset`."""
+    return _at_opset(n.attrs["spec"], n.attrs["opset"], opset) is not None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -345,7 +369,7 @@ def _at_opset(text: str, source: int, target: int):
 
 
 def _converted(text: str, source: int, target: int):
-    from onnx import helper, version_converter
+    from onnx import defs, helper, version_converter
 
     graph = type(_spec_graph(text))()
     graph.CopyFrom(_spec_graph(text))
@@ -361,6 +385,9 @@ def _converted(text: str, source: int, target: int):
     nodes = converted.graph.node
     if len(nodes) != 1 or nodes[0].op_type != graph.node[0].op_type:
         return None
+    schema = defs.get_schema(nodes[0].op_type, target)
+    if any(a.name not in schema.attributes for a in nodes[0].attribute):
+        return None  # the converter kept an attribute the target's op does not have
     if any(i.startswith("c") and i not in {t.name for t in graph.initializer}
            for i in nodes[0].input):
         return None

@@ -132,15 +132,19 @@ VIEWS = ("Broadcast", "ReorderAxes", "Transpose", "ExpandDims", "AxesCast")
 
 
 def window_operands(order: Sequence[Node]) -> set[Node]:
-    """The nodes a Conv or pooling reads as its data, and the nodes under their views."""
+    """The nodes a Conv or pooling (or an ONNX op kept whole) reads as its data, and the nodes
+    under their views: a reduction read there keeps its unit dimensions."""
+    from ngrules.ir.composite import is_composite
+
     read: set[Node] = set()
     for n in order:
-        if n.op in ("Convolution", "Pooling"):
-            node = n.args[0]
-            read.add(node)
-            while node.op in VIEWS:
-                node = node.args[0]
+        whole = is_composite(n.op)  # an ONNX op kept whole reads its operands as ONNX has them
+        if n.op in ("Convolution", "Pooling") or whole:
+            for node in n.args if whole else n.args[:1]:
                 read.add(node)
+                while node.op in VIEWS:
+                    node = node.args[0]
+                    read.add(node)
     return read
 
 

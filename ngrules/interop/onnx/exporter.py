@@ -216,6 +216,8 @@ def export_parts(
     if target not in ort_target.TARGETS:
         raise OnnxError(f"to_onnx targets {' or '.join(ort_target.TARGETS)}, not {target!r}")
     outputs = composite.recompose(outputs)  # bodies no rule changed: the ops as read
+    outputs = composite.decompose(outputs, record=False,  # those the opset cannot hold: bodies
+                                  where=lambda n: not composites.writable(n, opset))
     names = list(output_names) if output_names else [f"output_{i}" for i in range(len(outputs))]
     if len(names) != len(outputs):
         raise OnnxError(f"{len(outputs)} outputs but {len(names)} output names")
