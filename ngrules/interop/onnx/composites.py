@@ -50,6 +50,11 @@ LOWERED = frozenset({"Constant", "Identity", "Shape", "Size", "ConstantOfShape",
                      # one op each already, unrolled on request (`unroll_recurrent`)
                      "LSTM", "GRU", "RNN"})
 
+#: Ops whose body the exporter writes back as the op in any order of its operands
+#: (`export_forms`): where an operand is not in ONNX's order, the body is written.
+RAISED = frozenset({"LayerNormalization", "BatchNormalization", "OnnxGelu", "OnnxLogSoftmax",
+                    "LogSoftmax"})
+
 #: ONNX op names the shipped rules declare ops of (`op Gelu` in nn.rules): their composites
 #: are `Onnx<Op>` whether or not the rules are loaded yet.
 RESERVED = frozenset({"Gelu"})
@@ -293,8 +298,9 @@ def _write(em, n: Node) -> list | None:
     graph = _spec_graph(n.attrs["spec"])
     orders = {v.name: _perm(v) for v in [*graph.input, *graph.output]}
     spec = _at_opset(n.attrs["spec"], n.attrs["opset"], em.opset)
-    if spec is None or (_needs_transpose(em, n, spec, orders) and _one_node(n)):
-        return None  # the body: its one primitive's writer chooses its operands' order
+    if spec is None or (_needs_transpose(em, n, spec, orders)
+                        and (n.op in RAISED or _one_node(n))):
+        return None  # the body: its writers choose the operands' order (and raise the form)
     consts = {t.name: t for t in graph.initializer}
     inputs = []
     for name in spec.input:
