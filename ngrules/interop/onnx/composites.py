@@ -48,12 +48,15 @@ LOWERED = frozenset({"Constant", "Identity", "Shape", "Size", "ConstantOfShape",
                      # for a written MeanVarianceNormalization (a Constant with no value)
                      "MeanVarianceNormalization",
                      # one op each already, unrolled on request (`unroll_recurrent`)
-                     "LSTM", "GRU", "RNN"})
+                     "LSTM", "GRU", "RNN",
+                     # written back as themselves from their mean or max over space, in the
+                     # order their reader wants (a Gemm after them dot-lowered by `cpu`)
+                     "GlobalAveragePool", "GlobalMaxPool"})
 
 #: Ops whose body the exporter writes back as the op in any order of its operands
-#: (`export_forms`): where an operand is not in ONNX's order, the body is written.
+#: (`export_forms`, `export_nn`): where an operand is not in ONNX's order, the body is written.
 RAISED = frozenset({"LayerNormalization", "BatchNormalization", "OnnxGelu", "OnnxLogSoftmax",
-                    "LogSoftmax"})
+                    "LogSoftmax", "Gemm", "MatMul", "Einsum"})
 
 #: ONNX op names the shipped rules declare ops of (`op Gelu` in nn.rules): their composites
 #: are `Onnx<Op>` whether or not the rules are loaded yet.
