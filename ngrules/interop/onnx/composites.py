@@ -27,7 +27,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ngrules.interop.onnx import OnnxError
-from ngrules.interop.onnx.context import CONVERTERS, DOMAINS, Context, graph_dtype
+from ngrules.interop.onnx.context import CONVERTERS, Context, graph_dtype
 from ngrules.interop.onnx.folding import np_elem
 from ngrules.interop.onnx.shaping import Tensor, conform, temp_axis
 from ngrules.ir import builders as F
@@ -214,8 +214,8 @@ def _computing(root: Node, args) -> list[Node]:
 def convert(importer, node, used: set[str]) -> list | None:
     """The node as one composite (a list of output tensors), or None to convert it as usual."""
     op = node.op_type
-    if node.domain not in DOMAINS.get(op, ()) or op in LOWERED or op not in CONVERTERS:
-        return None
+    if node.domain not in ("", "ai.onnx") or op in LOWERED or op not in CONVERTERS:
+        return None  # other domains (training's Adam, Adagrad: onnxruntime runs none) lowered
     kept = [i for i, name in enumerate(node.output) if name and name in used]
     if not kept:
         return None
