@@ -58,6 +58,10 @@ LOWERED = frozenset({"Constant", "Identity", "Shape", "Size", "ConstantOfShape",
 RAISED = frozenset({"LayerNormalization", "BatchNormalization", "OnnxGelu", "OnnxLogSoftmax",
                     "LogSoftmax", "Gemm", "MatMul", "Einsum"})
 
+#: Ops kept whole though their converter writes one primitive of their name: its writer
+#: cannot write every case they read (BitShift on signed integers, BitCast before opset 26).
+WHOLE = frozenset({"BitShift", "BitCast"})
+
 #: ONNX op names the shipped rules declare ops of (`op Gelu` in nn.rules): their composites
 #: are `Onnx<Op>` whether or not the rules are loaded yet.
 RESERVED = frozenset({"Gelu"})
@@ -229,7 +233,7 @@ def convert(importer, node, used: set[str]) -> list | None:
     args = [importer.tensor(node.input[i]).node for i in ctx.tensors]
     if not any(_computing(r, args) for _, r in results.values()):
         return None  # views only (Reshape, Squeeze, Transpose): the exporter lays them out
-    if name != op and _one_primitive(op, results, args):
+    if name != op and op not in WHOLE and _one_primitive(op, results, args):
         return None
     _make_op(name)
     return _composite(importer, node, ctx, results, name)
