@@ -157,3 +157,21 @@ def _load_text(text):
         path = Path(d) / "t.rules"
         path.write_text(text)
         return ng.load_rules(str(path))
+
+
+def test_a_graph_file_of_composites_loads_in_a_fresh_process(tmp_path):
+    """`ngrules apply model.onnx -o g.json`, then `apply g.json -o back.onnx` in another
+    process (which never imported an ONNX model): the LRN and MaxPool come back as themselves."""
+    import subprocess
+    import sys
+
+    onnx.save(_lrn_pool_model(), str(tmp_path / "m.onnx"))
+    imported = import_model(str(tmp_path / "m.onnx"))
+    ng.save_graph(tmp_path / "g.json", imported.outputs)
+    code = ("import sys; from ngrules.cli.main import main; "
+            "sys.exit(main(['apply', 'g.json', '-o', 'back.onnx']))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    back = onnx.load(str(tmp_path / "back.onnx"))
+    assert [n.op_type for n in back.graph.node] == ["LRN", "MaxPool"]

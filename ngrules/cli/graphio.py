@@ -66,8 +66,28 @@ def load_with_opset(path: str, options: ReadOptions | None = None):
     if options.lengths:
         raise NgrulesError(f"--length {next(iter(options.lengths))}: {path} is a graph file, whose "
                            "axes have their lengths (--length is for ONNX models)")
+    _declare_composites(path)
     outputs, opset = load_graph_and_opset(path)
     return outputs, None, opset
+
+
+def _declare_composites(path: str) -> None:
+    """The ONNX ops a graph file holds whole (nodes with a `spec`), made ops of this process
+    (they are the interop layer's: the graph file reader does not know them)."""
+    import json
+
+    from ngrules.ir.ops import OPS
+
+    try:
+        nodes = json.loads(Path(path).read_text(encoding="utf-8")).get("nodes", [])
+        names = {n["op"] for n in nodes if "spec" in n.get("attrs", {}) and n["op"] not in OPS}
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
+        return  # the graph file reader says what is wrong with it
+    if names:
+        from ngrules.interop.onnx.composites import declare
+
+        for name in sorted(names):
+            declare(name)
 
 
 def options_per_model(paths: Sequence[str], options: ReadOptions) -> dict[str, ReadOptions]:

@@ -173,6 +173,8 @@ def _result(outs, want, i: int = 0) -> Tensor:
 
 def build(node: Node, args) -> Node:
     """The composite's body on `args`: its converter run on a `BodyContext`."""
+    import ngrules.interop.onnx.converters  # noqa: F401  (a graph file's op: not loaded yet)
+
     ctx = BodyContext(node, tuple(args))
     out = _result(CONVERTERS[ctx.op](ctx), ctx.axes, ctx.index)
     return F.axes_with_order(out.node, node.axes)
@@ -184,6 +186,12 @@ def op_name(onnx_op: str) -> str:
     if composite.is_composite(onnx_op) or (onnx_op not in OPS and onnx_op not in RESERVED):
         return onnx_op
     return "Onnx" + onnx_op
+
+
+def declare(name: str) -> None:
+    """Make `name` a composite op of this process (a graph file holds nodes of it)."""
+    if name.isidentifier() and name[:1].isupper() and name not in OPS:
+        _make_op(name)
 
 
 def _make_op(name: str) -> None:
