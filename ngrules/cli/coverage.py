@@ -3,8 +3,9 @@ came closest to matching when it did not: the table that says whether a rule ear
 
 Models are ONNX files (`.onnx`, the `onnx` extra) or ngrules graph files. Each is rewritten
 with the rules (the pipeline `apply` would run: the rules' only one, or `cpu` among several,
-else every pass); near misses are
-`explain`'s closest partial matches on the model as it was read. A rule whose pass is not in
+else every pass); near misses are `explain`'s closest partial matches on the model as it was
+read, its composite ONNX ops lowered into their primitives (what the rules read after
+`decompose`). A rule whose pass is not in
 the pipeline that ran is marked so (it could not fire). A model that cannot be read gets its
 reason on its row; the others are still counted, and the command exits 1.
 """
@@ -31,28 +32,30 @@ def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) 
     "near_misses"}]} for the given rules and {model name: outputs}."""
     from ngrules.engine.driver import rewrite
     from ngrules.engine.explain import explain
+    from ngrules.ir.composite import decompose
     from ngrules.ir.graph import toposort
     from ngrules.lang.shipped import short_location
 
     pipeline = default_pipeline(rules, pipeline)
     ran = set(rules.pipelines[pipeline]) if pipeline in rules.pipelines else None
     table = {"models": {}, "rules": [], "pipeline": pipeline}
-    fired = {}
+    fired, seen = {}, {}
     for name, outputs in models.items():
         result = rewrite(outputs, rules, pipeline=pipeline)
         fired[name] = result.fired()
+        seen[name] = decompose(outputs, record=False)
         table["models"][name] = {
-            "nodes_before": len(toposort(outputs)),
+            "nodes_before": len(toposort(seen[name])),
             "nodes_after": len(toposort(result.outputs)),
             "stop": result.stop,
         }
     for rule in rules:
         row = {"rule": rule.name, "location": rule.location, "fired": {}, "near_misses": {},
                "in_pipeline": ran is None or rule.pass_name in ran}
-        for name, outputs in models.items():
+        for name in models:
             row["fired"][name] = fired[name].get(rule.name, 0)
             if misses and not row["fired"][name] and row["in_pipeline"]:
-                found = explain(rule, outputs, limit=misses)
+                found = explain(rule, seen[name], limit=misses)
                 row["near_misses"][name] = [
                     {"at": found.names.get(m.root, m.root.op), "element": m.text,
                      "where": short_location(str(m.span)) if m.span else None,

@@ -40,13 +40,16 @@ def load(path: str, options: ReadOptions | None = None) -> tuple[list[Node], lis
 def written_opset(asked: int | None, model: int | None) -> int | None:
     """The opset a graph read from a model of opset `model` (None: not from a model) is written
     at: the one asked for (`--opset`), else the model's own within what the exporter writes
-    (17 to 23). Every command that writes a graph asks here: an ONNX output is written at it,
-    a graph file records it to be written at it later (None: the exporter's default)."""
-    from ngrules.interop.onnx.emitter import OPSETS
-
+    (17 up to the installed onnx's latest). Every command that writes a graph asks here: an
+    ONNX output is written at it, a graph file records it to be written at it later (None:
+    the exporter's default)."""
     if asked is not None or model is None:
         return asked
-    return min(max(model, OPSETS.start), OPSETS.stop - 1)
+    from onnx.defs import onnx_opset_version
+
+    from ngrules.interop.onnx.emitter import OPSETS
+
+    return min(max(model, OPSETS.start), OPSETS.stop - 1, onnx_opset_version())
 
 
 def load_with_opset(path: str, options: ReadOptions | None = None):
@@ -69,8 +72,28 @@ def load_with_opset(path: str, options: ReadOptions | None = None):
     if options.lengths:
         raise NgrulesError(f"--length {next(iter(options.lengths))}: {path} is a graph file, whose "
                            "axes have their lengths (--length is for ONNX models)")
+    _declare_composites(path)
     outputs, opset = load_graph_and_opset(path)
     return outputs, None, opset
+
+
+def _declare_composites(path: str) -> None:
+    """The ONNX ops a graph file holds whole (nodes with a `spec`), made ops of this process
+    (they are the interop layer's: the graph file reader does not know them)."""
+    import json
+
+    from ngrules.ir.ops import OPS
+
+    try:
+        nodes = json.loads(Path(path).read_text(encoding="utf-8")).get("nodes", [])
+        names = {n["op"] for n in nodes if "spec" in n.get("attrs", {}) and n["op"] not in OPS}
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
+        return  # the graph file reader says what is wrong with it
+    if names:
+        from ngrules.interop.onnx.composites import declare
+
+        for name in sorted(names):
+            declare(name)
 
 
 def options_per_model(paths: Sequence[str], options: ReadOptions) -> dict[str, ReadOptions]:

@@ -41,6 +41,7 @@ from ngrules.engine.passes import as_ruleset, pass_names
 from ngrules.engine.pending import Pending
 from ngrules.engine.results import RewriteResult, Run
 from ngrules.interrupts import raise_if_interrupted
+from ngrules.ir import composite
 from ngrules.ir.canonical import PASS_NAME as CANONICAL
 from ngrules.ir.canonical import canonical_layout
 from ngrules.ir.graph import (
@@ -404,6 +405,13 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
     result = RewriteResult(current, run, stats, names)
     for name in names:
         raise_if_interrupted()
+        lowered = composite.pass_ops(name) if name not in ruleset.passes else False
+        if lowered is not False:  # the built-in `decompose` or `decompose_<Op>`
+            current = composite.decompose(current, lowered)
+            continue
+        if name == composite.RECOMPOSE and name not in ruleset.passes:
+            current = composite.recompose(current)
+            continue
         if name == CANONICAL and name not in ruleset.passes:
             current = canonical_layout(current)
             continue

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from ngrules.errors import NgrulesError
 from ngrules.ir.ops import did_you_mean
-from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
+from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet, builtin_pass
 
 
 def pass_names(rules: RuleSet, pipeline: str | None, passes: Sequence[str] | None) -> list[str]:
@@ -20,7 +20,7 @@ def pass_names(rules: RuleSet, pipeline: str | None, passes: Sequence[str] | Non
         return list(rules.pipelines[pipeline])
     names = list(passes) if passes is not None else list(rules.passes)
     for name in names:
-        if name not in rules.passes and name not in BUILTIN_PASSES:
+        if name not in rules.passes and not builtin_pass(name):
             hint = did_you_mean(name, [*rules.passes, *BUILTIN_PASSES])
             raise NgrulesError(f"no pass named {name!r}{hint}")
     return names

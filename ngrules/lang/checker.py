@@ -21,7 +21,7 @@ from ngrules.lang.functions import FUNCTIONS
 from ngrules.lang.kinds import KINDS
 from ngrules.lang.patterns import expand_named, pattern_key
 from ngrules.lang.replacements import bound_names, check_rule_statics, known_ops, static_op
-from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
+from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet, builtin_pass
 from ngrules.lang.symmetry import names_read, one_order
 from ngrules.lang.syntax import (
     MAX_DEPTH,
@@ -358,9 +358,9 @@ def _check_file(f: RulesFile, problems: Problems, rules: list, passes: dict, pip
     for i, d in enumerate(f.decls):
         if isinstance(d, PassDecl):
             current = d.name
-            if current in BUILTIN_PASSES:
+            if builtin_pass(current):
                 problems.add(
-                    f"pass {current!r} is built in ({BUILTIN_PASSES[current]}): "
+                    f"pass {current!r} is built in ({builtin_pass(current)}): "
                     "a pipeline may name it, a rules file may not declare it", d.span
                 )
             passes.setdefault(current, [])
@@ -413,7 +413,7 @@ def _check_pipelines(pipelines: list[PipelineDecl], passes: dict, problems: Prob
             continue
         seen[p.name] = p
         for i, name in enumerate(p.passes):
-            if name not in passes and name not in BUILTIN_PASSES:
+            if name not in passes and not builtin_pass(name):
                 span = p.pass_spans[i] if i < len(p.pass_spans) else p.span
                 hint = did_you_mean(name, [*passes, *BUILTIN_PASSES])
                 problems.add(f"unknown pass {name!r} in pipeline {p.name!r}{hint}", span)

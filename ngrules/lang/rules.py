@@ -16,7 +16,23 @@ BUILTIN_PASSES: dict[str, str] = {
     "fold_constants": "evaluates every node whose arguments are all constants (bounded in size)",
     "canonical_layout": "moves layout views (ReorderAxes, Broadcast) out of the elementwise ops "
     "they feed, so rules match an imported model as written",
+    "decompose": "lowers every composite op (an ONNX op kept whole) into the primitives of its "
+                 "body; `decompose_<Op>` lowers only the nodes of <Op>",
+    "recompose": "makes every body `decompose` wrote that no rule changed since its composite "
+                 "op again (what later passes should not lower)",
 }
+
+
+def builtin_pass(name: str) -> str | None:
+    """What the built-in pass `name` does, or None when no built-in pass has that name."""
+    from ngrules.ir.composite import pass_ops
+
+    if name in BUILTIN_PASSES:
+        return BUILTIN_PASSES[name]
+    ops = pass_ops(name)
+    if ops == ["simple"]:
+        return "lowers the composite ops whose body is one primitive (views aside)"
+    return f"lowers every {ops[0]} node (a composite op) into its body" if ops else None
 
 
 @dataclass(frozen=True)

@@ -388,6 +388,9 @@ _KEYWORD_HELP = {
     "fold_constants": "built-in pass `fold_constants`: evaluates every node whose arguments are "
     "all constants (bounded in size: `--fold-limit`), so arithmetic on weights leaves as one "
     "constant. Any pipeline may name it; no file may declare it.",
+    "decompose": "built-in pass `decompose`: lowers every composite op (an ONNX op the importer "
+    "kept whole, `LRN`, `LayerNormalization`, ...) into the primitives of its body; "
+    "`decompose_<Op>` lowers only that op. A body no rule changed is written back as the op.",
 }
 
 

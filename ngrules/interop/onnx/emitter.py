@@ -13,9 +13,11 @@ from ngrules.interop.onnx.layout import Layouts, Value
 from ngrules.interop.onnx.weights import separable
 from ngrules.ir.graph import Node, toposort
 
-#: The opset written by default; `to_onnx(opset=...)` takes 17 to 23 (Gelu is standard from 20).
+#: The opset written by default; `to_onnx(opset=...)` takes 17 up to the installed onnx's
+#: latest, at most 28 (Gelu is standard from 20). A model read at an opset in this range is
+#: written back at its own (`cli.graphio.written_opset`).
 OPSET = 17
-OPSETS = range(17, 24)
+OPSETS = range(17, 29)
 
 
 class Emitter(Layouts):
@@ -132,15 +134,19 @@ VIEWS = ("Broadcast", "ReorderAxes", "Transpose", "ExpandDims", "AxesCast")
 
 
 def window_operands(order: Sequence[Node]) -> set[Node]:
-    """The nodes a Conv or pooling reads as its data, and the nodes under their views."""
+    """The nodes a Conv or pooling (or an ONNX op kept whole) reads as its data, and the nodes
+    under their views: a reduction read there keeps its unit dimensions."""
+    from ngrules.ir.composite import is_composite
+
     read: set[Node] = set()
     for n in order:
-        if n.op in ("Convolution", "Pooling"):
-            node = n.args[0]
-            read.add(node)
-            while node.op in VIEWS:
-                node = node.args[0]
+        whole = is_composite(n.op)  # an ONNX op kept whole reads its operands as ONNX has them
+        if n.op in ("Convolution", "Pooling") or whole:
+            for node in n.args if whole else n.args[:1]:
                 read.add(node)
+                while node.op in VIEWS:
+                    node = node.args[0]
+                    read.add(node)
     return read
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from ngrules.interop.onnx import (
     OnnxError,
+    composites,
     declared,
     dynamic,
     export_constants,
@@ -47,6 +48,7 @@ from ngrules.interop.onnx.export_positional import POSITIONAL, elem_type
 from ngrules.interop.onnx.export_recurrent import LOADED as _RECURRENT
 from ngrules.interop.onnx.functions import DOMAIN, FUNCTIONS
 from ngrules.interop.onnx.layout import Value, constant_value, full_value
+from ngrules.ir import composite
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import get_op
 
@@ -106,6 +108,9 @@ def _emit(em: Emitter, n: Node) -> None:
     if n.op in LAYOUT:
         em.values[n] = LAYOUT[n.op](em, n)
         return
+    if composite.is_composite(n.op):  # an ONNX op kept whole: written as it was read
+        em.values[n] = _composite(em, n)
+        return
     fn = POSITIONAL.get(n.op)
     if fn is None and declared.is_declared(n.op):  # an `op` of a rules file
         em.values[n] = _positional(em, n, _declared)
@@ -125,6 +130,14 @@ def _declared(em: Emitter, n: Node, args: list[str]):
     """A declared op over its operands in their own order: its ONNX op or a function call (a
     function's body is exported with a fresh Emitter at this export's opset)."""
     return declared.export(em, n, args, _emit, lambda: Emitter(em.opset), em.opset)
+
+
+def _composite(em: Emitter, n: Node) -> Value:
+    """The ONNX node a composite stands for, or its body where the opset cannot hold it."""
+    out = composites.write(em, n)
+    if out is not None:
+        return full_value(out[0], composites.positional(n, out[1]))
+    return em.write([composite.body(n)])[0]
 
 
 #: ONNX stores dimensions as int64.
@@ -216,14 +229,17 @@ def export_parts(
     the values it folds and the time it takes."""
     require_onnx()
     from onnx import helper
+    from onnx.defs import onnx_opset_version
 
     from ngrules.interop.onnx.export_finish import finish
 
-    if opset not in OPSETS:
+    if opset not in OPSETS or opset > onnx_opset_version():
         raise OnnxError(f"to_onnx writes opsets {OPSETS.start} to {OPSETS.stop - 1}, not {opset}")
     if target not in ort_target.TARGETS:
         raise OnnxError(f"to_onnx targets {' or '.join(ort_target.TARGETS)}, not {target!r}")
-    outputs = list(outputs)
+    outputs = composite.recompose(outputs)  # bodies no rule changed: the ops as read
+    outputs = composite.decompose(outputs, record=False,  # those the opset cannot hold: bodies
+                                  where=lambda n: not composites.writable(n, opset))
     names = list(output_names) if output_names else [f"output_{i}" for i in range(len(outputs))]
     if len(names) != len(outputs):
         raise OnnxError(f"{len(outputs)} outputs but {len(names)} output names")
@@ -248,6 +264,7 @@ def export_parts(
     if functions:
         opsets.append(helper.make_opsetid(DOMAIN, 1))
     declared.add_to_model(em, functions, opsets)
+    composites.add_domains(em, opsets)
     model = helper.make_model(graph, opset_imports=opsets, functions=functions,
                               producer_name="ngrules")
     model.ir_version = min(model.ir_version, 8 if opset < 19 else 9 if opset < 21 else 10)

@@ -20,6 +20,7 @@ from ngrules.interop.onnx import (
     OnnxError,
     ShapeMismatch,
     UnsupportedOp,
+    composites,
     dynamic,
     require_onnx,
     weights,
@@ -72,6 +73,11 @@ class Importer:
         self.placeholders: dict[str, Node] = {}
         #: LSTM, GRU and RNN unrolled into primitives rather than one op each.
         self.unroll_recurrent = False
+        #: ONNX ops with no ngrules op of their name kept whole as composites (`composites`).
+        self.composites = True
+        #: the values some node or the graph's outputs read.
+        self.used = {i for n in self.graph.node for i in n.input} | \
+            {o.name for o in self.graph.output}
         self._check_inference()
         self.naming = name_axes(self.shapes, self.consts, axis_names)
 
@@ -127,8 +133,9 @@ class Importer:
                 f"unsupported ONNX op {node.op_type} (node {node.name or node.output[0]!r}); "
                 f"supported: {', '.join(sorted(CONVERTERS))}"
             )
+        kept = composites.convert(self, node, self.used) if self.composites else None
         try:
-            outs = fn(ctx)
+            outs = fn(ctx) if kept is None else kept
         except ShapeMismatch as e:
             raise ShapeMismatch(f"{ctx.label}: {e.message}") from None
         for i, t in enumerate(outs):
@@ -215,6 +222,7 @@ def import_model(
     symbolic: bool = False,
     unroll_recurrent: bool = False,
     budget: Budget = DEFAULT_BUDGET,
+    keep_whole: bool = True,
 ) -> Imported:
     """The model as an ngrules graph, with its input and output names. `limits` bounds the
     model file's size and every constant computed while importing (`loading.Limits`). With
@@ -223,7 +231,8 @@ def import_model(
     RNN are one node each (the op table's ops of those names) unless `unroll_recurrent` asks
     for them unrolled into primitives over their sequence (differentiable, seen by rules).
     `budget` bounds the whole import: the bytes it reads and folds, and its time (see
-    `interop.onnx.budget`)."""
+    `interop.onnx.budget`). An ONNX op with no ngrules op of its name is one composite node
+    (`composites`) unless `keep_whole` is False: then it is read as the primitives of its body."""
     _load_converters()
     meter = Meter(budget, "import")
     model, arrays = _load_model(model_or_path, limits, meter)
@@ -232,6 +241,7 @@ def import_model(
         lengths = dynamic.with_stand_ins(model, lengths)
     importer = Importer(model, lengths, axis_names or {}, constants or {}, limits, arrays, meter)
     importer.unroll_recurrent = unroll_recurrent
+    importer.composites = keep_whole
     for vi in importer.graph.input:
         importer.add_input(vi)
     for node in importer.graph.node:

@@ -1,0 +1,98 @@
+"""Is the round trip with no rule the identity? ONNX's backend node tests, each imported (integer
+inputs that steer shapes given as constants, as `ngrules.interop.onnx.backend` does) and
+exported with no rule at the input's opset (`graphio.written_opset`, as `ngrules apply` does).
+
+Run: `python bench/onnx_node_identity.py [--only SUBSTRING] [--show grow|error|differ]`.
+Prints, over every node test of the installed onnx: how many import, how many of those export
+with the same multiset of op types and no more nodes, how many with another multiset, and how
+many fail to export; then the ops of the tests that differ, most frequent first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def classify(case) -> tuple[str, str]:
+    """('refused' | 'import-error' | 'same' | 'differ' | 'export-error', detail)."""
+    from ngrules.cli.graphio import written_opset
+    from ngrules.errors import NgrulesError
+    from ngrules.interop.onnx import UnsupportedOp
+    from ngrules.interop.onnx.backend import _feeds, _steering
+    from ngrules.interop.onnx.exporter import to_onnx
+    from ngrules.interop.onnx.importer import import_model
+
+    inputs, _ = case.data_sets[0]
+    values = _feeds(case, inputs)
+    fixed = {k: v for k, v in values.items() if k in _steering(case.model)}
+    try:
+        imported = import_model(case.model, constants=fixed)
+    except UnsupportedOp as e:
+        return "refused", e.message[:120]
+    except Exception as e:  # noqa: BLE001  an importer failure is counted, not raised
+        return "import-error", f"{type(e).__name__}: {e}"[:120]
+    options = {}
+    opset = written_opset(None, imported.opset)
+    if opset is not None:
+        options["opset"] = opset
+    try:
+        model = to_onnx(imported.outputs, output_names=imported.output_names, **options)
+    except (NgrulesError, Exception) as e:  # noqa: BLE001
+        return "export-error", f"{type(e).__name__}: {e}"[:160]
+    before = Counter(n.op_type for n in case.model.graph.node)
+    after = Counter(n.op_type for n in model.graph.node)
+    if _same_ops(before, after):
+        return "same", ""
+    return "differ", f"{dict(before)} -> {dict(after)}"
+
+
+def _same_ops(before: Counter, after: Counter) -> bool:
+    """The same multiset of op types, up to input Constant nodes written as initializers."""
+    return all(after[op] == n for op, n in before.items() if op != "Constant") and \
+        after["Constant"] <= before["Constant"] and set(after) <= set(before)
+
+
+def main() -> None:
+    from ngrules.interop.onnx.backend import node_testcases
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="only the tests whose name contains this")
+    parser.add_argument("--show", choices=["differ", "export-error", "import-error"],
+                        help="list the tests of this outcome")
+    args = parser.parse_args()
+    cases = [c for c in node_testcases() if c.kind == "node"]
+    if args.only:
+        cases = [c for c in cases if args.only in c.name]
+    counts: Counter = Counter()
+    grown: Counter = Counter()
+    shown = []
+    for case in cases:
+        outcome, detail = classify(case)
+        counts[outcome] += 1
+        if outcome in ("differ", "export-error"):
+            grown.update({n.op_type for n in case.model.graph.node})
+        if outcome == args.show:
+            shown.append(f"{case.name}: {detail}")
+    imported = counts["same"] + counts["differ"] + counts["export-error"]
+    print(f"node tests: {len(cases)}")
+    print(f"not imported: {counts['refused']} refused (UnsupportedOp), "
+          f"{counts['import-error']} import errors")
+    print(f"imported: {imported}")
+    share = 100 * counts["same"] / imported if imported else 0.0
+    print(f"  same op multiset, no more nodes: {counts['same']} ({share:.1f}% of imported, "
+          f"{100 * counts['same'] / max(len(cases), 1):.1f}% of all)")
+    print(f"  another op multiset or more nodes: {counts['differ']}")
+    print(f"  export errors: {counts['export-error']}")
+    print("ops of the tests that differ or fail to export:",
+          ", ".join(f"{op} {n}" for op, n in grown.most_common(40)))
+    for line in shown:
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

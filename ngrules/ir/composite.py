@@ -1,0 +1,200 @@
+"""Composite ops: an op read from another format (ONNX's `LRN`, `LayerNormalization`, ...) kept
+as one node, its decomposition into primitives as its body.
+
+A composite node carries what its format needs to write it back (`spec`, the format's own text
+of the node, and `opset`) and its output's `axes` and `dtype`; its arguments are its tensor
+inputs. The format's reader registers a `build(node, args)` that writes the body on any argument
+nodes of the node's types; from it come the kernel (the body run by the executor), the gradient
+(autodiff through the body) and what verification and proofs see. The graph keeps the node
+whole until the built-in pass `decompose` (every composite) or `decompose_<Op>` (one op) lowers
+it; `decompose` records each body it wrote, so a writer finding a body no rule changed writes the
+composite node back instead (`recorded`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ngrules.errors import OpError
+from ngrules.ir.graph import Node, creation_order, make_node
+from ngrules.ir.ops import OPS, AttrSpec, register_op
+
+#: The name of the built-in pass lowering every composite; `decompose_<Op>` lowers one op.
+PASS_NAME = "decompose"
+#: The built-in pass making bodies no rule changed their composite again (`recompose`).
+RECOMPOSE = "recompose"
+
+#: Attributes every composite op has.
+ATTRS = (
+    AttrSpec("spec", "str", doc="the node as its format writes it (ONNX: protobuf text)"),
+    AttrSpec("opset", "int", 0, doc="the version of the format's op set the node was read at"),
+    AttrSpec("axes", "axes", doc="the output's axes, in the format's order of dimensions"),
+    AttrSpec("dtype", "dtype", doc="the output's dtype"),
+    AttrSpec("output", "int", 0, doc="which output of the format's node this node is"),
+)
+
+
+@dataclass(frozen=True)
+class Composite:
+    """One composite op: `build(node, args)` is its body written on `args` (nodes of the types
+    of node.args); `domain` the format's domain of the op (`ai.onnx` as '')."""
+
+    name: str
+    build: Callable[[Node, Sequence[Node]], Node]
+    domain: str = ""
+
+
+#: op name -> its composite definition.
+COMPOSITES: dict[str, Composite] = {}
+
+#: body root written by `decompose` -> the composite node it stands for.
+_RECORDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def is_composite(op: str) -> bool:
+    return op in COMPOSITES
+
+
+def stand_ins(node: Node) -> list[Node]:
+    """One placeholder per argument of node, of its axes and dtype."""
+    return [make_node("Placeholder", name=f"{node.op}.{i}", axes=a.axes, dtype=a.dtype)
+            for i, a in enumerate(node.args)]
+
+
+def body(node: Node, args: Sequence[Node] | None = None) -> Node:
+    """The node's decomposition on `args` (default: its own arguments)."""
+    out = COMPOSITES[node.op].build(node, tuple(node.args if args is None else args))
+    if out.axes != node.axes or out.dtype != node.dtype:
+        raise OpError(f"the body of {node.op} has axes {out.axes!r} {out.dtype}, "
+                      f"not the node's {node.axes!r} {node.dtype}")
+    return out
+
+
+def _infer(args, attrs):
+    return attrs["axes"], attrs["dtype"]
+
+
+def _kernel(node: Node):
+    from ngrules.ir.executor import Program
+
+    places = stand_ins(node)
+    program = Program([body(node, places)])
+    read = [p in program.placeholders for p in places]
+
+    def run(*arrays):
+        return program.run({p: a for p, a, r in zip(places, arrays, read) if r})[0]
+
+    return run
+
+
+def _grad(node: Node, delta):
+    from ngrules.ir.autodiff import adjoints_through
+
+    places = stand_ins(node)
+    return adjoints_through(places, (body(node, places),), node.args, (delta,), node.op)
+
+
+def _gen(draw, leaf):
+    from hypothesis import reject
+
+    reject()  # instances come from models read, not drawn
+
+
+def register_composite(name: str, build: Callable, domain: str = "", doc: str = "") -> None:
+    """Make `name` a composite op (once per process; a second call is a no-op)."""
+    if name in COMPOSITES:
+        return
+    if name in OPS:
+        raise OpError(f"composite op {name} would shadow the op of that name")
+    register_op(name, arity=None, infer=_infer, kernel=_kernel, grad=_grad, gen=_gen,
+                attrs=ATTRS, doc=doc or f"{name}, read from a model and kept whole")
+    COMPOSITES[name] = Composite(name, build, domain)
+
+
+def recorded(node: Node) -> Node | None:
+    """The composite node whose body `decompose` wrote as `node`, if it did."""
+    return _RECORDED.get(node)
+
+
+#: The pass name lowering the composites whose body is one op that computes (`simple`).
+SIMPLE = "simple"
+
+
+def simple(body_root: Node, args) -> bool:
+    """Whether a body computes with one node (the rest views and constants): an op the IR has
+    one primitive for, which rules read as that primitive."""
+    from ngrules.ir.ops import get_op
+
+    inputs, computing, stack, seen = set(args), 0, [body_root], set()
+    while stack:
+        n = stack.pop()
+        if n in seen or n in inputs or not n.args:
+            continue
+        seen.add(n)
+        computing += not get_op(n.op).has("view")
+        stack.extend(n.args)
+    return computing <= 1
+
+
+def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None,
+              record: bool = True, where: Callable[[Node], bool] | None = None) -> list[Node]:
+    """The graph with each composite node (of `ops`, if given; `[SIMPLE]`: those whose body is
+    one primitive) replaced by its body. With `record`, a writer writes a body no rule changed
+    as its composite (nodes are shared: the same primitives built by hand are that body too).
+    `where(node)` picks the composite nodes to lower instead of `ops`."""
+    memo: dict[Node, Node] = {}
+    wanted = None if ops is None else set(ops)
+    for node in creation_order(outputs):
+        whole = _RECORDED.get(node)
+        if whole is not None and any(memo.get(a, a) is not a for a in whole.args):
+            memo[node] = _lower(whole.with_args(tuple(memo.get(a, a) for a in whole.args)),
+                                record=record)
+            continue  # a body an earlier decompose wrote, lowered again on its new arguments
+        rebuilt = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
+        if where is not None:
+            if node.op in COMPOSITES and where(rebuilt):
+                rebuilt = _lower(rebuilt, None, record)
+            memo[node] = rebuilt
+            continue
+        if node.op in COMPOSITES and (wanted is None or node.op in wanted or SIMPLE in wanted):
+            lowered = body(rebuilt)
+            if wanted is not None and node.op not in wanted and not simple(lowered, rebuilt.args):
+                memo[node] = rebuilt
+                continue
+            rebuilt = _lower(rebuilt, lowered, record)
+        memo[node] = rebuilt
+    return [memo[o] for o in outputs]
+
+
+def _lower(whole: Node, lowered: Node | None = None, record: bool = True) -> Node:
+    """The body of a composite node, recorded (if asked) as standing for it."""
+    lowered = body(whole) if lowered is None else lowered
+    if record:
+        _RECORDED[lowered] = whole
+    return lowered
+
+
+def pass_ops(name: str) -> list[str] | None | bool:
+    """For a pass name: None for `decompose` (every op), [Op] for `decompose_Op`, False for
+    any other name."""
+    if name == PASS_NAME:
+        return None
+    prefix = PASS_NAME + "_"
+    if name.startswith(prefix) and name[len(prefix):].isidentifier():
+        return [name[len(prefix):]]
+    return False
+
+
+def recompose(outputs: Sequence[Node]) -> list[Node]:
+    """The graph with each body `decompose` wrote that no rule changed replaced by its
+    composite node again (what a writer writes: the op as it was read)."""
+    if not _RECORDED:
+        return list(outputs)
+    memo: dict[Node, Node] = {}
+    for node in creation_order(outputs):
+        whole = _RECORDED.get(node, node)
+        args = tuple(memo.get(a, a) for a in whole.args)
+        memo[node] = whole.with_args(args) if args else whole
+    return [memo[o] for o in outputs]

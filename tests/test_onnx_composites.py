@@ -1,0 +1,177 @@
+"""ONNX ops kept whole (composites): read as one node of an op of their name, computed through
+their body, lowered only by the built-in pass `decompose`, written back as the ONNX node when no
+rule changed them. A sample of ONNX's backend node tests (one of each family the importer used
+to lower) comes back as the same nodes, at the same opset, with the same input and output names
+(bench/onnx_node_identity.py measures all of them)."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import ngrules as ng
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper  # noqa: E402
+
+from ngrules.cli.graphio import written_opset  # noqa: E402
+from ngrules.interop.onnx.backend import _array, _feeds, _steering  # noqa: E402
+from ngrules.interop.onnx.exporter import to_onnx  # noqa: E402
+from ngrules.interop.onnx.importer import import_model  # noqa: E402
+from ngrules.ir import composite  # noqa: E402
+from ngrules.ir.graph import toposort  # noqa: E402
+
+#: One backend node test per family the importer lowered before composites.
+SAMPLE = (
+    "test_lrn", "test_maxpool_2d_pads", "test_averagepool_2d_pads",
+    "test_averagepool_2d_same_upper", "test_layer_normalization_4d_axis1",
+    "test_rms_normalization_3d_axis1_epsilon", "test_attention_4d", "test_argmax_keepdims_random",
+    "test_gridsample", "test_instancenorm_example", "test_group_normalization_example",
+    "test_lppool_2d_pads", "test_softplus", "test_hardsigmoid", "test_celu",
+    "test_gemm_all_attributes", "test_reduce_log_sum_exp_do_not_keepdims_random",
+    "test_depthtospace_crd_mode_example", "test_cumsum_1d_reverse", "test_einsum_batch_matmul",
+    "test_sce_mean_weight", "test_convtranspose_pads", "test_resize_upsample_scales_linear",
+)
+
+
+@pytest.fixture(scope="module")
+def cases(onnx_node_cases):
+    wanted = set(SAMPLE)
+    return {c.name: c for c in onnx_node_cases if c.name in wanted}
+
+
+def _imported(case):
+    values = _feeds(case, case.data_sets[0][0])
+    fixed = {k: v for k, v in values.items() if k in _steering(case.model)}
+    return import_model(case.model, constants=fixed), values
+
+
+def _signature(model):
+    return [(n.op_type, n.domain, sorted(helper.printable_attribute(a) for a in n.attribute))
+            for n in model.graph.node if n.op_type != "Constant"]
+
+
+@pytest.mark.xdist_group("onnx_node_cases")  # with test_onnx_backend: the cases built once
+@pytest.mark.parametrize("name", SAMPLE)
+def test_a_node_test_comes_back_as_the_same_nodes_at_its_opset(cases, name):
+    case = cases[name]
+    imported, values = _imported(case)
+    opset = written_opset(None, imported.opset)
+    model = to_onnx(imported.outputs, output_names=imported.output_names, opset=opset)
+    assert _signature(model) == _signature(case.model)
+    assert model.opset_import[0].version == max(imported.opset, 17)  # 17: the oldest written
+    assert [o.name for o in model.graph.output] == [o.name for o in case.model.graph.output]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    wanted = [i.name for i in session.get_inputs()]
+    assert wanted == [i.name for i in case.model.graph.input if i.name in wanted]
+    got = session.run(None, {k: values[k] for k in wanted})
+    for g, e in zip(got, case.data_sets[0][1]):
+        np.testing.assert_allclose(g, _array(e), rtol=1e-3, atol=1e-5)
+
+
+def _lrn_pool_model():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, 6, 6])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5, 3, 3])
+    nodes = [helper.make_node("LRN", ["x"], ["t"], size=3, alpha=2e-4),
+             helper.make_node("MaxPool", ["t"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 1, 0, 0])]
+    graph = helper.make_graph(nodes, "g", [x], [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_composite_computes_through_its_body_and_decompose_lowers_it():
+    """LRN and a padded MaxPool are one node each, computed (by the executor and autodiff)
+    through their bodies; `decompose_LRN` lowers only the LRN, `decompose` both; written with
+    no rule changing the bodies, they are the two ONNX nodes again."""
+    model = _lrn_pool_model()
+    imported = import_model(model)
+    (y,) = imported.outputs
+    assert [n.op for n in toposort([y]) if n.args] == ["LRN", "MaxPool"]
+    x = np.random.default_rng(0).standard_normal((1, 5, 6, 6)).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(ng.execute([y], {"x": x})[0], want, rtol=1e-5, atol=1e-6)
+    one = composite.decompose([y], ["LRN"])[0]
+    ops = Counter(n.op for n in toposort([one]))
+    assert ops["MaxPool"] == 1 and not ops["LRN"] and ops["Dot"] == 1, ops
+    both = composite.decompose([y])[0]
+    assert not {"LRN", "MaxPool"} & {n.op for n in toposort([both])}
+    np.testing.assert_allclose(ng.execute([both], {"x": x})[0], want, rtol=1e-5, atol=1e-6)
+    for lowered in (one, both):
+        written = to_onnx([lowered], output_names=["y"])
+        assert [n.op_type for n in written.graph.node] == ["LRN", "MaxPool"]
+    dx = ng.deriv(ng.sum(y, out_axes=()), imported.inputs["x"])
+    assert dx.axes == imported.inputs["x"].axes
+
+
+def test_a_rule_can_match_the_onnx_op_or_after_decompose_its_primitives(tmp_path):
+    """A rule over `LRN(x)` fires on the node read whole; a pipeline that decomposes first
+    sees primitives instead, and the body it did not change goes out as LRN again."""
+    model = _lrn_pool_model()
+    imported = import_model(model)
+    path = tmp_path / "lrn.rules"
+    path.write_text("pass drop_lrn\nrule drop_lrn: n @ LRN(x) => axes_with_order(x, n.axes)\n"
+                    "pipeline lowered: decompose, drop_lrn\n")
+    rules = ng.load_rules(str(path))
+    dropped = ng.rewrite(imported.outputs, rules, passes=["drop_lrn"]).outputs
+    assert [n.op_type for n in to_onnx(dropped).graph.node] == ["MaxPool"]
+    kept = ng.rewrite(imported.outputs, rules, pipeline="lowered").outputs
+    assert "LRN" not in {n.op for n in toposort(kept)}
+    assert [n.op_type for n in to_onnx(kept).graph.node] == ["LRN", "MaxPool"]
+
+
+def test_an_older_opset_is_converted_or_the_body_written():
+    """A composite read at opset 17 written at opset 18 (ReduceSumSquare: axes an input from
+    18): where onnx's version converter gives no single node, its body is written; the values
+    agree either way."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    node = helper.make_node("ReduceSumSquare", ["x"], ["y"], axes=[1], keepdims=0)
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    imported = import_model(model)
+    assert imported.outputs[0].op == "ReduceSumSquare"
+    written = to_onnx(imported.outputs, output_names=["y"], opset=18)
+    assert [n.op_type for n in written.graph.node] in (["ReduceSumSquare"], ["Mul", "ReduceSum"])
+    a = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+    got = ort.InferenceSession(written.SerializeToString()).run(None, {"x": a})[0]
+    np.testing.assert_allclose(got, (a * a).sum(1), rtol=1e-5)
+
+
+def test_the_decompose_passes_are_built_in():
+    """A pipeline may name `decompose` and `decompose_<Op>`; a rules file may not declare them."""
+    from ngrules.errors import RuleErrors
+
+    rules = _load_text("pass p1\nrule r: x * 1 => x\npipeline p: decompose, decompose_LRN, p1\n")
+    assert list(rules.pipelines["p"]) == ["decompose", "decompose_LRN", "p1"]
+    with pytest.raises(RuleErrors, match="built in"):
+        _load_text("pass decompose\nrule r: x * 1 => x\n")
+
+
+def _load_text(text):
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "t.rules"
+        path.write_text(text)
+        return ng.load_rules(str(path))
+
+
+def test_a_graph_file_of_composites_loads_in_a_fresh_process(tmp_path):
+    """`ngrules apply model.onnx -o g.json`, then `apply g.json -o back.onnx` in another
+    process (which never imported an ONNX model): the LRN and MaxPool come back as themselves."""
+    import subprocess
+    import sys
+
+    onnx.save(_lrn_pool_model(), str(tmp_path / "m.onnx"))
+    imported = import_model(str(tmp_path / "m.onnx"))
+    ng.save_graph(tmp_path / "g.json", imported.outputs)
+    code = ("import sys; from ngrules.cli.main import main; "
+            "sys.exit(main(['apply', 'g.json', '-o', 'back.onnx']))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    back = onnx.load(str(tmp_path / "back.onnx"))
+    assert [n.op_type for n in back.graph.node] == ["LRN", "MaxPool"]
