@@ -88,7 +88,9 @@ def test_example_models_saturated_with_the_shipped_rules(name):
     result = ng.saturate(outputs, library, pipeline="cpu", unverified=True)
     assert result.stop == "saturated"
     assert result.applied.get("fold_constants", 0) > 0  # the pipeline's built-in pass too
-    assert result.cost_after <= graph_cost(greedy.outputs) < result.cost_before
+    # never worse than the input or the greedy pipeline (the input's ONNX ops are composites,
+    # costed as their bodies' work: the greedy lowering need not be cheaper than them)
+    assert result.cost_after <= min(graph_cost(greedy.outputs), result.cost_before)
     rng = np.random.default_rng(0)
     feeds = {p: rng.standard_normal(p.axes.lengths).astype(np.float32)
              for p in ng.toposort(outputs) if p.op == "Placeholder"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from ngrules.ir import composite
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import OPS
 
@@ -71,8 +72,23 @@ def flops(node: Node) -> float:
         return float(_size(node.args[0]))
     if op in ("Dot", "DotLowDimension", "Convolution") and len(node.args) >= 2:
         return _contracted(node)
+    if composite.is_composite(op):
+        return _body_flops(node)
     inputs = sum(_size(a) for a in node.args)
     return float(FUSED_FLOPS * max(inputs, _size(node)))
+
+
+def _body_flops(node: Node) -> float:
+    """A composite op (an ONNX op kept whole) does the arithmetic of its body: so a graph
+    with it whole and one with it lowered cost the same work."""
+    if node not in _BODY_FLOPS:
+        places = composite.stand_ins(node)
+        inner = toposort([composite.body(node, places)])
+        _BODY_FLOPS[node] = sum(flops(n) for n in inner if n.op != "Placeholder")
+    return _BODY_FLOPS[node]
+
+
+_BODY_FLOPS: dict[Node, float] = {}
 
 
 def bytes_moved(node: Node) -> float:

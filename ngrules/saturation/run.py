@@ -19,6 +19,7 @@ from ngrules.engine.folding import PASS_NAME as FOLD
 from ngrules.engine.passes import as_ruleset, pass_names
 from ngrules.errors import NgrulesError
 from ngrules.interrupts import raise_if_interrupted
+from ngrules.ir import composite
 from ngrules.ir.canonical import PASS_NAME as CANONICAL
 from ngrules.ir.canonical import canonical_layout
 from ngrules.ir.graph import Node, paused_gc
@@ -105,7 +106,20 @@ def _chosen_rules(ruleset: RuleSet, pipeline, passes) -> tuple[list[Rule], set[s
             continue
         for rule in ruleset.passes.get(name, ()):
             seen.setdefault(id(rule), rule)
-    return list(seen.values()), {n for n in names if n in BUILTIN_PASSES}
+    return list(seen.values()), {n for n in names if _builtin(n)}
+
+
+def _builtin(name: str) -> bool:
+    return name in BUILTIN_PASSES or composite.pass_ops(name) is not False
+
+
+def _lowered(builtins: set[str]) -> list[str] | None | bool:
+    """The composite ops the `decompose` passes among `builtins` lower (None: every one), or
+    False when there is none."""
+    found = [composite.pass_ops(n) for n in builtins if composite.pass_ops(n) is not False]
+    if not found:
+        return False
+    return None if None in found else sorted({op for ops in found for op in ops})
 
 
 def saturate(
@@ -167,6 +181,12 @@ def _saturate(outputs, admission, limits, use_z3, builtins, fold_limit) -> Satur
     deadline = start + seconds
     eg = EGraph()
     roots = [eg.add(o) for o in outputs]
+    lowered = _lowered(builtins)
+    if lowered is not False:  # the composites lowered to their bodies: an equal graph beside
+        bodies = composite.decompose(outputs, lowered)
+        for root, built_body in zip(roots, (eg.add(b, composite.PASS_NAME) for b in bodies)):
+            if eg.union(root, built_body):
+                eg.history.append((composite.PASS_NAME, root, built_body, eg.created))
     if CANONICAL in builtins:  # the input with its layout views gathered: an equal graph
         for root, moved in zip(roots, canonical_layout(outputs)):
             built = eg.add(moved, CANONICAL)
@@ -206,6 +226,8 @@ def _saturate(outputs, admission, limits, use_z3, builtins, fold_limit) -> Satur
     spent = time.perf_counter() - start
     extraction = extract(eg, roots, use_z3)
     extraction.outputs, provenance = build(eg, extraction.choice, roots)
+    if composite.RECOMPOSE in builtins:  # bodies no rule changed written as their op again
+        extraction.outputs = composite.recompose(extraction.outputs)
     return SaturationResult(
         extraction.outputs, stop, done, len(eg), len(eg.classes), spent, extraction,
         graph_cost(outputs), admission, applied, provenance, searcher.capped,
