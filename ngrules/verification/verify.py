@@ -413,6 +413,14 @@ def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound, s
         from ngrules.verification.prove import prove_rule
 
         proof = prove_rule(rule, bound=bound, semantics=semantics)
+        if proof.bound is not None and proof.status in ("proved", "proved-reals", "loops"):
+            # a bounded proof never replaces testing, which goes beyond the bound and wins
+            tested = verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics,
+                                 seed=seed)
+            if tested.failed:
+                tested.note = f"z3 {proof.headline.split(': ', 1)[1]}; testing beyond it failed"
+                return tested
+            proof.seconds += tested.seconds
         if proof.status in ("proved", "proved-reals", "loops") or proof.failed:  # as tested
             return proof
         tested = verify_rule(rule, examples, rtol, atol, ruleset, budget, semantics, seed=seed)

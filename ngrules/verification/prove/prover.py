@@ -25,7 +25,7 @@ import z3
 from ngrules.ir.graph import Node, format_graph, toposort
 from ngrules.ir.ops import OPS
 from ngrules.lang.rules import Rule
-from ngrules.lang.syntax import PVar, walk
+from ngrules.lang.syntax import EAttr, EBinary, EBool, EStr, EUnary, EVar, Guard, PVar, walk
 from ngrules.verification.compare import compare
 from ngrules.verification.dtypes import narrow_dtype_check
 from ngrules.verification.instances import Instance
@@ -36,6 +36,7 @@ from ngrules.verification.prove.exact import exact
 from ngrules.verification.prove.floats import encodable as fp_encodable
 from ngrules.verification.prove.floats import prove_in_floats
 from ngrules.verification.prove.ground import ground_axioms
+from ngrules.verification.prove.groups import every_shape
 from ngrules.verification.prove.scalars import axioms_for
 from ngrules.verification.prove.tensors import NoEncoding, evaluate
 from ngrules.verification.special import special_counterexample
@@ -244,7 +245,34 @@ def _pointwise(rule: Rule) -> bool:
             return False
         if isinstance(p, PVar) and p.kind is not None:
             return False
-    return not rule.clauses
+    return all(isinstance(c, Guard) and _dtypes_only(c.expr) for c in rule.clauses)
+
+
+def _dtypes_only(expr) -> bool:
+    """A guard that reads dtypes only (`x.dtype == m.dtype`): the same at every shape."""
+    if isinstance(expr, EAttr):
+        return expr.name == "dtype" and isinstance(expr.obj, EVar)
+    if isinstance(expr, EBinary):
+        return expr.op in ("==", "!=", "and", "or") and _dtypes_only(expr.left) \
+            and _dtypes_only(expr.right)
+    if isinstance(expr, EUnary):
+        return expr.op == "not" and _dtypes_only(expr.operand)
+    return isinstance(expr, EStr | EBool)
+
+
+def _pointwise_after(inst: Instance) -> bool:
+    """The replacement's new nodes elementwise ops, leaves and broadcast scalar constants: a
+    reduction, a view or a slice in it acts differently at rank 0 than above (`Exp(x) =>
+    broadcast(Exp(sum(x, ...)), x.axes)` holds at rank 0 only)."""
+    after = inst.after if inst.stop == "fixpoint" else inst.step
+    before = set(toposort(inst.outputs))
+    for node in (n for n in toposort(after) if n not in before):
+        op = OPS[node.op]
+        scalar_broadcast = node.op == "Broadcast" and not node.args[0].axes \
+            and node.args[0].op == "Constant"
+        if not (op.has("elementwise") or op.has("leaf") or scalar_broadcast):
+            return False
+    return True
 
 
 #: Attempts to draw instances within the bound: a second run only when the first kept none
@@ -369,7 +397,7 @@ def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict") -> Verdict
 def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics: str):
     rule, bound = verdict.rule, verdict.bound
     scalars = [i for i in laid if not any(n.axes for n in i.outputs)]
-    everywhere = bool(scalars) and _pointwise(rule)
+    everywhere = bool(scalars) and _pointwise(rule) and all(map(_pointwise_after, laid))
     instances = scalars if everywhere else laid  # a proof at rank 0 holds for every shape
     if not instances:
         verdict.reason = f"no proof: no instance with lengths <= {bound} could be built"
@@ -386,13 +414,18 @@ def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics
             return
     floats = "IEEE float16, float32 and float64; " if ieee else \
         "every op exact in IEEE floats; " if exact(instances) else ""
+    scope = "elementwise: every shape"
+    if not everywhere:  # the drawn shapes are a sample: never a proof (issue 35)
+        count, why = every_shape(rule, semantics)
+        if not count:
+            verdict.reason = (f"no proof for every shape ({why}): z3 held on the "
+                              f"{len(instances)} layouts of {shapes} (lengths <= {bound}), a "
+                              "sample of shapes, not a proof")
+            return
+        scope = f"every shape: {count} structures of axis groups, each for every length"
     verdict.status = "proved" if floats else "proved-reals"
     verdict.examples = len(instances)
-    if everywhere:
-        verdict.bound = None
-        scope = "elementwise: every shape"
-    else:
-        scope = f"all input values, every axis order of {shapes}: {len(instances)} layouts"
+    verdict.bound = None
     verdict.reason = f"({floats}{scope})"
     loop = next((i.message for i in instances if i.stop != "fixpoint"), "")
     if loop:  # as the verifier says: sound, but the rule alone does not terminate

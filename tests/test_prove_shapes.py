@@ -1,0 +1,41 @@
+"""Issue 35: a proof verdict never rests on sampled shapes. The wrong rules of
+tests/corpus/wrong/class15_bounded_proofs.rules are right on the small shapes a sampler draws
+first (a reduction over length 1, ranks up to 3) and wrong beyond: none is proved, and
+`verify --prove` reports each as the testing finds it (wrong or ill-formed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import ngrules as ng
+
+pytest.importorskip("z3")
+
+from ngrules.verification.prove import prove_rule  # noqa: E402
+
+TRAPS = Path(__file__).parent / "corpus" / "wrong" / "class15_bounded_proofs.rules"
+#: Proved over drawn shapes before issue 35 ("proved for lengths <= 3 (... every axis order of
+#: the 4 shapes drawn)"): max of sums, a transpose right up to rank 3, a wrong Dot split.
+ONCE_PROVED = ("max_of_sum", "transpose_last_first", "dot_split_at_one")
+
+
+def _rules(names):
+    rules = {r.name: r for r in ng.load_rules(TRAPS).rules}
+    return [rules[n] for n in names]
+
+
+@pytest.mark.parametrize("rule", _rules(ONCE_PROVED), ids=lambda r: r.name)
+def test_a_proof_over_drawn_shapes_is_no_proof(rule):
+    v = prove_rule(rule)
+    assert v.status == "unverified", str(v)
+    assert "a sample of shapes, not a proof" in v.reason
+
+
+def test_verify_with_prove_reports_the_failure_testing_finds():
+    report = ng.verify(_rules(ONCE_PROVED), 20, prove=True)
+    got = {v.rule.name: v.status for v in report}
+    assert got == {"max_of_sum": "wrong", "transpose_last_first": "ill-formed",
+                   "dot_split_at_one": "ill-formed"}, str(report)
+    assert "a sample of shapes, not a proof" in report["max_of_sum"].note
