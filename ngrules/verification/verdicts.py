@@ -7,7 +7,7 @@
 | `loops`      | the rule alone does not terminate (a warning, with cycle)  | no          |
 | `unverified` | too few instances could be built; the reason says why      | no          |
 | `verified`   | right on every instance tried                              | no          |
-| `proved`     | an SMT proof, for all inputs (perhaps for lengths <= k)    | no          |
+| `proved`     | an SMT proof, for all inputs and every shape               | no          |
 | `proved-reals` | an SMT proof for real numbers; the ops round in floats   | no          |
 """
 
@@ -126,7 +126,6 @@ class Verdict:
     out_of_time: bool = False
     semantics: str = "strict"
     bound: int | None = None  # proved for lengths <= bound (None: for all)
-    ranks: int | None = None  # and ranks <= ranks (a bound enumerated, `prove/groups.py`)
     note: str = ""  # e.g. why a rule tested was not proved
     layouts: str = ""  # how many other layouts were judged for ill-formedness, of what bound
     dtypes: str = ""  # the narrow dtypes the rule's instances also ran in (`dtypes`)
@@ -148,8 +147,7 @@ class Verdict:
             note = "".join(f"; {n}" for n in (self.dtypes, self.layouts, self.note) if n)
             return f"{self.examples} examples fired{refine}{budget}{assuming}{note}"
         if self.status in PROVED:
-            scope = "" if self.bound is None else f" for lengths <= {self.bound}" \
-                if self.ranks is None else f" for ranks <= {self.ranks} and lengths <= {self.bound}"
+            scope = f" for lengths <= {self.bound}" if self.bound is not None else ""
             over = " over the reals" if self.status == "proved-reals" else ""
             return f"proved{over}{scope}{refine} {self.reason}".rstrip() + assuming
         if self.status in FAILING and self.counterexample is not None:

@@ -26,13 +26,13 @@ from ngrules.ir.frontend import constant, placeholder
 from ngrules.ir.graph import Node, make_node
 from ngrules.ir.ops import OPS
 from ngrules.lang.rules import Rule
-from ngrules.lang.syntax import PLit, PNamed, POp, PVar
+from ngrules.lang.syntax import EAttr, EBinary, ECall, ENum, PLit, PNamed, POp, PVar
 from ngrules.verification.instances.sampling import Instance, rewrite_instance
 from ngrules.verification.prove.scalars import ENCODINGS
 from ngrules.verification.prove.symbolic import Generic, Unsupported, element
 
-#: Groups at the root and under each reduction (each in every role); structures kept at most.
-MAX_GROUPS, MAX_STRUCTURES = 3, 600
+#: Roles an axis may have at most (groups enumerated: one per role); distinct structures.
+MAX_GROUPS, MAX_STRUCTURES = 4, 2500
 #: Rule text that reads axes by position or size: the reduction to one axis per group fails.
 POSITIONAL = re.compile(r"\[|\bsize\(|\.length|\.shape|\.lengths|flatten|Transpose|transpose"
                         r"|value\(|new_axis|Slice|\bpad\(|Flatten|DotLowDimension|Pad\b")
@@ -57,10 +57,41 @@ def check_uniform(rule: Rule) -> None:
             raise NotUniform(f"{p.op} does not treat axes by name only")
         if isinstance(p, PVar) and p.kind not in (None, "scalar", "Constant", "constant"):
             raise NotUniform(f"a variable of kind {p.kind}")
+    for c in rule.clauses:
+        for e in _exprs(c.expr):
+            if _counts_axes(e):
+                raise NotUniform("a guard on a number of axes other than none or some")
 
 
 def _elementwise(op: str) -> bool:
-    return op in ENCODINGS and OPS[op].has("elementwise")
+    """Elementwise with an encoding and no attribute that must be given."""
+    d = OPS.get(op)
+    return op in ENCODINGS and d.has("elementwise") and not any(a.required for a in d.attrs)
+
+
+#: Comparisons of a number of axes that a group of several axes answers as one axis does.
+_EMPTY_OR_NOT = {("==", 0), ("!=", 0), (">", 0), (">=", 1), ("<", 1), ("<=", 0)}
+
+
+def _counts_axes(e) -> bool:
+    return (isinstance(e, ECall) and e.func == "len") or (isinstance(e, EAttr)
+                                                          and e.name == "rank")
+
+
+def _exprs(e):
+    """Every sub-expression but the comparisons of a count of axes with none or some
+    (`len(r) == 0`, `c.rank > 0`): a group of several axes answers those as one axis does."""
+    if isinstance(e, EBinary) and _counts_axes(e.left) and isinstance(e.right, ENum) \
+            and (e.op, e.right.value) in _EMPTY_OR_NOT:
+        return
+    yield e
+    for child in vars(e).values():
+        items = child if isinstance(child, tuple) else (child,)
+        for item in items:
+            if isinstance(item, tuple):
+                item = item[-1]  # a keyword argument
+            if hasattr(item, "__dataclass_fields__") and not hasattr(item, "line"):
+                yield from _exprs(item)
 
 
 def _walk(p):
@@ -72,97 +103,131 @@ def _walk(p):
 class _Shapes:
     """Graphs of the pattern with one axis per group, every role and order enumerated."""
 
-    def __init__(self, length: int):
+    def __init__(self, length: int, hints):
         self.length, self.count = length, 0
         self.anyvalue: set[Node] = set()
+        self.ranks = hints.ranks  # what the guards say of a variable's rank (`guard_hints`)
+        self.same = [set(pair) for pair in hints.same]  # u.axes == v.axes
 
     def group(self) -> object:
         self.count += 1
         return make_axis(self.length, f"g{self.count}")
 
-    def build(self, p, axes: tuple, env: dict) -> Iterator[tuple[Node, dict]]:
+    def build(self, p, axes: tuple, env: dict, exact: bool = False) -> Iterator[tuple[Node, dict]]:
+        """Nodes of p on these axes (in exactly this order if `exact`, else in any)."""
+        for node, env2 in self._build(p, axes, env, exact):
+            if not exact or tuple(node.axes) == tuple(axes):
+                yield node, env2
+
+    def _build(self, p, axes: tuple, env: dict, exact: bool) -> Iterator[tuple[Node, dict]]:
         if isinstance(p, PNamed):
-            yield from self._named(p, axes, env)
+            yield from self._named(p, axes, env, exact)
         elif isinstance(p, PVar):
-            yield from self._var(p, axes, env)
+            yield from self._var(p, axes, env, exact)
         elif isinstance(p, PLit):
             c = constant(p.value, dtype=np.float64)
             yield (make_node("Broadcast", (c,), axes=Axes(axes)) if axes else c), env
         elif p.optional:
-            yield from self.build(p.args[0], axes, env)
-            yield from self._op(p, axes, env)
+            yield from self.build(p.args[0], axes, env, exact)
+            yield from self._op(p, axes, env, exact)
         else:
-            yield from self._op(p, axes, env)
+            yield from self._op(p, axes, env, exact)
 
-    def _named(self, p, axes, env):
+    def _named(self, p, axes, env, exact):
         if p.name in env:
-            if tuple(env[p.name].axes) == axes:
+            if set(env[p.name].axes) == set(axes):
                 yield env[p.name], env
             return
-        for node, env2 in self.build(p.pattern, axes, env):
+        for node, env2 in self.build(p.pattern, axes, env, exact):
             yield node, {**env2, p.name: node}
 
-    def _var(self, p, axes, env):
+    def _var(self, p, axes, env, exact):
         if p.name in env and p.name != "_":
-            if tuple(env[p.name].axes) == axes:
+            if set(env[p.name].axes) == set(axes):
                 yield env[p.name], env
             return
-        if p.kind == "scalar" and axes:
-            return
-        for order in _orders(axes):
+        low, high = self.ranks.get(p.name, (0, None))
+        if (p.kind == "scalar" or high == 0) and axes or (low > 0 and not axes):
+            return  # the guards (or the kind) refuse this rank: the rule would not fire
+        orders = [axes] if exact else _orders(axes)
+        for pair in (q for q in self.same if p.name in q):
+            (other,) = pair - {p.name} or {p.name}
+            if other in env:  # the guard holds only in the other's order
+                orders = [o for o in orders if o == tuple(env[other].axes)]
+        for order in orders:
+            self.count += 1  # a node of its own: never the same as another's
             if p.kind in ("Constant", "constant"):
-                self.count += 1  # a value of its own: never the same node as another's
                 node = constant(np.full([a.length for a in order], 0.5 + self.count),
                                 order, dtype=np.float64)
                 self.anyvalue.add(node)
             else:
-                self.count += 1
                 node = placeholder(order, dtype=np.float64, name=f"{p.name}{self.count}")
-            got = node if order == axes else make_node("ReorderAxes", (node,), axes=Axes(axes))
-            yield got, {**env, p.name: got} if p.name != "_" else env
+            yield node, {**env, p.name: node} if p.name != "_" else env
 
-    def _op(self, p, axes, env):
-        if p.op == "Broadcast":
-            for keep in itertools.product((True, False), repeat=len(axes)):
+    def _op(self, p, axes, env, exact):
+        if p.op in ("Broadcast", "ReorderAxes"):  # their own axes in every order
+            subsets = itertools.product((True, False), repeat=len(axes)) \
+                if p.op == "Broadcast" else [(True,) * len(axes)]
+            for keep in subsets:
                 inner = tuple(a for a, k in zip(axes, keep) if k)
                 for arg, env2 in self.build(p.args[0], inner, env):
-                    yield from _made("Broadcast", (arg,), env2, axes=Axes(axes))
+                    for order in [axes] if exact else _orders(axes):
+                        yield from _made(p.op, (arg,), env2, axes=Axes(order))
         elif p.op in ("Sum", "Max", "Min"):
-            for k in range(MAX_GROUPS):
+            for k in range(roles(p.args[0]) + 1):
                 reduced = tuple(self.group() for _ in range(k))
                 for arg, env2 in self.build(p.args[0], axes + reduced, env):
                     yield from _made(p.op, (arg,), env2, reduction_axes=Axes(reduced))
         elif p.op == "Dot":
             yield from self._dot(p, axes, env)
-        elif p.op == "ReorderAxes":
-            for order in _orders(axes):
-                for arg, env2 in self.build(p.args[0], order, env):
-                    yield from _made("ReorderAxes", (arg,), env2, axes=Axes(axes))
-        else:  # elementwise: every operand on the node's axes
-            yield from self._operands(p, list(p.args), axes, env, [])
+        else:  # elementwise: the operands in one order (the first's)
+            yield from self._operands(p, list(p.args), axes, env, [], exact)
 
-    def _operands(self, p, rest, axes, env, done):
+    def _operands(self, p, rest, axes, env, done, exact):
         if not rest:
             yield from _made(p.op, tuple(done), env)
             return
-        for arg, env2 in self.build(rest[0], axes, env):
-            yield from self._operands(p, rest[1:], axes, env2, [*done, arg])
+        order = tuple(done[0].axes) if done else axes
+        for arg, env2 in self.build(rest[0], order, env, exact or bool(done)):
+            yield from self._operands(p, rest[1:], axes, env2, [*done, arg], exact)
 
     def _dot(self, p, axes, env):
         for side in itertools.product((0, 1), repeat=len(axes)):
             xo = tuple(a for a, s in zip(axes, side) if s == 0)
             yo = tuple(a for a, s in zip(axes, side) if s == 1)
-            if xo + yo != axes:
-                continue  # Dot's axes are x's then y's
-            for k in range(MAX_GROUPS):
+            for k in range(roles(p.args[0]) * roles(p.args[1]) + 1):
                 shared = tuple(self.group() for _ in range(k))
                 for x, env2 in self.build(p.args[0], xo + shared, env):
                     for y, env3 in self.build(p.args[1], shared + yo, env2):
                         yield from _made("Dot", (x, y), env3)
 
 
+def roles(p) -> int:
+    """How many roles an axis of p's result can play (which operands it reaches): a bound on
+    the groups worth enumerating there (two groups of one role act as one); NotUniform above
+    MAX_GROUPS."""
+    if isinstance(p, PNamed):
+        return roles(p.pattern)
+    if not isinstance(p, POp):
+        return 1
+    inner = [roles(a) for a in p.args]
+    if p.op == "Broadcast":
+        n = inner[0] + 1
+    elif p.op == "Dot":
+        n = inner[0] + inner[1]
+    elif p.op in ("Sum", "Max", "Min", "ReorderAxes"):
+        n = inner[0]
+    else:
+        n = int(np.prod(inner))
+    if n > MAX_GROUPS:
+        raise NotUniform(f"an axis of {p.op} has more than {MAX_GROUPS} roles")
+    return n
+
+
 def _orders(axes: tuple) -> list[tuple]:
-    return list(itertools.permutations(axes)) if len(axes) <= 3 else [axes]
+    if len(axes) > 4:
+        raise NotUniform("a tensor of more than 4 groups")
+    return list(itertools.permutations(axes))
 
 
 def _made(op, args, env, **attrs):
@@ -175,18 +240,20 @@ def _made(op, args, env, **attrs):
 
 
 def structures(rule: Rule, length: int = LENGTH) -> list[tuple[Node, frozenset]]:
-    """Every graph of the rule's pattern with at most MAX_GROUPS groups at the root and under
-    each reduction, one axis each, in every order, up to the groups' names: (root, the
-    constants that stand for any value). NotUniform when there are more than MAX_STRUCTURES."""
-    shapes, seen, built = _Shapes(length), {}, 0
-    for k in range(MAX_GROUPS + 1):
+    """Every graph of the rule's pattern with one group per role at most at the root and
+    under each reduction and Dot (`roles`), one axis each, every node in every order its op
+    allows, up to the groups' names: (root, the constants that stand for any value).
+    NotUniform when there are more than MAX_STRUCTURES."""
+    from ngrules.verification.instances.hints import guard_hints
+
+    shapes, seen, built = _Shapes(length, guard_hints(rule)), {}, 0
+    for k in range(roles(rule.roots[0]) + 1):
         root_axes = tuple(shapes.group() for _ in range(k))
-        for order in _orders(root_axes):
-            for node, _env in shapes.build(rule.roots[0], order, {}):
-                built += 1
-                seen.setdefault(_canonical(node), (node, frozenset(shapes.anyvalue)))
-                if len(seen) > MAX_STRUCTURES or built > 50 * MAX_STRUCTURES:
-                    raise NotUniform(f"more than {MAX_STRUCTURES} structures of groups")
+        for node, _env in shapes.build(rule.roots[0], root_axes, {}):
+            built += 1
+            seen.setdefault(_canonical(node), (node, frozenset(shapes.anyvalue)))
+            if len(seen) > MAX_STRUCTURES or built > 100 * MAX_STRUCTURES:
+                raise NotUniform(f"more than {MAX_STRUCTURES} structures of groups")
     return list(seen.values())
 
 
@@ -259,19 +326,19 @@ def _nodes(inst: Instance) -> list[Node]:
     return toposort(inst.outputs + (_after(inst) or []))
 
 
-def every_shape(rule: Rule, semantics: str = "strict") -> tuple[int, str]:
-    """(the structures proved, "") when the rule is proved for every shape, else (0, why not)."""
+def every_shape(rule: Rule, semantics: str = "strict") -> tuple[list[Instance], str]:
+    """(the structures, "") when the rule is proved for every shape, else ([], why not)."""
     try:
         check_uniform(rule)
         found = instances(rule)
     except NotUniform as e:
-        return 0, str(e)
+        return [], str(e)
     if not found:
-        return 0, "it fires on none of the structures of groups"
+        return [], "it fires on none of the structures of groups"
     for inst, anyvalue in found:
         why = prove_generic(inst, anyvalue, semantics)
         if why is not None:
-            return 0, why
+            return [], why
     if not length_free(rule, found):
-        return 0, "its replacement depends on the lengths"
-    return len(found), ""
+        return [], "its replacement depends on the lengths"
+    return [inst for inst, _ in found], ""

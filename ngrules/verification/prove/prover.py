@@ -7,9 +7,10 @@ which they differ:
 - strict semantics: the two sides are defined at the same inputs, and equal where defined;
 - refinement: where the left side is defined, the right side is defined and equal.
 
-`unsat` on every instance is a proof for all input values on those instances; a rule made of
-elementwise ops, with no typed constants, proved at rank 0 is proved for every shape (it acts
-pointwise). A `sat` model is a counterexample, replayed with the numpy executor before it is
+`unsat` on every instance is a proof for all input values on those instances only, a sample of
+shapes: a proof for every shape comes from a rule made of elementwise ops, with no typed
+constants, proved at rank 0 (it acts pointwise), or from the structures of axis groups
+(`groups`). A `sat` model is a counterexample, replayed with the numpy executor before it is
 reported; `unknown` (nonlinear arithmetic, quantified axioms) leaves the rule unproved.
 """
 
@@ -416,13 +417,15 @@ def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics
         "every op exact in IEEE floats; " if exact(instances) else ""
     scope = "elementwise: every shape"
     if not everywhere:  # the drawn shapes are a sample: never a proof (issue 35)
-        count, why = every_shape(rule, semantics)
-        if not count:
+        structures, why = every_shape(rule, semantics)
+        if not structures:
             verdict.reason = (f"no proof for every shape ({why}): z3 held on the "
                               f"{len(instances)} layouts of {shapes} (lengths <= {bound}), a "
                               "sample of shapes, not a proof")
             return
-        scope = f"every shape: {count} structures of axis groups, each for every length"
+        scope = (f"every shape: {len(structures)} structures of axis groups, each for every "
+                 "length")  # in floats only when exact on them (a sum of 2 rounds)
+        floats = "every op exact in IEEE floats; " if exact(structures) else ""
     verdict.status = "proved" if floats else "proved-reals"
     verdict.examples = len(instances)
     verdict.bound = None

@@ -73,7 +73,10 @@ class Generic:
         return decl(*[self.index(n) for n in free]) if free else decl()
 
     def total(self, axes: frozenset, body):
-        """Σ over the axes of body, in normal form."""
+        """Σ over the axes of body, in normal form: per monomial, the factors that do not
+        depend on the axes out, nested sums merged in, then one sum per set of factors linked
+        by the axes they share (Σ_{r,s} f(r)·g(s) = Σ_r f · Σ_s g), each axis no factor
+        depends on a factor of its length."""
         out = []
         for term in _terms(z3.simplify(body, som=True)):
             inside, outside, axes_of = [], [], set(axes)
@@ -81,18 +84,33 @@ class Generic:
                 nested = self.reduced.get(f.decl().name()) if z3.is_app(f) else None
                 if nested and nested[0] == "sum" and not nested[1] & axes_of:
                     axes_of |= nested[1]
-                    inside.append(nested[2])
+                    inside += _factors(nested[2])
                 elif self.depends(f) & axes_of:
                     inside.append(f)
                 else:
                     outside.append(f)
-            scale = _product(outside)
-            if inside:
-                merged = z3.simplify(_product(inside), som=True)
-                out.append(scale * self._atom("sum", frozenset(axes_of), merged))
-            else:
-                out.append(scale * _product([self.length(a) for a in sorted(axes_of)]))
+            out.append(_product(outside) * self._split(frozenset(axes_of), inside))
         return z3.simplify(z3.Sum(out) if out else z3.RealVal(0))
+
+    def _split(self, axes: frozenset, factors: list):
+        """Σ over the axes of the product of the factors, one sum per linked set."""
+        parts: list[tuple[set, list]] = []
+        for f in factors:
+            mine, rest = set(self.depends(f) & axes), []
+            linked = [f]
+            for part in parts:
+                if part[0] & mine:
+                    mine |= part[0]
+                    linked += part[1]
+                else:
+                    rest.append(part)
+            parts = [*rest, (mine, linked)]
+        unused = axes - set().union(*[m for m, _ in parts])
+        result = _product([self.length(a) for a in sorted(unused)])
+        for mine, linked in parts:
+            merged = z3.simplify(_product(linked), som=True)
+            result = result * self._atom("sum", frozenset(mine), merged)
+        return result
 
     def extreme(self, kind: str, axes: frozenset, body):
         """Max or min over the axes: the part of a sum that does not depend on them comes out."""
@@ -155,7 +173,8 @@ def _value(node: Node, args: list[Sym], generic: Generic) -> Sym:
         if node.dtype.kind != "f":
             raise Unsupported(f"{node.dtype} values")
         return leaf(node, generic)
-    if node.dtype is not None and node.dtype.kind != "f" and node.op not in ENCODINGS:
+    if node.dtype is not None and node.dtype.kind != "f" and node.op not in ENCODINGS \
+            and node.op not in VIEWS:
         raise Unsupported(f"{node.op} in {node.dtype}")
     if node.op in VIEWS:
         return args[0]
