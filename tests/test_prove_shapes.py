@@ -21,6 +21,18 @@ TRAPS = Path(__file__).parent / "corpus" / "wrong" / "class15_bounded_proofs.rul
 ONCE_PROVED = ("max_of_sum", "transpose_last_first", "dot_split_at_one")
 
 
+def test_the_axis_groups_argument_refuses_what_one_axis_per_group_hides():
+    # one axis per group shows no axis order: a group is split in two axes to see it
+    from ngrules.verification.prove.groups import every_shape
+
+    (rule,) = _rules(["reorder_dropped"])
+    structures, why = every_shape(rule)
+    assert not structures and "ill-formed with a group of two axes" in why
+    (rule,) = _rules(["max_of_sum"])
+    structures, why = every_shape(rule)
+    assert not structures and "did not prove it at a generic element" in why
+
+
 def _rules(names):
     rules = {r.name: r for r in ng.load_rules(TRAPS).rules}
     return [rules[n] for n in names]

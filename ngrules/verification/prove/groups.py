@@ -34,8 +34,9 @@ from ngrules.verification.prove.symbolic import Generic, Unsupported, element
 #: Roles an axis may have at most (groups enumerated: one per role); distinct structures.
 MAX_GROUPS, MAX_STRUCTURES = 4, 2500
 #: Rule text that reads axes by position or size: the reduction to one axis per group fails.
-POSITIONAL = re.compile(r"\[|\bsize\(|\.length|\.shape|\.lengths|flatten|Transpose|transpose"
-                        r"|value\(|new_axis|Slice|\bpad\(|Flatten|DotLowDimension|Pad\b")
+POSITIONAL = re.compile(r"\[|\bsize\(|\.length|\.shape|\.size\b|\.names|flatten|Transpose"
+                        r"|transpose|value\(|new_axis|Slice|\bpad\(|Flatten|DotLowDimension"
+                        r"|Pad\b|make_axes")
 UNIFORM = frozenset({"Broadcast", "ReorderAxes", "Sum", "Max", "Min", "Dot"})
 #: Group lengths the structures are built at (a replacement that depends on them is refused).
 LENGTH, OTHER_LENGTH = 2, 3
@@ -57,16 +58,19 @@ def check_uniform(rule: Rule) -> None:
             raise NotUniform(f"{p.op} does not treat axes by name only")
         if isinstance(p, PVar) and p.kind not in (None, "scalar", "Constant", "constant"):
             raise NotUniform(f"a variable of kind {p.kind}")
-    for c in rule.clauses:
-        for e in _exprs(c.expr):
+    if not rule.source:
+        raise NotUniform("the rule's text is not known")
+    for expr in [c.expr for c in rule.clauses] + list(rule.replacement):
+        for e in _exprs(expr):
             if _counts_axes(e):
-                raise NotUniform("a guard on a number of axes other than none or some")
+                raise NotUniform("a number of axes read other than as none or some")
 
 
 def _elementwise(op: str) -> bool:
-    """Elementwise with an encoding and no attribute that must be given."""
+    """Elementwise with an encoding and no attribute (the structures are built with one value
+    of each: a `Relu`'s slope would be a sample)."""
     d = OPS.get(op)
-    return op in ENCODINGS and d.has("elementwise") and not any(a.required for a in d.attrs)
+    return op in ENCODINGS and d.has("elementwise") and not d.attrs
 
 
 #: Comparisons of a number of axes that a group of several axes answers as one axis does.
@@ -276,6 +280,65 @@ def instances(rule: Rule, length: int = LENGTH) -> list[tuple[Instance, frozense
     return out
 
 
+def split_layouts(root: Node, group: str) -> Iterator[Node]:
+    """The graph with one group as two axes, in each relative order at every node that sets
+    an order (a leaf, a Broadcast, a ReorderAxes): axis orders are pairwise, so two axes of
+    one group and one of each other group meet every order a bigger group can have."""
+    from ngrules.ir.graph import toposort
+
+    nodes = toposort([root])
+    ordered = [n for n in nodes if group in n.axes.names and (n.op in ORDERED or not n.args)]
+    if len(ordered) > 8:
+        raise NotUniform("more than 8 nodes set the order of one group's axes")
+    pair = (make_axis(LENGTH, f"{group}a"), make_axis(LENGTH, f"{group}b"))
+    for bits in itertools.product((0, 1), repeat=len(ordered)):
+        flip = dict(zip(ordered, bits))
+        try:
+            yield _rebuilt(nodes, group, pair, flip)
+        except NgrulesError:
+            continue  # operands in different orders: no such graph
+
+
+#: Ops whose attributes set their result's axis order.
+ORDERED = frozenset({"Broadcast", "ReorderAxes"})
+
+
+def _rebuilt(nodes: list[Node], group: str, pair: tuple, flip: dict) -> Node:
+    def spread(axes, reverse=False):
+        two = pair[::-1] if reverse else pair
+        return Axes([b for a in axes for b in (two if a.name == group else (a,))])
+
+    new: dict[Node, Node] = {}
+    for n in nodes:
+        args = tuple(new[a] for a in n.args)
+        if n.op == "Placeholder":
+            new[n] = placeholder(spread(n.axes, flip.get(n, 0)), dtype=n.dtype, name=n.name)
+        elif n.op == "Constant":
+            axes = spread(n.axes, flip.get(n, 0))
+            new[n] = constant(np.full(axes.lengths, np.asarray(n.attrs["value"]).flat[0]),
+                              axes, dtype=n.dtype)
+        elif n.op in ORDERED:
+            new[n] = make_node(n.op, args, axes=spread(n.attrs["axes"], flip.get(n, 0)))
+        elif n.op in ("Sum", "Max", "Min"):
+            new[n] = make_node(n.op, args, reduction_axes=spread(n.attrs["reduction_axes"]))
+        else:
+            new[n] = make_node(n.op, args, **dict(n.attrs))
+    return new[nodes[-1]]
+
+
+def well_formed_split(rule: Rule, found: list) -> str | None:
+    """None when the rule's rewrite is well-formed wherever it fires with a group split in
+    two axes (every structure it fires on, every group, every relative order), else why."""
+    for inst, _ in found:
+        groups = {a.name for n in _nodes(inst) for a in n.axes if re.fullmatch(r"g\d+", a.name)}
+        for group in sorted(groups):
+            for root in split_layouts(inst.outputs[0], group):
+                got = rewrite_instance(rule, [root], {})
+                if got.fired and got.error is not None:
+                    return f"ill-formed with a group of two axes: {got.error}"
+    return None
+
+
 def _new_constants(inst: Instance) -> list[float]:
     from ngrules.ir.graph import toposort
 
@@ -341,4 +404,7 @@ def every_shape(rule: Rule, semantics: str = "strict") -> tuple[list[Instance], 
             return [], why
     if not length_free(rule, found):
         return [], "its replacement depends on the lengths"
+    why = well_formed_split(rule, found)
+    if why is not None:
+        return [], why
     return [inst for inst, _ in found], ""

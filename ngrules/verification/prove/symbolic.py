@@ -80,9 +80,12 @@ class Generic:
         out = []
         for term in _terms(z3.simplify(body, som=True)):
             inside, outside, axes_of = [], [], set(axes)
-            for f in _factors(term):
+            factors = _factors(term)
+            for k, f in enumerate(factors):
                 nested = self.reduced.get(f.decl().name()) if z3.is_app(f) else None
-                if nested and nested[0] == "sum" and not nested[1] & axes_of:
+                free = set().union(*(self.depends(g) for g in factors[:k] + factors[k + 1:]))
+                if nested and nested[0] == "sum" and not nested[1] & (axes_of | free):
+                    # merged only when no other factor has its axes free (a broadcast back)
                     axes_of |= nested[1]
                     inside += _factors(nested[2])
                 elif self.depends(f) & axes_of:
