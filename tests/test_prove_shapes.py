@@ -51,3 +51,36 @@ def test_verify_with_prove_reports_the_failure_testing_finds():
     assert got == {"max_of_sum": "wrong", "transpose_last_first": "ill-formed",
                    "dot_split_at_one": "ill-formed"}, str(report)
     assert "a sample of shapes, not a proof" in report["transpose_last_first"].note
+
+
+def _differ(lhs, rhs) -> bool:
+    """Whether z3 finds the two graphs apart at a generic element (any length >= 1)."""
+    import z3
+
+    from ngrules.verification.prove.symbolic import Generic, element
+
+    names = {a.name for n in ng.toposort([lhs, rhs]) for a in n.axes}
+    g = Generic({n: z3.Real(f"n.{n}") for n in names})
+    left, right = element([lhs, rhs], g)
+    solver = z3.Solver()
+    solver.add(*[z3.Real(f"n.{n}") >= 1 for n in names], left.v != right.v)
+    return solver.check() == z3.sat
+
+
+def test_a_generic_element_stands_for_every_length():
+    import numpy as np
+
+    a, r, s = (ng.make_axis(2, n) for n in "ars")
+    x = ng.placeholder([a, r, s], name="x", dtype=np.float64)
+    c = ng.broadcast(ng.placeholder([a], name="c", dtype=np.float64), x.axes)
+    total = ng.sum(x, reduction_axes=[r, s])
+    assert not _differ(ng.sum(x * c, reduction_axes=[r, s]), total * ng.broadcast(c.args[0], [a]))
+    assert not _differ(ng.sum(ng.sum(x, reduction_axes=[r]), reduction_axes=[s]), total)
+    assert _differ(ng.max(ng.sum(x, reduction_axes=[r]), reduction_axes=[s]), total)
+    assert _differ(ng.max(x * c, reduction_axes=[r, s]),
+                   ng.max(x, reduction_axes=[r, s]) * ng.broadcast(c.args[0], [a]))
+    y = ng.placeholder([s], name="y", dtype=np.float64)  # s summed, then broadcast back: free
+    back = ng.broadcast(ng.sum(y, reduction_axes=[s]), [r, s])
+    xs = ng.placeholder([r, s], name="xs", dtype=np.float64)
+    assert _differ(ng.sum(xs * back, reduction_axes=[r]),
+                   ng.broadcast(ng.sum(xs * ng.broadcast(y, [r, s]), reduction_axes=[r, s]), [s]))

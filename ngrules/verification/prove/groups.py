@@ -130,7 +130,8 @@ class _Shapes:
             yield from self._var(p, axes, env, exact)
         elif isinstance(p, PLit):
             c = constant(p.value, dtype=np.float64)
-            yield (make_node("Broadcast", (c,), axes=Axes(axes)) if axes else c), env
+            for order in [axes] if exact or not axes else _orders(axes):
+                yield (make_node("Broadcast", (c,), axes=Axes(order)) if axes else c), env
         elif p.optional:
             yield from self.build(p.args[0], axes, env, exact)
             yield from self._op(p, axes, env, exact)
