@@ -48,8 +48,8 @@ class NotUniform(Exception):
 
 def check_uniform(rule: Rule) -> None:
     """Raise NotUniform saying why the rule is outside the fragment."""
-    if len(rule.roots) != 1 or rule.assumptions:
-        raise NotUniform("several roots or an assumption")
+    if len(rule.roots) != 1:
+        raise NotUniform("several roots")
     found = POSITIONAL.search(rule.source or "")
     if found:
         raise NotUniform(f"the rule reads axes by position or size (`{found.group(0)}`)")
@@ -244,19 +244,20 @@ def _made(op, args, env, **attrs):
     yield node, env
 
 
-def structures(rule: Rule, length: int = LENGTH) -> list[tuple[Node, frozenset]]:
+def structures(rule: Rule, length: int = LENGTH) -> list[tuple[Node, frozenset, dict]]:
     """Every graph of the rule's pattern with one group per role at most at the root and
     under each reduction and Dot (`roles`), one axis each, every node in every order its op
-    allows, up to the groups' names: (root, the constants that stand for any value).
+    allows, up to the groups' names: (root, the constants that stand for any value, the
+    pattern's names bound to nodes).
     NotUniform when there are more than MAX_STRUCTURES."""
     from ngrules.verification.instances.hints import guard_hints
 
     shapes, seen, built = _Shapes(length, guard_hints(rule)), {}, 0
     for k in range(roles(rule.roots[0]) + 1):
         root_axes = tuple(shapes.group() for _ in range(k))
-        for node, _env in shapes.build(rule.roots[0], root_axes, {}):
+        for node, env in shapes.build(rule.roots[0], root_axes, {}):
             built += 1
-            seen.setdefault(_canonical(node), (node, frozenset(shapes.anyvalue)))
+            seen.setdefault(_canonical(node), (node, frozenset(shapes.anyvalue), env))
             if len(seen) > MAX_STRUCTURES or built > 100 * MAX_STRUCTURES:
                 raise NotUniform(f"more than {MAX_STRUCTURES} structures of groups")
     return list(seen.values())
@@ -272,10 +273,14 @@ def _canonical(node: Node) -> str:
 
 
 def instances(rule: Rule, length: int = LENGTH) -> list[tuple[Instance, frozenset]]:
-    """The structures the rule fires on, rewritten by it."""
+    """The structures the rule fires on, rewritten by it (with the nodes its assumptions
+    name)."""
     out = []
-    for root, anyvalue in structures(rule, length):
+    for root, anyvalue, env in structures(rule, length):
         inst = rewrite_instance(rule, [root], {})
+        if any(a.name not in env for a in rule.assumptions):
+            raise NotUniform("an assumption on a name the pattern does not bind")
+        inst.assumed = tuple((a, env[a.name]) for a in rule.assumptions)
         if inst.fired:
             out.append((inst, anyvalue))
     return out
@@ -372,12 +377,26 @@ def prove_generic(inst: Instance, anyvalue: frozenset, semantics: str) -> str | 
         return f"no generic element: {e}"
     same = z3.Implies(before.ok, z3.And(after.ok, before.v == after.v))
     claim = same if semantics == "refine" else z3.And(same, after.ok == before.ok)
+    try:  # an assumption holds at the generic element (a weaker premise than everywhere)
+        assumed = [_within(a, element([n], generic, anyvalue)[0]) for a, n in inst.assumed]
+    except (Unsupported, NotImplementedError) as e:
+        return f"no generic element: {e}"
     solver = z3.Solver()
     solver.set("rlimit", 4_000_000)
-    solver.add(*ground_axioms(claim), *[z3.Real(f"n.{g}") >= 1 for g in groups])
+    solver.add(*ground_axioms(claim), *[z3.Real(f"n.{g}") >= 1 for g in groups], *assumed)
     solver.add(z3.Not(claim))
     answer = solver.check()
     return None if answer == z3.unsat else f"z3 did not prove it at a generic element ({answer})"
+
+
+def _within(a, sym):
+    """The assumption `a` on one element: defined, and within its range."""
+    parts = [z3.BoolVal(True) if sym.ok is True else sym.ok]
+    if a.low > -np.inf:
+        parts.append(sym.v > a.low if a.low_open else sym.v >= a.low)
+    if a.high < np.inf:
+        parts.append(sym.v < a.high if a.high_open else sym.v <= a.high)
+    return z3.And(*parts)
 
 
 def _after(inst: Instance) -> list[Node]:
