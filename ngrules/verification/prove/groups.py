@@ -21,6 +21,7 @@ import numpy as np
 import z3
 
 from ngrules.errors import NgrulesError
+from ngrules.ir import declared
 from ngrules.ir.axes import Axes, make_axis
 from ngrules.ir.frontend import constant, placeholder
 from ngrules.ir.graph import Node, make_node
@@ -70,7 +71,8 @@ def _elementwise(op: str) -> bool:
     """Elementwise with an encoding and no attribute (the structures are built with one value
     of each: a `Relu`'s slope would be a sample)."""
     d = OPS.get(op)
-    return op in ENCODINGS and d.has("elementwise") and not d.attrs
+    encoded = op in ENCODINGS or op in declared.DECLARATIONS  # a declaration: its body
+    return encoded and d.has("elementwise") and not d.attrs
 
 
 #: Comparisons of a number of axes that a group of several axes answers as one axis does.

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import z3
 
+from ngrules.ir import declared
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import OPS
 from ngrules.verification.prove.scalars import ENCODINGS, Sym
@@ -141,10 +142,12 @@ def _product(fs):
     return out
 
 
-def element(outputs: list[Node], generic: Generic, anyvalue=()) -> list[Sym]:
+def element(outputs: list[Node], generic: Generic, anyvalue=(), seeded=None) -> list[Sym]:
     """Each output at the generic element; placeholders, and the constants in `anyvalue`
-    (a pattern's typed constants: any values), are functions of their indices."""
+    (a pattern's typed constants: any values), are functions of their indices; `seeded`
+    nodes (a declared op's stand-ins) hold the terms given."""
     values: dict[Node, Sym] = {n: leaf(n, generic) for n in anyvalue}
+    values.update(seeded or {})
     for node in toposort(outputs):
         if node not in values:
             values[node] = _value(node, [values[a] for a in node.args], generic)
@@ -185,8 +188,11 @@ def _value(node: Node, args: list[Sym], generic: Generic) -> Sym:
         return _reduction(node, args, generic)
     if node.op in ENCODINGS and OPS[node.op].has("elementwise"):
         return ENCODINGS[node.op](*args, node.attrs)
+    if node.op in declared.DECLARATIONS and node.outputs is None:  # through its body
+        stand_ins, outputs = declared.DECLARATIONS[node.op].body(node)
+        return element(list(outputs), generic, (), dict(zip(stand_ins, args)))[0]
     raise Unsupported(f"{node.op} (not by names: only views by name, elementwise ops, "
-                      "Sum, Max, Min and Dot)")
+                      "Sum, Max, Min, Dot and declared ops through their bodies)")
 
 
 def _reduction(node: Node, args: list[Sym], generic: Generic) -> Sym:
