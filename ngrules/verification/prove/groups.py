@@ -53,7 +53,8 @@ def check_uniform(rule: Rule) -> None:
         raise NotUniform("several roots")
     found = POSITIONAL.search(rule.source or "")
     if found:
-        raise NotUniform(f"the rule reads axes by position or size (`{found.group(0)}`)")
+        raise NotUniform("the rule reads axes by position or size, or a value "
+                         f"(`{found.group(0)}`)")
     for p in _walk(rule.roots[0]):
         if isinstance(p, POp) and p.op not in UNIFORM and not _elementwise(p.op):
             raise NotUniform(f"{p.op} does not treat axes by name only")
