@@ -35,12 +35,11 @@ def main(argv=None) -> int:
         reason = v.headline.split(": ", 1)[1][:110]
         print(f"| {v.rule.name} | {v.status} | {v.seconds:.1f} | {reason} |")
     counts = Counter(v.status for v in report)
-    every = [v for v in report if v.status in ("proved", "proved-reals", "loops")
-             and v.bound is None]
+    every = [v for v in report if v.status in ("proved", "proved-reals") and v.bound is None]
     slow = [v.rule.name for v in report if v.seconds >= 60]
     print(f"\n{len(report)} expressed; {len(every)} proved for every shape "
-          f"({counts['proved']} in IEEE floats, {counts['proved-reals']} over the reals, "
-          f"{counts['loops']} loops with each step proved); {dict(counts)}; "
+          f"({counts['proved']} in IEEE floats, {counts['proved-reals']} over the reals; "
+          f"{counts['loops']} more loop, each step proved); {dict(counts)}; "
           f"{len(slow)} took 60 s or more {slow}; {wall:.0f} s wall, --jobs {args.jobs}, "
           f"load {load:.1f} before, {os.getloadavg()[0]:.1f} after")
     return 0
