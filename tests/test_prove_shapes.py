@@ -46,7 +46,7 @@ def test_a_proof_over_drawn_shapes_is_no_proof(rule):
 
 
 def test_verify_with_prove_reports_the_failure_testing_finds():
-    report = ng.verify(_rules(ONCE_PROVED), 20, prove=True)
+    report = ng.verify(_rules(ONCE_PROVED), 10, prove=True)
     got = {v.rule.name: v.status for v in report}
     assert got == {"max_of_sum": "wrong", "transpose_last_first": "ill-formed",
                    "dot_split_at_one": "ill-formed"}, str(report)
