@@ -17,8 +17,9 @@ from ngrules.verification.prove import prove_rule  # noqa: E402
 
 TRAPS = Path(__file__).parent / "corpus" / "wrong" / "class15_bounded_proofs.rules"
 #: Proved over drawn shapes before issue 35 ("proved for lengths <= 3 (... every axis order of
-#: the 4 shapes drawn)"): max of sums, a transpose right up to rank 3, a wrong Dot split.
-ONCE_PROVED = ("max_of_sum", "transpose_last_first", "dot_split_at_one")
+#: the 4 shapes drawn)"): max of sums, a transpose right up to rank 3, a wrong Dot split; and
+#: "proved (...; elementwise: every shape)": a sum the builder skips below rank 4.
+ONCE_PROVED = ("max_of_sum", "transpose_last_first", "dot_split_at_one", "sum_from_rank_four")
 
 
 def test_the_axis_groups_argument_refuses_what_one_axis_per_group_hides():
@@ -46,10 +47,10 @@ def test_a_proof_over_drawn_shapes_is_no_proof(rule):
 
 
 def test_verify_with_prove_reports_the_failure_testing_finds():
-    report = ng.verify(_rules(ONCE_PROVED), 10, prove=True)
+    report = ng.verify(_rules(ONCE_PROVED), prove=True)  # a rank-4 instance needs 40 examples
     got = {v.rule.name: v.status for v in report}
     assert got == {"max_of_sum": "wrong", "transpose_last_first": "ill-formed",
-                   "dot_split_at_one": "ill-formed"}, str(report)
+                   "dot_split_at_one": "ill-formed", "sum_from_rank_four": "wrong"}, str(report)
     assert "a sample of shapes, not a proof" in report["transpose_last_first"].note
 
 
