@@ -43,11 +43,23 @@ def test_elementwise_identities_are_proved_for_every_shape(text, status):
     assert ("over the reals" in str(v)) == (status == "proved-reals")
 
 
-def test_a_tensor_rule_is_proved_for_lengths_up_to_the_bound():
-    v = prove_rule(rule("rule r: r @ ReorderAxes(ReorderAxes(x)) => axes_with_order(x, r.axes)"),
-                   bound=2)
-    assert v.status == "proved" and v.bound == 2
-    assert "proved for lengths <= 2" in str(v)
+def held(v) -> bool:
+    """Proved, or z3 held on every layout of the shapes drawn (a sample: no proof, issue 35)."""
+    return v.status in PROVED or "a sample of shapes, not a proof" in v.reason
+
+
+def test_a_tensor_rule_held_on_drawn_shapes_is_not_proved():
+    v = prove_rule(rule("rule r: t @ Transpose(Transpose(x)) => x"), bound=2)
+    assert v.status == "unverified" and "(lengths <= 2), a sample of shapes" in v.reason, str(v)
+    assert "reads axes by position" in v.reason  # Transpose: no reduction to axis groups
+
+
+def test_a_rule_over_axis_groups_is_proved_for_every_shape():
+    # the drawn shapes sum over axes of length 1 (exact in floats); the structures of groups
+    # sum over length 2, which rounds: proved over the reals, not in IEEE floats
+    v = prove_rule(rule("rule r: r @ Sum(Sum(x)) => sum(x, reduction_axes=x.axes - r.axes)"))
+    assert v.status == "proved-reals" and v.bound is None, str(v)
+    assert "every shape: 16 structures of axis groups, each for every length" in v.reason
 
 
 def test_a_wrong_rule_is_refuted_with_a_replayed_counterexample():
@@ -69,17 +81,17 @@ def test_a_model_that_does_not_reproduce_is_not_reported_as_wrong():
         p @ Prod(Broadcast(c: Constant)) if c.rank == 0
         => broadcast(constant(pow(value(c), size(p.reduction_axes)), dtype=c.dtype), p.axes)"""
     v = prove_rule(rule(text))
-    assert v.status in ("proved-reals", "unverified")
-    if v.status == "unverified":
-        assert "does not reproduce numerically" in v.reason
+    assert v.status == "unverified"
+    assert "does not reproduce numerically" in v.reason or held(v), str(v)
 
 
 def test_an_ill_formed_rewrite_is_ill_formed_as_in_the_verifier():
     # on a flattened x the replacement changes the axes: the engine refuses the rewrite
     text = "rule r: Unflatten(Flatten(x)) => x"
-    v = prove_rule(rule(text))
-    assert v.status == "ill-formed" and v.failed, str(v)
-    assert "the replacement cannot be built" in v.counterexample.problem
+    v = prove_rule(rule(text))  # on a drawn layout, or no proof (flatten reads positions)
+    assert v.status == "ill-formed" or "a sample of shapes, not a proof" in v.reason, str(v)
+    if v.failed:
+        assert "the replacement cannot be built" in v.counterexample.problem
     assert ng.verify(rule(text), 40, prove=True)["r"].status == "ill-formed"
 
 def test_a_rule_that_loops_alone_loops_as_in_the_verifier():
@@ -127,7 +139,7 @@ def test_the_axioms_are_instantiated_on_the_claims_own_terms():
 
 def test_a_rule_with_a_guard_is_proved_element_by_element_on_big_instances():
     v = prove_rule(rule("rule r: d - d * Less(0, x) + d * Greater(x, 0) if x.rank > 1 => d"))
-    assert v.status in PROVED and v.bound == 3, str(v)
+    assert held(v) and v.status not in PROVED, str(v)  # a guard on ranks: no proof
 
 
 #: Library rules that fold a constant: the constants are drawn exact in floats, and c * 0.1 folded
@@ -137,14 +149,14 @@ FOLDING = {"simplify": {"sum_const", "prod_const"}}
 
 
 @pytest.mark.parametrize("name", ["simplify", "relu", "dot", "shaping"])
-def test_every_rule_of_the_encodable_library_files_is_proved(name):
+def test_every_rule_of_the_encodable_library_files_holds(name):
     from ngrules.lang.shipped import library_path
 
     folding = set(FOLDING.get(name, ()))
     for rule in ng.load_rules(library_path() / f"{name}.rules").rules:
         v = prove_rule(rule)
-        assert v.status in PROVED, str(v)
+        assert held(v), str(v)
         if rule.name in folding:
             folding.remove(rule.name)
-            assert v.status == "proved-reals", str(v)
+            assert v.status != "proved", str(v)
     assert not folding, f"not in {name}.rules: {folding}"

@@ -7,14 +7,14 @@
 | `loops`      | the rule alone does not terminate (a warning, with cycle)  | no          |
 | `unverified` | too few instances could be built; the reason says why      | no          |
 | `verified`   | right on every instance tried                              | no          |
-| `proved`     | an SMT proof, for all inputs (perhaps for lengths <= k)    | no          |
+| `proved`     | an SMT proof, for all inputs and every shape               | no          |
 | `proved-reals` | an SMT proof for real numbers; the ops round in floats   | no          |
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -224,3 +224,24 @@ def over_the_reals(proof: Verdict, tested: Verdict) -> Verdict:
     tested.note = f"true over the reals ({proof.headline.split(': ', 1)[-1]})"
     tested.seconds += proof.seconds
     return tested
+
+
+def with_proof(proof: Verdict, tested: Callable[[], Verdict], floats: str) -> Verdict:
+    """The verdict of a rule the prover tried, `tested()` its testing: a proof over the reals
+    is still tested in floats (`over_the_reals`); a bounded proof never replaces testing,
+    which goes beyond the bound and wins (prove_rule gives none today: z3 over the shapes
+    drawn is a note); a rule neither proved nor refuted is tested, the prover's reason noted."""
+    holds = proof.status in ("proved", "proved-reals", "loops")
+    if proof.status == "proved-reals" and floats == "ieee":
+        return over_the_reals(proof, tested())
+    if proof.bound is not None and holds:
+        beyond = tested()
+        if beyond.failed:
+            beyond.note = f"z3 {proof.headline.split(': ', 1)[1]}; testing beyond it failed"
+            return beyond
+        proof.seconds += beyond.seconds
+    if holds or proof.failed:  # as tested
+        return proof
+    verdict = tested()
+    verdict.note, verdict.seconds = proof.reason, verdict.seconds + proof.seconds
+    return verdict

@@ -39,7 +39,7 @@ from ngrules.verification.verdicts import (
     Verdict,
     VerificationReport,
     ill_formed,
-    over_the_reals,
+    with_proof,
 )
 from ngrules.verification.workers import judged, while_interrupted
 
@@ -440,12 +440,6 @@ def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound, s
 
         limits = prove if isinstance(prove, tuple) else None  # (seconds, megabytes)
         proof = prove_rule(rule, bound=bound, semantics=semantics, budget=limits)
-        if proof.status == "proved-reals" and floats == "ieee":
-            return over_the_reals(proof, tested())
-        if proof.status in ("proved", "proved-reals", "loops") or proof.failed:  # as tested
-            return proof
-        verdict = tested()
-        verdict.note, verdict.seconds = proof.reason, verdict.seconds + proof.seconds
-        return verdict
+        return with_proof(proof, tested, floats)
     return tested()
 

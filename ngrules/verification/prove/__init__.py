@@ -1,8 +1,8 @@
 """Proof of rules with the z3 SMT solver (the optional `prove` extra: pip install 'ngrules[prove]').
 
-`prove_rule(rule, bound=3)` proves a rule for all real input values on instances of its pattern
-with axis lengths up to `bound`, unrolling tensor ops into scalar terms; see `prover`. `missing()`
-lists the ops of the table without an encoding, and why.
+`prove_rule(rule, bound=3)` proves a rule for all input values and every shape, or says why
+not (z3 holding on the drawn instances, lengths up to `bound`, is a sample, never a proof: issue
+35); see `prover` and `groups`. `missing()` lists the ops of the table without an encoding.
 """
 
 from __future__ import annotations

@@ -7,9 +7,10 @@ which they differ:
 - strict semantics: the two sides are defined at the same inputs, and equal where defined;
 - refinement: where the left side is defined, the right side is defined and equal.
 
-`unsat` on every instance is a proof for all input values on those instances; a rule made of
-elementwise ops, with no typed constants, proved at rank 0 is proved for every shape (it acts
-pointwise). A `sat` model is a counterexample, replayed with the numpy executor before it is
+`unsat` on every instance is a proof for all input values on those instances only, a sample of
+shapes: a proof for every shape comes from a rule made of elementwise ops, with no typed
+constants, proved at rank 0 (it acts pointwise), or from the structures of axis groups
+(`groups`). A `sat` model is a counterexample, replayed with the numpy executor before it is
 reported; `unknown` (nonlinear arithmetic, quantified axioms) leaves the rule unproved.
 """
 
@@ -25,7 +26,7 @@ import z3
 from ngrules.ir.graph import Node, format_graph, toposort
 from ngrules.ir.ops import OPS
 from ngrules.lang.rules import Rule
-from ngrules.lang.syntax import PVar, walk
+from ngrules.lang.syntax import EAttr, EBinary, EBool, EStr, EUnary, EVar, Guard, PVar, walk
 from ngrules.verification.compare import compare
 from ngrules.verification.dtypes import narrow_dtype_check
 from ngrules.verification.instances import Instance
@@ -37,6 +38,7 @@ from ngrules.verification.prove.exact import exact
 from ngrules.verification.prove.floats import encodable as fp_encodable
 from ngrules.verification.prove.floats import prove_in_floats
 from ngrules.verification.prove.ground import ground_axioms
+from ngrules.verification.prove.groups import POSITIONAL, every_shape
 from ngrules.verification.prove.scalars import axioms_for
 from ngrules.verification.prove.tensors import NoEncoding, evaluate
 from ngrules.verification.special import special_counterexample
@@ -260,7 +262,36 @@ def _pointwise(rule: Rule) -> bool:
             return False
         if isinstance(p, PVar) and p.kind is not None:
             return False
-    return not rule.clauses
+    if POSITIONAL.search(rule.source or "x["):  # a builder may skip a node at some ranks
+        return False
+    return all(isinstance(c, Guard) and _dtypes_only(c.expr) for c in rule.clauses)
+
+
+def _dtypes_only(expr) -> bool:
+    """A guard that reads dtypes only (`x.dtype == m.dtype`): the same at every shape."""
+    if isinstance(expr, EAttr):
+        return expr.name == "dtype" and isinstance(expr.obj, EVar)
+    if isinstance(expr, EBinary):
+        return expr.op in ("==", "!=", "and", "or") and _dtypes_only(expr.left) \
+            and _dtypes_only(expr.right)
+    if isinstance(expr, EUnary):
+        return expr.op == "not" and _dtypes_only(expr.operand)
+    return isinstance(expr, EStr | EBool)
+
+
+def _pointwise_after(inst: Instance) -> bool:
+    """The replacement's new nodes elementwise ops, leaves and broadcast scalar constants: a
+    reduction, a view or a slice in it acts differently at rank 0 than above (`Exp(x) =>
+    broadcast(Exp(sum(x, ...)), x.axes)` holds at rank 0 only)."""
+    after = inst.after if inst.stop == "fixpoint" else inst.step
+    before = set(toposort(inst.outputs))
+    for node in (n for n in toposort(after) if n not in before):
+        op = OPS[node.op]
+        scalar_broadcast = node.op == "Broadcast" and not node.args[0].axes \
+            and node.args[0].op == "Constant"
+        if not (op.has("elementwise") or op.has("leaf") or scalar_broadcast):
+            return False
+    return True
 
 
 #: Attempts to draw instances within the bound: a second run only when the first kept none
@@ -393,7 +424,7 @@ def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics
                   budget: Budget):
     rule, bound = verdict.rule, verdict.bound
     scalars = [i for i in laid if not any(n.axes for n in i.outputs)]
-    everywhere = bool(scalars) and _pointwise(rule)
+    everywhere = bool(scalars) and _pointwise(rule) and all(map(_pointwise_after, laid))
     instances = scalars if everywhere else laid  # a proof at rank 0 holds for every shape
     if not instances:
         verdict.reason = f"no proof: no instance with lengths <= {bound} could be built"
@@ -411,13 +442,20 @@ def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics
             return
     floats = "IEEE float16, float32 and float64; " if ieee else \
         "every op exact in IEEE floats; " if exact(instances) else ""
+    scope = "elementwise: every shape"
+    if not everywhere:  # the drawn shapes are a sample: never a proof (issue 35)
+        structures, why = every_shape(rule, semantics)
+        if not structures:
+            verdict.reason = (f"no proof for every shape ({why}): z3 held on the "
+                              f"{len(instances)} layouts of {shapes} (lengths <= {bound}), a "
+                              "sample of shapes, not a proof")
+            return
+        scope = (f"every shape: {len(structures)} structures of axis groups, each for every "
+                 "length")  # in floats only when exact on them (a sum of 2 rounds)
+        floats = "every op exact in IEEE floats; " if exact(structures) else ""
     verdict.status = "proved" if floats else "proved-reals"
     verdict.examples = len(instances)
-    if everywhere:
-        verdict.bound = None
-        scope = "elementwise: every shape"
-    else:
-        scope = f"all input values, every axis order of {shapes}: {len(instances)} layouts"
+    verdict.bound = None
     verdict.reason = f"({floats}{scope})"
     loop = next((i.message for i in instances if i.stop != "fixpoint"), "")
     if loop:  # as the verifier says: sound, but the rule alone does not terminate
