@@ -24,9 +24,7 @@ import numpy as np
 import z3
 
 from ngrules.ir.graph import Node, format_graph, toposort
-from ngrules.ir.ops import OPS
 from ngrules.lang.rules import Rule
-from ngrules.lang.syntax import EAttr, EBinary, EBool, EStr, EUnary, EVar, Guard, PVar, walk
 from ngrules.verification.compare import compare
 from ngrules.verification.dtypes import narrow_dtype_check
 from ngrules.verification.instances import Instance
@@ -38,7 +36,8 @@ from ngrules.verification.prove.exact import exact
 from ngrules.verification.prove.floats import encodable as fp_encodable
 from ngrules.verification.prove.floats import prove_in_floats
 from ngrules.verification.prove.ground import ground_axioms
-from ngrules.verification.prove.groups import POSITIONAL, every_shape
+from ngrules.verification.prove.groups import every_shape
+from ngrules.verification.prove.pointwise import pointwise, pointwise_after
 from ngrules.verification.prove.scalars import axioms_for
 from ngrules.verification.prove.tensors import NoEncoding, evaluate
 from ngrules.verification.special import special_counterexample
@@ -254,46 +253,6 @@ def _replay(inst: Instance, after, feeds, semantics: str) -> Outcome:
     return Outcome("wrong", cx.problem, cx)
 
 
-def _pointwise(rule: Rule) -> bool:
-    """Only elementwise ops and untyped variables: proved at rank 0, proved for all shapes."""
-    for p in walk(rule.roots):
-        op = getattr(p, "op", None)
-        if op is not None and not OPS[op].has("elementwise"):
-            return False
-        if isinstance(p, PVar) and p.kind is not None:
-            return False
-    if POSITIONAL.search(rule.source or "x["):  # a builder may skip a node at some ranks
-        return False
-    return all(isinstance(c, Guard) and _dtypes_only(c.expr) for c in rule.clauses)
-
-
-def _dtypes_only(expr) -> bool:
-    """A guard that reads dtypes only (`x.dtype == m.dtype`): the same at every shape."""
-    if isinstance(expr, EAttr):
-        return expr.name == "dtype" and isinstance(expr.obj, EVar)
-    if isinstance(expr, EBinary):
-        return expr.op in ("==", "!=", "and", "or") and _dtypes_only(expr.left) \
-            and _dtypes_only(expr.right)
-    if isinstance(expr, EUnary):
-        return expr.op == "not" and _dtypes_only(expr.operand)
-    return isinstance(expr, EStr | EBool)
-
-
-def _pointwise_after(inst: Instance) -> bool:
-    """The replacement's new nodes elementwise ops, leaves and broadcast scalar constants: a
-    reduction, a view or a slice in it acts differently at rank 0 than above (`Exp(x) =>
-    broadcast(Exp(sum(x, ...)), x.axes)` holds at rank 0 only)."""
-    after = inst.after if inst.stop == "fixpoint" else inst.step
-    before = set(toposort(inst.outputs))
-    for node in (n for n in toposort(after) if n not in before):
-        op = OPS[node.op]
-        scalar_broadcast = node.op == "Broadcast" and not node.args[0].axes \
-            and node.args[0].op == "Constant"
-        if not (op.has("elementwise") or op.has("leaf") or scalar_broadcast):
-            return False
-    return True
-
-
 #: Attempts to draw instances within the bound: a second run only when the first kept none
 #: (instances of a big pattern, attention or a convolution, are rarely that small).
 TRIES = (150, 350)
@@ -424,7 +383,7 @@ def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics
                   budget: Budget):
     rule, bound = verdict.rule, verdict.bound
     scalars = [i for i in laid if not any(n.axes for n in i.outputs)]
-    everywhere = bool(scalars) and _pointwise(rule) and all(map(_pointwise_after, laid))
+    everywhere = bool(scalars) and pointwise(rule) and all(map(pointwise_after, laid))
     instances = scalars if everywhere else laid  # a proof at rank 0 holds for every shape
     if not instances:
         verdict.reason = f"no proof: no instance with lengths <= {bound} could be built"
