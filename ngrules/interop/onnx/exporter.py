@@ -27,6 +27,7 @@ from ngrules.interop.onnx import (
     export_transposes,
     gelu_chains,
     ort_target,
+    refused,
     require_onnx,
     weights,
 )
@@ -234,5 +235,5 @@ def export_parts(
     dynamic.restore(model)  # symbolic dimensions written back as dim_params and run-time shapes
     if target == "onnxruntime":
         ort_target.for_onnxruntime(model, em.weights, lambda: em.fresh("c"))
-    weights.check(model, em.weights)
+    refused.check(model, em.weights)  # onnx's checker, onnxruntime's rules and session
     return model, em.weights

@@ -124,13 +124,9 @@ class Folding:
         if node.op_type == "ConstantOfShape" and node.input and node.input[0]:
             self.consts[node.output[0]] = self._constant_of_shape(node)  # weights of light
             return  # models: hundreds of them, without an evaluator each
-        from onnx.reference import ReferenceEvaluator
-
         inputs = [n for n in node.input if n]
         try:
-            results = ReferenceEvaluator(self._single_node_model(node)).run(
-                None, {n: self.consts[n] for n in inputs}
-            )
+            results = self._evaluate(node, [self.consts[n] for n in inputs])
         except Exception as e:  # the reference evaluator's own errors, of many types
             raise OnnxError(f"cannot fold {node_label(node)}: {one_line(e)[:300]}") from None
         for name, value in zip(node.output, results):
@@ -140,6 +136,18 @@ class Folding:
             value = np.asarray(value)
             self.check_size(node, value.nbytes)
             self.consts[name] = value
+
+    def _evaluate(self, node, values: list) -> list:
+        """The node's outputs: numpy's where onnx's reference evaluator is wrong (`_KERNELS`),
+        else the evaluator's."""
+        own = _KERNELS.get(node.op_type)
+        if own is not None:
+            return own(node, *values)
+        from onnx.reference import ReferenceEvaluator
+
+        inputs = [n for n in node.input if n]
+        return ReferenceEvaluator(self._single_node_model(node)).run(
+            None, dict(zip(inputs, values)))
 
     def _constant_of_shape(self, node) -> np.ndarray:
         shape = [int(d) for d in np.ravel(self.consts[node.input[0]])]
@@ -248,6 +256,22 @@ def _aligned_max(arrays) -> list[int]:
     for a in arrays:
         shape = tuple(max(x, y) for x, y in _aligned(shape, a.shape))
     return list(shape)
+
+
+def _gather_elements(node, data: np.ndarray, index: np.ndarray) -> list:
+    """ONNX's GatherElements (onnx's evaluator fails past 64 rows: `np.choose`)."""
+    axis = _int_attr(node, "axis", 0) % data.ndim
+    length = data.shape[axis]
+    if index.size and (index.min() < -length or index.max() >= length):
+        raise IndexError(f"an index is outside [-{length}, {length})")
+    index = np.where(index < 0, index + length, index).astype(np.int64)
+    data = data[tuple(slice(None) if d == axis else slice(0, n)  # the output: index's shape
+                      for d, n in enumerate(index.shape))]
+    return [np.take_along_axis(data, index, axis)]
+
+
+#: op type -> (node, *input values) -> output values, where onnx's evaluator is not used.
+_KERNELS = {"GatherElements": _gather_elements}
 
 
 def _int_attr(node, name: str, default):
