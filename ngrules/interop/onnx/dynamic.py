@@ -6,7 +6,9 @@ Import: each `dim_param` of a graph input with no length given gets a stand-in l
 a graph input or output whose length is a stand-in gets its `dim_param` back, and every shape
 the exporter wrote as a constant (the target of a `Reshape` or an `Expand`) that counts a
 stand-in is computed at run time instead, from the `Shape` of an input that has the symbol:
-`[N·4, 16]` becomes `Concat(Mul(Shape(x)[0:1], [4]), [16])`.
+`[N·4, 16]` becomes `Concat(Mul(Shape(x)[0:1], [4]), [16])`; where only one entry of a
+Reshape's target counts a symbol it is written -1 instead. `AxisIndex` over a symbolic axis
+(a Range to the sequence length, imported) is `Range(0, Shape(x)[i], 1)`, never a constant.
 """
 
 from __future__ import annotations
@@ -15,10 +17,30 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ngrules.interop.onnx.emitter import Emitter, layout_exporter
+from ngrules.interop.onnx.layout import Value, constant_value, full_value
 from ngrules.ir import symbolic
+from ngrules.ir.graph import Node
 
 #: Inputs that are shapes, by op: the constants in them are what `restore` computes.
 SHAPE_INPUTS = {"Reshape": 1, "Expand": 1}
+
+
+@layout_exporter("AxisIndex")
+def _axis_index(em: Emitter, n: Node) -> Value:
+    """0..n-1 along an axis: a constant when its length is static, else computed from the
+    run-time shape of the tensor that has the axis."""
+    axis = n.attrs["axis"]
+    if not symbolic.symbols_of(axis.length):
+        return constant_value(np.arange(axis.length, dtype=np.int64), (axis,))
+    x = n.args[0]
+    v = em.values[x]
+    if not v.full(axis):
+        v = em.complete(x, (axis,))
+    i = v.dims.index(axis)
+    length = em.node("Shape", [em.name_of(v)], start=i, end=i + 1)
+    length = em.node("Squeeze", [length, em.const([0])])
+    return full_value(em.node("Range", [em.const(0), length, em.const(1)]), (axis,))
 
 
 def with_stand_ins(model, lengths: Mapping[str, int]) -> dict[str, int]:

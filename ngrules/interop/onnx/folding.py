@@ -8,6 +8,11 @@ until nothing more folds. Before a node is evaluated its output's size is estima
 inferred shape and from its inputs' values), and a value over `Limits.constant_bytes` is refused
 naming the node and the size, so a small model cannot make the importer allocate gigabytes.
 Nodes with subgraphs (Loop, If, Scan...) are never evaluated here: their cost has no bound.
+
+A value computed from a symbolic dimension's stand-in length (`ir.symbolic`) is tracked
+(`symbolic`): shape arithmetic over it folds (a few numbers), but a node whose output would
+have more than `SYMBOLIC_FOLD` elements (a Range to the sequence length, a causal mask over it)
+stays a graph computation, converted to nodes whose lengths stay symbolic.
 """
 
 from __future__ import annotations
@@ -21,10 +26,13 @@ from ngrules.interop.onnx import OnnxError, UnsupportedOp
 from ngrules.interop.onnx.axes import Shapes
 from ngrules.interop.onnx.loading import Limits, one_line, tensor_array
 from ngrules.interop.onnx.weights import STEERING_SIZE
+from ngrules.ir import symbolic
 
 _FLOAT_ELEMS = (1, 10, 11, 16)  # float32, float16, float64, bfloat16
 _MAX_ROUNDS = 8
 _STEERING_SIZE = STEERING_SIZE  # the same bound as the weights left out of the parsed model
+#: The most elements a value computed from a symbolic length may have to be folded (a shape).
+SYMBOLIC_FOLD = 64
 
 
 def node_label(node) -> str:
@@ -50,6 +58,7 @@ class Folding:
         self.lengths = lengths
         self.consts: dict[str, np.ndarray] = dict(arrays or {})  # weights left out of `model`
         self.base = model
+        self.symbolic: set[str] = set()  # values computed from a stand-in length
         self.done: set[int] = set()
         self.shapes = self._infer()
         for _ in range(_MAX_ROUNDS):
@@ -112,14 +121,21 @@ class Folding:
             return False
         types = [np_elem(self.consts[n].dtype) for n in inputs]
         types += [self.shapes.elem.get(o) for o in node.output]
+        if any(n in self.symbolic for n in inputs) and self._elements(node) > SYMBOLIC_FOLD:
+            return False  # its size depends on a symbol: a graph computation
         return any(t not in _FLOAT_ELEMS for t in types)
 
     def fold(self, node) -> None:
+        inputs = [n for n in node.input if n]
         if node.op_type == "Shape":
             shape = np.array(self.shapes.of(node.input[0]), dtype=np.int64)
             start, end = _int_attr(node, "start", 0), _int_attr(node, "end", None)
             self.consts[node.output[0]] = shape[start:end]
+            if symbolic.symbols_of(tuple(int(d) for d in shape[start:end])):
+                self.symbolic.add(node.output[0])
             return
+        if any(n in self.symbolic for n in inputs):
+            self.symbolic.update(o for o in node.output if o)
         self.check_size(node, self._estimate(node))
         if node.op_type == "ConstantOfShape" and node.input and node.input[0]:
             self.consts[node.output[0]] = self._constant_of_shape(node)  # weights of light
@@ -172,6 +188,9 @@ class Folding:
     def _estimate(self, node) -> float:
         """Bytes of the largest output: the inferred shape's size, or what the inputs'
         values say, whichever is larger (in elements of the output's type)."""
+        return _itemsize(self.shapes.elem.get(node.output[0])) * self._elements(node)
+
+    def _elements(self, node) -> float:
         sizes = [0.0]
         for out in node.output:
             shape = self.shapes.shape.get(out)
@@ -182,7 +201,7 @@ class Folding:
             sizes.append(float(_elements(node.op_type, values)))
         except (ArithmeticError, ValueError, TypeError, IndexError):
             sizes.append(math.inf)
-        return _itemsize(self.shapes.elem.get(node.output[0])) * max(sizes)
+        return max(sizes)
 
     def _single_node_model(self, node):
         from onnx import helper
