@@ -130,7 +130,8 @@ def export(name: str, out: Path, dynamo: bool) -> Path:
         else:
             torch.onnx.export(model, args, str(path), dynamo=False,
                               input_names=names, output_names=["y"], opset_version=17,
-                              dynamic_axes={**_dynamic(inputs, False, seq), "y": {0: "batch"}})
+                              dynamic_axes={**_dynamic(inputs, False, seq),
+                                            "y": {0: "batch", **({1: "seq"} if seq else {})}})
     m = onnx.load(str(path))
     for node in m.graph.node:  # the dynamo exporter's stack traces
         del node.metadata_props[:]

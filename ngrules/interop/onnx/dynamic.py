@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ngrules.interop.onnx import OnnxError
 from ngrules.interop.onnx.emitter import Emitter, layout_exporter
 from ngrules.interop.onnx.layout import Value, constant_value, full_value
 from ngrules.ir import symbolic
@@ -41,6 +42,48 @@ def _axis_index(em: Emitter, n: Node) -> Value:
     length = em.node("Shape", [em.name_of(v)], start=i, end=i + 1)
     length = em.node("Squeeze", [length, em.const([0])])
     return full_value(em.node("Range", [em.const(0), length, em.const(1)]), (axis,))
+
+
+def run_time_constant(placeholders, value: np.ndarray, axes) -> Node | None:
+    """A shape folded at import that counts stand-ins (the `Shape` of an input, which a model
+    then does arithmetic on) as a node computing it at run time: each symbol the count of the
+    input's axis of its length; None when an element cannot be (a symbol no input has)."""
+    from ngrules.ir import builders as F
+    from ngrules.ir.axes import Axes
+
+    axes = Axes(tuple(axes))
+    if value.dtype.kind not in "iu" or value.size > 8 or len(axes) > 1:
+        return None
+    total = None
+    for i, v in enumerate(value.ravel().tolist()):
+        element = _run_time_scalar(placeholders, int(v), value.dtype)
+        if element is None:
+            return None
+        if value.size > 1:  # placed at i of the 1-D value
+            unit = np.zeros(value.size, value.dtype)
+            unit[i] = 1
+            element = F.broadcast(element, axes) * F.constant(unit, axes, dtype=value.dtype)
+        total = element if total is None else total + element
+    return F.broadcast(total, axes)
+
+
+def _run_time_scalar(placeholders, v: int, dtype) -> Node | None:
+    from ngrules.ir import builders as F
+    from ngrules.ir.axes import Axes
+
+    static, symbols = symbolic.factor(abs(v))
+    if not symbols:
+        return None if abs(v) >= symbolic.FIRST_STAND_IN else F.constant(v, dtype=dtype)
+    node = None
+    for symbol in symbols:
+        length = symbolic.stand_in(symbol)
+        axis = next((a for p in placeholders for a in p.axes if a.length == length), None)
+        if axis is None:
+            return None
+        count = F.sum(F.broadcast(F.constant(1, dtype=dtype), Axes((axis,))), out_axes=())
+        node = count if node is None else node * count
+    factor = static * (-1 if v < 0 else 1)
+    return node if factor == 1 else node * F.constant(factor, dtype=dtype)
 
 
 def with_stand_ins(model, lengths: Mapping[str, int]) -> dict[str, int]:
@@ -195,10 +238,19 @@ def _constant_nodes(nodes) -> dict[str, np.ndarray]:
     return out
 
 
-def restore(model) -> None:
-    """Give the model its symbolic dimensions back (in place; nothing to do without any)."""
+def restore(model, arrays: Mapping[str, np.ndarray] | None = None) -> None:
+    """Give the model its symbolic dimensions back (in place; nothing to do without any);
+    `arrays` are its initializers kept apart, checked too."""
     if not symbolic.STAND_INS:
         return
+    for name, array in [*(arrays or {}).items(),
+                        *((t.name, t.dims) for t in model.graph.initializer)]:
+        dims = array.shape if isinstance(array, np.ndarray) else tuple(array)
+        if symbolic.symbols_of(tuple(int(d) for d in dims)):
+            symbol = symbolic.symbols_of(tuple(int(d) for d in dims))[0]
+            raise OnnxError(f"cannot keep {symbol!r} symbolic: the constant {name!r} would have "
+                            f"its stand-in length {tuple(dims)} (give its length: --length "
+                            f"{symbol}=N)")
     from onnx import numpy_helper
 
     graph = model.graph
@@ -218,6 +270,47 @@ def restore(model) -> None:
         graph.initializer.extend(kept)
     _relabel(graph.input)
     _relabel(graph.output)
+    _check_no_stand_ins(graph.node, {t.name: t for t in graph.initializer})
+
+
+#: A stand-in length, or one a few steps from it (a symbolic axis concatenated with a static
+#: one), left as a value would be a wrong model at any other length.
+_NEAR = 1 << 16
+
+
+def _stand_in_near(values: np.ndarray) -> tuple[int, str] | None:
+    for v in values.ravel().tolist():
+        if v and symbolic.symbols_of(abs(v)):
+            return v, symbolic.symbols_of(abs(v))[0]
+        near = [(abs(abs(v) - length), symbol) for length, symbol in symbolic.STAND_INS.items()]
+        if near and min(near)[0] <= _NEAR:
+            return v, min(near)[1]
+    return None
+
+
+def _check_no_stand_ins(nodes, initializers) -> None:
+    """Refuse (naming the reader) a small integer constant left holding a stand-in length:
+    a converter that used a symbolic length as a value, which no run-time shape replaced."""
+    from onnx import numpy_helper
+
+    constants = dict(_constant_nodes(nodes))
+    for name, tensor in initializers.items():
+        if tensor.data_type in (6, 7) and np.prod(tensor.dims) <= 4096:  # int32, int64
+            constants[name] = numpy_helper.to_array(tensor)
+    bad = {}
+    for name, value in constants.items():
+        if value.dtype.kind == "i" and value.size <= 4096:
+            found = _stand_in_near(value)
+            if found:
+                bad[name] = found
+    for node in nodes:
+        for name in node.input:
+            if name in bad:
+                value, symbol = bad[name]
+                raise OnnxError(
+                    f"cannot keep {symbol!r} symbolic here: the {node.op_type} node writing "
+                    f"{node.output[0]!r} would read {value}, a value computed from its "
+                    f"stand-in length (give its length: --length {symbol}=N)")
 
 
 def restore_function(function, input_lengths: Sequence[Sequence[int]]) -> None:

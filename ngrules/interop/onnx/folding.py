@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, UnsupportedOp
+from ngrules.interop.onnx import OnnxError, UnsupportedOp, symbolic_slices
 from ngrules.interop.onnx.axes import Shapes
 from ngrules.interop.onnx.loading import Limits, one_line, tensor_array
 from ngrules.interop.onnx.weights import STEERING_SIZE
@@ -57,7 +57,7 @@ class Folding:
         self.limits = limits
         self.lengths = lengths
         self.consts: dict[str, np.ndarray] = dict(arrays or {})  # weights left out of `model`
-        self.base = model
+        self.base = self._given = model
         self.symbolic: set[str] = set()  # values computed from a stand-in length
         self.done: set[int] = set()
         self.shapes = self._infer()
@@ -98,6 +98,8 @@ class Folding:
         for i, node in enumerate(self.base.graph.node):
             if i in self.done:
                 continue
+            if self.symbolic and self._slice_as_gathers(i, node):
+                return True  # the nodes after it moved: infer again, then go on
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
                 self.consts[node.output[0]] = constant_value(node)
             elif self.foldable(node):
@@ -107,6 +109,28 @@ class Folding:
             self.done.add(i)
             progress = True
         return progress
+
+    def _slice_as_gathers(self, i: int, node) -> bool:
+        """A Slice to a symbolic length replaced by Range and Gather (`symbolic_slices`)."""
+        found = symbolic_slices.as_gathers(self, node)
+        if found is None:
+            return False
+        nodes, consts = found
+        if self.base is self._given:  # never the caller's model
+            from onnx import ModelProto
+
+            self.base = ModelProto()
+            self.base.CopyFrom(self._given)
+        graph = self.base.graph
+        for name, value in consts.items():
+            self.consts[name] = value
+            self.symbolic.add(name)
+            _known(graph, name, value, self.base.ir_version)
+        kept = list(graph.node)
+        del graph.node[:]
+        graph.node.extend(kept[:i] + nodes + kept[i + 1:])
+        self.done = {j if j < i else j + len(nodes) - 1 for j in self.done}
+        return True
 
     # -- one node -----------------------------------------------------------------------------
     def foldable(self, node) -> bool:

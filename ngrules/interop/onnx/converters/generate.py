@@ -32,6 +32,9 @@ def _range(ctx: Context):
     count = max(int(np.ceil((limit - start) / delta)), 0)
     if symbolic.symbols_of(count):
         return [_symbolic_range(ctx, count, start, delta)]
+    if any(n in ctx.importer.folding.symbolic for n in ctx.node.input):
+        raise ctx.unsupported(f"a Range of {count} computed from a symbolic length other than "
+                              "one of the inputs' (give the lengths with --length)")
     return _constant(ctx, start + delta * np.arange(count))
 
 

@@ -1,0 +1,90 @@
+"""The Python code generated for rules (matchers, clauses, dispatchers), compiled once.
+
+Every process that loads the shipped library generates a few hundred small functions and used
+to compile each with `compile()`: a third of a second of a short `ngrules apply`. The code
+objects are kept in memory (the same source compiled once per process) and, marshalled, in the
+user's private cache folder (`parser_cache.cache_folder`, with its checks: a file is read only
+if it is a regular file this user owns that nobody else can write), keyed by a hash of the
+source and the Python version, as Python keeps `.pyc` files; past 4096 files nothing new is
+written there (the rules tests generate are not worth keeping). Without a trusted folder the
+code is compiled as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import marshal
+import os
+import stat
+import sys
+from types import CodeType
+
+from ngrules.lang.parser_cache import _owned_private, cache_folder
+
+_MEMO: dict[tuple[str, str], CodeType] = {}
+_MEMO_SIZE = 4096  # the memory kept is bounded (tests generate rules by the thousand)
+_FOLDER: list = []  # [the code folder or None, whether new files may be written]
+_FILES = 4096  # past this many files in the folder, nothing new is written
+
+
+def compiled(source: str, filename: str) -> CodeType:
+    """`compile(source, filename, "exec")`, from memory or the private cache when it is there."""
+    key = (source, filename)
+    code = _MEMO.get(key)
+    if code is None:
+        code = _from_disk(source, filename)
+        if len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.clear()
+        _MEMO[key] = code
+    return code
+
+
+def _folder():
+    if not _FOLDER:
+        base = cache_folder()
+        folder = None
+        if base is not None:
+            folder = base / "code"
+            try:
+                os.mkdir(folder, 0o700)
+            except FileExistsError:
+                pass
+            except OSError:
+                folder = None
+            if folder is not None:
+                st = os.lstat(folder)
+                if not (stat.S_ISDIR(st.st_mode) and _owned_private(st, 0o077)):
+                    folder = None
+        _FOLDER.extend([folder, folder is not None and len(os.listdir(folder)) < _FILES])
+    return _FOLDER[0]
+
+
+def _from_disk(source: str, filename: str) -> CodeType:
+    folder = _folder()
+    if folder is None:
+        return compile(source, filename, "exec")
+    digest = hashlib.sha256(f"{filename}\0{sys.version}\0{source}".encode()).hexdigest()[:40]
+    path = folder / f"{digest}.marshal"
+    try:
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode) and _owned_private(st, 0o022):
+            with open(path, "rb") as f:
+                code = marshal.loads(f.read())
+            if isinstance(code, CodeType):
+                return code
+    except (OSError, EOFError, ValueError, TypeError):
+        pass
+    code = compile(source, filename, "exec")
+    if not _FOLDER[1]:
+        return code
+    tmp = folder / f"{digest}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(marshal.dumps(code))
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return code
