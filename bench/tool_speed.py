@@ -6,7 +6,8 @@ The models are the onnx package's light networks (`onnx/backend/test/data/light`
 with random weights in place of their constant fills (each `ConstantOfShape` that makes a
 weight becomes an initializer of random float32), written once under the temp folder
 (`ngrules-bench-models/`). Each tool runs `--rounds` times in a fresh process (interleaved);
-wall seconds (min and median) and peak resident memory (`/usr/bin/time`'s maximum RSS, over
+wall and CPU seconds (min and median; on a loaded machine wall is CPU times the queue) and
+peak resident memory (`/usr/bin/time`'s maximum RSS, over
 the model file's size) are reported, with the load average, since the machine is shared.
 onnxsim runs from `--other-python` (a separate environment that has it; skipped if absent);
 onnxruntime's offline optimizer is a session with `optimized_model_filepath` (basic level).
@@ -85,15 +86,17 @@ def commands(path: Path, out: Path, other_python: str | None) -> dict[str, list[
     return cmds
 
 
-def timed(cmd: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak resident MB) of one run in a fresh process."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    result = subprocess.run(["/usr/bin/time", "-f", "%e %M", *cmd], capture_output=True,
+def timed(cmd: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak resident MB) of one run in a fresh process, as an
+    installed tool runs: bytecode cached (PYTHONDONTWRITEBYTECODE unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(ROOT)
+    result = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", *cmd], capture_output=True,
                             text=True, env=env, cwd=ROOT)
     if result.returncode != 0:
         raise RuntimeError(f"{cmd[:4]}...: {result.stderr[-500:]}")
-    wall, kb = result.stderr.strip().splitlines()[-1].split()
-    return float(wall), int(kb) / 1024
+    wall, user, system, kb = result.stderr.strip().splitlines()[-1].split()
+    return float(wall), float(user) + float(system), int(kb) / 1024
 
 
 def main(argv=None) -> None:
@@ -108,16 +111,19 @@ def main(argv=None) -> None:
         path = model_file(name)
         size = path.stat().st_size / 2**20
         cmds = commands(path, out, args.other_python)
-        runs: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
+        runs: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cmds}
+        for cmd in cmds.values():  # warm: bytecode and caches written, the file in memory
+            timed(cmd)
         for _ in range(args.rounds):
             for tool, cmd in cmds.items():
                 runs[tool].append(timed(cmd))
         for tool, rows in runs.items():
-            walls = [w for w, _ in rows]
-            peak = max(m for _, m in rows)
+            walls, cpus = [r[0] for r in rows], [r[1] for r in rows]
+            peak = max(r[2] for r in rows)
             print(f"{name} ({size:.0f} MB) {tool:12s} wall min {min(walls):.2f} s, median "
-                  f"{statistics.median(walls):.2f} s; peak RSS {peak:.0f} MB "
-                  f"({peak / size:.2f}x the file)")
+                  f"{statistics.median(walls):.2f} s; CPU min {min(cpus):.2f} s, median "
+                  f"{statistics.median(cpus):.2f} s; peak RSS {peak:.0f} MB "
+                  f"({peak / size:.2f}x the file); load {os.getloadavg()[0]:.1f}")
     print(f"load average after: {os.getloadavg()}")
 
 

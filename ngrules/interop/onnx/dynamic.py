@@ -212,19 +212,27 @@ def _symbolic_constants(nodes, constants: Mapping[str, np.ndarray]) -> dict[str,
 
 def _rewired(nodes, shapes: _Shapes, found: Mapping[str, np.ndarray]) -> list:
     """The nodes with each symbolic shape input replaced by its run-time computation (one per
-    distinct shape)."""
+    distinct shape), or, for a Reshape whose target counts a symbol in one entry only, by
+    the target with -1 there (no node at all)."""
     by_value: dict[tuple, str] = {}
-    computed = {}
-    for name, value in found.items():
-        if shapes.can(value):
+    for node in nodes:
+        i = SHAPE_INPUTS.get(node.op_type)
+        if i is None or len(node.input) <= i or node.input[i] not in found:
+            continue
+        value = found[node.input[i]]
+        symbolic_entries = [bool(symbolic.factor(int(v))[1]) for v in value.ravel()]
+        if node.op_type == "Reshape" and sum(symbolic_entries) == 1:
+            target = np.where(symbolic_entries, -1, value.ravel())
+            key = ("-1", *target.tolist())
+            if key not in by_value:
+                by_value[key] = shapes._const(target)
+        elif shapes.can(value):
             key = tuple(value.ravel().tolist())
             if key not in by_value:
                 by_value[key] = shapes.shape(value)
-            computed[name] = by_value[key]
-    for node in nodes:
-        i = SHAPE_INPUTS.get(node.op_type)
-        if i is not None and len(node.input) > i and node.input[i] in computed:
-            node.input[i] = computed[node.input[i]]
+        else:
+            continue
+        node.input[i] = by_value[key]
     return [*shapes.nodes, *nodes]
 
 

@@ -164,7 +164,6 @@ class Folding:
         if node.op_type == "ConstantOfShape" and node.input and node.input[0]:
             self.consts[node.output[0]] = self._constant_of_shape(node)  # weights of light
             return  # models: hundreds of them, without an evaluator each
-        inputs = [n for n in node.input if n]
         try:
             results = self._evaluate(node, [self.consts[n] for n in inputs])
         except Exception as e:  # the reference evaluator's own errors, of many types
