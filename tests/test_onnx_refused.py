@@ -118,3 +118,17 @@ def test_gather_elements_over_more_than_64_rows_folds_as_onnxruntime_computes_it
     out = to_onnx(imported.outputs, output_names=imported.output_names)
     feeds = {"x": RNG.standard_normal([1, seq, 4]).astype(np.float32)}
     np.testing.assert_allclose(_run(out, feeds), _run(model, feeds), rtol=1e-6)
+
+
+def test_apply_refuses_to_write_a_model_onnxruntime_refuses(tmp_path, capsys):
+    """`ngrules apply` on a Relu of int64 (a model onnxruntime has no kernel for): an error
+    naming the node, a nonzero exit, and no file written."""
+    from ngrules.cli.main import main
+
+    x = helper.make_tensor_value_info("x", TensorProto.INT64, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, [2, 3])
+    onnx.save(_model([helper.make_node("Relu", ["x"], ["y"])], [x], [y], {}),
+              tmp_path / "m.onnx")
+    code = main(["apply", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "out.onnx")])
+    assert code != 0 and not (tmp_path / "out.onnx").exists()
+    assert "refuses the written model: Relu node 'y'" in capsys.readouterr().err
