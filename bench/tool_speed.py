@@ -10,7 +10,8 @@ wall and CPU seconds (min and median; on a loaded machine wall is CPU times the 
 peak resident memory (`/usr/bin/time`'s maximum RSS, over
 the model file's size) are reported, with the load average, since the machine is shared.
 onnxsim runs from `--other-python` (a separate environment that has it; skipped if absent);
-onnxruntime's offline optimizer is a session with `optimized_model_filepath` (basic level).
+onnxruntime's offline optimizer is a session with `optimized_model_filepath`, at the basic
+level and at all (`ort-basic`, `ort-all`).
 Run: `python bench/tool_speed.py [--models resnet50,vgg19] [--rounds 5]
 [--other-python /work/torchenv/bin/python]`.
 """
@@ -66,9 +67,9 @@ def model_file(name: str) -> Path:
     return path
 
 
-def _ort_optimize(src: str, dst: str) -> list[str]:
+def _ort_optimize(src: str, dst: str, level: str) -> list[str]:
     code = ("import onnxruntime as ort, sys; o = ort.SessionOptions(); "
-            "o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC; "
+            f"o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_{level}; "
             "o.optimized_model_filepath = sys.argv[2]; "
             "ort.InferenceSession(sys.argv[1], o, providers=['CPUExecutionProvider'])")
     return [sys.executable, "-c", code, src, dst]
@@ -78,7 +79,8 @@ def commands(path: Path, out: Path, other_python: str | None) -> dict[str, list[
     cmds = {
         "ngrules": [sys.executable, "-m", "ngrules.cli.main", "apply", str(path),
                     "--pipeline", "inference", "-o", str(out / "ngrules.onnx")],
-        "onnxruntime": _ort_optimize(str(path), str(out / "ort.onnx")),
+        "ort-basic": _ort_optimize(str(path), str(out / "ort.onnx"), "BASIC"),
+        "ort-all": _ort_optimize(str(path), str(out / "ort_all.onnx"), "ALL"),
     }
     if other_python and subprocess.run([other_python, "-c", "import onnxsim"],
                                        capture_output=True).returncode == 0:
@@ -104,6 +106,7 @@ def main(argv=None) -> None:
     parser.add_argument("--models", default="resnet50,vgg19")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--other-python", default="/work/torchenv/bin/python")
+    parser.add_argument("--tools", default=None, help="only these (comma-separated)")
     args = parser.parse_args(argv)
     out = Path(tempfile.mkdtemp(prefix="ngrules-speed-"))
     print(f"load average before: {os.getloadavg()}")
@@ -111,6 +114,8 @@ def main(argv=None) -> None:
         path = model_file(name)
         size = path.stat().st_size / 2**20
         cmds = commands(path, out, args.other_python)
+        if args.tools:
+            cmds = {k: v for k, v in cmds.items() if k in args.tools.split(",")}
         runs: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cmds}
         for cmd in cmds.values():  # warm: bytecode and caches written, the file in memory
             timed(cmd)

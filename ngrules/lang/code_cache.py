@@ -1,4 +1,5 @@
-"""The Python code generated for rules (matchers, clauses, dispatchers), compiled once.
+"""The Python code generated for rules (matchers, clauses, dispatchers), compiled once; the
+same private folder keeps the parsed syntax of rules files (`parser`).
 
 Every process that loads the shipped library generates a few hundred small functions and used
 to compile each with `compile()`: a third of a second of a short `ngrules apply`. The code
@@ -60,31 +61,54 @@ def _folder():
     return _FOLDER[0]
 
 
-def _from_disk(source: str, filename: str) -> CodeType:
+def read(name: str) -> bytes | None:
+    """A cached file's bytes, if it is there and trusted (regular, this user's, written by
+    nobody else)."""
     folder = _folder()
     if folder is None:
-        return compile(source, filename, "exec")
-    digest = hashlib.sha256(f"{filename}\0{sys.version}\0{source}".encode()).hexdigest()[:40]
-    path = folder / f"{digest}.marshal"
+        return None
+    path = folder / name
     try:
         st = os.lstat(path)
         if stat.S_ISREG(st.st_mode) and _owned_private(st, 0o022):
             with open(path, "rb") as f:
-                code = marshal.loads(f.read())
-            if isinstance(code, CodeType):
-                return code
-    except (OSError, EOFError, ValueError, TypeError):
+                return f.read()
+    except OSError:
         pass
-    code = compile(source, filename, "exec")
-    if not _FOLDER[1]:
-        return code
-    tmp = folder / f"{digest}.{os.getpid()}.tmp"
+    return None
+
+
+def write(name: str, data: bytes) -> None:
+    """Keep `data` under `name` (atomically, 0600), unless the folder is full or untrusted."""
+    folder = _folder()
+    if folder is None or not _FOLDER[1]:
+        return
+    tmp = folder / f"{name}.{os.getpid()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
-            f.write(marshal.dumps(code))
-        os.replace(tmp, path)
+            f.write(data)
+        os.replace(tmp, folder / name)
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+
+
+def key(*parts: str) -> str:
+    """A file name from what determines the content (and the Python version)."""
+    return hashlib.sha256("\0".join((sys.version, *parts)).encode()).hexdigest()[:40]
+
+
+def _from_disk(source: str, filename: str) -> CodeType:
+    name = f"{key(filename, source)}.marshal"
+    data = read(name)
+    if data is not None:
+        try:
+            code = marshal.loads(data)
+            if isinstance(code, CodeType):
+                return code
+        except (EOFError, ValueError, TypeError):
+            pass
+    code = compile(source, filename, "exec")
+    write(name, marshal.dumps(code))
     return code
