@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ngrules.lang import code_cache, parser
+from ngrules.lang import code_cache
 
 
 @pytest.fixture
@@ -45,15 +45,15 @@ def test_a_file_others_can_write_is_never_read(cache):
 def test_a_rules_files_syntax_tree_is_kept_and_a_broken_one_parsed_again(cache, tmp_path):
     text = "pass p\nrule r: x * 1 => x\n"
     path = str(tmp_path / "a.rules")
-    first = parser.parse(text, path)
+    first = code_cache.parse_kept(text, path)
     (kept,) = cache.glob("*.ast")
-    assert parser.parse(text, path) == first
+    assert code_cache.parse_kept(text, path) == first
     kept.write_bytes(b"not a pickle")
-    assert parser.parse(text, path) == first  # parsed again
-    assert parser.parse(text.replace("x * 1", "x + 0"), path) != first  # the text is the key
+    assert code_cache.parse_kept(text, path) == first  # parsed again
+    assert code_cache.parse_kept(text.replace("x * 1", "x + 0"), path) != first  # the key
 
 
 def test_a_text_without_a_file_is_not_kept(cache, tmp_path):
-    parser.parse("pass p\nrule r: x * 1 => x\n", str(tmp_path / "a.rules"))
-    parser.parse("pass q\nrule s: x + 0 => x\n")  # a string: "<string>"
+    code_cache.parse_kept("pass p\nrule r: x * 1 => x\n", str(tmp_path / "a.rules"))
+    code_cache.parse_kept("pass q\nrule s: x + 0 => x\n", "<string>")  # a string: "<string>"
     assert len(list(cache.glob("*.ast"))) == 1

@@ -112,3 +112,30 @@ def _from_disk(source: str, filename: str) -> CodeType:
     code = compile(source, filename, "exec")
     write(name, marshal.dumps(code))
     return code
+
+
+def parse_kept(text: str, path: str):
+    """`parser.parse(text, path)`, the syntax tree of a file kept here and read back for the
+    same text, path, grammar and lark (the shipped library is parsed once, not at every
+    command); a text with no file (`<string>`) is parsed as it is."""
+    import pickle
+
+    from lark import __version__ as lark_version
+
+    from ngrules.lang.parser import grammar_text, parse
+    from ngrules.lang.syntax import RulesFile
+
+    if path.startswith("<"):
+        return parse(text, path)
+    name = f"{key('rules', lark_version, grammar_text(), path, text)}.ast"
+    data = read(name)
+    if data is not None:
+        try:
+            tree = pickle.loads(data)  # noqa: S301 - a file of this user's private folder
+            if isinstance(tree, RulesFile) and tree.text == text and tree.path == path:
+                return tree
+        except Exception:  # a stale or truncated file: parsed again
+            pass
+    tree = parse(text, path)
+    write(name, pickle.dumps(tree))
+    return tree

@@ -8,7 +8,6 @@ this module: every problem becomes a `RuleSyntaxError` located at `path:line:col
 from __future__ import annotations
 
 import functools
-import pickle
 import threading
 from importlib import resources
 from pathlib import Path
@@ -18,7 +17,6 @@ from lark import __version__ as lark_version
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from ngrules.errors import RuleSyntaxError, Span
-from ngrules.lang import code_cache
 from ngrules.lang.bounds import MAX_INT_BITS
 from ngrules.lang.lexical import prescan, quotable, redacted, unquote
 from ngrules.lang.opsyntax import OpDeclarations
@@ -349,32 +347,13 @@ def _parser() -> tuple[Lark, ToAst]:
 
 def parse(text: str, path: str = "<string>") -> RulesFile:
     """Parse the text of one rules file; raise `RuleSyntaxError` if it is not well formed
-    (quoting none of the text if `path` names a file that is not a `.rules` file). A file's
-    syntax tree is kept in the private cache folder (`code_cache`) and read back for the same
-    text, path, grammar and lark: the shipped library is parsed once, not at every command."""
+    (quoting none of the text if `path` names a file that is not a `.rules` file)."""
     try:
-        if path.startswith("<"):  # a text, not a file: nothing worth keeping
-            return _parse(text, path)
-        return _cached(text, path)
+        return _parse(text, path)
     except RuleSyntaxError as e:
         if quotable(path):
             raise
         raise redacted(e) from None
-
-
-def _cached(text: str, path: str) -> RulesFile:
-    name = f"{code_cache.key('rules', lark_version, grammar_text(), path, text)}.ast"
-    data = code_cache.read(name)
-    if data is not None:
-        try:
-            tree = pickle.loads(data)  # noqa: S301 - a file of this user's private folder
-            if isinstance(tree, RulesFile) and tree.text == text and tree.path == path:
-                return tree
-        except Exception:  # a stale or truncated file: parsed again
-            pass
-    tree = _parse(text, path)
-    code_cache.write(name, pickle.dumps(tree))
-    return tree
 
 
 def _parse(text: str, path: str) -> RulesFile:
