@@ -1,7 +1,5 @@
 """ngrules: a declarative rewrite-rule language for named-axes tensor-graph compilers."""
 
-from ngrules.cli.picture import render as render_dot
-from ngrules.cli.picture import to_dot, write_picture
 from ngrules.engine.driver import rewrite
 from ngrules.engine.explain import Explanation, explain
 from ngrules.engine.results import Firing, RewriteResult
@@ -28,6 +26,7 @@ from ngrules.ir.builders import (
     assign,
     atan,
     axes_with_order,
+    axis_index,
     batchnorm_bprop,
     batchnorm_fprop,
     broadcast,
@@ -115,8 +114,12 @@ from ngrules.lang.loader import load_rules, parse_rules
 from ngrules.lang.rules import Rule, RuleSet
 from ngrules.version import __version__  # noqa: F401
 
-#: Names served on first use, so `import ngrules` does not import hypothesis.
+#: Names served on first use, so `import ngrules` does not import hypothesis, nor the
+#: command line (the pictures' module is in it).
 _LAZY = {
+    "render_dot": ("ngrules.cli.picture", "render"),
+    "to_dot": ("ngrules.cli.picture", "to_dot"),
+    "write_picture": ("ngrules.cli.picture", "write_picture"),
     "testing": ("ngrules.testing", None),
     "check_rewrite": ("ngrules.verification.testing", "check_rewrite"),
     "verify": ("ngrules.verification.verify", "verify"),
@@ -249,6 +252,7 @@ __all__ = [
     "cross_entropy_binary_inner",
     "cross_entropy_multi",
     "one_hot",
+    "axis_index",
     "gather",
     "sin",
     "cos",

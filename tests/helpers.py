@@ -417,6 +417,7 @@ _TABLE = {
     "ConvUpdate": lambda n, vals, a: conv_adjoints(n, vals),
     "Pooling": lambda n, vals, a: pool_reference(vals[0], a),
     "BpropPool": lambda n, vals, a: bprop_pool_reference(*vals, a),
+    "AxisIndex": lambda n, vals, a: np.arange(a["axis"].length, dtype=np.int64),
     "OneHot": lambda n, vals, a: np.moveaxis(np.eye(a["axis"].length)[vals[0].astype(int)], -1, 0),
     "Softmax": lambda n, vals, a: softmax_reference(vals[0], n.axes, a["normalization_axes"]),
     "BatchnormFprop": lambda n, vals, a: bn_reference(*vals, a["eps"]),

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from ngrules.engine.compiled import CompiledRule
 from ngrules.engine.matchgen import WRONG_TYPE, Inline, inline_matcher
 from ngrules.engine.results import set_origin
+from ngrules.lang import code_cache
 from ngrules.lang.syntax import PNamed, POp
 
 #: A match found by `apply` (roots, replacements, new nodes in `{found}`), counted and recorded.
@@ -145,7 +146,7 @@ def _generate(rules: tuple[CompiledRule, ...], on_view: bool) -> Callable | None
             lines += [line.format(i=i) for line in _APPLYING]
     lines.append("    return None, None")
     source = "\n".join(lines) + "\n"
-    exec(compile(source, "<ngrules dispatch>", "exec"), consts)  # noqa: S102 - generated
+    exec(code_cache.compiled(source, "<ngrules dispatch>"), consts)  # noqa: S102 - generated
     first = consts["first"]
     first.source = source
     return first

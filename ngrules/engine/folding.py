@@ -9,7 +9,8 @@ Two bounds keep the graph from growing: the folded value has at most `limit` ele
 (`DEFAULT_LIMIT`, or `rewrite(..., fold_limit=N)`, `--fold-limit N`), and no more elements
 than its constant arguments hold together (a broadcast scalar stays a scalar). Views alone
 (`Broadcast`, `ReorderAxes`, ...) are not folded: they cost nothing and their source is
-smaller. Placeholders, variables (which feeds may change) and multi-output ops stay.
+smaller. Placeholders, variables (which feeds may change) and multi-output ops stay, and so
+does a node over a symbolic length (`ir.symbolic`): its value would count the stand-in.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ngrules.ir import symbolic
 from ngrules.ir.graph import Node, creation_order, make_node
 from ngrules.ir.ops import get_op
 from ngrules.ir.values import constant_source
@@ -60,6 +62,8 @@ class Folding:
         sources = [constant_source(a) for a in node.args]
         if any(s is None for s in sources):
             return False
+        if symbolic.STAND_INS and any(symbolic.symbols_of(a.axes.size) for a in node.args):
+            return False  # its value would count a symbolic length's stand-in
         size = node.axes.size
         held = sum({id(s): s.axes.size for s in sources}.values())
         return size <= self.limit and size <= max(held, 1)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from ngrules.engine.semantics import same_type
 from ngrules.ir import graph
+from ngrules.lang import code_cache
 from ngrules.lang.exprgen import generate_body
 
 #: What the generated code leaves in `values` when it raised (then the continuation decides).
@@ -38,7 +39,7 @@ def clause_function(rule, names: Sequence[str], root: object, pending: object) -
     lines, consts = pasted
     header = [f"def clauses(node, V, {', '.join(params.values())}):"]
     source = "\n".join([*header, *["    " + line for line in lines], "    return r"]) + "\n"
-    exec(compile(source, "<ngrules clauses>", "exec"), consts)  # noqa: S102 - generated
+    exec(code_cache.compiled(source, "<ngrules clauses>"), consts)  # noqa: S102 - generated
     function = consts["clauses"]
     function.source = source
     return function

@@ -37,6 +37,7 @@ from ngrules.engine.semantics import (
 )
 from ngrules.ir.graph import UNKNOWN
 from ngrules.ir.ops import OPS
+from ngrules.lang import code_cache
 from ngrules.lang.syntax import PLit, PNamed, POp, PVar, walk
 
 #: A generated function nests at most this deep (Python allows 100 levels of indentation and
@@ -328,7 +329,7 @@ def compile_fused(pattern) -> tuple[Callable, list[str]]:
     gen = _Generator({}, fused=True)
     source = gen.run(pattern, "node")
     namespace = dict(gen.consts)
-    exec(compile(source, "<ngrules pattern>", "exec"), namespace)  # noqa: S102 - generated
+    exec(code_cache.compiled(source, "<ngrules pattern>"), namespace)  # noqa: S102 - generated
     match = namespace["match"]
     match.source = source
     return match, list(gen.bound)
@@ -351,7 +352,7 @@ def compile_generated(
     """A matcher function generated from the pattern (see the module docstring)."""
     source, consts = generate(pattern, prebound, returns)
     namespace = dict(consts)
-    exec(compile(source, "<ngrules pattern>", "exec"), namespace)  # noqa: S102 - generated
+    exec(code_cache.compiled(source, "<ngrules pattern>"), namespace)  # noqa: S102 - generated
     match = namespace["match"]
     match.source = source
     return match

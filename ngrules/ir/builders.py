@@ -42,6 +42,7 @@ from ngrules.ir.frontend_math import (  # noqa: F401
     where,
 )
 from ngrules.ir.frontend_nn import (  # noqa: F401
+    axis_index,
     cross_entropy_binary,
     cross_entropy_binary_inner,
     cross_entropy_multi,

@@ -1,4 +1,5 @@
-"""Front-end builders for network pieces: softmax, cross-entropy, one_hot, argmax/argmin.
+"""Front-end builders for network pieces: softmax, cross-entropy, one_hot, argmax/argmin,
+axis_index.
 Re-exported by `ngrules.ir.frontend`."""
 
 from __future__ import annotations
@@ -91,6 +92,13 @@ def cross_entropy_binary(
     """The binary cross-entropy summed over all but out_axes (default: keep N and REC)."""
     inner = cross_entropy_binary_inner(y, t, enable_sig_opt, enable_diff_opt)
     return _in_bits(F.sum(inner, out_axes=out_axes), usebits)
+
+
+# -- positions -------------------------------------------------------------------------------------
+def axis_index(x: Node, axis: Axis) -> Node:
+    """0, 1, ..., n-1 along x's `axis` (int64), from x's shape: a length only known at run time
+    (a symbolic sequence) stays so."""
+    return make_node("AxisIndex", (x,), axis=axis)
 
 
 # -- one-hot ---------------------------------------------------------------------------------------

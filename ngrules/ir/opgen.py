@@ -89,6 +89,13 @@ def gen_one_hot(draw, leaf):
     return make_node("OneHot", (indices,), axis=classes, dtype=x.dtype)
 
 
+def gen_axis_index(draw, leaf):
+    """The positions along one axis of an input."""
+    axes = some_axes(draw, axis_pool(draw), min_size=1)
+    x = leaf(axes)
+    return make_node("AxisIndex", (x,), axis=axes[draw(_st().integers(0, len(axes) - 1))])
+
+
 def gen_sloped(op: str):
     """A fused relu op (forward or backward) on operands of one axes, with a random slope."""
     from ngrules.ir.ops import OPS

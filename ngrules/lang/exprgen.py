@@ -25,6 +25,7 @@ from ngrules.ir.frontend import apply_op
 from ngrules.ir.graph import UNKNOWN, Node, make_node, make_with_floats
 from ngrules.ir.ops import OPS
 from ngrules.ir.symbolic import STAND_INS
+from ngrules.lang import code_cache
 from ngrules.lang.bounds import bounded, divide, multiply
 from ngrules.lang.expr import get_attribute, guard_truth, index_value
 from ngrules.lang.functions import FUNCTIONS, size_of, value_of
@@ -324,7 +325,7 @@ def compile_clauses(clauses: Sequence, replacement: Sequence) -> Callable[[dict]
     except (KeyError, TypeError):
         return None
     namespace = dict(consts)
-    exec(compile(source, "<ngrules clauses>", "exec"), namespace)  # noqa: S102 - generated
+    exec(code_cache.compiled(source, "<ngrules clauses>"), namespace)  # noqa: S102 - generated
     run = namespace["run"]
     run.source = source
     return run

@@ -21,6 +21,7 @@ from pathlib import Path
 from ngrules.errors import FileError, NgrulesError, RuleError, RuleErrors, RuleSyntaxError, Span
 from ngrules.ir import declared
 from ngrules.ir.fileio import read_regular
+from ngrules.lang import code_cache
 from ngrules.lang.checker import check
 from ngrules.lang.declared_ops import declare_ops
 from ngrules.lang.lexical import bidi_warnings
@@ -86,13 +87,15 @@ class _Loader:
         self.search = [os.fspath(p) for p in search_path]
         self.allowed = [os.path.realpath(p) for p in [*roots, *self.search]]
 
-    def load_text(self, text: str, path: str) -> None:
+    def load_text(self, text: str, path: str, kept: bool = False) -> None:
+        """Parse and follow the imports of `text`; `kept`: a file read from disk, whose
+        syntax tree the private cache keeps (not an editor's unsaved text)."""
         key = os.path.abspath(path)
         self.active.append(key)
         self.order.append(path)
         self.warnings.extend(bidi_warnings(text, path))
         try:
-            parsed = parse(text, path)
+            parsed = code_cache.parse_kept(text, path) if kept else parse(text, path)
         except RuleError as e:
             self.errors.append(e)
         else:
@@ -113,7 +116,7 @@ class _Loader:
             self.order.append(path)
             self.done.add(os.path.abspath(path))
             return
-        self.load_text(text, path)
+        self.load_text(text, path, kept=True)
 
     def _import(self, decl: Import, importer: str) -> None:
         if decl.path.startswith(LIBRARY_PREFIX):  # never also a path beside the importer

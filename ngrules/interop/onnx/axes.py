@@ -33,33 +33,22 @@ Slot = tuple[str, int]
 
 def _infer(model, lengths: Mapping[str, int]):
     """The model with inferred shapes, and the nodes strict inference found inconsistent:
-    [(op_type, node name, message)], with the given lengths in place of symbolic dimensions.
-    No data propagation: onnx's materialises values (a Range to 1e8) without bound; the
-    importer's folding computes shape values within its budget."""
+    [(op_type, node name, message)]. The given lengths (and the stand-ins of symbolic
+    dimensions) are put in the inputs first, so every shape computed from them is a number
+    (a Reshape to [-1, 4] of a symbolic batch, which inference over `dim_param`s leaves
+    unknown). No data propagation: onnx's materialises values (a Range to 1e8) without bound;
+    the importer's folding computes shape values within its budget."""
     from onnx import shape_inference
 
+    model = _with_lengths(model, lengths) or model
     try:
-        inferred = shape_inference.infer_shapes(model, strict_mode=True)
-        return inferred, _inference_errors(_strict(_with_lengths(model, lengths)))
+        return shape_inference.infer_shapes(model, strict_mode=True), []
     except Exception as e:  # InferenceError: its text lists the nodes
         errors = _inference_errors(str(e))
     try:
         return shape_inference.infer_shapes(model, strict_mode=False), errors
     except Exception as e:
         raise OnnxError(f"ONNX shape inference failed: {e}") from None
-
-
-def _strict(model) -> str:
-    """The text of strict inference's error ("" when there is none)."""
-    from onnx import shape_inference
-
-    if model is None:
-        return ""
-    try:
-        shape_inference.infer_shapes(model, strict_mode=True)
-    except Exception as e:
-        return str(e)
-    return ""
 
 
 def _with_lengths(model, lengths: Mapping[str, int]):
@@ -82,6 +71,13 @@ def _with_lengths(model, lengths: Mapping[str, int]):
             if d.HasField("dim_param") and d.dim_param in lengths:
                 d.dim_value = int(lengths[d.dim_param])
     return copy
+
+
+def _input_params(model) -> dict[str, tuple[str | None, ...]]:
+    """The `dim_param`s of the graph's inputs and outputs, by value."""
+    graph = model.graph
+    return {v.name: tuple(d.dim_param or None for d in v.type.tensor_type.shape.dim)
+            for v in [*graph.input, *graph.output] if v.type.tensor_type.HasField("shape")}
 
 
 _NODE_ERROR = re.compile(r"^\(op_type:([^,)]*)(?:, node name: ([^)]*))?\): (.*)$")
@@ -110,6 +106,7 @@ class Shapes:
     """The static shape of every value, with the `dim_param` of each symbolic dimension."""
 
     def __init__(self, model, lengths: Mapping[str, int]):
+        params = _input_params(model)  # before inference puts lengths in their place
         model, self.errors = _infer(model, lengths)
         self.model = model
         self.shape: dict[str, tuple[int | None, ...]] = {}
@@ -130,6 +127,10 @@ class Shapes:
             dims = [self._length(vi.name, d, lengths) for d in tt.shape.dim]
             self.shape[vi.name] = tuple(length for length, _ in dims)
             self.params[vi.name] = tuple(param for _, param in dims)
+        for name, names in params.items():
+            if len(names) == len(self.params.get(name, ())):
+                self.params[name] = names
+        self.inputs_params = {p for names in params.values() for p in names if p}
         self._check_lengths(lengths)
 
     def _check_lengths(self, lengths: Mapping[str, int]) -> None:
@@ -156,20 +157,24 @@ class Shapes:
         if shape is not None and 0 in shape:
             raise UnsupportedOp(f"{value!r} has a dimension of length 0 {shape}")
         if shape is None or any(d is None or d < 1 for d in shape):
-            named = self.params.get(value, ())
-            missing = [p for i, p in enumerate(named)  # the symbols given no length, not all
-                       if p and (shape is None or i >= len(shape) or shape[i] is None)]
-            params = [printable(p) for p in (missing or [p for p in named if p])]
-            hint = (
-                f"; give the length of {params[0]!r} (--length {params[0]}=N, or "
-                f"lengths={{{params[0]!r}: N}})"
-                if params
-                else ""
-            )
             where = f" (node {printable(node_name)})" if node_name else ""
             raise UnsupportedOp(f"the shape of {printable(repr(value))}{where} is not static: "
-                                f"{shape}{hint}")
+                                f"{shape}{printable(self._hint(value, shape))}")
         return shape  # type: ignore[return-value]
+
+    def _hint(self, value: str, shape) -> str:
+        """What would fix the shape: the length of a symbolic input dimension it lacks (the
+        one missing, not one already given), else why no length can."""
+        if shape is None:
+            return ""
+        params = self.params.get(value, ()) or (None,) * len(shape)
+        missing = [p for d, p in zip(shape, params) if d is None or d < 1]
+        given = [p for p in missing if p in self.inputs_params]
+        if given:
+            p = given[0]
+            return f"; give the length of {p!r} (--length {p}=N, or lengths={{{p!r}: N}})"
+        return ("; its dimension " + (repr(missing[0]) + " " if missing[0] else "")
+                + "is computed at run time, not from the inputs' lengths")
 
     def known(self, value: str) -> bool:
         shape = self.shape.get(value)

@@ -6,7 +6,9 @@ Import: each `dim_param` of a graph input with no length given gets a stand-in l
 a graph input or output whose length is a stand-in gets its `dim_param` back, and every shape
 the exporter wrote as a constant (the target of a `Reshape` or an `Expand`) that counts a
 stand-in is computed at run time instead, from the `Shape` of an input that has the symbol:
-`[N·4, 16]` becomes `Concat(Mul(Shape(x)[0:1], [4]), [16])`.
+`[N·4, 16]` becomes `Concat(Mul(Shape(x)[0:1], [4]), [16])`; where only one entry of a
+Reshape's target counts a symbol it is written -1 instead. `AxisIndex` over a symbolic axis
+(a Range to the sequence length, imported) is `Range(0, Shape(x)[i], 1)`, never a constant.
 """
 
 from __future__ import annotations
@@ -15,10 +17,73 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx.emitter import Emitter, layout_exporter
+from ngrules.interop.onnx.layout import Value, constant_value, full_value
 from ngrules.ir import symbolic
+from ngrules.ir.graph import Node
 
 #: Inputs that are shapes, by op: the constants in them are what `restore` computes.
 SHAPE_INPUTS = {"Reshape": 1, "Expand": 1}
+
+
+@layout_exporter("AxisIndex")
+def _axis_index(em: Emitter, n: Node) -> Value:
+    """0..n-1 along an axis: a constant when its length is static, else computed from the
+    run-time shape of the tensor that has the axis."""
+    axis = n.attrs["axis"]
+    if not symbolic.symbols_of(axis.length):
+        return constant_value(np.arange(axis.length, dtype=np.int64), (axis,))
+    x = n.args[0]
+    v = em.values[x]
+    if not v.full(axis):
+        v = em.complete(x, (axis,))
+    i = v.dims.index(axis)
+    length = em.node("Shape", [em.name_of(v)], start=i, end=i + 1)
+    length = em.node("Squeeze", [length, em.const([0])])
+    return full_value(em.node("Range", [em.const(0), length, em.const(1)]), (axis,))
+
+
+def run_time_constant(placeholders, value: np.ndarray, axes) -> Node | None:
+    """A shape folded at import that counts stand-ins (the `Shape` of an input, which a model
+    then does arithmetic on) as a node computing it at run time: each symbol the count of the
+    input's axis of its length; None when an element cannot be (a symbol no input has)."""
+    from ngrules.ir import builders as F
+    from ngrules.ir.axes import Axes
+
+    axes = Axes(tuple(axes))
+    if value.dtype.kind not in "iu" or value.size > 8 or len(axes) > 1:
+        return None
+    total = None
+    for i, v in enumerate(value.ravel().tolist()):
+        element = _run_time_scalar(placeholders, int(v), value.dtype)
+        if element is None:
+            return None
+        if value.size > 1:  # placed at i of the 1-D value
+            unit = np.zeros(value.size, value.dtype)
+            unit[i] = 1
+            element = F.broadcast(element, axes) * F.constant(unit, axes, dtype=value.dtype)
+        total = element if total is None else total + element
+    return F.broadcast(total, axes)
+
+
+def _run_time_scalar(placeholders, v: int, dtype) -> Node | None:
+    from ngrules.ir import builders as F
+    from ngrules.ir.axes import Axes
+
+    static, symbols = symbolic.factor(abs(v))
+    if not symbols:
+        return None if abs(v) >= symbolic.FIRST_STAND_IN else F.constant(v, dtype=dtype)
+    node = None
+    for symbol in symbols:
+        length = symbolic.stand_in(symbol)
+        axis = next((a for p in placeholders for a in p.axes if a.length == length), None)
+        if axis is None:
+            return None
+        count = F.sum(F.broadcast(F.constant(1, dtype=dtype), Axes((axis,))), out_axes=())
+        node = count if node is None else node * count
+    factor = static * (-1 if v < 0 else 1)
+    return node if factor == 1 else node * F.constant(factor, dtype=dtype)
 
 
 def with_stand_ins(model, lengths: Mapping[str, int]) -> dict[str, int]:
@@ -147,19 +212,27 @@ def _symbolic_constants(nodes, constants: Mapping[str, np.ndarray]) -> dict[str,
 
 def _rewired(nodes, shapes: _Shapes, found: Mapping[str, np.ndarray]) -> list:
     """The nodes with each symbolic shape input replaced by its run-time computation (one per
-    distinct shape)."""
+    distinct shape), or, for a Reshape whose target counts a symbol in one entry only, by
+    the target with -1 there (no node at all)."""
     by_value: dict[tuple, str] = {}
-    computed = {}
-    for name, value in found.items():
-        if shapes.can(value):
+    for node in nodes:
+        i = SHAPE_INPUTS.get(node.op_type)
+        if i is None or len(node.input) <= i or node.input[i] not in found:
+            continue
+        value = found[node.input[i]]
+        symbolic_entries = [bool(symbolic.factor(int(v))[1]) for v in value.ravel()]
+        if node.op_type == "Reshape" and sum(symbolic_entries) == 1:
+            target = np.where(symbolic_entries, -1, value.ravel())
+            key = ("-1", *target.tolist())
+            if key not in by_value:
+                by_value[key] = shapes._const(target)
+        elif shapes.can(value):
             key = tuple(value.ravel().tolist())
             if key not in by_value:
                 by_value[key] = shapes.shape(value)
-            computed[name] = by_value[key]
-    for node in nodes:
-        i = SHAPE_INPUTS.get(node.op_type)
-        if i is not None and len(node.input) > i and node.input[i] in computed:
-            node.input[i] = computed[node.input[i]]
+        else:
+            continue
+        node.input[i] = by_value[key]
     return [*shapes.nodes, *nodes]
 
 
@@ -173,10 +246,19 @@ def _constant_nodes(nodes) -> dict[str, np.ndarray]:
     return out
 
 
-def restore(model) -> None:
-    """Give the model its symbolic dimensions back (in place; nothing to do without any)."""
+def restore(model, arrays: Mapping[str, np.ndarray] | None = None) -> None:
+    """Give the model its symbolic dimensions back (in place; nothing to do without any);
+    `arrays` are its initializers kept apart, checked too."""
     if not symbolic.STAND_INS:
         return
+    for name, array in [*(arrays or {}).items(),
+                        *((t.name, t.dims) for t in model.graph.initializer)]:
+        dims = array.shape if isinstance(array, np.ndarray) else tuple(array)
+        if symbolic.symbols_of(tuple(int(d) for d in dims)):
+            symbol = symbolic.symbols_of(tuple(int(d) for d in dims))[0]
+            raise OnnxError(f"cannot keep {symbol!r} symbolic: the constant {name!r} would have "
+                            f"its stand-in length {tuple(dims)} (give its length: --length "
+                            f"{symbol}=N)")
     from onnx import numpy_helper
 
     graph = model.graph
@@ -196,6 +278,47 @@ def restore(model) -> None:
         graph.initializer.extend(kept)
     _relabel(graph.input)
     _relabel(graph.output)
+    _check_no_stand_ins(graph.node, {t.name: t for t in graph.initializer})
+
+
+#: A stand-in length, or one a few steps from it (a symbolic axis concatenated with a static
+#: one), left as a value would be a wrong model at any other length.
+_NEAR = 1 << 16
+
+
+def _stand_in_near(values: np.ndarray) -> tuple[int, str] | None:
+    for v in values.ravel().tolist():
+        if v and symbolic.symbols_of(abs(v)):
+            return v, symbolic.symbols_of(abs(v))[0]
+        near = [(abs(abs(v) - length), symbol) for length, symbol in symbolic.STAND_INS.items()]
+        if near and min(near)[0] <= _NEAR:
+            return v, min(near)[1]
+    return None
+
+
+def _check_no_stand_ins(nodes, initializers) -> None:
+    """Refuse (naming the reader) a small integer constant left holding a stand-in length:
+    a converter that used a symbolic length as a value, which no run-time shape replaced."""
+    from onnx import numpy_helper
+
+    constants = dict(_constant_nodes(nodes))
+    for name, tensor in initializers.items():
+        if tensor.data_type in (6, 7) and np.prod(tensor.dims) <= 4096:  # int32, int64
+            constants[name] = numpy_helper.to_array(tensor)
+    bad = {}
+    for name, value in constants.items():
+        if value.dtype.kind == "i" and value.size <= 4096:
+            found = _stand_in_near(value)
+            if found:
+                bad[name] = found
+    for node in nodes:
+        for name in node.input:
+            if name in bad:
+                value, symbol = bad[name]
+                raise OnnxError(
+                    f"cannot keep {symbol!r} symbolic here: the {node.op_type} node writing "
+                    f"{node.output[0]!r} would read {value}, a value computed from its "
+                    f"stand-in length (give its length: --length {symbol}=N)")
 
 
 def restore_function(function, input_lengths: Sequence[Sequence[int]]) -> None:

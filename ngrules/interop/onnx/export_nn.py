@@ -276,7 +276,7 @@ def fold_bias(em: Emitter, n: Node) -> Value | None:
                 continue
             bias = em.exact(through_views(other), (v.dims[1],))
         else:
-            bias = em.aligned(other, v.dims)
+            bias = em.aligned(other, v.dims, rank=True)  # ONNX's C: rank 2 at most
         del em.biasable[v.name]
         _rewritten(em, index, "Gemm" if kind == "Gemm" else "Conv", bias)
         return v

@@ -29,6 +29,7 @@ from ngrules.interop.onnx import (
     export_transposes,
     gelu_chains,
     ort_target,
+    refused,
     require_onnx,
     weights,
 )
@@ -48,7 +49,7 @@ from ngrules.interop.onnx.export_positional import POSITIONAL, elem_type
 from ngrules.interop.onnx.export_recurrent import LOADED as _RECURRENT
 from ngrules.interop.onnx.functions import DOMAIN, FUNCTIONS
 from ngrules.interop.onnx.layout import Value, constant_value, full_value
-from ngrules.ir import composite
+from ngrules.ir import composite, symbolic
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import get_op
 
@@ -172,6 +173,8 @@ def _folded(em: Emitter, n: Node) -> Value | None:
     if (op.has("view") or op.has("multi_output") or n.op == "Output"
             or not all(em.values[a].array is not None for a in n.args)):
         return None
+    if symbolic.STAND_INS and any(symbolic.symbols_of(a.axes.size) for a in n.args):
+        return None  # over a symbolic length (a count of it): computed at run time
     size = sum(em.values[a].array.size for a in n.args)
     if n.axes.size > size + FOLD_LIMIT or _work(n) > FOLD_WORK:
         return None
@@ -272,9 +275,9 @@ def export_parts(
     export_transposes.join_in_model(model, em.weights, lambda: em.fresh("c"))
     export_shuffle.absorb_in_model(model, em.weights, lambda: em.fresh("c"))  # into the convs
     gelu_chains.join_in_model(model, opset)  # GELU in elementwise nodes as one node
-    dynamic.restore(model)  # symbolic dimensions written back as dim_params and run-time shapes
+    dynamic.restore(model, em.weights)  # dim_params back, run-time shapes, no stand-in left
     em.meter.check_time("checking the written model")
     if target == "onnxruntime":
         ort_target.for_onnxruntime(model, em.weights, lambda: em.fresh("c"))
-    weights.check(model, em.weights)
+    refused.check(model, em.weights)  # onnx's checker, onnxruntime's rules and session
     return model, em.weights

@@ -8,6 +8,11 @@ until nothing more folds. Before a node is evaluated its output's size is estima
 inferred shape and from its inputs' values), and a value over `Limits.constant_bytes` is refused
 naming the node and the size, so a small model cannot make the importer allocate gigabytes.
 Nodes with subgraphs (Loop, If, Scan...) are never evaluated here: their cost has no bound.
+
+A value computed from a symbolic dimension's stand-in length (`ir.symbolic`) is tracked
+(`symbolic`): shape arithmetic over it folds (a few numbers), but a node whose output would
+have more than `SYMBOLIC_FOLD` elements (a Range to the sequence length, a causal mask over it)
+stays a graph computation, converted to nodes whose lengths stay symbolic.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ngrules.errors import printable
-from ngrules.interop.onnx import OnnxError, UnsupportedOp
+from ngrules.interop.onnx import OnnxError, UnsupportedOp, symbolic_slices
 from ngrules.interop.onnx.axes import Shapes
 from ngrules.interop.onnx.budget import BudgetExceeded, Meter
 from ngrules.interop.onnx.loading import Limits, one_line, tensor_array
@@ -28,6 +33,8 @@ from ngrules.ir import symbolic
 _FLOAT_ELEMS = (1, 10, 11, 16)  # float32, float16, float64, bfloat16
 _MAX_ROUNDS = 8
 _STEERING_SIZE = STEERING_SIZE  # the same bound as the weights left out of the parsed model
+#: The most elements a value computed from a symbolic length may have to be folded (a shape).
+SYMBOLIC_FOLD = 64
 
 
 def node_label(node) -> str:
@@ -53,7 +60,8 @@ class Folding:
         self.meter = meter or Meter()
         self.lengths = lengths
         self.consts: dict[str, np.ndarray] = dict(arrays or {})  # weights left out of `model`
-        self.base = model
+        self.base = self._given = model
+        self.symbolic: set[str] = set()  # values computed from a stand-in length
         self.done: set[int] = set()
         self.shapes = self._infer()
         for _ in range(_MAX_ROUNDS):
@@ -98,6 +106,8 @@ class Folding:
             if i in self.done:
                 continue
             self.meter.check_time(f"folding {node_label(node)}")
+            if self.symbolic and self._slice_as_gathers(i, node):
+                return True  # the nodes after it moved: infer again, then go on
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
                 value = constant_value(node)
                 self.meter.charge(value.nbytes, node_label(node))
@@ -109,6 +119,28 @@ class Folding:
             self.done.add(i)
             progress = True
         return progress
+
+    def _slice_as_gathers(self, i: int, node) -> bool:
+        """A Slice to a symbolic length replaced by Range and Gather (`symbolic_slices`)."""
+        found = symbolic_slices.as_gathers(self, node)
+        if found is None:
+            return False
+        nodes, consts = found
+        if self.base is self._given:  # never the caller's model
+            from onnx import ModelProto
+
+            self.base = ModelProto()
+            self.base.CopyFrom(self._given)
+        graph = self.base.graph
+        for name, value in consts.items():
+            self.consts[name] = value
+            self.symbolic.add(name)
+            _known(graph, name, value, self.base.ir_version)
+        kept = list(graph.node)
+        del graph.node[:]
+        graph.node.extend(kept[:i] + nodes + kept[i + 1:])
+        self.done = {j if j < i else j + len(nodes) - 1 for j in self.done}
+        return True
 
     # -- one node -----------------------------------------------------------------------------
     def foldable(self, node) -> bool:
@@ -123,17 +155,24 @@ class Folding:
             return False
         types = [np_elem(self.consts[n].dtype) for n in inputs]
         types += [self.shapes.elem.get(o) for o in node.output]
+        if any(n in self.symbolic for n in inputs) and self._elements(node) > SYMBOLIC_FOLD:
+            return False  # its size depends on a symbol: a graph computation
         return any(t not in _FLOAT_ELEMS for t in types)
 
     def fold(self, node) -> None:
+        inputs = [n for n in node.input if n]
         if node.op_type == "Shape":
             shape = np.array(self.shapes.of(node.input[0]), dtype=np.int64)
             start, end = _int_attr(node, "start", 0), _int_attr(node, "end", None)
             self.consts[node.output[0]] = shape[start:end]
+            if symbolic.symbols_of(tuple(int(d) for d in shape[start:end])):
+                self.symbolic.add(node.output[0])
             return
+        if any(n in self.symbolic for n in inputs):
+            self.symbolic.update(o for o in node.output if o)
         estimate = self._estimate(node)
         self.check_size(node, estimate)
-        _check_stand_ins(node, [self.consts[n] for n in node.input if n])
+        _check_stand_ins(node, [self.consts[n] for n in inputs])
         label = node_label(node)
         self.meter.check(estimate * max(len(node.output), 1), f"folding {label}")
         if node.op_type == "ConstantOfShape" and node.input and node.input[0]:
@@ -141,14 +180,9 @@ class Folding:
             self.meter.charge(value.nbytes, f"folding {label}")  # them, no evaluator each
             self.consts[node.output[0]] = value
             return
-        from onnx.reference import ReferenceEvaluator
-
-        inputs = [n for n in node.input if n]
         try:
             with self.meter.timed(f"folding {label}"):
-                results = ReferenceEvaluator(self._single_node_model(node)).run(
-                    None, {n: self.consts[n] for n in inputs}
-                )
+                results = self._evaluate(node, [self.consts[n] for n in inputs])
         except BudgetExceeded:
             raise
         except Exception as e:  # the reference evaluator's own errors, of many types
@@ -161,6 +195,18 @@ class Folding:
             self.check_size(node, value.nbytes)
             self.meter.charge(value.nbytes, f"folding {label}")
             self.consts[name] = value
+
+    def _evaluate(self, node, values: list) -> list:
+        """The node's outputs: numpy's where onnx's reference evaluator is wrong (`_KERNELS`),
+        else the evaluator's."""
+        own = _KERNELS.get(node.op_type)
+        if own is not None:
+            return own(node, *values)
+        from onnx.reference import ReferenceEvaluator
+
+        inputs = [n for n in node.input if n]
+        return ReferenceEvaluator(self._single_node_model(node)).run(
+            None, dict(zip(inputs, values)))
 
     def _constant_of_shape(self, node) -> np.ndarray:
         shape = [int(d) for d in np.ravel(self.consts[node.input[0]])]
@@ -185,6 +231,9 @@ class Folding:
     def _estimate(self, node) -> float:
         """Bytes of the largest output: the inferred shape's size, or what the inputs'
         values say, whichever is larger (in elements of the output's type)."""
+        return _itemsize(self.shapes.elem.get(node.output[0])) * self._elements(node)
+
+    def _elements(self, node) -> float:
         sizes = [0.0]
         for out in node.output:
             shape = self.shapes.shape.get(out)
@@ -195,7 +244,7 @@ class Folding:
             sizes.append(float(_elements(node.op_type, values)))
         except (ArithmeticError, ValueError, TypeError, IndexError):
             sizes.append(math.inf)
-        return _itemsize(self.shapes.elem.get(node.output[0])) * max(sizes)
+        return max(sizes)
 
     def _single_node_model(self, node):
         from onnx import helper
@@ -294,6 +343,22 @@ def _aligned_max(arrays) -> list[int]:
     for a in arrays:
         shape = tuple(max(x, y) for x, y in _aligned(shape, a.shape))
     return list(shape)
+
+
+def _gather_elements(node, data: np.ndarray, index: np.ndarray) -> list:
+    """ONNX's GatherElements (onnx's evaluator fails past 64 rows: `np.choose`)."""
+    axis = _int_attr(node, "axis", 0) % data.ndim
+    length = data.shape[axis]
+    if index.size and (index.min() < -length or index.max() >= length):
+        raise IndexError(f"an index is outside [-{length}, {length})")
+    index = np.where(index < 0, index + length, index).astype(np.int64)
+    data = data[tuple(slice(None) if d == axis else slice(0, n)  # the output: index's shape
+                      for d, n in enumerate(index.shape))]
+    return [np.take_along_axis(data, index, axis)]
+
+
+#: op type -> (node, *input values) -> output values, where onnx's evaluator is not used.
+_KERNELS = {"GatherElements": _gather_elements}
 
 
 def _int_attr(node, name: str, default):

@@ -78,6 +78,7 @@ class Importer:
         #: the values some node or the graph's outputs read.
         self.used = {i for n in self.graph.node for i in n.input} | \
             {o.name for o in self.graph.output}
+        self._made_by: dict | None = None  # value -> the node computing it
         self._check_inference()
         self.naming = name_axes(self.shapes, self.consts, axis_names)
 
@@ -102,10 +103,38 @@ class Importer:
             if value.size == 0:
                 raise UnsupportedOp(f"{where}: {name!r} has a dimension of length 0 {value.shape}")
             axes = self.naming.axes(name)
-            t = Tensor(F.constant(value, axes, dtype=value.dtype), axes)
+            node = self._symbolic(name, value, axes)
+            if name in self.values:  # converted by `_symbolic`
+                return self.values[name]
+            t = Tensor(node or F.constant(value, axes, dtype=value.dtype), axes)
             self.values[name] = t
             return t
         raise OnnxError(f"value {name!r} is used before it is computed")
+
+    def _symbolic(self, name: str, value: np.ndarray, axes) -> Node | None:
+        """A value folded from a symbolic length and used as data (a model's arithmetic on
+        its sequence length): computed at run time, a `Shape` from the inputs' axes, the
+        nodes after it by their converters."""
+        if name not in self.folding.symbolic:
+            return None
+        producer = self._producers().get(name)
+        if producer is not None and producer.op_type != "Shape":
+            del self.consts[name]  # converted, not folded, this once
+            try:
+                self._translate(producer)
+            finally:
+                self.consts[name] = value
+            return self.values[name].ordered() if name in self.values else None
+        node = dynamic.run_time_constant(self.placeholders.values(), value, axes)
+        if node is None:
+            raise UnsupportedOp(f"{name!r} = {np.ravel(value)[:4]} is computed from a symbolic "
+                                "length and used as data (give the lengths with --length)")
+        return node
+
+    def _producers(self) -> dict:
+        if self._made_by is None:
+            self._made_by = {o: n for n in self.folding.base.graph.node for o in n.output}
+        return self._made_by
 
     def add_input(self, vi) -> None:
         if vi.name in self.consts:
@@ -126,6 +155,9 @@ class Importer:
         if self.folding.foldable(node):  # left by the last round of folding
             self.folding.fold(node)
             return
+        self._translate(node)
+
+    def _translate(self, node) -> None:
         fn = CONVERTERS.get(node.op_type)
         ctx = Context(self, node)
         if fn is None or node.domain not in DOMAINS[node.op_type]:

@@ -126,9 +126,10 @@ class Layouts:
             perm[slot] = i
         return self.permuted(v, perm)
 
-    def aligned(self, node: Node, target: Sequence[Axis]) -> str:
+    def aligned(self, node: Node, target: Sequence[Axis], rank: bool = False) -> str:
         """The node's data shaped to broadcast against `target` (numpy's rule: right-aligned,
-        length 1 where it is broadcast); written as is when it already does."""
+        length 1 where it is broadcast); written as is when it already does (with `rank`, only
+        if it has no more dimensions than `target`: Gemm's C may not have leading units)."""
         target = tuple(target)
         v = self._in_order(self.values[node], target)
         present = [d for d in v.dims if d in target]
@@ -137,7 +138,8 @@ class Layouts:
         start = min(target.index(d) for d in present)
         dims = target[start:]
         shape = tuple(v.shape[v.dims.index(a)] if a in v.dims else 1 for a in dims)
-        if _strip(v.shape) == _strip(shape) and _units_only_ahead(v, present):
+        if _strip(v.shape) == _strip(shape) and _units_only_ahead(v, present) and (
+                not rank or len(v.shape) <= len(target)):
             return self.name_of(v)
         return self.name_of(self.reshaped(v, dims, shape))
 

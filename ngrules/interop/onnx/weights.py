@@ -197,22 +197,8 @@ def _little(array: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(array, array.dtype.newbyteorder("<"))
 
 
-def check(model, arrays) -> None:
-    """onnx's full check of the model completed by these arrays, each given to the checker as
-    a graph input of its type and shape, so their bytes are never serialised to be checked."""
-    from onnx import checker, helper
-
-    graph = model.graph
-    count = len(graph.input)
-    for name, array in arrays.items():
-        graph.input.append(helper.make_tensor_value_info(name, _elem(array), array.shape))
-    try:
-        checker.check_model(model, full_check=True)
-    finally:
-        del graph.input[count:]
-
-
-def _elem(array: np.ndarray) -> int:
+def elem_of(array: np.ndarray) -> int:
+    """The ONNX element type of an array the exporter keeps separate."""
     return _ELEMS[array.dtype.newbyteorder("<").str]
 
 
@@ -220,7 +206,7 @@ def add_to(model, arrays) -> None:
     """The arrays as the model's initializers (each copied once, into the message)."""
     for name, array in arrays.items():
         tensor = model.graph.initializer.add()
-        tensor.name, tensor.data_type = name, _elem(array)
+        tensor.name, tensor.data_type = name, elem_of(array)
         tensor.dims.extend(array.shape)
         tensor.raw_data = _little(array).tobytes()
 
@@ -233,7 +219,7 @@ def write(file, model, arrays) -> None:
 
     file.write(model.SerializeToString())
     for name, array in arrays.items():
-        header = TensorProto(name=name, data_type=_elem(array), dims=array.shape)
+        header = TensorProto(name=name, data_type=elem_of(array), dims=array.shape)
         raw = _encode_varint(_RAW << 3 | 2) + _encode_varint(array.nbytes)
         tensor = header.SerializeToString() + raw
         size = len(tensor) + array.nbytes

@@ -7,17 +7,21 @@ one axis, at a linear index computed from the indices (each normalised from nega
 and constant position offsets. The scatters are a `ScatterAdd` at such a linear index: of the
 updates (reduction add), or of the updates less the values they replace (reduction none, whose
 indices ONNX asks to be distinct). ReverseSequence is one `Gather` over time and batch
-flattened, at the index the run-time lengths give.
+flattened, at the index the run-time lengths give. A symbolic length in an index (a stride,
+the length a negative index counts from) is computed at run time (`_length`), never its
+stand-in.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ngrules.interop.onnx import UnsupportedOp
 from ngrules.interop.onnx.context import Context, converter
 from ngrules.interop.onnx.converters.shape import cut, pick
 from ngrules.interop.onnx.shaping import Tensor, conform, reshape, squeeze, temp_axis
 from ngrules.ir import builders as F
+from ngrules.ir import symbolic
 from ngrules.ir.axes import Axes
 from ngrules.ir.graph import Node, make_node
 
@@ -56,10 +60,28 @@ def run_time_gather(t: Tensor, indices: Tensor, pos: int, out) -> Tensor:
     return Tensor(node, tuple(out))
 
 
-def _normalised(index: Node, length: int) -> Node:
+def _normalised(index: Node, length: int | Node) -> Node:
     """index + length where it is negative (int64)."""
     index = F.cast(index, _INDEX)
-    return F.where(F.less(index, F.constant(0, dtype=_INDEX)), index + _scalar(length), index)
+    length = _scalar(length) if isinstance(length, int) else length
+    return F.where(F.less(index, F.constant(0, dtype=_INDEX)), index + length, index)
+
+
+def _length(data: Tensor, positions) -> Node:
+    """The product of data's lengths at these positions, an int64 scalar: a constant, or, for
+    a symbolic one, the sum of ones along its axis (computed at run time)."""
+    static, node = 1, None
+    for p in positions:
+        axis = data.axes[p]
+        if not symbolic.symbols_of(axis.length):
+            static *= axis.length
+            continue
+        ones = F.broadcast(F.constant(1, dtype=_INDEX), Axes((axis,)))
+        term = F.sum(ones, out_axes=())
+        node = term if node is None else node * term
+    if node is None:
+        return _scalar(static)
+    return node if static == 1 else node * _scalar(static)
 
 
 def _scalar(value: int) -> Node:
@@ -94,15 +116,17 @@ def _gather_elements(ctx: Context):
 def _element_index(ctx: Context, data: Tensor, indices: Tensor) -> Node:
     """The linear index into data (flattened) of each element of the indices along `axis`."""
     pos = ctx.attr("axis", 0) % len(data.axes)
-    shape = indices.shape
-    strides = _strides(data.shape)
-    offsets = np.zeros(shape, np.int64)
-    for p, stride in enumerate(strides):
-        if p != pos:
-            offsets += np.arange(shape[p]).reshape([-1 if q == p else 1 for q in
-                                                    range(len(shape))]) * stride
-    scaled = _normalised(indices.node, data.shape[pos]) * _scalar(strides[pos])
-    return scaled + F.constant(offsets, Axes(indices.axes), dtype=_INDEX)
+    n = len(data.axes)
+    linear = _normalised(indices.node, _length(data, [pos])) * _length(data, range(pos + 1, n))
+    for p, axis in enumerate(indices.axes):  # each other position's offset, one axis each
+        if p == pos or axis.length == 1:
+            continue
+        if symbolic.symbols_of(axis.length):
+            where = F.axis_index(indices.node, axis)
+        else:
+            where = F.constant(np.arange(axis.length), Axes((axis,)), dtype=_INDEX)
+        linear = linear + where * _length(data, range(p + 1, n))
+    return F.axes_with_order(F.broadcast(linear, Axes(indices.axes)), Axes(indices.axes))
 
 
 @converter("GatherND")
@@ -150,8 +174,11 @@ def _tuple_index(data: Tensor, indices: Tensor, batch: int, tuple_axes) -> Node:
         part = cut(indices, last, j, j + 1, temp_axis(1))
         part = conform(Tensor(squeeze(part.node, [part.axes[last]]), part.axes[:last]),
                        tuple_axes)
-        term = _normalised(part.node, data.shape[batch + j]) * _scalar(strides[batch + j])
+        p = batch + j
+        term = _normalised(part.node, _length(data, [p])) * _length(data, range(p + 1, lead))
         linear = term if linear is None else linear + term
+    if batch and symbolic.symbols_of(tuple(data.shape[:batch])):
+        raise UnsupportedOp("GatherND: batch dimensions of a symbolic length")
     if batch:
         offsets = np.zeros(tuple(a.length for a in tuple_axes), np.int64)
         for p in range(batch):

@@ -1,5 +1,7 @@
 """ONNX ops that make tensors from shapes and constants (Range, ConstantOfShape, EyeLike,
-Size: constants at import time, the shapes being static), and masks of them (Trilu, OneHot)."""
+Size: constants at import time, the shapes being static), and masks of them (Trilu, OneHot).
+A Range or ConstantOfShape whose length is symbolic (a stand-in, `ir.symbolic`) is never a
+constant: positions along the graph input's axis of that length (`AxisIndex`), a broadcast."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from ngrules.interop.onnx.context import Context, converter
 from ngrules.interop.onnx.converters.shape import cut
 from ngrules.interop.onnx.shaping import Tensor, conform, fit, squeeze, temp_axis
 from ngrules.ir import builders as F
-from ngrules.ir.axes import Axes
+from ngrules.ir import symbolic
+from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.graph import Node, make_node
 
 
@@ -27,7 +30,37 @@ def _range(ctx: Context):
     """start + delta * i for i < max(ceil((limit - start) / delta), 0), as ONNX defines it."""
     start, limit, delta = (ctx.need_const(i, "Range bound").item() for i in range(3))
     count = max(int(np.ceil((limit - start) / delta)), 0)
+    if symbolic.symbols_of(count):
+        return [_symbolic_range(ctx, count, start, delta)]
+    if any(n in ctx.importer.folding.symbolic for n in ctx.node.input):
+        raise ctx.unsupported(f"a Range of {count} computed from a symbolic length other than "
+                              "one of the inputs' (give the lengths with --length)")
     return _constant(ctx, start + delta * np.arange(count))
+
+
+def _input_axis(ctx: Context, length: int) -> tuple[Node, Axis]:
+    """A graph input and its axis of this (stand-in) length."""
+    for node in ctx.importer.placeholders.values():
+        for axis in node.axes:
+            if axis.length == length:
+                return node, axis
+    symbols = " * ".join(symbolic.symbols_of(length))
+    raise ctx.unsupported(f"a length computed from the symbolic {symbols} that no input has "
+                          f"(give it with --length)")
+
+
+def _symbolic_range(ctx: Context, count: int, start, delta) -> Tensor:
+    """start + delta * i along the symbolic axis, computed at run time."""
+    x, axis = _input_axis(ctx, count)
+    dtype = ctx.out_dtype()
+    node = F.axis_index(x, axis)
+    if dtype != np.int64:
+        node = F.cast(node, dtype)
+    if delta != 1:
+        node = node * F.constant(delta, dtype=dtype)
+    if start != 0:
+        node = node + F.constant(start, dtype=dtype)
+    return Tensor(node, (axis,))
 
 
 @converter("ConstantOfShape")
@@ -35,6 +68,10 @@ def _constant_of_shape(ctx: Context):
     shape = [int(v) for v in np.ravel(ctx.need_const(0, "shape"))]
     value = ctx.attr("value")
     fill = np.ravel(_tensor_value(value))[0] if value is not None else 0.0
+    if symbolic.symbols_of(tuple(shape)):  # a broadcast scalar: nothing allocated
+        out = ctx.out_axes(0)
+        scalar = F.constant(np.asarray(fill, dtype=ctx.out_dtype()))
+        return [Tensor(F.broadcast(scalar, Axes(out)), out)]
     return _constant(ctx, np.full(shape, fill))
 
 

@@ -1,0 +1,136 @@
+"""The command's own speed on classic networks (issue 34, item 6): `ngrules apply --pipeline
+inference -o out.onnx` on ResNet-50 and VGG-19 at opset 9, each in a fresh process, beside
+onnxsim and onnxruntime's offline optimizer on the same files.
+
+The models are the onnx package's light networks (`onnx/backend/test/data/light`, opset 9)
+with random weights in place of their constant fills (each `ConstantOfShape` that makes a
+weight becomes an initializer of random float32), written once under the temp folder
+(`ngrules-bench-models/`). Each tool runs `--rounds` times in a fresh process (interleaved);
+wall and CPU seconds (min and median; on a loaded machine wall is CPU times the queue) and
+peak resident memory (`/usr/bin/time`'s maximum RSS, over
+the model file's size) are reported, with the load average, since the machine is shared.
+onnxsim runs from `--other-python` (a separate environment that has it; skipped if absent);
+onnxruntime's offline optimizer is a session with `optimized_model_filepath`, at the basic
+level and at all (`ort-basic`, `ort-all`).
+Run: `python bench/tool_speed.py [--models resnet50,vgg19] [--rounds 5]
+[--other-python /work/torchenv/bin/python]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+LIGHT = {"resnet50": "light_resnet50.onnx", "vgg19": "light_vgg19.onnx"}
+
+
+def model_file(name: str) -> Path:
+    """The light network with random weights (written once)."""
+    import onnx
+    from onnx import numpy_helper
+
+    folder = Path(tempfile.gettempdir()) / "ngrules-bench-models"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{name}_op9_random.onnx"
+    if path.exists():
+        return path
+    source = Path(onnx.__file__).parent / "backend/test/data/light" / LIGHT[name]
+    model = onnx.load(source)
+    inits = {t.name: t for t in model.graph.initializer}
+    rng = np.random.default_rng(0)
+    kept = []
+    for node in model.graph.node:
+        if node.op_type == "ConstantOfShape" and node.input[0] in inits:
+            shape = numpy_helper.to_array(inits[node.input[0]]).tolist()
+            fan_in = max(int(np.prod(shape[1:])), 1)
+            value = (rng.uniform(-1, 1, shape) / np.sqrt(fan_in)).astype(np.float32)
+            model.graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
+        else:
+            kept.append(node)
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
+    used = {i for n in kept for i in n.input}
+    alive = [t for t in model.graph.initializer if t.name in used]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(alive)
+    model.ir_version = max(model.ir_version, 4)  # initializers need not be inputs (opset 9 kept)
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+def _ort_optimize(src: str, dst: str, level: str) -> list[str]:
+    code = ("import onnxruntime as ort, sys; o = ort.SessionOptions(); "
+            f"o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_{level}; "
+            "o.optimized_model_filepath = sys.argv[2]; "
+            "ort.InferenceSession(sys.argv[1], o, providers=['CPUExecutionProvider'])")
+    return [sys.executable, "-c", code, src, dst]
+
+
+def commands(path: Path, out: Path, other_python: str | None) -> dict[str, list[str]]:
+    cmds = {
+        "ngrules": [sys.executable, "-m", "ngrules.cli.main", "apply", str(path),
+                    "--pipeline", "inference", "-o", str(out / "ngrules.onnx")],
+        "ort-basic": _ort_optimize(str(path), str(out / "ort.onnx"), "BASIC"),
+        "ort-all": _ort_optimize(str(path), str(out / "ort_all.onnx"), "ALL"),
+    }
+    if other_python and subprocess.run([other_python, "-c", "import onnxsim"],
+                                       capture_output=True).returncode == 0:
+        cmds["onnxsim"] = [other_python, "-m", "onnxsim", str(path), str(out / "sim.onnx")]
+    return cmds
+
+
+def timed(cmd: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak resident MB) of one run in a fresh process, as an
+    installed tool runs: bytecode cached (PYTHONDONTWRITEBYTECODE unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(ROOT)
+    result = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", *cmd], capture_output=True,
+                            text=True, env=env, cwd=ROOT)
+    if result.returncode != 0:
+        raise RuntimeError(f"{cmd[:4]}...: {result.stderr[-500:]}")
+    wall, user, system, kb = result.stderr.strip().splitlines()[-1].split()
+    return float(wall), float(user) + float(system), int(kb) / 1024
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="resnet50,vgg19")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--other-python", default="/work/torchenv/bin/python")
+    parser.add_argument("--tools", default=None, help="only these (comma-separated)")
+    args = parser.parse_args(argv)
+    out = Path(tempfile.mkdtemp(prefix="ngrules-speed-"))
+    print(f"load average before: {os.getloadavg()}")
+    for name in args.models.split(","):
+        path = model_file(name)
+        size = path.stat().st_size / 2**20
+        cmds = commands(path, out, args.other_python)
+        if args.tools:
+            cmds = {k: v for k, v in cmds.items() if k in args.tools.split(",")}
+        runs: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cmds}
+        for cmd in cmds.values():  # warm: bytecode and caches written, the file in memory
+            timed(cmd)
+        for _ in range(args.rounds):
+            for tool, cmd in cmds.items():
+                runs[tool].append(timed(cmd))
+        for tool, rows in runs.items():
+            walls, cpus = [r[0] for r in rows], [r[1] for r in rows]
+            peak = max(r[2] for r in rows)
+            print(f"{name} ({size:.0f} MB) {tool:12s} wall min {min(walls):.2f} s, median "
+                  f"{statistics.median(walls):.2f} s; CPU min {min(cpus):.2f} s, median "
+                  f"{statistics.median(cpus):.2f} s; peak RSS {peak:.0f} MB "
+                  f"({peak / size:.2f}x the file); load {os.getloadavg()[0]:.1f}")
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

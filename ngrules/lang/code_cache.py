@@ -1,0 +1,141 @@
+"""The Python code generated for rules (matchers, clauses, dispatchers), compiled once; the
+same private folder keeps the parsed syntax of rules files (`parser`).
+
+Every process that loads the shipped library generates a few hundred small functions and used
+to compile each with `compile()`: a third of a second of a short `ngrules apply`. The code
+objects are kept in memory (the same source compiled once per process) and, marshalled, in the
+user's private cache folder (`parser_cache.cache_folder`, with its checks: a file is read only
+if it is a regular file this user owns that nobody else can write), keyed by a hash of the
+source and the Python version, as Python keeps `.pyc` files; past 4096 files nothing new is
+written there (the rules tests generate are not worth keeping). Without a trusted folder the
+code is compiled as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import marshal
+import os
+import stat
+import sys
+from types import CodeType
+
+from ngrules.lang.parser_cache import _owned_private, cache_folder
+
+_MEMO: dict[tuple[str, str], CodeType] = {}
+_MEMO_SIZE = 4096  # the memory kept is bounded (tests generate rules by the thousand)
+_FOLDER: list = []  # [the code folder or None, whether new files may be written]
+_FILES = 4096  # past this many files in the folder, nothing new is written
+
+
+def compiled(source: str, filename: str) -> CodeType:
+    """`compile(source, filename, "exec")`, from memory or the private cache when it is there."""
+    key = (source, filename)
+    code = _MEMO.get(key)
+    if code is None:
+        code = _from_disk(source, filename)
+        if len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.clear()
+        _MEMO[key] = code
+    return code
+
+
+def _folder():
+    if not _FOLDER:
+        base = cache_folder()
+        folder = None
+        if base is not None:
+            folder = base / "code"
+            try:
+                os.mkdir(folder, 0o700)
+            except FileExistsError:
+                pass
+            except OSError:
+                folder = None
+            if folder is not None:
+                st = os.lstat(folder)
+                if not (stat.S_ISDIR(st.st_mode) and _owned_private(st, 0o077)):
+                    folder = None
+        _FOLDER.extend([folder, folder is not None and len(os.listdir(folder)) < _FILES])
+    return _FOLDER[0]
+
+
+def read(name: str) -> bytes | None:
+    """A cached file's bytes, if it is there and trusted (regular, this user's, written by
+    nobody else)."""
+    folder = _folder()
+    if folder is None:
+        return None
+    path = folder / name
+    try:
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode) and _owned_private(st, 0o022):
+            with open(path, "rb") as f:
+                return f.read()
+    except OSError:
+        pass
+    return None
+
+
+def write(name: str, data: bytes) -> None:
+    """Keep `data` under `name` (atomically, 0600), unless the folder is full or untrusted."""
+    folder = _folder()
+    if folder is None or not _FOLDER[1]:
+        return
+    tmp = folder / f"{name}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, folder / name)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def key(*parts: str) -> str:
+    """A file name from what determines the content (and the Python version)."""
+    return hashlib.sha256("\0".join((sys.version, *parts)).encode()).hexdigest()[:40]
+
+
+def _from_disk(source: str, filename: str) -> CodeType:
+    name = f"{key(filename, source)}.marshal"
+    data = read(name)
+    if data is not None:
+        try:
+            code = marshal.loads(data)
+            if isinstance(code, CodeType):
+                return code
+        except (EOFError, ValueError, TypeError):
+            pass
+    code = compile(source, filename, "exec")
+    write(name, marshal.dumps(code))
+    return code
+
+
+def parse_kept(text: str, path: str):
+    """`parser.parse(text, path)`, the syntax tree of a file kept here and read back for the
+    same text, path, grammar and lark (the shipped library is parsed once, not at every
+    command); a text with no file (`<string>`) is parsed as it is."""
+    import pickle
+
+    from lark import __version__ as lark_version
+
+    from ngrules.lang.parser import grammar_text, parse
+    from ngrules.lang.syntax import RulesFile
+
+    if path.startswith("<"):
+        return parse(text, path)
+    name = f"{key('rules', lark_version, grammar_text(), path, text)}.ast"
+    data = read(name)
+    if data is not None:
+        try:
+            tree = pickle.loads(data)  # noqa: S301 - a file of this user's private folder
+            if isinstance(tree, RulesFile) and tree.text == text and tree.path == path:
+                return tree
+        except Exception:  # a stale or truncated file: parsed again
+            pass
+    tree = parse(text, path)
+    write(name, pickle.dumps(tree))
+    return tree

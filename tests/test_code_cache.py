@@ -1,0 +1,59 @@
+"""The code generated for rules and the syntax trees of rules files, kept in the user's private
+cache folder (issue 34, item 6): read back when trusted, ignored when not, rebuilt when broken."""
+
+import os
+
+import pytest
+
+from ngrules.lang import code_cache
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A fresh private cache folder for this test (the module's found-once folder reset)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(code_cache, "_FOLDER", [])
+    monkeypatch.setattr(code_cache, "_MEMO", {})
+    yield tmp_path / "ngrules" / "code"
+
+
+def test_generated_code_is_compiled_once_and_read_back(cache):
+    source = "def f(x):\n    return x * 2 + 1\n"
+    code = code_cache.compiled(source, "<ngrules test>")
+    namespace = {}
+    exec(code, namespace)  # noqa: S102 - the test's own source
+    assert namespace["f"](3) == 7
+    files = list(cache.glob("*.marshal"))
+    assert len(files) == 1 and (files[0].stat().st_mode & 0o777) == 0o600
+    code_cache._MEMO.clear()
+    again = code_cache.compiled(source, "<ngrules test>")
+    assert again.co_consts == code.co_consts  # the same code, from the file
+
+
+def test_a_file_others_can_write_is_never_read(cache):
+    source = "X = 1\n"
+    code_cache.compiled(source, "<ngrules test>")
+    (path,) = cache.glob("*.marshal")
+    path.write_bytes(__import__("marshal").dumps(compile("X = 2\n", "<planted>", "exec")))
+    os.chmod(path, 0o666)  # writable by others: planted, not ours to trust
+    code_cache._MEMO.clear()
+    namespace = {}
+    exec(code_cache.compiled(source, "<ngrules test>"), namespace)  # noqa: S102
+    assert namespace["X"] == 1
+
+
+def test_a_rules_files_syntax_tree_is_kept_and_a_broken_one_parsed_again(cache, tmp_path):
+    text = "pass p\nrule r: x * 1 => x\n"
+    path = str(tmp_path / "a.rules")
+    first = code_cache.parse_kept(text, path)
+    (kept,) = cache.glob("*.ast")
+    assert code_cache.parse_kept(text, path) == first
+    kept.write_bytes(b"not a pickle")
+    assert code_cache.parse_kept(text, path) == first  # parsed again
+    assert code_cache.parse_kept(text.replace("x * 1", "x + 0"), path) != first  # the key
+
+
+def test_a_text_without_a_file_is_not_kept(cache, tmp_path):
+    code_cache.parse_kept("pass p\nrule r: x * 1 => x\n", str(tmp_path / "a.rules"))
+    code_cache.parse_kept("pass q\nrule s: x + 0 => x\n", "<string>")  # a string: "<string>"
+    assert len(list(cache.glob("*.ast"))) == 1
