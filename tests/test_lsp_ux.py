@@ -2,10 +2,6 @@
 the document and the files it imports, with their parameters; hover on a rule name shows the
 rule and its last verdict."""
 
-import sys
-import types
-
-from ngrules.lsp import analysis
 from ngrules.lsp.analysis import Document
 
 OPS = "op UxLeaky(x, slope: float = 0.01) = Maximum(x, x * slope)\n"
@@ -44,13 +40,19 @@ def test_hover_on_a_rule_name_shows_the_rule_and_not_verified_yet(tmp_path):
     assert "main.rules:5" in text and "last verdict: not verified yet" in text
 
 
-def test_hover_shows_the_cached_verdict_when_the_cache_has_one(tmp_path, monkeypatch):
-    cache = types.ModuleType("ngrules.verification.cache")
-    cache.last_verdict = lambda rule: f"verified      {rule.name} (40 ex.)" \
-        if rule.name == "ux_silu" else None
-    monkeypatch.setitem(sys.modules, "ngrules.verification.cache", cache)
-    doc = _doc(tmp_path)
-    assert "last verdict: verified      ux_silu (40 ex.)" in doc.hover(4, 7)
-    assert "last verdict: not verified yet" in doc.hover(5, 7)
-    cache.last_verdict = lambda rule: 1 / 0  # a broken cache: hover still answers
-    assert analysis.last_verdict(doc._rule_named("ux_silu")) is None
+def test_hover_shows_the_last_verdict_from_the_verdict_cache(tmp_path, monkeypatch):
+    """A rule verified (its verdict kept in the cache, a folder of this test's own) shows
+    that verdict on hover; one not verified, or a cache that breaks, says so."""
+    import ngrules as ng
+    from ngrules.verification import cache
+
+    text = TEXT.replace("=> UxL\n", "=> UxLeaky(x, slope=0.2)\n")
+    doc = _doc(tmp_path, text)
+    (tmp_path / "main.rules").write_text(text)
+    assert "last verdict: not verified yet" in doc.hover(4, 7)
+    report = ng.verify(str(tmp_path / "main.rules"), only=["ux_silu"], examples=5, seed=1)
+    assert [v.status for v in report.verdicts] == ["verified"]
+    assert f"last verdict: {report.verdicts[0].headline}" in doc.hover(4, 7)
+    assert "last verdict: not verified yet" in doc.hover(5, 7)  # ux_leaky: never verified
+    monkeypatch.setattr(cache, "last_verdict", lambda *a, **k: 1 / 0)
+    assert "last verdict: not verified yet" in doc.hover(4, 7)  # a broken cache: still answers

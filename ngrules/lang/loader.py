@@ -13,9 +13,10 @@ reported together; bidirectional control characters are warnings (`RuleSet.warni
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ngrules.errors import FileError, NgrulesError, RuleError, RuleErrors, RuleSyntaxError, Span
@@ -278,3 +279,20 @@ def check_text(
     finally:
         ops.rollback()  # a long-running editor must not keep the ops of unsaved text
     return loader.files, []
+
+
+@contextlib.contextmanager
+def checked_text(text: str, path: str) -> Iterator[RuleSet | None]:
+    """The checked rules of an editor's unsaved `text` (None if it has errors), its declared
+    ops in the op table only inside the `with` block (what reads the rules' ops, a verdict's
+    key, runs there)."""
+    loader = _text_loader(text, path, ())
+    ops = declare_ops(loader.files, loader.errors)
+    try:
+        try:
+            rules = check(loader.files, loader.errors, loader.order)
+        except NgrulesError:
+            rules = None
+        yield rules
+    finally:
+        ops.rollback()

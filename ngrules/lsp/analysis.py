@@ -38,6 +38,7 @@ from ngrules.lang.syntax import (
     walk,
 )
 from ngrules.lsp.recovery import check_recovering, pieces
+from ngrules.lsp.verdicts import last_verdict
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -181,7 +182,7 @@ class Document:
             return _code(format_op(declared) + f"\nan op declared in rules, at {where}")
         rule = self._rule_named(word) if not self._called(line, col) else None
         if rule is not None:
-            return _rule_hover(rule)
+            return _rule_hover(rule, last_verdict(self.text, self.path, rule.name))
         if word in OPS:
             return _code(op_summary(OPS[word]))
         if word in FUNCTIONS:
@@ -410,25 +411,10 @@ def _signature(d: OpDecl) -> str:
     return f"op {d.name}({', '.join(format_param(p) for p in d.params)})"
 
 
-def last_verdict(rule: RuleDecl) -> str | None:
-    """The rule's last verdict from verification's cache (`verification.cache.last_verdict`),
-    or None: no cache module, nothing cached, or a cache that cannot answer (never an error
-    in an editor)."""
-    try:
-        from ngrules.verification import cache
-    except ImportError:
-        return None
-    try:
-        found = cache.last_verdict(rule)
-    except Exception:  # noqa: BLE001 - a broken cache must not break hover
-        return None
-    return None if found is None else str(found)
-
-
-def _rule_hover(rule: RuleDecl) -> str:
+def _rule_hover(rule: RuleDecl, verdict: str | None) -> str:
     """The rule as `fmt` writes it, where it is, and its last verdict."""
     where = short_location(f"{rule.span.file}:{rule.span.line}") if rule.span else "?"
-    verdict = last_verdict(rule) or "not verified yet"
+    verdict = verdict or "not verified yet"
     return f"```ngrules\n{format_rule(rule)}\n```\nrule at {where}\n\nlast verdict: {verdict}"
 
 

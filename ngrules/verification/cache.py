@@ -186,10 +186,13 @@ class Cache:
         _write(self.base / "last" / f"{last}.json", entry)
 
 
-def last_verdict(rule: Rule, earlier: Iterable[Rule] = ()) -> Verdict | None:
+def last_verdict(rule: Rule, earlier: Iterable[Rule] = (), ruleset=None) -> Verdict | None:
     """The last verdict computed for this rule's text (and the ops it uses, and `earlier`, the
-    rules before it in its pass), whatever the settings, or None. Its `headline` and text are
-    as printed then; a failing verdict is never cached, so None also after a failure."""
+    rules before it in its pass: those of `ruleset`'s pass when it is given), whatever the
+    settings, or None. Its `headline` and text are as printed then; a failing verdict is
+    never cached, so None also after a failure."""
+    if ruleset is not None:
+        earlier = _earlier(rule, ruleset)
     base, text = folder(), rule_text(rule, earlier)
     if base is None or text is None:
         return None
