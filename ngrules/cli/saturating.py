@@ -91,6 +91,13 @@ def run_saturation(outputs, rules, pipeline, args) -> tuple[list, str, int, obje
         print("saturate: verifying the rules that have no verdict yet (each on its own; "
               "--unverified skips this)", file=sys.stderr)
     options = {} if args.unverified else {"on_rule": _progress}
+    if not args.unverified:  # as `verify` judges: the same draws every run, so verdicts are
+        from hypothesis import settings  # kept in the verdict cache for the next run
+
+        from ngrules.verification.profiles import register_profiles
+
+        register_profiles()
+        settings.load_profile("ci")
     result = saturate(
         outputs, rules, pipeline=pipeline, passes=args.passes or None,
         max_enodes=args.max_enodes, seconds=args.saturate_seconds,

@@ -10,11 +10,11 @@ names them.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ngrules.lang.rules import Rule
+from ngrules.verification.cache import last_verdict
 
 #: The verdicts that let a rule in by default. `loops` is a rule that passed every check but
 #: does not terminate when applied greedily on its own (commutativity, associativity,
@@ -32,17 +32,6 @@ class Admission:
     statuses: dict[str, str] = field(default_factory=dict)  # rule name -> verdict status
 
 
-def _cache() -> Callable[[Rule], object] | None:
-    """The verdict cache's lookup, when this version of ngrules has one (imported by name:
-    the cache is another branch's module, which import-linter cannot resolve before it is
-    merged; then this may become a plain import)."""
-    try:
-        cache = importlib.import_module("ngrules.verification.cache")
-    except ImportError:
-        return None
-    return getattr(cache, "last_verdict", None)
-
-
 def _status(verdict) -> str | None:
     if verdict is None:
         return None
@@ -58,12 +47,11 @@ def verdict_statuses(
     """Each rule's verdict status: given in `known`, else cached, else verified now (alone;
     not with `run_verify` false: then the rule has no status)."""
     statuses = dict(known or {})
-    cached = _cache()
     todo = []
     for rule in rules:
         if rule.name in statuses:
             continue
-        status = _status(cached(rule)) if cached is not None else None
+        status = _status(last_verdict(rule))  # judged alone, as saturation applies it
         if status is None:
             todo.append(rule)
         else:
