@@ -118,9 +118,9 @@ def test_folding_stops_at_the_time_budget():
 def test_the_time_budget_is_a_command_line_option(tmp_path, capsys):
     path = tmp_path / "m.onnx"
     path.write_bytes(_max_pool().SerializeToString())
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine stretches wall time, not this
     code, err = _cli(capsys, "show", path, "--import-seconds", "0.5")
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5  # the fold unstopped takes minutes of CPU
     assert code == 2 and "time budget of 0.5 s" in err, err
 
 
