@@ -82,8 +82,12 @@ def test_apply_names_the_passes_when_no_pipeline_is_chosen(ux, capsys):
     captured = capsys.readouterr()
     assert "passes: good, broken (no pipeline)\n" in captured.err
     assert "mul_one" in captured.out and "add_zero" in captured.out
+    from ngrules.lang.library import load_library
+
     main(["apply", str(ux / "g.json"), "-o", str(out)])  # the library: cpu among several
-    assert "pipeline cpu (default): passes fold_batchnorm, " in capsys.readouterr().err
+    cpu = list(load_library().pipelines["cpu"])  # from onnx-comp: decompose_* passes first
+    assert cpu[0].startswith("decompose") and "fold_batchnorm" in cpu
+    assert f"pipeline cpu (default): passes {', '.join(cpu)}\n" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, suggestion", [
@@ -109,7 +113,15 @@ def test_coverage_reads_a_model_apply_reads_and_prints_shipped_rules_by_library_
     from ngrules.lang.library import library_path
 
     onnx.save(mlp(), tmp_path / "mlp.onnx")  # its batch N is symbolic: no --length given
-    (tmp_path / "mine.rules").write_text('import "ngrules:dot.rules"\n')
+    (tmp_path / "whole.rules").write_text('import "ngrules:dot.rules"\n')
+    assert main(["coverage", str(tmp_path / "whole.rules"), str(tmp_path / "mlp.onnx"),
+                 "--json"]) == 0  # every pass, none lowering ONNX's Gemm: as apply, no firing
+    rows = {r["rule"]: r for r in json.loads(capsys.readouterr().out)["rules"]}
+    assert rows["dot_matrix_matrix"]["fired"] == {str(tmp_path / "mlp.onnx"): 0}
+    assert not any(ms for r in rows.values() for ms in r["near_misses"].values())  # nor a miss
+    # on the primitives of Gemm, which these rules never read
+    (tmp_path / "mine.rules").write_text('import "ngrules:dot.rules"\n'
+                                         "pipeline mine: decompose, dot_lowering\n")
     assert main(["coverage", str(tmp_path / "mine.rules"), str(tmp_path / "mlp.onnx"),
                  "--json"]) == 0
     out = capsys.readouterr().out

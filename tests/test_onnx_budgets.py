@@ -118,9 +118,9 @@ def test_folding_stops_at_the_time_budget():
 def test_the_time_budget_is_a_command_line_option(tmp_path, capsys):
     path = tmp_path / "m.onnx"
     path.write_bytes(_max_pool().SerializeToString())
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine stretches wall time, not this
     code, err = _cli(capsys, "show", path, "--import-seconds", "0.5")
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5  # the fold unstopped takes minutes of CPU
     assert code == 2 and "time budget of 0.5 s" in err, err
 
 
@@ -235,6 +235,9 @@ def _broadcast_sum(a, b):
 
 
 def test_a_sum_over_a_huge_broadcast_is_not_folded_at_export():
+    from ngrules.ir.symbolic import stand_in
+
+    stand_in("N")  # another model's symbol (1000003): the static 10**6 here is no stand-in of it
     start = time.perf_counter()
     m = to_onnx([_broadcast_sum(10**6, 10**6)])
     assert time.perf_counter() - start < 5
@@ -299,13 +302,15 @@ def _symbolic(nodes, inits, rank=4):
 
 def test_four_symbolic_dims_flattened_are_not_blamed_on_the_model():
     """onnx's inference, given the stand-ins (primes above 10^6), overflows int64 on their
-    product: the model is not to blame; with three dims it says the same thing."""
+    product: the model is not to blame (inference runs without the stand-ins, and the Reshape
+    is refused as one of an unknown shape); three dims fit int64 and are flattened."""
     nodes = [helper.make_node("Shape", ["x"], ["s"], start=0, end=1),
              helper.make_node("Concat", ["s", "m1"], ["t"], axis=0),
              helper.make_node("Reshape", ["x", "t"], ["y"], name="rs")]
-    for rank in (3, 4):
-        message = _error(_symbolic(nodes, [ints("m1", [-1])], rank), symbolic=True)
-        assert "does not fit its inputs" not in message and "Reshape node 'rs'" in message
+    message = _error(_symbolic(nodes, [ints("m1", [-1])], 4), symbolic=True)
+    assert "does not fit its inputs" not in message and "Reshape node 'rs'" in message
+    (y,) = ng.from_onnx(_symbolic(nodes, [ints("m1", [-1])], 3), symbolic=True, lengths={})
+    assert [a.name for a in y.axes] == ["a", "n"]
 
 
 def test_a_product_of_stand_ins_past_int64_is_named():

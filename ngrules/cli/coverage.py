@@ -4,9 +4,10 @@ came closest to matching when it did not: the table that says whether a rule ear
 Models are ONNX files (`.onnx`, the `onnx` extra) or ngrules graph files. Each is rewritten
 with the rules (the pipeline `apply` would run: the rules' only one, or `cpu` among several,
 else every pass); near misses are `explain`'s closest partial matches on the model as it was
-read, its composite ONNX ops lowered into their primitives (what the rules read after
-`decompose`). A rule whose pass is not in
-the pipeline that ran is marked so (it could not fire). A model that cannot be read gets its
+read, its composite ONNX ops lowered into their primitives when the passes run lower them
+(what the rules read after `decompose`; with no such pass the rules read the ops whole, as
+`apply` gives them). A rule whose pass is not in the pipeline that ran is marked so (it could
+not fire). A model that cannot be read gets its
 reason on its row; the others are still counted, and the command exits 1.
 """
 
@@ -32,18 +33,21 @@ def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) 
     "near_misses"}]} for the given rules and {model name: outputs}."""
     from ngrules.engine.driver import rewrite
     from ngrules.engine.explain import explain
-    from ngrules.ir.composite import decompose
+    from ngrules.engine.passes import pass_names
+    from ngrules.ir.composite import decompose, pass_ops
     from ngrules.ir.graph import toposort
     from ngrules.lang.shipped import short_location
 
     pipeline = default_pipeline(rules, pipeline)
     ran = set(rules.pipelines[pipeline]) if pipeline in rules.pipelines else None
     table = {"models": {}, "rules": [], "pipeline": pipeline}
+    lowers = any(pass_ops(p) is not False for p in pass_names(rules, pipeline, None)
+                 if p not in rules.passes)
     fired, seen = {}, {}
     for name, outputs in models.items():
         result = rewrite(outputs, rules, pipeline=pipeline)
         fired[name] = result.fired()
-        seen[name] = decompose(outputs, record=False)
+        seen[name] = decompose(outputs, record=False) if lowers else list(outputs)
         table["models"][name] = {
             "nodes_before": len(toposort(seen[name])),
             "nodes_after": len(toposort(result.outputs)),

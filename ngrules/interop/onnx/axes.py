@@ -27,6 +27,7 @@ from ngrules.interop.onnx import OnnxError, UnsupportedOp
 from ngrules.interop.onnx.unify import unify_node
 from ngrules.ir.axes import Axis, FlattenedAxis
 from ngrules.ir.ops import did_you_mean
+from ngrules.ir.symbolic import STAND_INS
 
 Slot = tuple[str, int]
 
@@ -36,30 +37,32 @@ def _infer(model, lengths: Mapping[str, int]):
     [(op_type, node name, message)]. The given lengths (and the stand-ins of symbolic
     dimensions) are put in the inputs first, so every shape computed from them is a number
     (a Reshape to [-1, 4] of a symbolic batch, which inference over `dim_param`s leaves
-    unknown). No data propagation: onnx's materialises values (a Range to 1e8) without bound;
-    the importer's folding computes shape values within its budget."""
+    unknown), unless a product of stand-ins overflows int64: then they are left out. No data
+    propagation: onnx's materialises values (a Range to 1e8) without bound; the importer's
+    folding computes shape values within its budget."""
     from onnx import shape_inference
 
-    model = _with_lengths(model, lengths) or model
+    given = _with_lengths(model, lengths) or model
     try:
-        return shape_inference.infer_shapes(model, strict_mode=True), []
+        return shape_inference.infer_shapes(given, strict_mode=True), []
     except Exception as e:  # InferenceError: its text lists the nodes
         errors = _inference_errors(str(e))
+        guesses = {k: v for k, v in lengths.items() if v in STAND_INS}
+        if "overflow" in str(e) and guesses:
+            # the stand-ins' product passed int64 (four of them flattened together): they are
+            # no length the user gave, so inference runs without them (F15 of issue 37)
+            return _infer(model, {k: v for k, v in lengths.items() if k not in guesses})
     try:
-        return shape_inference.infer_shapes(model, strict_mode=False), errors
+        return shape_inference.infer_shapes(given, strict_mode=False), errors
     except Exception as e:
         raise OnnxError(f"ONNX shape inference failed: {e}") from None
 
 
 def _with_lengths(model, lengths: Mapping[str, int]):
     """A copy whose inputs and outputs have the given lengths for their symbolic dimensions
-    (None when no dimension is given one). A stand-in (`ir.symbolic`) is no length the user
-    gave: it is left out (four of them multiplied overflow onnx's int64 dimensions)."""
+    (None when no dimension is given one)."""
     from onnx import ModelProto
 
-    from ngrules.ir.symbolic import STAND_INS
-
-    lengths = {k: v for k, v in lengths.items() if v not in STAND_INS}
     infos = list(model.graph.input) + list(model.graph.output)
     dims = [d for v in infos for d in v.type.tensor_type.shape.dim]
     if not any(d.HasField("dim_param") and d.dim_param in lengths for d in dims):

@@ -276,9 +276,11 @@ def restore(model, arrays: Mapping[str, np.ndarray] | None = None) -> None:
         kept = [t for t in [*graph.initializer, *added] if t.name in used]
         del graph.initializer[:]
         graph.initializer.extend(kept)
+    symbols = {s for vi in [*graph.input, *graph.output]
+               for d in vi.type.tensor_type.shape.dim for s in symbolic.symbols_of(d.dim_value)}
     _relabel(graph.input)
     _relabel(graph.output)
-    _check_no_stand_ins(graph.node, {t.name: t for t in graph.initializer})
+    _check_no_stand_ins(graph.node, {t.name: t for t in graph.initializer}, symbols)
 
 
 #: A stand-in length, or one a few steps from it (a symbolic axis concatenated with a static
@@ -286,19 +288,26 @@ def restore(model, arrays: Mapping[str, np.ndarray] | None = None) -> None:
 _NEAR = 1 << 16
 
 
-def _stand_in_near(values: np.ndarray) -> tuple[int, str] | None:
+def _stand_in_near(values: np.ndarray, symbols: set[str]) -> tuple[int, str] | None:
+    """A value holding (or a few steps from) the stand-in of one of `symbols`, the model's."""
     for v in values.ravel().tolist():
-        if v and symbolic.symbols_of(abs(v)):
-            return v, symbolic.symbols_of(abs(v))[0]
-        near = [(abs(abs(v) - length), symbol) for length, symbol in symbolic.STAND_INS.items()]
+        held = [s for s in symbolic.symbols_of(abs(v)) if s in symbols] if v else []
+        if held:
+            return v, held[0]
+        near = [(abs(abs(v) - length), symbol) for length, symbol in symbolic.STAND_INS.items()
+                if symbol in symbols]
         if near and min(near)[0] <= _NEAR:
             return v, min(near)[1]
     return None
 
 
-def _check_no_stand_ins(nodes, initializers) -> None:
-    """Refuse (naming the reader) a small integer constant left holding a stand-in length:
-    a converter that used a symbolic length as a value, which no run-time shape replaced."""
+def _check_no_stand_ins(nodes, initializers, symbols: set[str]) -> None:
+    """Refuse (naming the reader) a small integer constant left holding a stand-in length of
+    one of the model's `symbols` (those of its inputs and outputs; a static length near the
+    stand-in of a symbol of another model is no such value): a converter that used a symbolic
+    length as a value, which no run-time shape replaced."""
+    if not symbols:
+        return
     from onnx import numpy_helper
 
     constants = dict(_constant_nodes(nodes))
@@ -308,7 +317,7 @@ def _check_no_stand_ins(nodes, initializers) -> None:
     bad = {}
     for name, value in constants.items():
         if value.dtype.kind == "i" and value.size <= 4096:
-            found = _stand_in_near(value)
+            found = _stand_in_near(value, symbols)
             if found:
                 bad[name] = found
     for node in nodes:
