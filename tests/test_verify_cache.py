@@ -8,11 +8,13 @@ import stat
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import ngrules as ng
 from ngrules.cli.main import main
 from ngrules.ir import declared
 from ngrules.verification import cache
+from ngrules.verification import verify as verifying
 from ngrules.verification.verify import verify
 
 TEXT = "pass p\nrule mul_one: x * 1 => x\nrule neg_neg: -(-x) => x\n"
@@ -41,9 +43,12 @@ def test_the_folder_is_private():
         assert not stat.S_IMODE(path.stat().st_mode) & 0o077
 
 
-def test_a_run_with_a_random_seed_neither_reads_nor_writes():
-    verify(ng.parse_rules(TEXT, "t.rules"), 5)  # the dev profile: a random seed
-    assert _entries() == []
+def test_a_run_with_a_random_seed_neither_reads_nor_writes(monkeypatch):
+    real = verifying._settings  # a profile that is not derandomized (as `dev`), whichever
+    monkeypatch.setattr(verifying, "_settings",  # profile runs the tests: a random seed
+                        lambda n: settings(real(n), derandomize=False))
+    report = verify(ng.parse_rules(TEXT, "t.rules"), 5)
+    assert report.seed is not None and _entries() == []
 
 
 def test_a_changed_rule_misses_and_the_unchanged_one_hits():

@@ -85,7 +85,11 @@ class Builder:
         """Output axes for an unconstrained op node (Flatten's output is really flattened)."""
         if op == "Flatten":
             return regroup(self.draw, self.free_axes(at, lo=1))
-        return self.free_axes(at, lo=1 if op in NEEDS_AN_AXIS else 0)
+        axes = self.free_axes(at, lo=1 if op in NEEDS_AN_AXIS else 0)
+        if op == "Unflatten" and not any(a.is_flattened for a in axes) and len(axes) >= 2 \
+                and not self.cons.ranks.get(self.cons.of(at)) and self.draw(st.booleans()):
+            return regroup(self.draw, axes)  # half the time an input flattened already: an
+        return axes  # unguarded Unflatten(Flatten(x)) => x is caught by a count, not luck
 
     def placeholder(self, axes: Axes, domain: Domain, name: str = "_") -> Node:
         label = name if name != "_" else f"_{next(self._leaf_names)}"
