@@ -17,11 +17,13 @@ ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper  # noqa: E402
 
 from ngrules.cli.graphio import written_opset  # noqa: E402
+from ngrules.errors import RuleErrors  # noqa: E402
 from ngrules.interop.onnx.backend import _array, _feeds, _steering  # noqa: E402
 from ngrules.interop.onnx.exporter import to_onnx  # noqa: E402
 from ngrules.interop.onnx.importer import import_model  # noqa: E402
 from ngrules.ir import composite  # noqa: E402
 from ngrules.ir.graph import toposort  # noqa: E402
+from ngrules.lang.loader import parse_rules  # noqa: E402
 
 #: One backend node test per family the importer lowered before composites.
 SAMPLE = (
@@ -175,3 +177,16 @@ def test_a_graph_file_of_composites_loads_in_a_fresh_process(tmp_path):
     assert proc.returncode == 0, proc.stderr
     back = onnx.load(str(tmp_path / "back.onnx"))
     assert [n.op_type for n in back.graph.node] == ["LRN", "MaxPool"]
+
+
+def test_the_ops_a_model_brought_are_never_suggested_for_a_misspelt_op(scratch_ops):
+    """A composite read from a model (`LRN`, `Tan`) is an op, but "did you mean" offers only
+    the ops a rule author can count on: a full test run once suggested 'Tan' for 'Tahn' after
+    some earlier test had imported a model with a Tan node."""
+    import_model(_lrn_pool_model())
+    assert "LRN" in ng.OPS and composite.is_composite("LRN")
+    with pytest.raises(ng.OpError, match=r"unknown op 'LRM'$"):
+        ng.make_node("LRM", (ng.placeholder({"A": 2}, name="x"),))
+    with pytest.raises(RuleErrors) as caught:
+        parse_rules("rule r: LRM(x) => x\n", "c.rules")
+    assert "unknown op 'LRM'" in str(caught.value) and "LRN" not in str(caught.value)

@@ -46,7 +46,10 @@ def test_a_proof_over_drawn_shapes_is_no_proof(rule):
     assert v.failed or "a sample of shapes, not a proof" in v.reason, str(v)
 
 
-def test_verify_with_prove_reports_the_failure_testing_finds():
+def test_verify_with_prove_reports_the_failure_testing_finds(monkeypatch):
+    from ngrules.verification import verify
+
+    monkeypatch.setattr(verify, "SHRINK_CALLS", 10)  # the verdicts only: little shrinking
     report = ng.verify(_rules(ONCE_PROVED), prove=True)  # a rank-4 instance needs 40 examples
     got = {v.rule.name: v.status for v in report}
     assert got == {"max_of_sum": "wrong", "transpose_last_first": "ill-formed",

@@ -7,13 +7,13 @@ from ngrules.errors import NgrulesError
 
 
 def run(args) -> int:
-    from ngrules.ir.ops import OPS, did_you_mean
+    from ngrules.ir.ops import OPS, did_you_mean, suggested_ops
     from ngrules.lang.describe import op_summary
 
     names = args.names or list(OPS)
     for name in names:
         if name not in OPS:
-            raise NgrulesError(f"unknown op {name!r}{did_you_mean(name, OPS)}")
+            raise NgrulesError(f"unknown op {name!r}{did_you_mean(name, suggested_ops())}")
     for name in names:
         head, *rest = op_summary(OPS[name]).split("\n")
         print(head)

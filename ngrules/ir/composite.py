@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ngrules.errors import OpError
 from ngrules.ir.graph import Node, creation_order, make_node
-from ngrules.ir.ops import OPS, AttrSpec, register_op
+from ngrules.ir.ops import OPS, READ_FROM_MODELS, AttrSpec, register_op
 
 #: The name of the built-in pass lowering every composite; `decompose_<Op>` lowers one op.
 PASS_NAME = "decompose"
@@ -112,6 +112,7 @@ def register_composite(name: str, build: Callable, domain: str = "", doc: str = 
     register_op(name, arity=None, infer=_infer, kernel=_kernel, grad=_grad, gen=_gen,
                 attrs=ATTRS, doc=doc or f"{name}, read from a model and kept whole")
     COMPOSITES[name] = Composite(name, build, domain)
+    READ_FROM_MODELS.add(name)
 
 
 def recorded(node: Node) -> Node | None:

@@ -166,11 +166,22 @@ def register_op(
     return op
 
 
+#: Ops a model's reader entered at run time (composites, `ngrules.ir.composite`: ONNX's `Gemm`,
+#: `LRN`, ... kept whole): ops like any other, but never offered as a "did you mean" to someone
+#: who mistyped an op's name, whatever model the process happened to read before.
+READ_FROM_MODELS: set[str] = set()
+
+
+def suggested_ops() -> list[str]:
+    """The op names a misspelt op name is compared with: the table without `READ_FROM_MODELS`."""
+    return [name for name in OPS if name not in READ_FROM_MODELS]
+
+
 def get_op(name: str) -> OpDef:
     """The op called `name`, or an error suggesting the closest known names."""
     op = OPS.get(name)
     if op is None:
-        raise OpError(f"unknown op {name!r}{did_you_mean(name, OPS)}")
+        raise OpError(f"unknown op {name!r}{did_you_mean(name, suggested_ops())}")
     return op
 
 

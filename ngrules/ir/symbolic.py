@@ -14,6 +14,8 @@ is rejected, and `explain` and the warnings say why).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ngrules.errors import NgrulesError
 
 #: The smallest stand-in length (a prime): larger than any dimension of a real model.
@@ -75,11 +77,13 @@ def symbols_of(value) -> list[str]:
     return factor(value)[1]
 
 
-def known(value, what: str = "a length"):
-    """value itself, unless it depends on a symbolic length: then `UnknownLength`."""
+def known(value, what: str | Callable[[], str] = "a length"):
+    """value itself, unless it depends on a symbolic length: then `UnknownLength`, saying
+    `what` (or what `what()` says: a node's repr costs, and is written only for the error)."""
     if STAND_INS:
         symbols = symbols_of(value)
         if symbols:
+            what = what if isinstance(what, str) else what()
             raise UnknownLength(
                 f"{what} depends on the symbolic length {symbols[0]!r} (known only at run time; "
                 "the rule does not fire here)"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ngrules.errors import RuleError, RuleErrors, Span
-from ngrules.ir.ops import OPS, did_you_mean
+from ngrules.ir.ops import OPS, did_you_mean, suggested_ops
 from ngrules.lang.assumptions import read_assumptions
 from ngrules.lang.bounds import MAX_ITEMS, items_at_least
 from ngrules.lang.expr import NODE_ATTRIBUTES, all_attributes
@@ -61,7 +61,7 @@ def _check_op_pattern(p: POp, problems: Problems) -> None:
     opdef = OPS.get(p.op)
     span = name_span(p.span, p.op)
     if opdef is None:
-        problems.add(f"unknown op {p.op!r}{did_you_mean(p.op, OPS)}", span)
+        problems.add(f"unknown op {p.op!r}{did_you_mean(p.op, suggested_ops())}", span)
     elif p.optional and opdef.arity != 1:
         takes = "any number of" if opdef.arity is None else opdef.arity
         problems.add(
@@ -150,7 +150,7 @@ class RuleChecker:
     def _check_kind(self, p: PVar, typed: dict) -> None:
         span = name_span(p.span, p.kind, at_end=True)
         if p.kind not in OPS and p.kind not in KINDS:
-            hint = did_you_mean(p.kind, [*OPS, *KINDS])
+            hint = did_you_mean(p.kind, [*suggested_ops(), *KINDS])
             self.problems.add(f"unknown kind {p.kind!r}{hint}; a kind is an op or a trait", span)
             return
         if p.name == "_":

@@ -64,7 +64,7 @@ NODE_ATTRIBUTES: dict[str, Callable[[Node], Any]] = {
     "rank": lambda n: len(n.axes),
     "op": lambda n: n.op,
     "args": lambda n: n.args,
-    "shape": lambda n: known(n.axes.lengths, f"the shape of {n!r}"),
+    "shape": lambda n: known(n.axes.lengths, lambda: f"the shape of {n!r}"),
 }
 AXIS_ATTRIBUTES: dict[str, Callable[[Axis], Any]] = {
     "length": lambda a: known(a.length, f"the length of axis {a.name}"),
@@ -74,8 +74,8 @@ AXIS_ATTRIBUTES: dict[str, Callable[[Axis], Any]] = {
 }
 AXES_ATTRIBUTES: dict[str, Callable[[Axes], Any]] = {
     "names": lambda a: a.names,
-    "lengths": lambda a: known(a.lengths, f"the lengths of {a!r}"),
-    "size": lambda a: known(a.size, f"the size of {a!r}"),
+    "lengths": lambda a: known(a.lengths, lambda: f"the lengths of {a!r}"),
+    "size": lambda a: known(a.size, lambda: f"the size of {a!r}"),
 }
 
 #: The op definitions the attribute names were last computed from, and those names.

@@ -85,13 +85,13 @@ class _NumberOrReduction:
 def size_of(x) -> int:
     """Number of elements: of a node's axes, of an Axes, or the length of an Axis."""
 
-    if x.__class__ is Node:  # the message only if a symbolic length may need it (it costs)
-        return known(x.axes.size, f"the size of {x!r}") if STAND_INS else x.axes.size
+    if x.__class__ is Node:  # the message written only if it is needed (a repr costs)
+        return known(x.axes.size, lambda: f"the size of {x!r}") if STAND_INS else x.axes.size
     if isinstance(x, Axis):
         return known(x.length, f"the length of axis {x.name}")
     axes = getattr(x, "axes", None) if not isinstance(x, (tuple, list)) else None
     axes = make_axes(axes if axes is not None else x)
-    return known(axes.size, f"the size of {axes!r}")
+    return known(axes.size, lambda: f"the size of {axes!r}")
 
 
 def value_of(node) -> float:
