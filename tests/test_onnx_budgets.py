@@ -98,6 +98,13 @@ def test_the_import_budget_is_a_command_line_option(tmp_path, capsys):
 
 
 # -- F3: a time budget that stops onnx's evaluator ---------------------------------------------
+def _own_process(code: str, *args) -> subprocess.CompletedProcess:
+    """`python -c code args...` in a fresh process of this tree, stopped after 60 s: what a
+    user runs, with none of this pytest worker's state (op tables, stand-ins, timers)."""
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
+
+
 def _max_pool(side=400, window=100):
     """A MaxPool whose indices (int64) make it a shape computation to fold: onnx's reference
     evaluator loops in Python over every window (301 x 301 x 10,000 steps)."""
@@ -117,8 +124,7 @@ def test_folding_stops_at_the_time_budget(tmp_path):
             "from ngrules.interop.onnx.budget import Budget\n"
             "try: import_model(sys.argv[1], budget=Budget(seconds=1.0))\n"
             "except Exception as e: print(e.message); sys.exit(2)")
-    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    done = _own_process(code, path)
     message = done.stdout.strip()
     assert done.returncode == 2 and message.startswith(
         "folding MaxPool node 'pool': past the import's time budget of 1 s"), done
@@ -131,9 +137,7 @@ def test_the_time_budget_is_a_command_line_option(tmp_path):
     path = tmp_path / "m.onnx"
     path.write_bytes(_max_pool().SerializeToString())
     code = "import sys; from ngrules.cli.main import main; sys.exit(main(sys.argv[1:]))"
-    done = subprocess.run([sys.executable, "-c", code, "show", str(path), "--import-seconds",
-                           "0.5"], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": os.getcwd()})
+    done = _own_process(code, "show", path, "--import-seconds", "0.5")
     assert done.returncode == 2 and "time budget of 0.5 s" in done.stderr, done.stderr
 
 
@@ -160,8 +164,7 @@ def test_a_timer_set_before_the_import_is_kept(tmp_path):
             "try: import_model(sys.argv[1], budget=Budget(seconds=0.5))\n"
             "except Exception as e: print(type(e).__name__)\n"
             "print(signal.getitimer(signal.ITIMER_REAL)[0] + time.monotonic() - start)")
-    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    done = _own_process(code, path)
     name, total = done.stdout.split()
     assert name == "BudgetExceeded", done  # the time budget stopped the fold
     assert 99 < float(total) <= 100.5  # what is left plus what passed: the same timer
@@ -242,8 +245,7 @@ def test_an_einsum_equation_that_is_not_text_is_refused_before_shape_inference(t
                            [value("y", [2, 4])]).SerializeToString())
     code = ("from ngrules.interop.onnx.importer import import_model; "
             "import_model(__import__('sys').argv[1])")
-    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    done = _own_process(code, path)
     assert "Einsum node 'e': attribute equation is not UTF-8 text" in done.stderr
 
 
