@@ -9,6 +9,7 @@ wins.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from ngrules.ir import composite
@@ -78,17 +79,13 @@ def flops(node: Node) -> float:
     return float(FUSED_FLOPS * max(inputs, _size(node)))
 
 
+@functools.lru_cache(maxsize=4096)
 def _body_flops(node: Node) -> float:
     """A composite op (an ONNX op kept whole) does the arithmetic of its body: so a graph
-    with it whole and one with it lowered cost the same work."""
-    if node not in _BODY_FLOPS:
-        places = composite.stand_ins(node)
-        inner = toposort([composite.body(node, places)])
-        _BODY_FLOPS[node] = sum(flops(n) for n in inner if n.op != "Placeholder")
-    return _BODY_FLOPS[node]
-
-
-_BODY_FLOPS: dict[Node, float] = {}
+    with it whole and one with it lowered cost the same work (bounded memo: nodes are
+    hash-consed, one body per node)."""
+    inner = toposort([composite.body(node, composite.stand_ins(node))])
+    return sum(flops(n) for n in inner if n.op != "Placeholder")
 
 
 def bytes_moved(node: Node) -> float:
