@@ -4,15 +4,20 @@ in milliseconds (issue 36, item 4; measured by `bench/saturate_peers.py`).
 The architectures are the ones TASO's and Tensat's sources define (their examples build them
 with their own graph APIs); each is defined here again with onnx.helper, smaller:
 
-| graph | as the peers define it | here |
-|---|---|---|
-| BERT | 8 self-attention layers, 16 heads, hidden 1024, sequence 64, batch 16, input relu | 2 layers, 4 heads, hidden 128, sequence 32, batch 1 (the attention's output feeds the next layer's projection) |
-| NasRNN | 5 steps of the NAS recurrent cell: 8 combines (x W1 + h W2), relu/sigmoid/tanh mixes, hidden 512 | 5 steps, hidden 128 |
-| ResNeXt-50 | stem 7x7/2 + maxpool, blocks 3/4/6/3 of 1x1, grouped 3x3 (32 groups), 1x1, widths 128-1024 | widths / 8 (16-128), 8 groups, 64x64 input |
-| NasNet-A | stem, 3 stages of 5 normal cells + a reduction cell (separable convs, pools, adds, concat), 128-512 channels | 2 stages of 2 normal cells + a reduction cell, 16-32 channels, 64x64 |
-| SqueezeNet | SqueezeNet 1.0: 8 fire modules (1x1 squeeze, 1x1 and 3x3 expand, concat) | the same modules, channels / 4, 64x64 |
-| VGG-19 | 16 3x3 convs, 3 fully connected | `big_models.vgg19` at width 16, 64x64 |
-| Inception-v3 | stem, 3 A modules, B, 4 C modules (1x7/7x1), D, 2 E modules | stem, 2 A, B, 2 C (1x7/7x1), channels / 8, 75x75 |
+- BERT: 8 self-attention layers, 16 heads, hidden 1024, sequence 64, batch 16, input relu;
+  here 2 layers, 4 heads, hidden 128, sequence 32, batch 1 (each layer's attention output
+  feeds its output projection).
+- NasRNN: 5 steps of the NAS recurrent cell (8 combines x W1 + h W2, relu/sigmoid/tanh
+  mixes), hidden 512; here hidden 128.
+- ResNeXt-50: stem 7x7/2 and max pool, blocks 3/4/6/3 of 1x1, grouped 3x3 (32 groups), 1x1,
+  widths 128-1024; here widths / 8, 8 groups, 64x64.
+- NasNet-A: stem, 3 stages of 5 normal cells and a reduction cell (separable convs, pools,
+  adds, concat), 128-512 channels; here 2 stages of 2 normal cells, 16-32 channels, 64x64.
+- SqueezeNet 1.0: 8 fire modules (1x1 squeeze; 1x1 and 3x3 expand, concatenated); here
+  channels / 4, 64x64.
+- VGG-19: 16 3x3 convs, 3 fully connected; here `big_models.vgg19` at width 16, 64x64.
+- Inception-v3: stem, 3 A modules, B, 4 C modules (1x7/7x1), D, 2 E modules; here the stem,
+  2 A, B and 2 C modules, about 1/8 of the channels, 75x75.
 
 Weights are random (seeded), biases present where the peers' convs have none (ONNX exporters
 write one for most layers); every conv keeps its spatial size with symmetric padding of k//2
