@@ -24,7 +24,7 @@ def peers():
 
 def test_the_peer_rules_load_and_check(peers):
     rules = ng.load_rules(peers.PEER_RULES)
-    assert len(rules.rules) == 31
+    assert len(rules.rules) == 40
     assert set(peers.PEER_PASSES) <= set(rules.passes)
     assert {r.name for r in rules.passes["tensat_multi"]} == {"merge_matmul", "merge_relu"}
     assert all(len(r.roots) == 2 for r in rules.passes["tensat_multi"])
