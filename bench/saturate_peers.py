@@ -114,6 +114,8 @@ def measure(name: str, rules, passes, rounds: int, runs: int, seconds: float) ->
                                     for g, w in zip(got, want))
         row[f"{label} nodes"] = len(m.graph.node)
         sessions[label] = (session, feeds)
+    ops = {label: sorted(n.op_type for n in m.graph.node) for label, m in models.items()}
+    row["same ops as greedy"] = ops["saturated"] == ops["greedy"]
     latency = timed(sessions, rounds, runs)
     row.update({f"{label} latency": latency[label] for label in models if label != "input"})
     row["input ms"] = latency["input"] * 1e3
@@ -126,6 +128,7 @@ def table(rows: list[dict]) -> str:
             "extract s | e-nodes (stop) | equal | latency / input's: greedy / saturated / ort "
             "offline | saturated / greedy | Tensat's search s (TASO's) |")
     lines = [head, "|---|---|---|---|---|---|---|---|"]
+    same = " (same ops)"
     for r in rows:
         taso, tensat = PUBLISHED.get(r["graph"], ("", ""))
         equal = all(r[f"{k} equal"] for k in ("greedy", "saturated", "ort offline"))
@@ -135,7 +138,8 @@ def table(rows: list[dict]) -> str:
             f"{r['extract s']:.2f} | {r['e-nodes']} ({r['stop']}) | "
             f"{'yes' if equal else 'NO'} | {r['greedy latency']:.3f} / "
             f"{r['saturated latency']:.3f} / {r['ort offline latency']:.3f} "
-            f"({r['input ms']:.2f} ms) | {r['saturated latency'] / r['greedy latency']:.3f} | "
+            f"({r['input ms']:.2f} ms) | {r['saturated latency'] / r['greedy latency']:.3f}"
+            f"{same if r['same ops as greedy'] else ''} | "
             f"{tensat} ({taso}) |")
     return "\n".join(lines)
 
