@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 
 from ngrules.ir.graph import Node
 from ngrules.saturation.egraph import EGraph, ENode
-from ngrules.saturation.shared import enode_cost, launch_penalty, reuse, shared_choice
+from ngrules.saturation.shared import (
+    enode_cost,
+    launch_penalty,
+    postorder,
+    reuse,
+    shared_choice,
+)
 
 #: The most e-nodes (under the roots) z3 is asked about; larger e-graphs are extracted greedily.
 Z3_LIMIT = 400
@@ -95,24 +101,7 @@ def _total(enode: ENode, best: dict[int, float], split: bool, lowered: bool = Fa
 
 def acyclic(choice: dict[int, ENode], roots: Sequence[int]) -> bool:
     """Whether the chosen graph under the roots has no cycle (iterative depth-first search)."""
-    state: dict[int, int] = {}  # 1: on the current path, 2: done
-    for root in roots:
-        stack = [(root, iter(choice[root].args))]
-        state[root] = state.get(root) or 1
-        if state[root] == 2:
-            continue
-        while stack:
-            c, args = stack[-1]
-            a = next(args, None)
-            if a is None:
-                state[c] = 2
-                stack.pop()
-            elif state.get(a) == 1:
-                return False
-            elif a not in state:
-                state[a] = 1
-                stack.append((a, iter(choice[a].args)))
-    return True
+    return not postorder(choice, roots)[1]
 
 
 def dag_cost(eg: EGraph, choice: dict[int, ENode], roots: Sequence[int]) -> float:

@@ -63,7 +63,7 @@ def shared_choice(eg: EGraph, classes: Sequence[int], roots: Sequence[int],
         choice = _relaxed(eg, classes, fan, banned, lowered)
         if any(r not in choice for r in roots):
             return None
-        closing = _closing_enodes(choice, roots)
+        closing = postorder(choice, roots)[1]
         if not closing:
             return choice
         banned.update(id(e) for e in closing)
@@ -105,10 +105,12 @@ def _relaxed(eg: EGraph, classes, fan, banned: set[int], lowered: bool, passes: 
     return choice
 
 
-def _closing_enodes(choice: dict[int, ENode], roots: Sequence[int]) -> list[ENode]:
-    """The chosen e-nodes whose argument closes a cycle under the roots (a depth-first
-    search's back edges)."""
+def postorder(choice: dict[int, ENode], roots: Sequence[int]) -> tuple[list[int], list[ENode]]:
+    """The classes under the roots in the chosen graph, arguments first (an iterative
+    depth-first search), and the chosen e-nodes whose argument closes a cycle (its back
+    edges: none when the choice is acyclic)."""
     state: dict[int, int] = {}  # 1: on the current path, 2: done
+    order: list[int] = []
     closing: list[ENode] = []
     for root in roots:
         if state.get(root) == 2:
@@ -120,32 +122,22 @@ def _closing_enodes(choice: dict[int, ENode], roots: Sequence[int]) -> list[ENod
             a = next(args, None)
             if a is None:
                 state[c] = 2
+                order.append(c)
                 stack.pop()
             elif state.get(a) == 1:
                 closing.append(choice[c])
             elif a not in state:
                 state[a] = 1
                 stack.append((a, iter(choice[a].args)))
-    return closing
+    return order, closing
 
 
 def _heights(choice: dict[int, ENode], roots: Sequence[int]) -> dict[int, int]:
     """Each class under the roots in the chosen (acyclic) graph: 0 for a leaf, else one more
     than its highest argument."""
     height: dict[int, int] = {}
-    for root in roots:
-        stack = [root]
-        while stack:
-            c = stack[-1]
-            if c in height:
-                stack.pop()
-                continue
-            todo = [a for a in choice[c].args if a not in height]
-            if todo:
-                stack.extend(todo)
-                continue
-            height[c] = 1 + max((height[a] for a in choice[c].args), default=-1)
-            stack.pop()
+    for c in postorder(choice, roots)[0]:
+        height[c] = 1 + max((height[a] for a in choice[c].args), default=-1)
     return height
 
 
