@@ -57,10 +57,10 @@ def shared_choice(eg: EGraph, classes: Sequence[int], roots: Sequence[int],
     """Each class's cheapest e-node with argument costs shared among their readers; None
     when a root has no choice or cycles remain after `repairs` bans."""
     roots = [eg.find(r) for r in roots]
-    fan = fanout(eg, classes)
+    graph = _Readers(eg, classes, lowered)
     banned: set[int] = set()
     for _ in range(repairs):
-        choice = _relaxed(eg, classes, fan, banned, lowered)
+        choice = graph.relaxed(banned)
         if any(r not in choice for r in roots):
             return None
         closing = postorder(choice, roots)[1]
@@ -70,39 +70,51 @@ def shared_choice(eg: EGraph, classes: Sequence[int], roots: Sequence[int],
     return None
 
 
-def _relaxed(eg: EGraph, classes, fan, banned: set[int], lowered: bool, passes: int = 30):
-    """Shared costs relaxed from the leaves up (a work list of the e-nodes whose arguments'
-    costs fell), at most `passes` times the e-nodes' count of steps."""
-    wanted = set(classes)
-    users: dict[int, list[ENode]] = {}
-    work: deque[ENode] = deque()
-    count = 0
-    for c in classes:
-        for enode in eg.classes[c]:
-            args = set(enode.args)
-            if id(enode) in banned or not args <= wanted:
+class _Readers:
+    """The e-nodes under the classes with what relaxing their costs reads, gathered once
+    for every repair: each e-node's own cost and its argument classes with their shares
+    (1 / fanout), each class's readers, and the leaves."""
+
+    def __init__(self, eg: EGraph, classes: Sequence[int], lowered: bool):
+        wanted = set(classes)
+        fan = fanout(eg, classes)
+        self.users: dict[int, list[ENode]] = {}
+        self.leaves: list[ENode] = []
+        self.terms: dict[int, tuple[float, tuple[tuple[int, float], ...]]] = {}
+        for c in classes:
+            for enode in eg.classes[c]:
+                args = set(enode.args)
+                if not args <= wanted:
+                    continue
+                own = enode_cost(enode) + (launch_penalty(enode) if lowered else 0.0)
+                self.terms[id(enode)] = (own, tuple((a, 1.0 / fan.get(a, 1)) for a in args))
+                for a in args:
+                    self.users.setdefault(a, []).append(enode)
+                if not args:
+                    self.leaves.append(enode)
+
+    def relaxed(self, banned: set[int], passes: int = 30) -> dict[int, ENode]:
+        """Shared costs relaxed from the leaves up (a work list of the e-nodes whose
+        arguments' costs fell), at most `passes` times the e-nodes' count of steps."""
+        best: dict[int, float] = {}
+        choice: dict[int, ENode] = {}
+        work: deque[ENode] = deque(e for e in self.leaves if id(e) not in banned)
+        steps = passes * max(len(self.terms), 1)
+        while work and steps:
+            steps -= 1
+            enode = work.popleft()
+            if id(enode) in banned:
                 continue
-            count += 1
-            for a in args:
-                users.setdefault(a, []).append(enode)
-            if not args:
-                work.append(enode)
-    best: dict[int, float] = {}
-    choice: dict[int, ENode] = {}
-    steps = passes * max(count, 1)
-    while work and steps:
-        steps -= 1
-        enode = work.popleft()
-        if any(a not in best for a in enode.args):
-            continue
-        total = enode_cost(enode) + sum(best[a] / fan.get(a, 1) for a in set(enode.args))
-        if lowered:
-            total += launch_penalty(enode)
-        c = enode.cls
-        if total < best.get(c, math.inf) * (1 - 1e-9):
-            best[c], choice[c] = total, enode
-            work.extend(users.get(c, ()))
-    return choice
+            own, args = self.terms[id(enode)]
+            try:
+                total = own + sum(best[a] * share for a, share in args)
+            except KeyError:  # an argument without a cost yet: its turn comes later
+                continue
+            c = enode.cls
+            if total < best.get(c, math.inf) * (1 - 1e-9):
+                best[c], choice[c] = total, enode
+                work.extend(self.users.get(c, ()))
+        return choice
 
 
 def postorder(choice: dict[int, ENode], roots: Sequence[int]) -> tuple[list[int], list[ENode]]:
