@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ngrules.budget import DEFAULT_BUDGET, Budget, Meter
+from ngrules.budget import Budget
 from ngrules.engine.compiled import CompiledRule, RuleCache, RuleStats, inner_ops
 from ngrules.engine.dispatch import first_in_order, first_match, first_on_view
 from ngrules.engine.folding import Folding
@@ -360,7 +360,6 @@ class _Pass(Normalizing):
     def apply(self, outputs: list[Node]) -> list[Node]:
         outputs = self.walk(outputs)
         while self.multi and not self.run.budget.exhausted:
-            self.run.budget.settle(f"multi-root round in pass {self.name}")
             chosen = self.multi_round(outputs)
             if not chosen:
                 break
@@ -391,15 +390,12 @@ def rewrite(
     after each pass. stats times every attempt of every rule (`result.stats[rule].seconds`);
     attempts and matches are counted either way. fold_limit bounds the elements of one value
     the built-in pass `fold_constants` computes (default `folding.DEFAULT_LIMIT`). budget
-    bounds the whole rewrite (`ngrules.budget`: 2 GiB, 120 s by default): the nodes its rules
-    build and the values it folds, checked every `results.CHUNK` rewrites and each fold; past
-    it, `BudgetExceeded` (the input graph is never changed).
+    bounds the whole call (`ngrules.budget`; default 2 GiB, 120 s): past it, `BudgetExceeded`.
     """
     ruleset = as_ruleset(rules)
     names = pass_names(ruleset, pipeline, passes)
-    run = Run(fuel, checked, stats, Meter(budget or DEFAULT_BUDGET, "rewrite"))
     with paused_gc():
-        return _rewrite(outputs, ruleset, names, run, fold_limit)
+        return _rewrite(outputs, ruleset, names, Run(fuel, checked, stats, budget), fold_limit)
 
 
 def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=None):
@@ -435,7 +431,6 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
             return _stopped_by_cycle(result, current, cycle, name)
         if checked:
             validate(current)
-        run.budget.settle(f"pass {name}")
         if run.budget.exhausted:
             result.outputs, result.stop = current, "fuel"
             result.message = f"fuel ran out after {len(run.trace)} rewrites in pass {name}"

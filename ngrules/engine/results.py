@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ngrules.budget import DEFAULT_BUDGET, Meter
+from ngrules.budget import DEFAULT_BUDGET, Budget, Meter
 from ngrules.engine.compiled import CompiledRule, RuleStats
 from ngrules.ir.graph import Node, validate
 from ngrules.lang.shipped import short_location
@@ -170,7 +170,7 @@ class Run:
     """State shared by the passes of one rewrite call: fuel, trace, checking."""
 
     def __init__(self, fuel: int | None, checked: bool, timed: bool = False,
-                 meter: Meter | None = None):
+                 budget: Budget | None = None):
         self.checked = checked
         self.timed = timed
         #: Firing's fields and the pending nodes of its pass; (rule, location, root, replacement,
@@ -178,7 +178,8 @@ class Run:
         #: not built (see `dispatch.first_on_view`)
         self.trace: list[tuple] = []
         self.rounds = 0  # multi-root rounds, over every pass
-        self.budget = Fuel(fuel, meter or Meter(DEFAULT_BUDGET, "rewrite"), self.trace)
+        #: the fuel, and the rewrite's `Meter` of `budget` (`ngrules.budget`) that it checks
+        self.budget = Fuel(fuel, Meter(budget or DEFAULT_BUDGET, "rewrite"), self.trace)
 
     def record(
         self, pass_name: str, rule: CompiledRule, roots, replacements, new_nodes, pending=None

@@ -204,6 +204,7 @@ def _saturate(outputs, admission, limits, use_z3, builtins, fold_limit,
     max_enodes, seconds, iterations = limits
     start = time.perf_counter()
     deadline = start + seconds
+    hard = start + spend.meter.deadline - time.monotonic()  # the budget's, on this clock
     eg = EGraph()
     roots = [eg.add(o) for o in outputs]
     lowered = _lowered(builtins)
@@ -231,7 +232,8 @@ def _saturate(outputs, admission, limits, use_z3, builtins, fold_limit,
     while done < iterations:
         spend(eg, f"saturation iteration {done + 1}")  # a lost Ctrl-C raised here too
         created, unions = eg.created, eg.unions
-        matches, late = searcher.search(eg, deadline, affected)
+        matches, late = searcher.search(eg, min(deadline, hard), affected)
+        spend(eg, "saturating")  # past the budget's time: refused, not extracted
         done += 1
         late = _apply(eg, matches, applied, max_enodes, deadline, spend) or late
         eg.rebuild()
