@@ -55,6 +55,16 @@ def test_a_rule_that_grows_is_stopped_by_the_memory_budget():
     assert ng.rewrite(outputs, rules, fuel=2000).stop == "fuel"
 
 
+def test_the_budget_is_public_and_shared_with_the_onnx_jobs():
+    from ngrules.interop.onnx import OnnxError
+    from ngrules.interop.onnx.budget import Budget as OnnxBudget
+    from ngrules.interop.onnx.budget import BudgetExceeded as OnnxExceeded
+
+    assert ng.Budget is Budget is OnnxBudget and ng.BudgetExceeded is BudgetExceeded
+    assert issubclass(OnnxExceeded, BudgetExceeded) and issubclass(OnnxExceeded, OnnxError)
+    assert Budget() == Budget(memory_bytes=1 << 31, seconds=120.0)
+
+
 def test_a_rule_that_grows_is_stopped_by_the_time_budget():
     rules = ng.parse_rules(GROWING)
     message, seconds = _refused(lambda: ng.rewrite(
