@@ -74,6 +74,26 @@ def test_a_rule_that_grows_is_stopped_by_the_time_budget():
     assert 0.2 <= seconds < 2
 
 
+def test_a_walk_that_matches_for_long_and_rewrites_nothing_is_stopped_by_time():
+    """Between rewrites is not enough: a guard that fails slowly at each of 4,000 nodes
+    (a registered function that takes 1 ms) would take 4 s; the walk settles its budget
+    every 256 nodes."""
+    ng.register_function("slowly_false_test", lambda x: time.sleep(1e-3) or False, arity=1)
+    try:
+        rules = ng.parse_rules("pass p\nrule r: Exp(x) if slowly_false_test(x) => x\n")
+        x = ng.placeholder([A], name="x", dtype=np.float64)
+        chain = x
+        for _ in range(4000):
+            chain = ng.exp(chain)
+        message, seconds = _refused(lambda: ng.rewrite([chain], rules,
+                                                       budget=Budget(seconds=0.2)))
+        assert message.startswith("matching in pass p: past the rewrite's time budget"), message
+        assert seconds < 1.5
+        assert ng.rewrite([ng.exp(x)], rules).stop == "fixpoint"
+    finally:
+        ng.functions.FUNCTIONS.pop("slowly_false_test", None)
+
+
 def _many_folds(count: int):
     """count values of 4096 float64 elements, each folded (each far under the fold limit)."""
     return [ng.exp(ng.constant(np.full(4096, float(i)), [K], dtype=np.float64))

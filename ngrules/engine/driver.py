@@ -144,7 +144,7 @@ class _Pass(Normalizing):
         memo_get, bare, direct = memo.get, self.pending.bare, self.direct
         order = creation_order(outputs)
         self.run.budget.size_for(len(order))
-        for node in order:
+        for node in run.budget.paced(order, f"matching in pass {name}"):
             args = node.args
             if args:
                 arity = len(args)

@@ -3,6 +3,7 @@ why it stopped; and the state shared by the passes of one rewrite call (fuel, tr
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ngrules.budget import DEFAULT_BUDGET, Budget, Meter
@@ -46,6 +47,13 @@ class Fuel:
             self._refill()
         else:
             self.exhausted = True
+
+    def paced(self, nodes: list[Node], what: str) -> Iterator[Node]:
+        """A walk's nodes, the budget settled before every `CHUNK` of them: a walk that
+        rewrites nothing may still match for long (guards that fail, many argument orders)."""
+        for start in range(0, len(nodes), CHUNK):
+            self.settle(what)
+            yield from nodes[start:start + CHUNK]
 
     def settle(self, what: str) -> None:
         """Check the job's time and charge what the rewrites since the last check built."""
