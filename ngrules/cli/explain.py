@@ -15,9 +15,10 @@ from ngrules.cli.common import (
 def run(args) -> int:
     from ngrules.engine.explain import explain
 
-    rule = rules_or_library(args.rules, args.import_path).rule(args.rule)
+    rules = rules_or_library(args.rules, args.import_path)
+    rule = rules.rule(args.rule)
     outputs = load_graph_argument(args, symbolic=True)[0]  # may use its ops; dims may be symbolic
-    print(explain(rule, outputs, limit=args.limit))
+    print(explain(rule, outputs, limit=args.limit, read_by=rules.passes.get(rule.pass_name)))
     return 0
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from ngrules.engine import reading
 from ngrules.engine.compiled import CompiledRule, RuleCache, RuleStats, inner_ops
 from ngrules.engine.dispatch import first_in_order, first_match, first_on_view
 from ngrules.engine.folding import Folding
@@ -39,7 +40,7 @@ from ngrules.engine.multiroot import Context, apply_together
 from ngrules.engine.normalize import Cycle, Normalizing
 from ngrules.engine.passes import as_ruleset, pass_names
 from ngrules.engine.pending import Pending
-from ngrules.engine.results import RewriteResult, Run
+from ngrules.engine.results import RewriteResult, Run, stopped_by_cycle
 from ngrules.interrupts import raise_if_interrupted
 from ngrules.ir import composite
 from ngrules.ir.canonical import PASS_NAME as CANONICAL
@@ -403,6 +404,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
         validate(current)
     stats: dict[str, RuleStats] = {}
     result = RewriteResult(current, run, stats, names)
+    auto = reading.by_default(ruleset, names)  # composites lowered as each pass's rules read
     for name in names:
         raise_if_interrupted()
         lowered = composite.pass_ops(name) if name not in ruleset.passes else False
@@ -423,10 +425,12 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
         compiled = [_compile(r) for r in ruleset.passes[name]]
         for c in compiled:
             c.stats = stats.setdefault(c.name, RuleStats())
+        step = _Pass(name, compiled, run).apply
         try:
-            current = _Pass(name, compiled, run).apply(current)
+            current = (reading.applied(step, current, ruleset.passes[name], run.trace) if auto
+                       else step(current))
         except Cycle as cycle:
-            return _stopped_by_cycle(result, current, cycle, name)
+            return stopped_by_cycle(result, current, cycle, name)
         if checked:
             validate(current)
         if run.budget.exhausted:
@@ -434,15 +438,4 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
             result.message = f"fuel ran out after {len(run.trace)} rewrites in pass {name}"
             return result
     result.outputs = current
-    return result
-
-
-def _stopped_by_cycle(result: RewriteResult, current, cycle: Cycle, pass_name: str):
-    """The graph as it was before the pass, and the rules that formed the cycle."""
-    names = tuple(r.name for r in cycle.rules)
-    where = ", ".join(f"{r.name} ({r.location})" for r in cycle.rules)
-    result.outputs, result.stop, result.cycle = current, "cycle", names
-    result.message = (
-        f"rules cycle in pass {pass_name}: {where} lead back to a node they started from"
-    )
     return result

@@ -4,10 +4,14 @@ why it stopped; and the state shared by the passes of one rewrite call (fuel, tr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ngrules.engine.compiled import CompiledRule, RuleStats
 from ngrules.ir.graph import Node, validate
 from ngrules.lang.shipped import short_location
+
+if TYPE_CHECKING:
+    from ngrules.engine.normalize import Cycle
 
 
 class Budget:
@@ -153,3 +157,13 @@ class Run:
             self.budget.exhausted = True
 
 
+def stopped_by_cycle(result: RewriteResult, current, cycle: Cycle, pass_name: str):
+    """`result` stopped by a rules cycle (`normalize.Cycle`) in a pass: the graph as it was
+    before the pass, and the rules that formed the cycle."""
+    names = tuple(r.name for r in cycle.rules)
+    where = ", ".join(f"{r.name} ({r.location})" for r in cycle.rules)
+    result.outputs, result.stop, result.cycle = current, "cycle", names
+    result.message = (
+        f"rules cycle in pass {pass_name}: {where} lead back to a node they started from"
+    )
+    return result

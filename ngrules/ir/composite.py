@@ -178,6 +178,14 @@ def _lower(whole: Node, lowered: Node | None = None, record: bool = True) -> Nod
     return lowered
 
 
+def carry(old: Node, new: Node, memo) -> None:
+    """Record `new`, old rebuilt by a pass that changes no value (`canonical_layout`), as
+    standing for the composite node old stood for, on its arguments' images in `memo`."""
+    whole = _RECORDED.get(old)
+    if whole is not None and new is not old and new not in _RECORDED:
+        _RECORDED[new] = whole.with_args(tuple(memo.get(a, a) for a in whole.args))
+
+
 def pass_ops(name: str) -> list[str] | None | bool:
     """For a pass name: None for `decompose` (every op), [Op] for `decompose_Op`, False for
     any other name."""

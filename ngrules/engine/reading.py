@@ -1,0 +1,91 @@
+"""The graph as a pass's rules read it, by default: rules written against the model a user
+sees match an import as written, with no `decompose` or `canonical_layout` in the pipeline.
+
+An imported ONNX op is kept whole (a composite, `ir.composite`): `Mul` until something lowers
+it, so `x * Sigmoid(x)` would not match. Before a pass of rules runs (when the passes run name
+none of the built-in passes that lower or lay out, `DEFAULT_OFF`), each composite node whose
+body computes with an op the pass's patterns name (`Multiply` for `x * Sigmoid(x)`; `Sum`,
+`Divide` for a keep-dims `ReduceMean`) is lowered into its body, unless a pattern names the
+composite's own op (`LayerNormalization(x, g, b)` reads it whole). When anything was lowered,
+the built-in `canonical_layout` then moves the layout views out of the elementwise ops, so the
+lowered bodies read as the formula (`ReorderAxes(d * Sigmoid(d))`). A pass in which no rule
+fired keeps the graph as it was: rules that match nothing change nothing, and a body no rule
+changed is written back as the ONNX node it was read from (`composite.recompose`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from ngrules.ir import composite
+from ngrules.ir.canonical import PASS_NAME as CANONICAL
+from ngrules.ir.canonical import VIEWS as GLUE
+from ngrules.ir.canonical import canonical_layout
+from ngrules.ir.graph import Node
+from ngrules.ir.ops import OPS
+from ngrules.lang.rules import Rule, RuleSet
+from ngrules.lang.syntax import POp, PVar, walk
+
+#: Built-in passes that take lowering and layout in hand: a pipeline naming one of them runs
+#: exactly what it names (the shipped pipelines lower only what their rules read).
+DEFAULT_OFF = (CANONICAL, composite.RECOMPOSE)
+
+
+def by_default(ruleset: RuleSet, names: Sequence[str]) -> bool:
+    """Whether the passes `names` leave lowering to this module (none of them decomposes,
+    recomposes or lays out, unless a rules file declared a pass of that name)."""
+    return not any(n not in ruleset.passes
+                   and (n in DEFAULT_OFF or composite.pass_ops(n) is not False) for n in names)
+
+
+def pattern_ops(rules: Iterable[Rule]) -> frozenset[str]:
+    """The ops the rules' patterns name: `Op(...)`, `x: Op`, and the ops of a trait `x: t`."""
+    found: set[str] = set()
+    for rule in rules:
+        for p in walk(rule.roots):
+            if isinstance(p, POp):
+                found.add(p.op)
+            elif isinstance(p, PVar) and p.kind is not None:
+                found.update([p.kind] if p.kind in OPS
+                             else (op for op, d in OPS.items() if d.has(p.kind)))
+    return frozenset(found)
+
+
+def as_read(outputs: Sequence[Node], rules: Iterable[Rule]) -> list[Node]:
+    """The outputs with the composites the rules read into lowered, then laid out
+    canonically (the outputs themselves when there was nothing to lower)."""
+    named = pattern_ops(rules)
+    lowered = composite.decompose(outputs, where=lambda n: _reads(n, named))
+    if all(a is b for a, b in zip(lowered, outputs)):
+        return list(outputs)
+    return canonical_layout(lowered)
+
+
+def _reads(node: Node, named: frozenset[str]) -> bool:
+    """Whether a pattern reads into composite node: its body has a named op (other than the
+    layout glue `canonical_layout` moves) and no pattern names the composite's own op."""
+    return node.op not in named and not (named - set(GLUE)).isdisjoint(_body_ops(node))
+
+
+def _body_ops(node: Node) -> set[str]:
+    """The ops of node's body (its arguments aside)."""
+    inputs, found, stack, seen = set(node.args), set(), [composite.body(node)], set()
+    while stack:
+        n = stack.pop()
+        if n in seen or n in inputs or not n.args:
+            continue
+        seen.add(n)
+        found.add(n.op)
+        stack.extend(n.args)
+    return found
+
+
+def applied(step: Callable[[list[Node]], list[Node]], outputs: Sequence[Node],
+            rules: Iterable[Rule], trace: list) -> list[Node]:
+    """`step` (a pass) applied to the graph as `rules` read it; the graph as it was when no
+    rule fired (`trace` grew by nothing) on a graph this module changed."""
+    rules = tuple(rules)
+    fired, read = len(trace), as_read(outputs, rules)
+    done = step(read)
+    unchanged = all(a is b for a, b in zip(read, outputs))
+    return done if unchanged or len(trace) > fired else list(outputs)
