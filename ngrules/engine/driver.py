@@ -389,7 +389,9 @@ def rewrite(
     plus 10,000). checked re-infers each replacement's nodes and validates the whole graph
     after each pass. stats times every attempt of every rule (`result.stats[rule].seconds`);
     attempts and matches are counted either way. fold_limit bounds the elements of one value
-    the built-in pass `fold_constants` computes (default `folding.DEFAULT_LIMIT`).
+    the built-in pass `fold_constants` computes (default `folding.DEFAULT_LIMIT`). Unless
+    the passes name `decompose*`, `canonical_layout` or `recompose`, each pass reads an
+    imported model as its rules are written (`reading`: the ONNX ops they name lowered).
     """
     ruleset = as_ruleset(rules)
     names = pass_names(ruleset, pipeline, passes)
