@@ -179,3 +179,31 @@ def test_a_rule_naming_the_onnx_op_reads_it_whole_beside_rules_reading_primitive
     mixed = ng.parse_rules(text, "mixed.rules")
     done = ng.rewrite(_import("layernorm")[1].outputs, mixed)
     assert done.fired() == {"whole": 1} and done.outputs[0].op == "Placeholder"
+
+
+@pytest.mark.parametrize("form", ["silu_conv", "rmsnorm", "layernorm"])
+def test_saturation_reads_the_export_as_written_too(form, rules):
+    """`ng.saturate` with no pipeline puts the graph as the rules read it beside the import in
+    the e-graph: the form's rule applies there and the extracted graph keeps the values."""
+    model, imported = _import(form)
+    done = ng.saturate(imported.outputs, rules, unverified=True, seconds=10)
+    assert done.applied.get(FORMS[form][0]) == 1
+    assert FORMS[form][1] in {n.op for n in ng.toposort(done.outputs)}
+    feeds = _feeds(model, 5)
+    got = ng.execute(done.outputs, feeds)[0]
+    np.testing.assert_allclose(got, _ort(model, feeds), rtol=1e-5, atol=1e-5)
+
+
+def test_explain_and_show_read_the_export_as_the_rules_do(capsys):
+    """`ngrules explain` finds the match a plain `apply` fires; `show --rules` prints the graph
+    it is in (the keep-dims mean laid out: no TensorSlice), `show` alone the import."""
+    from ngrules.cli.main import main
+
+    model = str(DATA / "rmsnorm.onnx")
+    assert main(["explain", "rms_norm", model, "--rules", str(RULES)]) == 0
+    assert "matches at 1 node(s)" in capsys.readouterr().out
+    assert main(["show", model, "--rules", str(RULES)]) == 0
+    read = capsys.readouterr().out
+    assert main(["show", model]) == 0
+    imported = capsys.readouterr().out
+    assert " Sum(" in read and "TensorSlice" not in read and "ReduceMean(" in imported

@@ -21,7 +21,7 @@ from ngrules.ir import composite
 from ngrules.ir.canonical import PASS_NAME as CANONICAL
 from ngrules.ir.canonical import VIEWS as GLUE
 from ngrules.ir.canonical import canonical_layout
-from ngrules.ir.graph import Node
+from ngrules.ir.graph import Node, creation_order
 from ngrules.ir.ops import OPS
 from ngrules.lang.rules import Rule, RuleSet
 from ngrules.lang.syntax import POp, PVar, walk
@@ -54,10 +54,14 @@ def pattern_ops(rules: Iterable[Rule]) -> frozenset[str]:
 def as_read(outputs: Sequence[Node], rules: Iterable[Rule]) -> list[Node]:
     """The outputs with the composites the rules read into lowered, then laid out
     canonically (the outputs themselves when there was nothing to lower)."""
+    outputs = list(outputs)
+    whole = composite.COMPOSITES  # empty in a process that has read no model
+    if not whole or not any(n.op in whole for n in creation_order(outputs)):
+        return outputs
     named = pattern_ops(rules)
     lowered = composite.decompose(outputs, where=lambda n: _reads(n, named))
     if all(a is b for a, b in zip(lowered, outputs)):
-        return list(outputs)
+        return outputs
     return canonical_layout(lowered)
 
 
