@@ -4,9 +4,10 @@ sees match an import as written, with no `decompose` or `canonical_layout` in th
 An imported ONNX op is kept whole (a composite, `ir.composite`): `Mul` until something lowers
 it, so `x * Sigmoid(x)` would not match. Before a pass of rules runs (when the passes run name
 none of the built-in passes that lower or lay out, `DEFAULT_OFF`), each composite node whose
-body computes with an op the pass's patterns name (`Multiply` for `x * Sigmoid(x)`; `Sum`,
-`Divide` for a keep-dims `ReduceMean`) is lowered into its body, unless a pattern names the
-composite's own op (`LayerNormalization(x, g, b)` reads it whole). When anything was lowered,
+body has an op the pass's patterns name (`Multiply` for `x * Sigmoid(x)`; `Sum`, `Divide` for
+a keep-dims `ReduceMean`; `Flatten` for a `Reshape`; not the `Broadcast` and `ReorderAxes`
+every body has) is lowered into its body, unless a pattern names the composite's own op
+(`LayerNormalization(x, g, b)` reads it whole). When anything was lowered,
 the built-in `canonical_layout` then moves the layout views out of the elementwise ops, so the
 lowered bodies read as the formula (`ReorderAxes(d * Sigmoid(d))`). A pass in which no rule
 fired keeps the graph as it was: rules that match nothing change nothing, and a body no rule
