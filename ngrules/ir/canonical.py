@@ -13,7 +13,8 @@ are combined on fewer axes (ngraph's broadcasting) and broadcast once; and a `Te
 that only drops the unit axes a `Broadcast` added is that broadcast's source. Values never
 change: an elementwise op computes point by point, and a reorder or a broadcast only moves or
 repeats points. Nodes the walk cannot rebuild (an op that refuses the operands' axes) stay as
-they were.
+they were. A body `decompose` wrote that the walk rebuilds still stands for its composite
+(`composite.carry`), so a writer writes the ONNX op back when no rule changed it.
 """
 
 from __future__ import annotations
