@@ -66,15 +66,18 @@ def as_read(outputs: Sequence[Node], rules: Iterable[Rule]) -> list[Node]:
     return canonical_layout(lowered)
 
 
-def _reads(node: Node, named: frozenset[str]) -> bool:
-    """Whether a pattern reads into composite node: its body has a named op (other than the
-    layout glue `canonical_layout` moves) and no pattern names the composite's own op."""
-    return node.op not in named and not (named - set(GLUE)).isdisjoint(_body_ops(node))
+def _reads(node: Node, named: frozenset[str]) -> Node | None:
+    """node's body when a pattern reads into composite node (its body has a named op other
+    than the layout glue `canonical_layout` moves, and no pattern names node's own op)."""
+    if node.op in named:
+        return None
+    built = composite.body(node)
+    return built if not (named - set(GLUE)).isdisjoint(_body_ops(built, node.args)) else None
 
 
-def _body_ops(node: Node) -> set[str]:
-    """The ops of node's body (its arguments aside)."""
-    inputs, found, stack, seen = set(node.args), set(), [composite.body(node)], set()
+def _body_ops(root: Node, args) -> set[str]:
+    """The ops of the body under root (its arguments aside)."""
+    inputs, found, stack, seen = set(args), set(), [root], set()
     while stack:
         n = stack.pop()
         if n in seen or n in inputs or not n.args:
