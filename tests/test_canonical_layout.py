@@ -121,3 +121,28 @@ def test_a_body_the_layout_pass_moved_is_still_its_onnx_op_for_the_writer():
     laid_out = canonical_layout(decompose(outputs))
     assert laid_out[0].op == "ReorderAxes" and laid_out[0].args[0].op == "Multiply"
     assert recompose(laid_out) == outputs
+
+
+def test_a_later_pass_reads_whole_the_onnx_op_an_earlier_one_lowered(scratch_ops):
+    """Pass `one` reads `Multiply` (so the `LayerNormalization` after the SiLU is lowered for
+    it) and fuses the SiLU upstream; the layer norm is only rebuilt on the fused op, so pass
+    `two`, whose rule names `LayerNormalization`, finds it whole again."""
+    pytest.importorskip("onnx")
+    from onnx import helper, numpy_helper
+
+    from ngrules.interop.onnx.importer import from_onnx
+
+    scale = numpy_helper.from_array(np.ones(8, np.float32), "g")
+    bias = numpy_helper.from_array(np.zeros(8, np.float32), "b")
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["m"]),
+             helper.make_node("LayerNormalization", ["m", "g", "b"], ["z"], axis=-1)]
+    graph = helper.make_graph(nodes, "ln", [helper.make_tensor_value_info("x", 1, [2, 8])],
+                              [helper.make_tensor_value_info("z", 1, [2, 8])], [scale, bias])
+    outputs = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    rules = parse_rules("op UxSiluTwo(x) = x * Sigmoid(x)\npass one\n"
+                        "rule silu: x * Sigmoid(x) => UxSiluTwo(x)\npass two\n"
+                        "rule whole: n @ LayerNormalization(x, g, b)\n"
+                        "    => axes_with_order(x, n.axes)\n", "two.rules")
+    done = ng.rewrite(outputs, rules)
+    assert done.fired() == {"silu": 1, "whole": 1}
+    assert done.outputs[0].op == "UxSiluTwo"

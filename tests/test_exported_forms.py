@@ -207,3 +207,18 @@ def test_explain_and_show_read_the_export_as_the_rules_do(capsys):
     assert main(["show", model]) == 0
     imported = capsys.readouterr().out
     assert " Sum(" in read and "TensorSlice" not in read and "ReduceMean(" in imported
+
+
+def test_what_a_fusion_only_rebuilt_is_written_back_as_its_onnx_op():
+    """Downstream of a fused residual layer norm, the ONNX ops the rules read into (lowered for
+    them) are only rebuilt on new arguments: they are written back as themselves (the
+    attention's Gather, MatMul, ...), so the model written differs from the one written with
+    no rule by the fused ops alone."""
+    model = onnx.load(str(ROOT / "tests" / "zoo" / "transformer_encoder_legacy_op17.onnx"))
+    imported = import_model(model)
+    done = ng.rewrite(imported.outputs, ng.load_rules(RULES))
+    assert done.fired() == {"layer_norm": 4, "residual_norm": 4}
+    ops = [Counter(n.op_type for n in to_onnx(g, opset=17).graph.node)
+           for g in (imported.outputs, done.outputs)]
+    assert ops[1] - ops[0] == Counter({"ResidualLayerNorm": 4})
+    assert ops[0] - ops[1] == Counter({"LayerNormalization": 4, "Add": 4})

@@ -427,10 +427,10 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
         compiled = [_compile(r) for r in ruleset.passes[name]]
         for c in compiled:
             c.stats = stats.setdefault(c.name, RuleStats())
-        step = _Pass(name, compiled, run).apply
+        one = _Pass(name, compiled, run)
         try:
-            current = (reading.applied(step, current, ruleset.passes[name], run.trace) if auto
-                       else step(current))
+            current = (reading.applied(one, current, ruleset.passes[name], run.trace) if auto
+                       else one.apply(current))
         except Cycle as cycle:
             return stopped_by_cycle(result, current, cycle, name)
         if checked:

@@ -7,11 +7,15 @@ none of the built-in passes that lower or lay out, `DEFAULT_OFF`), each composit
 body has an op the pass's patterns name (`Multiply` for `x * Sigmoid(x)`; `Sum`, `Divide` for
 a keep-dims `ReduceMean`; `Flatten` for a `Reshape`; not the `Broadcast` and `ReorderAxes`
 every body has) is lowered into its body, unless a pattern names the composite's own op
-(`LayerNormalization(x, g, b)` reads it whole). When anything was lowered,
-the built-in `canonical_layout` then moves the layout views out of the elementwise ops, so the
-lowered bodies read as the formula (`ReorderAxes(d * Sigmoid(d))`). A pass in which no rule
-fired keeps the graph as it was: rules that match nothing change nothing, and a body no rule
-changed is written back as the ONNX node it was read from (`composite.recompose`).
+(`LayerNormalization(x, g, b)` reads it whole). When anything was lowered, the built-in
+`canonical_layout` then moves the layout views out of the elementwise ops, so the lowered
+bodies read as the formula (`ReorderAxes(d * Sigmoid(d))`).
+
+A pass in which no rule fired keeps the graph as it was: rules that match nothing change
+nothing. A body no rule changed, even one a pass rebuilt on new arguments (downstream of a
+fusion: `carry_rebuilt`), stays its composite: the writer writes the ONNX node back, and the
+next pass finds it whole again (`composite.recompose` first), so each pass reads the ops its
+own rules name.
 """
 
 from __future__ import annotations
@@ -57,7 +61,13 @@ def as_read(outputs: Sequence[Node], rules: Iterable[Rule]) -> list[Node]:
     canonically (the outputs themselves when there was nothing to lower)."""
     outputs = list(outputs)
     whole = composite.COMPOSITES  # empty in a process that has read no model
-    if not whole or not any(n.op in whole for n in creation_order(outputs)):
+    if not whole:
+        return outputs
+    order = creation_order(outputs)
+    if any(composite.recorded(n) is not None for n in order):  # an earlier pass's lowering
+        outputs = composite.recompose(outputs)  # undone where no rule changed it
+        order = creation_order(outputs)
+    if not any(n.op in whole for n in order):
         return outputs
     named = pattern_ops(rules)
     lowered = composite.decompose(outputs, where=lambda n: _reads(n, named))
@@ -88,12 +98,50 @@ def _body_ops(root: Node, args) -> set[str]:
     return found
 
 
-def applied(step: Callable[[list[Node]], list[Node]], outputs: Sequence[Node],
-            rules: Iterable[Rule], trace: list) -> list[Node]:
-    """`step` (a pass) applied to the graph as `rules` read it; the graph as it was when no
-    rule fired (`trace` grew by nothing) on a graph this module changed."""
+def applied(one, outputs: Sequence[Node], rules: Iterable[Rule], trace: list) -> list[Node]:
+    """The pass `one` (its `apply`, its `memo` of images) applied to the graph as `rules`
+    read it; the graph as it was when no rule fired (`trace` grew by nothing) on a graph this
+    module changed. A body the pass only rebuilt on new arguments stays its composite."""
     rules = tuple(rules)
     fired, read = len(trace), as_read(outputs, rules)
-    done = step(read)
-    unchanged = all(a is b for a, b in zip(read, outputs))
-    return done if unchanged or len(trace) > fired else list(outputs)
+    done = one.apply(read)
+    if all(a is b for a, b in zip(read, outputs)):
+        return done
+    if len(trace) == fired:
+        return list(outputs)
+    carry_rebuilt(read, one.memo.get)
+    return done
+
+
+#: The most nodes of one body `carry_rebuilt` compares.
+BODY_LIMIT = 512
+
+
+def carry_rebuilt(outputs: Sequence[Node], image: Callable[[Node], Node | None]) -> None:
+    """For each body root `decompose` recorded in the graph of `outputs`: when a pass only
+    rebuilt it and every node of its body on their arguments' images (no rule fired inside),
+    record the root's image as its composite on the images of its arguments, so the writer
+    writes the ONNX op back (values are the same: a pass changes none)."""
+    for root in creation_order(outputs):
+        whole = composite.recorded(root)
+        new = image(root) if whole is not None else None
+        if new is None or new is root or composite.recorded(new) is not None:
+            continue
+        args = tuple(image(a) for a in whole.args)
+        if None not in args and _rebuilt_only(root, set(whole.args), image):
+            composite.record(new, whole.with_args(args))
+
+
+def _rebuilt_only(root: Node, stop: set[Node], image) -> bool:
+    """Whether each node from root down to `stop` has as image itself on its args' images."""
+    stack, seen = [root], set()
+    while stack:
+        m = stack.pop()
+        if m in seen or m in stop or not m.args:
+            continue
+        seen.add(m)
+        args = tuple(image(a) for a in m.args)
+        if len(seen) > BODY_LIMIT or None in args or image(m) is not m.with_args(args):
+            return False
+        stack.extend(m.args)
+    return True

@@ -180,6 +180,12 @@ def _lower(whole: Node, lowered: Node | None = None, record: bool = True) -> Nod
     return lowered
 
 
+def record(node: Node, whole: Node) -> None:
+    """Record `node` (of whole's value, its body's structure) as standing for composite
+    `whole`."""
+    _RECORDED[node] = whole
+
+
 def carry(old: Node, new: Node, memo) -> None:
     """Record `new`, old rebuilt by a pass that changes no value (`canonical_layout`), as
     standing for the composite node old stood for, on its arguments' images in `memo`."""
