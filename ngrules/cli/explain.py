@@ -33,9 +33,10 @@ def run(args) -> int:
     from ngrules.engine.explain import explain
 
     check_saturate_options(args)
-    rule = rules_or_library(args.rules, args.import_path).rule(args.rule)
+    rules = rules_or_library(args.rules, args.import_path)
+    rule = rules.rule(args.rule)
     outputs = load_graph_argument(args, symbolic=True)[0]  # may use its ops; dims may be symbolic
-    print(explain(rule, outputs, limit=args.limit))
+    print(explain(rule, outputs, limit=args.limit, read_by=rules.passes.get(rule.pass_name)))
     return 0
 
 

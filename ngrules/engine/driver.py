@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ngrules.budget import Budget
+from ngrules.engine import reading
 from ngrules.engine.compiled import CompiledRule, RuleCache, RuleStats, inner_ops
 from ngrules.engine.dispatch import first_in_order, first_match, first_on_view
 from ngrules.engine.folding import Folding
@@ -40,7 +41,7 @@ from ngrules.engine.multiroot import Context, apply_together
 from ngrules.engine.normalize import Cycle, Normalizing
 from ngrules.engine.passes import as_ruleset, pass_names
 from ngrules.engine.pending import Pending
-from ngrules.engine.results import RewriteResult, Run
+from ngrules.engine.results import RewriteResult, Run, stopped_by_cycle
 from ngrules.ir import composite
 from ngrules.ir.canonical import PASS_NAME as CANONICAL
 from ngrules.ir.canonical import canonical_layout
@@ -391,6 +392,8 @@ def rewrite(
     attempts and matches are counted either way. fold_limit bounds the elements of one value
     the built-in pass `fold_constants` computes (default `folding.DEFAULT_LIMIT`). budget
     bounds the whole call (`ngrules.budget`; default 2 GiB, 120 s): past it, `BudgetExceeded`.
+    Unless the passes name `decompose*`, `canonical_layout` or `recompose`, each pass reads an
+    imported model as its rules are written (`reading`: the ONNX ops they name lowered).
     """
     ruleset = as_ruleset(rules)
     names = pass_names(ruleset, pipeline, passes)
@@ -405,6 +408,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
         validate(current)
     stats: dict[str, RuleStats] = {}
     result = RewriteResult(current, run, stats, names)
+    auto = reading.by_default(ruleset, names)  # composites lowered as each pass's rules read
     for name in names:
         run.budget.settle(f"before pass {name}")
         lowered = composite.pass_ops(name) if name not in ruleset.passes else False
@@ -425,10 +429,12 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
         compiled = [_compile(r) for r in ruleset.passes[name]]
         for c in compiled:
             c.stats = stats.setdefault(c.name, RuleStats())
+        one = _Pass(name, compiled, run)
         try:
-            current = _Pass(name, compiled, run).apply(current)
+            current = (reading.applied(one, current, ruleset.passes[name], run.trace) if auto
+                       else one.apply(current))
         except Cycle as cycle:
-            return _stopped_by_cycle(result, current, cycle, name)
+            return stopped_by_cycle(result, current, cycle, name)
         if checked:
             validate(current)
         if run.budget.exhausted:
@@ -436,15 +442,4 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
             result.message = f"fuel ran out after {len(run.trace)} rewrites in pass {name}"
             return result
     result.outputs = current
-    return result
-
-
-def _stopped_by_cycle(result: RewriteResult, current, cycle: Cycle, pass_name: str):
-    """The graph as it was before the pass, and the rules that formed the cycle."""
-    names = tuple(r.name for r in cycle.rules)
-    where = ", ".join(f"{r.name} ({r.location})" for r in cycle.rules)
-    result.outputs, result.stop, result.cycle = current, "cycle", names
-    result.message = (
-        f"rules cycle in pass {pass_name}: {where} lead back to a node they started from"
-    )
     return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ngrules.budget import DEFAULT_BUDGET, Budget, Meter
 from ngrules.engine.compiled import CompiledRule, RuleStats
@@ -16,6 +17,9 @@ CHUNK = 256
 #: What a rewrite's record holds, and each node it builds, in bytes (tracemalloc: 1.3 kB for a
 #: rewrite that builds three nodes); a built constant's array counts as well.
 FIRING_BYTES, NODE_BYTES = 256, 384
+
+if TYPE_CHECKING:
+    from ngrules.engine.normalize import Cycle
 
 
 class Fuel:
@@ -207,3 +211,13 @@ class Run:
             self.budget.spent_chunk()
 
 
+def stopped_by_cycle(result: RewriteResult, current, cycle: Cycle, pass_name: str):
+    """`result` stopped by a rules cycle (`normalize.Cycle`) in a pass: the graph as it was
+    before the pass, and the rules that formed the cycle."""
+    names = tuple(r.name for r in cycle.rules)
+    where = ", ".join(f"{r.name} ({r.location})" for r in cycle.rules)
+    result.outputs, result.stop, result.cycle = current, "cycle", names
+    result.message = (
+        f"rules cycle in pass {pass_name}: {where} lead back to a node they started from"
+    )
+    return result

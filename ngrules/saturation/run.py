@@ -18,6 +18,7 @@ from ngrules.budget import DEFAULT_BUDGET, Budget, Meter
 from ngrules.engine.compiled import RuleCache
 from ngrules.engine.folding import PASS_NAME as FOLD
 from ngrules.engine.passes import as_ruleset, pass_names
+from ngrules.engine.reading import as_read
 from ngrules.errors import NgrulesError
 from ngrules.ir import composite
 from ngrules.ir.canonical import PASS_NAME as CANONICAL
@@ -213,6 +214,11 @@ def _saturate(outputs, admission, limits, use_z3, builtins, fold_limit,
         for root, built_body in zip(roots, (eg.add(b, composite.PASS_NAME) for b in bodies)):
             if eg.union(root, built_body):
                 eg.history.append((composite.PASS_NAME, root, built_body, eg.created))
+    if lowered is False and CANONICAL not in builtins:  # by default: as the rules read it
+        for root, read in zip(roots, as_read(outputs, admission.rules)):
+            built = eg.add(read, CANONICAL)
+            if eg.union(root, built):
+                eg.history.append((CANONICAL, root, built, eg.created))
     if CANONICAL in builtins:  # the input with its layout views gathered: an equal graph
         for root, moved in zip(roots, canonical_layout(outputs)):
             built = eg.add(moved, CANONICAL)
