@@ -113,8 +113,8 @@ def add_length_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_budget_options(p: argparse.ArgumentParser, job: str, what: str) -> None:
-    """`--JOB-memory` and `--JOB-seconds`: the budget of one whole import or export
-    (`interop.onnx.budget`; `graphio.budget_of` reads them)."""
+    """`--JOB-memory` and `--JOB-seconds`: the budget of one whole import, export or rewrite
+    (`ngrules.budget`; `graphio.budget_of` reads them)."""
     p.add_argument(f"--{job}-memory", type=byte_size, metavar="BYTES",
                    help=f"the memory budget of {what} (default 2G; K, M, G suffixes)")
     p.add_argument(f"--{job}-seconds", type=positive_seconds, metavar="S",

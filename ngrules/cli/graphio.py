@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ngrules.ir.graph import Node
 
 if TYPE_CHECKING:
-    from ngrules.interop.onnx.budget import Budget
+    from ngrules.budget import Budget
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ def budget_of(args, job: str):
     seconds = getattr(args, f"{job}_seconds", None)
     if memory is None and seconds is None:
         return None
-    from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget
+    from ngrules.budget import DEFAULT_BUDGET, Budget
 
     return Budget(memory or DEFAULT_BUDGET.memory_bytes, seconds or DEFAULT_BUDGET.seconds)
 
