@@ -23,7 +23,7 @@ from ngrules.errors import NgrulesError
 from ngrules.ir import composite
 from ngrules.ir.canonical import PASS_NAME as CANONICAL
 from ngrules.ir.canonical import canonical_layout
-from ngrules.ir.graph import Node, paused_gc
+from ngrules.ir.graph import Node, creation_order, paused_gc
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
 from ngrules.saturation.admit import Admission, admit
 from ngrules.saturation.costs import graph_cost
@@ -180,6 +180,16 @@ class _Spending:
         self.counted = len(eg)
 
 
+def _join_bodies(eg: EGraph, outputs: Sequence[Node]) -> None:
+    """Each lowered body in the graph of outputs joined with its composite node on the same
+    arguments: a rule's result over a body's value can then be read from the node kept whole
+    (one kernel where its body is several)."""
+    for node in creation_order(outputs):
+        whole = composite.recorded(node)
+        if whole is not None and whole.axes == node.axes and whole.dtype == node.dtype:
+            eg.union(eg.add(node), eg.add(whole, composite.PASS_NAME))
+
+
 def _apply(eg: EGraph, matches, applied: dict[str, int], max_enodes: int, deadline: float,
            spend: _Spending):
     """Add each match's replacement and join it with the matched class, until the e-node
@@ -214,11 +224,14 @@ def _saturate(outputs, admission, limits, use_z3, builtins, fold_limit,
         for root, built_body in zip(roots, (eg.add(b, composite.PASS_NAME) for b in bodies)):
             if eg.union(root, built_body):
                 eg.history.append((composite.PASS_NAME, root, built_body, eg.created))
+        _join_bodies(eg, bodies)
     if lowered is False and CANONICAL not in builtins:  # by default: as the rules read it
-        for root, read in zip(roots, as_read(outputs, admission.rules)):
-            built = eg.add(read, CANONICAL)
+        read = as_read(outputs, admission.rules)
+        for root, term in zip(roots, read):
+            built = eg.add(term, CANONICAL)
             if eg.union(root, built):
                 eg.history.append((CANONICAL, root, built, eg.created))
+        _join_bodies(eg, read)
     if CANONICAL in builtins:  # the input with its layout views gathered: an equal graph
         for root, moved in zip(roots, canonical_layout(outputs)):
             built = eg.add(moved, CANONICAL)
