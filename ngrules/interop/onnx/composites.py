@@ -28,6 +28,7 @@ import numpy as np
 
 from ngrules.interop.onnx import OnnxError
 from ngrules.interop.onnx.context import CONVERTERS, Context, graph_dtype
+from ngrules.interop.onnx.downgrade import AS_READ
 from ngrules.interop.onnx.folding import np_elem
 from ngrules.interop.onnx.shaping import Tensor, conform, temp_axis
 from ngrules.ir import builders as F
@@ -312,7 +313,8 @@ def _write(em, n: Node) -> list | None:
 
     graph = _spec_graph(n.attrs["spec"])
     orders = {v.name: _perm(v) for v in [*graph.input, *graph.output]}
-    spec = _at_opset(n.attrs["spec"], n.attrs["opset"], em.opset)
+    target = getattr(em, "target", em.opset)  # older than em.opset: as read (`downgrade`)
+    spec = _at_opset(n.attrs["spec"], n.attrs["opset"], min(target, em.opset))
     if spec is None or (_needs_transpose(em, n, spec, orders)
                         and (n.op in RAISED or _one_node(n))):
         return None  # the body: its writers choose the operands' order (and raise the form)
@@ -333,6 +335,8 @@ def _write(em, n: Node) -> list | None:
     del written.input[:], written.output[:]
     written.input.extend(inputs)
     written.output.extend(outs)
+    if target < em.opset:
+        written.doc_string = AS_READ
     em.nodes.append(written)
     if spec.domain not in ("", "ai.onnx"):
         _DOMAINS.setdefault(em, set()).add(spec.domain)
