@@ -15,7 +15,9 @@ unless its converter wrote one node of that ngrules op (`Add`, `Exp`, `Relu`: th
 primitives). A node stays lowered when its op is in `LOWERED`, its converter wrote only views
 (`Reshape`, `Squeeze`, `Transpose`: the exporter lays those out), no output is read, a constant
 it reads holds more than `CONST_LIMIT` elements, or its converter fails on the recording run
-(the ordinary conversion then says why).
+(the ordinary conversion then says why). An op whose converter gives back an input as it is
+(`Dropout`, a default `Clip`, a one-input `Max`) is kept whole, so the round trip writes it;
+`decompose_simple` lowers it to that input, and `recompose` never makes it again.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ CONST_LIMIT = 4096
 
 #: Ops read as their primitives even though they have no ngrules op of their name: their
 #: converters write nothing (folded, or the input itself) or steer other nodes.
-LOWERED = frozenset({"Constant", "Identity", "Shape", "Size", "ConstantOfShape", "Range",
+LOWERED = frozenset({"Constant", "Shape", "Size", "ConstantOfShape", "Range",
                      "EyeLike", "Optional", "OptionalGetElement", "OptionalHasElement",
                      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                      "Bernoulli", "Multinomial", "If", "Loop", "Scan",
@@ -240,7 +242,7 @@ def convert(importer, node, used: set[str]) -> list | None:
         return None
     name = op_name(op)
     args = [importer.tensor(node.input[i]).node for i in ctx.tensors]
-    if not any(_computing(r, args) for _, r in results.values()):
+    if not any(_computing(r, args) or r in args for _, r in results.values()):
         return None  # views only (Reshape, Squeeze, Transpose): the exporter lays them out
     if name != op and op not in WHOLE and _one_primitive(op, results, args):
         return None

@@ -35,6 +35,7 @@ from ngrules.interop.onnx import (
     weights,
 )
 from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget, Meter
+from ngrules.interop.onnx.context import INPUT_ORDER
 from ngrules.interop.onnx.emitter import (
     LAYOUT,
     OPSET,
@@ -261,6 +262,8 @@ def export_parts(
         if n not in em.values:  # a fused op's writer may have written a node it shares
             _emit(em, n)
     results = [em.exact(node) for node in outputs]
+    rank = {n.attrs["name"]: INPUT_ORDER.get(n, -1) for n in order if n.op == "Placeholder"}
+    em.inputs.sort(key=lambda vi: rank.get(vi.name, -1))  # the model's order of its inputs
     finish(em, results, names)
     graph_outputs = [helper.make_tensor_value_info(out, elem_type(node.dtype), node.axes.lengths)
                      for node, out in zip(outputs, names)]
