@@ -89,3 +89,24 @@ def test_the_input_order_is_the_last_imports_though_placeholders_are_shared():
         imported = import_model(model)
         out = to_onnx(imported.outputs, output_names=imported.output_names)
         assert [i.name for i in out.graph.input] == [i.name for i in inputs]
+
+
+def test_unsqueeze_and_squeeze_come_back_as_themselves():
+    """The exporter lays out views as Reshapes; one that only inserts (removes) dimensions of
+    length 1 is written as the Unsqueeze (Squeeze) it is (`export_unit_views`)."""
+    axes = [onnx.numpy_helper.from_array(np.int64(v), n)
+            for n, v in (("ua", [0, 2]), ("sa", [0]))]
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Unsqueeze", ["r", "ua"], ["u"]),
+             helper.make_node("Squeeze", ["u", "sa"], ["s"]), helper.make_node("Neg", ["s"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [2, 3])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, [2, 1, 3])], axes)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    imported = import_model(model)
+    out = to_onnx(imported.outputs, output_names=imported.output_names)
+    ops = Counter(n.op_type for n in out.graph.node)
+    assert ops == Counter(n.op_type for n in model.graph.node), ops
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    got = ort.InferenceSession(out.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, -np.maximum(x, 0)[:, None, :])

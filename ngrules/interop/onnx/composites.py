@@ -226,6 +226,15 @@ def _computing(root: Node, args) -> list[Node]:
     return found
 
 
+def _passed(result: Node, axes, given) -> bool:
+    """Whether the converter gave back an input as it is, in the same order of dimensions (a
+    Transpose is a view the exporter lays out), computed at run time or a scalar constant (a
+    larger constant passed through, a weight's Identity, stays that constant: its readers fold
+    over it at import)."""
+    return any(t.node is result and tuple(t.axes) == tuple(axes) for t in given) and bool(
+        result.args or result.op == "Placeholder" or result.axes.size <= 1)
+
+
 def convert(importer, node, used: set[str]) -> list | None:
     """The node as one composite (a list of output tensors), or None to convert it as usual."""
     op = node.op_type
@@ -242,7 +251,8 @@ def convert(importer, node, used: set[str]) -> list | None:
         return None
     name = op_name(op)
     args = [importer.tensor(node.input[i]).node for i in ctx.tensors]
-    if not any(_computing(r, args) or r in args for _, r in results.values()):
+    given = [importer.tensor(node.input[i]) for i in ctx.tensors]
+    if not any(_computing(r, args) or _passed(r, axes, given) for axes, r in results.values()):
         return None  # views only (Reshape, Squeeze, Transpose): the exporter lays them out
     if name != op and op not in WHOLE and _one_primitive(op, results, args):
         return None

@@ -28,6 +28,7 @@ from ngrules.interop.onnx import (
     export_constants,
     export_shuffle,
     export_transposes,
+    export_unit_views,
     gelu_chains,
     ort_target,
     refused,
@@ -285,6 +286,7 @@ def export_parts(
     em.meter.check_time("checking the written model")
     if target == "onnxruntime":
         ort_target.for_onnxruntime(model, em.weights, lambda: em.fresh("c"))
+    export_unit_views.name_in_model(model, em.weights, lambda: em.fresh("c"))  # Unsqueeze
     downgrade.to_opset(model, opset, em.weights)  # an older opset's forms
     refused.check(model, em.weights)  # onnx's checker, onnxruntime's rules and session
     return model, em.weights
