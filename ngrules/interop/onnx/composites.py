@@ -347,8 +347,7 @@ def _write(em, n: Node) -> list | None:
     del written.input[:], written.output[:]
     written.input.extend(inputs)
     written.output.extend(outs)
-    if target < em.opset:
-        written.doc_string = AS_READ
+    written.doc_string = AS_READ  # what the model had: later passes leave it as it is
     em.nodes.append(written)
     if spec.domain not in ("", "ai.onnx"):
         _DOMAINS.setdefault(em, set()).add(spec.domain)

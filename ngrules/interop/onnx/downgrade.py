@@ -13,7 +13,7 @@ an op whose definition has not changed since. Any other node is an `OnnxError`
 naming the node and the opset: never a model silently at another opset.
 
 A node an ONNX op kept whole wrote as read at the target opset (`composites`) is marked
-`AS_READ` and left as it is.
+`AS_READ` and left as it is (the mark is removed here, at every opset).
 """
 
 from __future__ import annotations
@@ -57,8 +57,12 @@ _AXIS_OPS = frozenset({"Concat", "Flatten", "Gather", "GatherElements", "ArgMax"
 
 def to_opset(model, opset: int, arrays: Mapping[str, np.ndarray]) -> None:
     """Rewrite `model` (written at opset 17, its large initializers in `arrays`) at `opset`:
-    first every node that needs no shape, then (shapes inferred at `opset`) those that do."""
+    first every node that needs no shape, then (shapes inferred at `opset`) those that do.
+    Every opset: the `AS_READ` marks removed."""
     if opset >= WRITTEN:
+        for node in model.graph.node:
+            if node.doc_string == AS_READ:
+                node.doc_string = ""
         return
     if opset < OLDEST:
         raise OnnxError(f"to_onnx writes opsets {OLDEST} to 28, not {opset}")

@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ngrules.interop.onnx.downgrade import AS_READ
+
 
 def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
     """Rewrite each such Reshape in place (its target read from a small initializer)."""
@@ -17,6 +19,7 @@ def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
     graph = model.graph
     targets = {t.name: t for t in graph.initializer}
     candidates = [n for n in graph.node if n.op_type == "Reshape" and n.input[1] in targets
+                  and n.doc_string != AS_READ  # a model's own Reshape, written as read
                   and not any(a.name == "allowzero" and a.i for a in n.attribute)]
     if not candidates:
         return
