@@ -107,3 +107,25 @@ def test_apply_keeps_an_opset9_model_at_9_and_opset_converts(tmp_path, monkeypat
         assert main(["apply", "old.onnx", "-o", "out.onnx", *extra]) == 0
         out = onnx.load("out.onnx")
         assert {o.domain: o.version for o in out.opset_import}[""] == opset
+
+
+def test_an_opset9_classifier_head_comes_back_as_its_own_nodes():
+    """AveragePool, a Reshape dropping the unit dimensions, Gemm, Softmax (the light networks'
+    head): the same op types at opset 9 (the Reshape is the model's own, not a Squeeze)."""
+    w = numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), "w")
+    b = numpy_helper.from_array(np.float32([0.1, -0.2, 0.3]), "b")
+    shape = numpy_helper.from_array(np.int64([1, 4]), "shape")
+    nodes = [helper.make_node("AveragePool", ["x"], ["p"], kernel_shape=[2, 2]),
+             helper.make_node("Reshape", ["p", "shape"], ["r"]),
+             helper.make_node("Gemm", ["r", "w", "b"], ["g"], transB=1),
+             helper.make_node("Softmax", ["g"], ["y"], axis=1)]
+    graph = helper.make_graph(
+        nodes, "head", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])], [w, b, shape])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    model.ir_version = 4
+    imported = import_model(model)
+    out = to_onnx(imported.outputs, output_names=imported.output_names, opset=9)
+    assert [n.op_type for n in out.graph.node] == [n.op_type for n in model.graph.node]
+    x = np.random.default_rng(1).standard_normal((1, 4, 2, 2)).astype(np.float32)
+    np.testing.assert_allclose(_run(out, x)[0], _run(model, x)[0], rtol=1e-5, atol=1e-6)
