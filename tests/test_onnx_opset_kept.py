@@ -129,3 +129,19 @@ def test_an_opset9_classifier_head_comes_back_as_its_own_nodes():
     assert [n.op_type for n in out.graph.node] == [n.op_type for n in model.graph.node]
     x = np.random.default_rng(1).standard_normal((1, 4, 2, 2)).astype(np.float32)
     np.testing.assert_allclose(_run(out, x)[0], _run(model, x)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_an_opset9_softmax_over_several_dimensions_comes_back_as_one_node():
+    """Softmax-1 over axis 1 of a 4-D input normalises over dimensions 1 to 3 together: kept
+    whole (`composites.FLATTENING`), it is one node again at opset 9, not the five of its body."""
+    graph = helper.make_graph(
+        [helper.make_node("Softmax", ["x"], ["y"], axis=1)], "sm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 2, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    imported = import_model(model)
+    out = to_onnx(imported.outputs, output_names=imported.output_names, opset=9)
+    assert [n.op_type for n in out.graph.node] == ["Softmax"]
+    x = np.random.default_rng(2).standard_normal((2, 3, 2, 2)).astype(np.float32)
+    want = np.exp(x) / np.exp(x).sum(axis=(1, 2, 3), keepdims=True)
+    np.testing.assert_allclose(_run(out, x)[0], want, rtol=1e-5, atol=1e-6)

@@ -65,6 +65,11 @@ RAISED = frozenset({"LayerNormalization", "BatchNormalization", "OnnxGelu", "Onn
 #: cannot write every case they read (BitShift on signed integers, BitCast before opset 26).
 WHOLE = frozenset({"BitShift", "BitCast"})
 
+#: Ops that before opset 13 normalise over every dimension from their axis on: where that is
+#: more than one dimension the exporter cannot write the primitive as one node of today's op,
+#: so a model's node of an older opset is kept whole (written back as read at its opset).
+FLATTENING = frozenset({"Softmax", "LogSoftmax", "Hardmax"})
+
 #: ONNX op names the shipped rules declare ops of (`op Gelu` in nn.rules): their composites
 #: are `Onnx<Op>` whether or not the rules are loaded yet.
 RESERVED = frozenset({"Gelu"})
@@ -254,7 +259,8 @@ def convert(importer, node, used: set[str]) -> list | None:
     given = [importer.tensor(node.input[i]) for i in ctx.tensors]
     if not any(_computing(r, args) or _passed(r, axes, given) for axes, r in results.values()):
         return None  # views only (Reshape, Squeeze, Transpose): the exporter lays them out
-    if name != op and op not in WHOLE and _one_primitive(op, results, args):
+    whole = op in WHOLE or (op in FLATTENING and importer.opset < 13)
+    if name != op and not whole and _one_primitive(op, results, args):
         return None
     _make_op(name)
     return _composite(importer, node, ctx, results, name)
