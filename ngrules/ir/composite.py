@@ -175,7 +175,7 @@ def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None,
 def _lower(whole: Node, lowered: Node | None = None, record: bool = True) -> Node:
     """The body of a composite node, recorded (if asked) as standing for it."""
     lowered = body(whole) if lowered is None else lowered
-    if record:
+    if record and lowered not in whole.args:  # an identity (a Dropout) stands for no node
         _RECORDED[lowered] = whole
     return lowered
 
