@@ -31,6 +31,7 @@ def _kernel_of(compute: Callable) -> Callable:
 def _same_axes_gen(name: str) -> Callable:
     """Instances with every argument on one random set of axes and default attributes."""
 
+    @opgen.leaf_args
     def gen(draw, leaf):
         axes = opgen.some_axes(draw, opgen.axis_pool(draw))
         return make_node(name, tuple(leaf(axes) for _ in range(table.OPS[name].arity or 1)))
