@@ -24,6 +24,7 @@ from ngrules.ir.canonical import PASS_NAME as CANONICAL
 from ngrules.ir.canonical import canonical_layout
 from ngrules.ir.graph import Node, paused_gc
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
+from ngrules.saturation import ITERATIONS, MAX_ENODES, SECONDS
 from ngrules.saturation.admit import Admission, admit
 from ngrules.saturation.costs import graph_cost
 from ngrules.saturation.egraph import EGraph
@@ -31,9 +32,6 @@ from ngrules.saturation.extract import Extraction, build, extract
 from ngrules.saturation.folding import FoldRule
 from ngrules.saturation.matching import Searcher, Shape, value_shape
 from ngrules.saturation.multiroot import MultiRoot
-
-#: The default limits: e-nodes, seconds of saturation, iterations.
-MAX_ENODES, SECONDS, ITERATIONS = 50_000, 10.0, 1_000
 
 #: Rules compiled once per process (generating a rule's matcher costs more than most uses).
 _COMPILED = RuleCache()
