@@ -62,7 +62,6 @@ def gen_constant(draw, leaf):
 def gen_elementwise(op: str):
     from ngrules.ir.ops import OPS
 
-    @leaf_args
     def gen(draw, leaf):
         axes = some_axes(draw, axis_pool(draw))
         arity = OPS[op].arity
@@ -78,7 +77,6 @@ def gen_select(draw, leaf):
     return make_node("Select", (cond, leaf(axes), leaf(axes)))
 
 
-@leaf_args
 def gen_cast(draw, leaf):
     import numpy as np
 
@@ -99,7 +97,6 @@ def gen_one_hot(draw, leaf):
     return make_node("OneHot", (indices,), axis=classes, dtype=x.dtype)
 
 
-@leaf_args
 def gen_axis_index(draw, leaf):
     """The positions along one axis of an input."""
     axes = some_axes(draw, axis_pool(draw), min_size=1)
@@ -111,7 +108,6 @@ def gen_sloped(op: str):
     """A fused relu op (forward or backward) on operands of one axes, with a random slope."""
     from ngrules.ir.ops import OPS
 
-    @leaf_args
     def gen(draw, leaf):
         axes = some_axes(draw, axis_pool(draw))
         slope = draw(_st().sampled_from((0.0, 0.01, 0.2, 1.5)))
@@ -121,7 +117,6 @@ def gen_sloped(op: str):
 
 
 def gen_reduction(op: str):
-    @leaf_args
     def gen(draw, leaf):
         st = _st()
         axes = some_axes(draw, axis_pool(draw), min_size=1)
@@ -131,7 +126,6 @@ def gen_reduction(op: str):
     return gen
 
 
-@leaf_args
 def gen_softmax(draw, leaf):
     st = _st()
     axes = some_axes(draw, axis_pool(draw), min_size=1)
@@ -139,13 +133,11 @@ def gen_softmax(draw, leaf):
     return make_node("Softmax", (leaf(axes),), normalization_axes=norm or axes[-1:])
 
 
-@leaf_args
 def gen_dot(draw, leaf):
     pool = axis_pool(draw)
     return make_node("Dot", (leaf(some_axes(draw, pool)), leaf(some_axes(draw, pool))))
 
 
-@leaf_args
 def gen_dot_low(draw, leaf):
     st = _st()
     pool = axis_pool(draw, 4)
@@ -157,7 +149,6 @@ def gen_dot_low(draw, leaf):
     return make_node("DotLowDimension", (leaf(x_axes), leaf(y_axes)), axes=out)
 
 
-@leaf_args
 def gen_broadcast(draw, leaf):
     pool = axis_pool(draw)
     out = some_axes(draw, pool, max_size=4)
@@ -167,7 +158,6 @@ def gen_broadcast(draw, leaf):
     return make_node("Broadcast", (leaf(x_axes),), axes=out)
 
 
-@leaf_args
 def gen_reorder(draw, leaf):
     axes = some_axes(draw, axis_pool(draw), max_size=4)
     return make_node("ReorderAxes", (leaf(axes),), axes=Axes(draw(_st().permutations(list(axes)))))
@@ -183,20 +173,17 @@ def _groups(draw, n: int) -> list[int]:
     return sizes
 
 
-@leaf_args
 def gen_flatten(draw, leaf):
     axes = some_axes(draw, axis_pool(draw), min_size=1, max_size=4)
     return make_node("Flatten", (leaf(axes),), axes=flatten_groups(axes, _groups(draw, len(axes))))
 
 
-@leaf_args
 def gen_unflatten(draw, leaf):
     axes = some_axes(draw, axis_pool(draw), min_size=1, max_size=4)
     flat = flatten_groups(axes, _groups(draw, len(axes)))
     return make_node("Unflatten", (leaf(flat),), axes=axes)
 
 
-@leaf_args
 def gen_concat(draw, leaf):
     st = _st()
     rest = some_axes(draw, axis_pool(draw), max_size=2)
@@ -206,7 +193,6 @@ def gen_concat(draw, leaf):
     return make_node("Concat", tuple(parts), axis=make_axis(sum(lengths)), position=pos)
 
 
-@leaf_args
 def gen_slice(draw, leaf):
     st = _st()
     axes = some_axes(draw, axis_pool(draw), min_size=1)
@@ -235,21 +221,18 @@ def _slice_spec(draw, full: Axes):
     return np.array(rows, dtype=np.int64).reshape(len(full), 3), Axes(out)
 
 
-@leaf_args
 def gen_tensor_slice(draw, leaf):
     full = some_axes(draw, axis_pool(draw), min_size=1)
     spec, out = _slice_spec(draw, full)
     return make_node("TensorSlice", (leaf(full),), slices=spec, axes=out)
 
 
-@leaf_args
 def gen_unslice(draw, leaf):
     full = some_axes(draw, axis_pool(draw), min_size=1)
     spec, part = _slice_spec(draw, full)
     return make_node("Unslice", (leaf(part),), slices=spec, axes=full)
 
 
-@leaf_args
 def gen_pad(draw, leaf):
     import numpy as np
 
@@ -260,7 +243,6 @@ def gen_pad(draw, leaf):
     return make_node("Pad", (leaf(axes),), paddings=np.array(pads, np.int64), axes=out)
 
 
-@leaf_args
 def gen_expand_dims(draw, leaf):
     pool = axis_pool(draw)
     axes = some_axes(draw, pool[1:])
@@ -268,7 +250,6 @@ def gen_expand_dims(draw, leaf):
     return make_node("ExpandDims", (leaf(axes),), axis=pool[0], position=pos)
 
 
-@leaf_args
 def gen_axes_cast(draw, leaf):
     axes = some_axes(draw, axis_pool(draw), min_size=1)
     renamed = Axes(Axis(f"{a.name}2", a.length) for a in axes)
@@ -303,7 +284,6 @@ def _named(names, lengths) -> Axes:
 def gen_convolution(op: str):
     """Convolution, or one of its two gradients, on ngraph's named layouts."""
 
-    @leaf_args
     def gen(draw, leaf):
         st = _st()
         c, n, k = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
@@ -327,7 +307,6 @@ def gen_pooling(op: str):
     """Pooling (max or avg), or its gradient, on ngraph's named layout."""
     import numpy as np
 
-    @leaf_args
     def gen(draw, leaf):
         st = _st()
         c, n = draw(st.integers(1, 2)), draw(st.integers(1, 2))
@@ -349,14 +328,12 @@ def _bn_operands(draw, leaf):
     return leaf(channel + rest), channel
 
 
-@leaf_args
 def gen_bn_fprop(draw, leaf):
     x, channel = _bn_operands(draw, leaf)
     eps = draw(_st().sampled_from([1e-3, 0.1]))  # eps 0 with one element per channel is 0/0
     return make_node("BatchnormFprop", (x, leaf(channel), leaf(channel)), eps=eps)
 
 
-@leaf_args
 def gen_bn_bprop(draw, leaf):
     x, channel = _bn_operands(draw, leaf)
     args = (leaf(x.axes), x, leaf(channel), leaf(channel), leaf(channel))
@@ -407,13 +384,11 @@ def gen_logical(op: str):
     return gen
 
 
-@leaf_args
 def gen_mod(draw, leaf):
     axes = some_axes(draw, axis_pool(draw))
     return make_node("Mod", (leaf(axes), leaf(axes)), fmod=draw(_st().integers(0, 1)))
 
 
-@leaf_args
 def gen_top_k(draw, leaf):
     st = _st()
     x_axes = some_axes(draw, axis_pool(draw), min_size=1)

@@ -74,7 +74,8 @@ def register_op(
         infer=infer or elementwise_infer(name),
         kernel=kernel or _kernel_of(compute),
         grad=grad or NotDifferentiable(f"{name} was registered without a gradient"),
-        gen=gen or (opgen.gen_elementwise(name) if elementwise else _same_axes_gen(name)),
+        gen=gen or (opgen.leaf_args(opgen.gen_elementwise(name)) if elementwise
+                 else _same_axes_gen(name)),
         traits=traits,
         **fields,
     )
