@@ -295,3 +295,20 @@ def test_lsp_without_pygls_says_how_to_install_it(tmp_path):
                           timeout=60, cwd=tmp_path)
     assert proc.returncode == 2
     assert "pip install 'ngrules[lsp]'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_command_line_imports_no_optional_backend_before_a_command_needs_it(tmp_path):
+    """Every command pays for what the parser imports: onnx (with ml_dtypes, half a second),
+    onnxruntime, z3, hypothesis and the language server load only in the commands that use
+    them (issue 34, item 6)."""
+    heavy = ["onnx", "onnxruntime", "z3", "hypothesis", "pygls", "lsprotocol", "ngrules.lsp",
+             "ngrules.interop.onnx", "ngrules.saturation.run", "ngrules.verification.verify"]
+    code = (
+        "import sys\nfrom ngrules.cli.main import build_parser\n"
+        "build_parser().parse_args(['apply', 'model.onnx', '-o', 'out.onnx'])\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

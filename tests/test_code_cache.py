@@ -57,3 +57,20 @@ def test_a_text_without_a_file_is_not_kept(cache, tmp_path):
     code_cache.parse_kept("pass p\nrule r: x * 1 => x\n", str(tmp_path / "a.rules"))
     code_cache.parse_kept("pass q\nrule s: x + 0 => x\n", "<string>")  # a string: "<string>"
     assert len(list(cache.glob("*.ast"))) == 1
+
+
+def test_a_full_folder_loses_its_oldest_half_and_keeps_what_is_new(cache, monkeypatch):
+    """Thousands of generated rules once filled the folder for good: nothing new was kept,
+    and every command parsed the shipped library again."""
+    monkeypatch.setattr(code_cache, "_FILES", 8)
+    code_cache.compiled("X = 0\n", "<ngrules test>")  # makes the folder
+    for i in range(1, 8):
+        (cache / f"old{i}.marshal").write_bytes(b"")
+        os.utime(cache / f"old{i}.marshal", (i, i))  # old, in this order
+    code_cache._FOLDER.clear()  # a new process finds the folder full
+    code_cache._MEMO.clear()
+    code_cache.compiled("Y = 1\n", "<ngrules test>")
+    names = {p.name for p in cache.iterdir()}
+    assert {"old5.marshal", "old6.marshal", "old7.marshal"} <= names
+    assert not names & {"old1.marshal", "old2.marshal", "old3.marshal", "old4.marshal"}
+    assert len(names) == 5  # half of 8 kept, and the new file written

@@ -289,7 +289,9 @@ def test_leaf_outputs_come_back_unchanged(axes, dtype):
 @given(data=st.data())
 def test_reusing_every_dead_buffer_and_running_the_loop_give_numpys_values(data):
     """With every buffer reusable (however small), and with the interpreter loop instead of
-    generated code, random graphs still compute numpy's values and leave the feeds alone."""
+    generated code, random graphs still compute numpy's values and leave the feeds alone (a
+    program's first runs are the loop, run GENERATED_AT generated code unless GENERATED_STEPS
+    is 0)."""
     from ngrules.ir import executor
 
     leaf = Leaves(np.float64)
@@ -301,9 +303,11 @@ def test_reusing_every_dead_buffer_and_running_the_loop_give_numpys_values(data)
         mock.patch.object(executor, "REUSE_BYTES", 0),
         mock.patch.object(executor, "GENERATED_STEPS", data.draw(st.sampled_from([0, 10**6]))),
     ):
-        got = executor.Program(outputs).run(feeds)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9 * max(1.0, np.max(np.abs(w))))
+        program = executor.Program(outputs)
+        runs = [program.run(feeds) for _ in range(executor.GENERATED_AT)]
+    for got in runs:
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9 * max(1.0, np.max(np.abs(w))))
     for k, v in feeds.items():
         np.testing.assert_array_equal(v, before[k])
 
@@ -345,3 +349,20 @@ def test_a_broadcast_is_a_read_only_view_whatever_its_operands_layout(layout):
     (got,) = ng.execute([y], {x: fed})
     assert np.array_equal(got, np.broadcast_to(fed.T[:, None, :], (3, 2, 4)))
     assert not got.flags.writeable and np.shares_memory(got, fed)
+
+
+def test_code_is_generated_at_a_programs_eighth_run_with_the_same_values():
+    """Most graphs verification builds run once or twice: compiling code for them cost more
+    than the loop saves, so the first runs are the loop and run GENERATED_AT generates code."""
+    from ngrules.ir import executor
+
+    x = ng.placeholder({"A": 3}, np.float64, name="x")
+    program = ng.compile_graph([ng.tanh(x) * 2.0 + x])
+    xv = np.array([-1.0, 0.0, 2.0])
+    looped = [program.run({x: xv})[0] for _ in range(executor.GENERATED_AT - 1)]
+    assert program._generated is None
+    generated = program.run({x: xv})[0]
+    assert program._generated is not None
+    for value in looped:
+        np.testing.assert_array_equal(value, generated)
+    np.testing.assert_allclose(generated, np.tanh(xv) * 2.0 + xv, rtol=1e-15)

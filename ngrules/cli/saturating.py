@@ -14,7 +14,7 @@ from ngrules.errors import printable
 
 
 def add_saturate_options(p: argparse.ArgumentParser) -> None:
-    from ngrules.saturation.run import ITERATIONS, MAX_ENODES, SECONDS
+    from ngrules.saturation import ITERATIONS, MAX_ENODES, SECONDS
 
     g = p.add_argument_group("equality saturation (--saturate)")
     for flag, help_ in _SWITCHES:
@@ -69,7 +69,7 @@ _ONLY_WITH_SATURATE = {"unverified": False, "explain": False, "egraph": None,
 def check_saturate_options(args) -> None:
     """A saturation option without --saturate is a mistake, not something to ignore."""
     from ngrules.errors import NgrulesError
-    from ngrules.saturation.run import MAX_ENODES, SECONDS
+    from ngrules.saturation import MAX_ENODES, SECONDS
 
     if args.saturate:
         return

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ngrules.errors import OpError
 from ngrules.ir.graph import Node, paused_gc, toposort
 from ngrules.ir.ops import get_op
@@ -13,16 +15,20 @@ def _plus(total: Node | None, term: Node) -> Node:
 
 def deriv(cost: Node, wrt: Node) -> Node:
     """d(cost)/d(wrt) for a scalar cost; the result has wrt's axes (zeros if unrelated)."""
+    return derivs(cost, [wrt])[0]
+
+
+def derivs(cost: Node, wrt: Sequence[Node]) -> list[Node]:
+    """d(cost)/d(w) for each w of wrt, from one reverse pass: the graphs `deriv` gives one
+    by one (a node's adjoint only sums terms from nodes that depend on it), built once."""
     from ngrules.ir.frontend import constant
 
     if not isinstance(cost, Node) or cost.outputs is not None or len(cost.axes):
         raise OpError(f"deriv needs a scalar cost, got {cost!r}")
     with paused_gc():
-        adjoints = _adjoints(cost, wrt)
-    grad = adjoints.get(wrt)
-    if grad is None:
-        return constant(0.0, wrt.axes, dtype=wrt.dtype)
-    return grad
+        adjoints = _adjoints(cost, *wrt)
+    zero = [constant(0.0, w.axes, dtype=w.dtype) if w not in adjoints else None for w in wrt]
+    return [adjoints[w] if z is None else z for w, z in zip(wrt, zero)]
 
 
 def _adjoints(cost: Node, *wrt: Node) -> dict[Node, Node]:

@@ -34,6 +34,14 @@ def some_axes(draw, pool, min_size: int = 0, max_size: int = 3) -> Axes:
     return Axes(picked[:n])
 
 
+def leaf_args(gen):
+    """Marks a generator whose node takes only `leaf(...)` inputs, all of the test's dtype
+    (never an integer or bool operand): instance builders then know its arguments' dtypes
+    without drawing a sample of it (`verification.instances.generic.arg_dtypes`)."""
+    gen.leaf_args = True
+    return gen
+
+
 def gen_placeholder(draw, leaf):
     return leaf(some_axes(draw, axis_pool(draw)))
 

@@ -31,6 +31,7 @@ def _kernel_of(compute: Callable) -> Callable:
 def _same_axes_gen(name: str) -> Callable:
     """Instances with every argument on one random set of axes and default attributes."""
 
+    @opgen.leaf_args
     def gen(draw, leaf):
         axes = opgen.some_axes(draw, opgen.axis_pool(draw))
         return make_node(name, tuple(leaf(axes) for _ in range(table.OPS[name].arity or 1)))
@@ -73,7 +74,8 @@ def register_op(
         infer=infer or elementwise_infer(name),
         kernel=kernel or _kernel_of(compute),
         grad=grad or NotDifferentiable(f"{name} was registered without a gradient"),
-        gen=gen or (opgen.gen_elementwise(name) if elementwise else _same_axes_gen(name)),
+        gen=gen or (opgen.leaf_args(opgen.gen_elementwise(name)) if elementwise
+                 else _same_axes_gen(name)),
         traits=traits,
         **fields,
     )

@@ -6,9 +6,11 @@ to compile each with `compile()`: a third of a second of a short `ngrules apply`
 objects are kept in memory (the same source compiled once per process) and, marshalled, in the
 user's private cache folder (`parser_cache.cache_folder`, with its checks: a file is read only
 if it is a regular file this user owns that nobody else can write), keyed by a hash of the
-source and the Python version, as Python keeps `.pyc` files; past 4096 files nothing new is
-written there (the rules tests generate are not worth keeping). Without a trusted folder the
-code is compiled as before.
+source and the Python version, as Python keeps `.pyc` files; at 4096 files the oldest half
+(by modification time) is removed, once per process, so that the rules tests generate by
+the thousand never leave the shipped library's syntax trees and code out of the folder (a full
+folder used to keep nothing new: every command parsed the library again). Without a trusted
+folder the code is compiled as before.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ngrules.lang.parser_cache import _owned_private, cache_folder
 _MEMO: dict[tuple[str, str], CodeType] = {}
 _MEMO_SIZE = 4096  # the memory kept is bounded (tests generate rules by the thousand)
 _FOLDER: list = []  # [the code folder or None, whether new files may be written]
-_FILES = 4096  # past this many files in the folder, nothing new is written
+_FILES = 4096  # at this many files in the folder, the oldest half is removed
 
 
 def compiled(source: str, filename: str) -> CodeType:
@@ -57,8 +59,28 @@ def _folder():
                 st = os.lstat(folder)
                 if not (stat.S_ISDIR(st.st_mode) and _owned_private(st, 0o077)):
                     folder = None
-        _FOLDER.extend([folder, folder is not None and len(os.listdir(folder)) < _FILES])
+        _FOLDER.extend([folder, folder is not None and _room(folder)])
     return _FOLDER[0]
+
+
+def _room(folder) -> bool:
+    """Whether new files may be written: below _FILES files, or once the oldest half of them
+    is removed (another process may remove some at the same time: nothing fails)."""
+    try:
+        names = os.listdir(folder)
+        if len(names) < _FILES:
+            return True
+        aged = []
+        for name in names:
+            with contextlib.suppress(OSError):
+                aged.append((os.lstat(folder / name).st_mtime, name))
+        aged.sort()
+        for _, name in aged[: len(aged) - _FILES // 2]:
+            with contextlib.suppress(OSError):
+                os.unlink(folder / name)
+    except OSError:
+        return False
+    return True
 
 
 def read(name: str) -> bytes | None:

@@ -126,6 +126,7 @@ def _gen(body: Body, attrs: tuple[AttrSpec, ...]):
     samples = {"float": (0.5, 1.5), "int": (1, 2, 3)}
     needs_axes = any(a.required and a.kind in ("axes", "axis") for a in attrs)
 
+    @opgen.leaf_args
     def gen(draw, leaf):
         from hypothesis import reject
         from hypothesis import strategies as st

@@ -25,6 +25,7 @@ from ngrules.ir.canonical import PASS_NAME as CANONICAL
 from ngrules.ir.canonical import canonical_layout
 from ngrules.ir.graph import Node, creation_order, paused_gc
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
+from ngrules.saturation import ITERATIONS, MAX_ENODES, SECONDS
 from ngrules.saturation.admit import Admission, admit
 from ngrules.saturation.costs import graph_cost
 from ngrules.saturation.egraph import EGraph
@@ -32,9 +33,6 @@ from ngrules.saturation.extract import Extraction, build, extract
 from ngrules.saturation.folding import FoldRule
 from ngrules.saturation.matching import Searcher, Shape, value_shape
 from ngrules.saturation.multiroot import MultiRoot
-
-#: The default limits: e-nodes, seconds of saturation, iterations.
-MAX_ENODES, SECONDS, ITERATIONS = 50_000, 10.0, 1_000
 
 #: What one e-node holds, in bytes (its term, its class's entries), charged to the budget.
 ENODE_BYTES = 768

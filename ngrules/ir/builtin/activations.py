@@ -26,7 +26,7 @@ register_op(
     infer=elementwise_infer("Sigmoid", float_dtype),
     kernel=lambda node: _sigmoid,
     grad=lambda n, d: (d * n * (1.0 - n),),
-    gen=G.gen_elementwise("Sigmoid"),
+    gen=G.leaf_args(G.gen_elementwise("Sigmoid")),
     traits={"elementwise"},
     doc="1 / (1 + exp(-x))",
 )
@@ -69,7 +69,7 @@ register_op(
     infer=_softmax_infer,
     kernel=_softmax_kernel,
     grad=_softmax_grad,
-    gen=G.gen_softmax,
+    gen=G.leaf_args(G.gen_softmax),
     doc="exp(x - max(x)) / sum(exp(x - max(x))) over normalization_axes",
 )
 
@@ -89,7 +89,7 @@ register_op(
     infer=elementwise_infer("Erf", float_dtype),
     kernel=_erf_kernel,
     grad=lambda n, d: (d * _TWO_OVER_SQRT_PI * F.exp(-F.square(n.args[0])),),
-    gen=G.gen_elementwise("Erf"),
+    gen=G.leaf_args(G.gen_elementwise("Erf")),
     traits={"elementwise"},
     doc="the error function 2/sqrt(pi) * integral of exp(-t^2) from 0 to x",
 )

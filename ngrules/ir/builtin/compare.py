@@ -42,7 +42,7 @@ for _name, _fn, _traits, _doc in (
         infer=elementwise_infer(_name, _bool_result),
         kernel=lambda node, fn=_fn: fn,
         grad=no_grad,
-        gen=G.gen_elementwise(_name),
+        gen=G.leaf_args(G.gen_elementwise(_name)),
         traits={"elementwise", *_traits},
         doc=f"{_doc}, as a bool tensor",
     )
@@ -97,7 +97,7 @@ register_op(
     infer=_cast_infer,
     kernel=_cast_kernel,
     grad=_cast_grad,
-    gen=G.gen_cast,
+    gen=G.leaf_args(G.gen_cast),
     traits={"elementwise"},
     doc="x converted to `dtype` (numpy's astype: floats to integers truncate)",
 )

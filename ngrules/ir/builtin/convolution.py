@@ -185,6 +185,6 @@ for _name, _infer, _kernel, _grad, _doc in (
         infer=_infer,
         kernel=_kernel,
         grad=_grad,
-        gen=G.gen_convolution(_name),
+        gen=G.leaf_args(G.gen_convolution(_name)),
         doc=_doc,
     )

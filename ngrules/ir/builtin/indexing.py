@@ -63,6 +63,6 @@ register_op(
     infer=_axis_index_infer,
     kernel=_axis_index_kernel,
     grad=no_grad,  # it reads only x's shape: no gradient flows to x
-    gen=G.gen_axis_index,
+    gen=G.leaf_args(G.gen_axis_index),
     doc="0, 1, ..., n-1 along x's axis of length n (int64; reads x's shape, not its values)",
 )

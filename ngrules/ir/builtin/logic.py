@@ -50,7 +50,7 @@ for _name, _fn, _doc in (
         infer=elementwise_infer(_name, _test_dtype),
         kernel=lambda node, fn=_fn: fn,
         grad=no_grad,
-        gen=G.gen_elementwise(_name),
+        gen=G.leaf_args(G.gen_elementwise(_name)),
         traits={"elementwise"},
         doc=_doc,
     )

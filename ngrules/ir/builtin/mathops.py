@@ -19,7 +19,7 @@ def _unary(name: str, fn, grad, doc: str) -> None:
         infer=elementwise_infer(name, float_dtype),
         kernel=lambda node: fn,
         grad=grad,
-        gen=G.gen_elementwise(name),
+        gen=G.leaf_args(G.gen_elementwise(name)),
         traits={"elementwise"},
         doc=doc,
     )
@@ -61,7 +61,7 @@ register_op(
     infer=elementwise_infer("Mod", arith_dtype),
     kernel=_mod_kernel,
     grad=_mod_grad,
-    gen=G.gen_mod,
+    gen=G.leaf_args(G.gen_mod),
     traits={"elementwise"},
     domain=("real", "nonzero"),
     doc="the remainder of x / y: x - y * floor(x / y), or x - y * trunc(x / y) with fmod=1",

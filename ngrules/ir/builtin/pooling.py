@@ -122,7 +122,7 @@ register_op(
     grad=lambda n, d: (
         make_node("BpropPool", (d, n.args[0]), axes=n.args[0].axes, **_attrs_of(n)),
     ),
-    gen=G.gen_pooling("Pooling"),
+    gen=G.leaf_args(G.gen_pooling("Pooling")),
     doc="max or mean over windows of the spatial axes D, H, W",
 )
 register_op(
@@ -132,6 +132,6 @@ register_op(
     infer=_bprop_infer,
     kernel=_bprop_kernel,
     grad=NotDifferentiable("second derivatives of pooling are not supported"),
-    gen=G.gen_pooling("BpropPool"),
+    gen=G.leaf_args(G.gen_pooling("BpropPool")),
     doc="the adjoint of Pooling for its input, from (delta, inputs)",
 )

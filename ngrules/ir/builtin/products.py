@@ -45,7 +45,7 @@ register_op(
     infer=_dot_infer,
     kernel=_dot_kernel,
     grad=_dot_grad,
-    gen=G.gen_dot,
+    gen=G.leaf_args(G.gen_dot),
     derived={
         "reduction_axes": lambda n: n.args[0].axes & n.args[1].axes,
         "x_out_axes": lambda n: n.args[0].axes - n.args[1].axes,
@@ -99,6 +99,6 @@ register_op(
     infer=_dld_infer,
     kernel=lambda node: np.matmul,
     grad=_dld_grad,
-    gen=G.gen_dot_low,
+    gen=G.leaf_args(G.gen_dot_low),
     doc="np.dot of 1-D/2-D operands, with explicit output axes",
 )

@@ -76,7 +76,7 @@ for _name, _fn, _grad, _domain in (
         infer=_reduction_infer(_name),
         kernel=_reduction_kernel(_fn),
         grad=_grad,
-        gen=G.gen_reduction(_name),
+        gen=G.leaf_args(G.gen_reduction(_name)),
         traits={"reduction"},
         domain=(_domain,),
         doc=f"{_name.lower()} over reduction_axes",
@@ -119,7 +119,7 @@ for _name, _fn in (("Argmax", np.argmax), ("Argmin", np.argmin)):
         infer=_arg_infer(_name),
         kernel=_arg_kernel(_fn),
         grad=NotDifferentiable("it gives integer positions"),
-        gen=G.gen_reduction(_name),
+        gen=G.leaf_args(G.gen_reduction(_name)),
         traits={"reduction"},
         doc=f"position of the first {_name[3:]}imum over reduction_axes (flattened in x's order)",
     )

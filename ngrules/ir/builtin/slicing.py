@@ -75,9 +75,11 @@ def _between(op: str):
 
 _SLICES = AttrSpec("slices", "array", doc="(start, stop, step) per input axis; step 0 indexes")
 for _name, _infer, _kernel, _inverse, _gen, _doc in (
-    ("TensorSlice", _tensor_slice_infer, _tensor_slice_kernel, "Unslice", G.gen_tensor_slice,
+    ("TensorSlice", _tensor_slice_infer, _tensor_slice_kernel, "Unslice",
+     G.leaf_args(G.gen_tensor_slice),
      "x[slices] (numpy basic indexing, steps >= 0), with result axes `axes`"),
-    ("Unslice", _unslice_infer, _unslice_kernel, "TensorSlice", G.gen_unslice,
+    ("Unslice", _unslice_infer, _unslice_kernel, "TensorSlice",
+     G.leaf_args(G.gen_unslice),
      "zeros of axes `axes` with x written at [slices] (the adjoint of TensorSlice)"),
 ):  # fmt: skip
     register_op(
@@ -126,7 +128,7 @@ register_op(
     infer=_pad_infer,
     kernel=_pad_kernel,
     grad=_pad_grad,
-    gen=G.gen_pad,
+    gen=G.leaf_args(G.gen_pad),
     doc="x with zeros added before and after each axis",
 )
 
@@ -150,7 +152,7 @@ register_op(
     infer=_expand_infer,
     kernel=_expand_kernel,
     grad=lambda n, d: (F.sum(d, reduction_axes=Axes((n.attrs["axis"],))),),
-    gen=G.gen_expand_dims,
+    gen=G.leaf_args(G.gen_expand_dims),
     traits={"view"},
     doc="x repeated along the new `axis`, inserted at `position`",
 )
@@ -170,7 +172,7 @@ register_op(
     infer=_axes_cast_infer,
     kernel=lambda node: lambda a: a,
     grad=lambda n, d: (make_node("AxesCast", (d,), axes=n.args[0].axes),),
-    gen=G.gen_axes_cast,
+    gen=G.leaf_args(G.gen_axes_cast),
     traits={"view"},
     doc="x with its axes renamed (ngraph's cast_axes): same values, same lengths",
 )

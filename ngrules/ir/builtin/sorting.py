@@ -51,7 +51,7 @@ register_op(
     infer=_infer,
     kernel=_kernel,
     grad=NotDifferentiable("its result is integer positions"),
-    gen=G.gen_top_k,
+    gen=G.leaf_args(G.gen_top_k),
     doc="the positions of the k largest (smallest) values along `axis`, in order, ties to "
         "the lower position",
 )

@@ -90,7 +90,7 @@ register_op(
     infer=_broadcast_infer,
     kernel=_broadcast_kernel,
     grad=_broadcast_grad,
-    gen=G.gen_broadcast,
+    gen=G.leaf_args(G.gen_broadcast),
     traits={"view"},
     doc="repeat x along the new axes of `axes` (may also reorder)",
 )
@@ -101,7 +101,7 @@ register_op(
     infer=_reorder_infer,
     kernel=_reorder_kernel,
     grad=lambda n, d: (F.axes_with_order(d, n.args[0].axes),),
-    gen=G.gen_reorder,
+    gen=G.leaf_args(G.gen_reorder),
     traits={"view"},
     doc="permute x's axes into the order `axes`",
 )
@@ -111,7 +111,7 @@ register_op(
     infer=lambda args, attrs: (args[0].axes[::-1], args[0].dtype),
     kernel=lambda node: np.transpose,
     grad=lambda n, d: (F.transpose(d),),
-    gen=G.gen_elementwise("Transpose"),
+    gen=G.leaf_args(G.gen_elementwise("Transpose")),
     traits={"view"},
     doc="reverse the axis order",
 )
@@ -122,7 +122,7 @@ register_op(
     infer=_relayout_infer("Flatten"),
     kernel=_reshape_kernel,
     grad=_relayout_grad("Unflatten"),
-    gen=G.gen_flatten,
+    gen=G.leaf_args(G.gen_flatten),
     traits={"view"},
     doc="group consecutive axes into flattened axes",
 )
@@ -133,7 +133,7 @@ register_op(
     infer=_relayout_infer("Unflatten"),
     kernel=_reshape_kernel,
     grad=_relayout_grad("Flatten"),
-    gen=G.gen_unflatten,
+    gen=G.leaf_args(G.gen_unflatten),
     traits={"view"},
     doc="split flattened axes back into their components",
 )
@@ -216,7 +216,7 @@ register_op(
     infer=_concat_infer,
     kernel=_concat_kernel,
     grad=_concat_grad,
-    gen=G.gen_concat,
+    gen=G.leaf_args(G.gen_concat),
     doc="join along the axis at `position`, which becomes `axis`",
 )
 register_op(
@@ -231,6 +231,6 @@ register_op(
     infer=_slice_infer,
     kernel=_slice_kernel,
     grad=_slice_grad,
-    gen=G.gen_slice,
+    gen=G.leaf_args(G.gen_slice),
     doc="the [start:stop] part of the axis at `position`, which becomes `axis`",
 )

@@ -24,7 +24,7 @@ from ngrules.verification.instances.choices import (
     regroup,
     same_axes,
 )
-from ngrules.verification.instances.classes import constraints, fixed_by_guards
+from ngrules.verification.instances.classes import Constraints, constraints, fixed_by_guards
 from ngrules.verification.instances.declared import inline
 from ngrules.verification.instances.domains import Domain, argument_domain, domain_values, strictest
 from ngrules.verification.instances.generic import arg_dtypes, layout, open_scalar_attrs
@@ -40,11 +40,12 @@ class Builder:
     class (`constraints`); the first axes chosen for a class are `decided` for all of it, so a
     named node built at its first use already has the axes its later uses need."""
 
-    def __init__(self, draw, dtype=np.float64, hints: Hints | None = None, roots=()):
+    def __init__(self, draw, dtype=np.float64, hints: Hints | None = None, roots=(),
+                 cons: Constraints | None = None, fixed: dict[int, dict] | None = None):
         self.draw = draw
         self.dtype = np.dtype(dtype)
         self.hints = hints or Hints()
-        self.cons = constraints(roots, self.hints)
+        self.cons = cons if cons is not None else constraints(roots, self.hints)
         self.decided: dict[object, Axes] = {}
         self.bound: dict[str, Node] = {}
         self.domains: dict[Node, Domain] = {}
@@ -57,7 +58,8 @@ class Builder:
         self.push = bool(draw(st.booleans()))
         #: attributes fixed per op pattern (by id): by guards (`c.position == 0`), by declared
         #: ops' bodies; `fixing` holds those of the op whose plan runs (plans solve with them)
-        self.fixed: dict[int, dict] = fixed_by_guards(roots, self.hints)
+        self.fixed: dict[int, dict] = dict(fixed) if fixed is not None else fixed_by_guards(
+            roots, self.hints)
         self.fixing: dict = {}
 
     # -- axes and leaves ------------------------------------------------------------------------

@@ -152,7 +152,9 @@ def _dtypes(node: Node) -> list:
 
 
 def arg_dtypes(b: Builder, op: str) -> list:
-    """`_dtypes` of one generator sample of op, drawn once per instance and op."""
+    """`_dtypes` of one generator sample of op, drawn once per instance and op; none drawn
+    (every argument of the builder's float dtype) for a generator marked `opgen.leaf_args`."""
     if op not in b.arg_dtypes:
-        b.arg_dtypes[op] = _dtypes(sample(b, op))
+        leaves = getattr(OPS[op].gen, "leaf_args", False)
+        b.arg_dtypes[op] = [] if leaves else _dtypes(sample(b, op))
     return b.arg_dtypes[op]

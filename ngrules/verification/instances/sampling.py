@@ -14,6 +14,7 @@ from ngrules.lang.rules import Rule
 from ngrules.verification.instances.assumed import Assumed, assumed_nodes, broken
 from ngrules.verification.instances.builder import Builder
 from ngrules.verification.instances.choices import Reject
+from ngrules.verification.instances.classes import constraints, fixed_by_guards
 from ngrules.verification.instances.domains import Domain, feeds_for
 from ngrules.verification.instances.hints import guard_hints
 
@@ -59,10 +60,27 @@ class Rejected:
     reason: str
 
 
+#: Per rule (by identity: axes classes key unnamed positions by id), what its guards and
+#: patterns say before any draw; made once per rule, not once per attempt.
+_PREPARED: dict[int, tuple] = {}
+
+
+def _prepared(rule: Rule) -> tuple:
+    """(rule, guard hints, axes classes, attributes fixed by guards) of the rule."""
+    entry = _PREPARED.get(id(rule))
+    if entry is None or entry[0] is not rule:
+        if len(_PREPARED) >= 256:
+            _PREPARED.clear()
+        hints = guard_hints(rule)
+        cons = constraints(rule.roots, hints)
+        entry = _PREPARED[id(rule)] = (rule, hints, cons, fixed_by_guards(rule.roots, hints))
+    return entry
+
+
 def build_roots(draw, rule: Rule) -> tuple[list[Node], dict[Node, Domain], dict[str, Node]]:
-    hints = guard_hints(rule)
+    _, hints, cons, fixed = _prepared(rule)
     dtype = hints.dtype if hints.dtype is not None else np.dtype(np.float64)
-    builder = Builder(draw, dtype, hints, rule.roots)
+    builder = Builder(draw, dtype, hints, rule.roots, cons, fixed)
     roots = [builder.build(root, None) for root in rule.roots]
     for r in roots:
         if r.outputs is not None:
