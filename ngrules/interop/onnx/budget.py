@@ -137,7 +137,8 @@ RETRY = 0.05
 def _restore(previous, before: tuple[float, float], start: float) -> None:
     """The SIGALRM handler and the timer as they were before `Meter.within` (idempotent)."""
     signal.setitimer(signal.ITIMER_REAL, 0)
-    signal.signal(signal.SIGALRM, previous)
+    # None: a handler set outside Python, which Python cannot set again
+    signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
     if before[0] > 0:  # someone else's timer: what was left of it
         signal.setitimer(signal.ITIMER_REAL,
                          max(before[0] - (time.monotonic() - start), 1e-3), before[1])
