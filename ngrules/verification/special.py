@@ -202,6 +202,8 @@ class _Agreement:
         full comparison would agree too."""
         if a.shape != b.shape:
             return False
+        if np.array_equal(a, b, equal_nan=True):  # most feeds: 5x faster than isclose
+            return True
         atol = absolute_tolerance(a, self.atol, self.ieee)
         return bool(np.isclose(b, a, rtol=self.rtol, atol=atol, equal_nan=True).all())
 
