@@ -11,6 +11,7 @@ Each refusal is one line naming the budget and the option that raises it.
 
 from __future__ import annotations
 
+import gc
 import signal
 import threading
 import time
@@ -98,8 +99,9 @@ class Meter:
         The timer's signal raises inside whatever Python code runs when it arrives, and some
         code loses what it raises: a garbage-collector callback (hypothesis installs one: in a
         long-lived process that had run hypothesis, 4 budget stops in 6 were lost and a
-        fold ran for minutes), a destructor, a library's `except BaseException`. So once the
-        time is spent the timer fires again every `RETRY` seconds until the step ends."""
+        fold ran for minutes), a destructor, a library's `except BaseException`. So the
+        handler does not raise inside a gc callback, and once the time is spent the timer
+        fires again every `RETRY` seconds until the step ends."""
         self.check_time(what)
         if (threading.current_thread() is not threading.main_thread()
                 or not hasattr(signal, "setitimer")):
@@ -109,7 +111,7 @@ class Meter:
         armed = [True]
 
         def expire(signum, frame) -> None:
-            if not armed[0]:
+            if not armed[0] or _in_gc_callback(frame):  # raised there, it would be lost
                 return
             if time.monotonic() >= self.deadline:
                 raise _Expired  # the interval timer fires again if this is lost
@@ -132,6 +134,17 @@ class Meter:
 
 #: Seconds between the timer's signals once a job's time is spent (until the step ends).
 RETRY = 0.05
+
+
+def _in_gc_callback(frame, depth: int = 8) -> bool:
+    """Whether the signal interrupted a garbage-collector callback (or what it calls), where
+    Python would report and drop an exception: the timer's next signal raises instead."""
+    codes = {getattr(cb, "__code__", None) for cb in gc.callbacks}
+    while frame is not None and depth > 0:
+        if frame.f_code in codes:
+            return True
+        frame, depth = frame.f_back, depth - 1
+    return False
 
 
 def _restore(previous, before: tuple[float, float], start: float) -> None:
