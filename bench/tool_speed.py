@@ -42,7 +42,8 @@ def model_file(name: str) -> Path:
     path = folder / f"{name}_op9_random.onnx"
     if path.exists():
         return path
-    source = Path(onnx.__file__).parent / "backend/test/data/light" / LIGHT[name]
+    source = Path(onnx.__file__).parent / "backend/test/data/light" / LIGHT.get(
+        name, f"light_{name}.onnx")
     model = onnx.load(source)
     inits = {t.name: t for t in model.graph.initializer}
     rng = np.random.default_rng(0)
