@@ -8,6 +8,7 @@ compile time, and so are views and small values computed from constants alone.
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -239,8 +240,15 @@ def generate_run(steps: list[tuple], results: list[int]):
             lines.append("    " + " = ".join(f"v{f}" for f in frees) + " = None")
     lines.append(f"    return [{', '.join(f'v{s}' for s in results)}]")
     namespace = dict(kernels)
-    exec(compile("\n".join(lines) + "\n", "<ngrules program>", "exec"), namespace)  # noqa: S102
+    exec(_compiled("\n".join(lines) + "\n"), namespace)  # noqa: S102
     return namespace["run"]
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(source: str):
+    """The code of a generated `run` (verification compiles the same few programs thousands
+    of times, each with its own kernels: only the code is shared)."""
+    return compile(source, "<ngrules program>", "exec")
 
 
 def _same_dtype(node: Node) -> bool:

@@ -119,6 +119,8 @@ def difference(
     if expected.shape != got.shape:
         return f"shapes differ: {expected.shape} before, {got.shape} after"
     expected, got = np.asarray(expected, np.float64), np.asarray(got, np.float64)  # bool masks
+    if np.array_equal(got, expected, equal_nan=True):  # what isclose below would find, faster
+        return None
     judged = _judged(expected, got, semantics, overflow, ieee)
     scale = max(absolute_tolerance(expected, atol, ieee), floor)
     with np.errstate(all="ignore"):

@@ -181,8 +181,8 @@ class Folding:
             self.consts[node.output[0]] = value
             return
         try:
-            with self.meter.timed(f"folding {label}"):
-                results = self._evaluate(node, [self.consts[n] for n in inputs])
+            results = self.meter.within(
+                f"folding {label}", lambda: self._evaluate(node, [self.consts[n] for n in inputs]))
         except BudgetExceeded:
             raise
         except Exception as e:  # the reference evaluator's own errors, of many types
