@@ -1,0 +1,38 @@
+"""Causes of the broad zoo's floor failures (issue 34 item 3, `bench/zoo_status.py --zoo`),
+each on a tiny model made here: the output is equal under onnxruntime and no larger."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from onnx_cases import check_against_ort, node_model, run_ort  # noqa: E402
+
+from ngrules.interop.onnx.exporter import to_onnx  # noqa: E402
+from ngrules.interop.onnx.importer import import_model  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+def _round_trip(model, feeds: dict) -> list[str]:
+    """The op types the no-rule round trip writes, its values checked against the input's."""
+    imported = import_model(model)
+    written = to_onnx(imported.outputs, output_names=imported.output_names)
+    for got, want in zip(run_ort(written, feeds), run_ort(model, feeds)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    return [n.op_type for n in written.graph.node]
+
+
+def test_opset9_softmax_over_a_classifier_tail_of_ones_stays_one_softmax():
+    """SqueezeNet's last node: Softmax-9 over [N, C, 1, 1] normalises over C alone (it came
+    back as ReduceMax, Sub, Exp, ReduceSum, Div)."""
+    x = RNG.standard_normal((2, 5, 1, 1)).astype(np.float32)
+    model = node_model("Softmax", {"x": x}, opset=9)
+    check_against_ort(model, {"x": x})
+    assert _round_trip(model, {"x": x}) == ["Softmax"]
+
+
+def test_opset9_softmax_over_a_real_tail_still_normalises_over_all_of_it():
+    x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    check_against_ort(node_model("Softmax", {"x": x}, opset=9), {"x": x})
