@@ -68,3 +68,51 @@ def test_concat_of_halves_is_written_in_the_order_its_operands_share():
     x = RNG.standard_normal((2, 3, 4, 8)).astype(np.float32)
     ops = _round_trip(_rotary_model(), {"x": x})
     assert len(ops) <= 8 and ops.count("Transpose") <= 1, ops
+
+
+def _gelu_tanh_model():
+    """GPT-2's MLP at opset 17: MatMul, 0.5 x (1 + tanh(k (x + 0.044715 x^3))), MatMul."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    scalars = {"half": 0.5, "three": 3.0, "c": 0.044715, "k": 0.7978845608028654, "one": 1.0}
+    inits = [numpy_helper.from_array(np.array(v, np.float32), k) for k, v in scalars.items()]
+    inits += [numpy_helper.from_array(RNG.standard_normal((8, 8)).astype(np.float32), w)
+              for w in ("w1", "w2")]
+    m = helper.make_node
+    nodes = [m("MatMul", ["x", "w1"], ["h"]), m("Mul", ["h", "half"], ["hh"]),
+             m("Pow", ["h", "three"], ["h3"]), m("Mul", ["h3", "c"], ["ch3"]),
+             m("Add", ["h", "ch3"], ["inner"]), m("Mul", ["inner", "k"], ["scaled"]),
+             m("Tanh", ["scaled"], ["t"]), m("Add", ["t", "one"], ["t1"]),
+             m("Mul", ["hh", "t1"], ["g"]), m("MatMul", ["g", "w2"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def _ort_optimized_ops(model, path) -> list[str]:
+    import onnx
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(path)
+    options.log_severity_level = 3
+    ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return [n.op_type for n in onnx.load(str(path)).graph.node]
+
+
+def test_tanh_gelu_before_opset_20_is_written_in_a_form_onnxruntime_fuses(tmp_path):
+    """GPT-2 at opsets 17 and 18 ran 1.11-1.14x its input: the GeluTanh function's body,
+    inlined, was not onnxruntime's FastGelu pattern, where the input's Pow chain was."""
+    model = _gelu_tanh_model()
+    x = RNG.standard_normal((4, 8)).astype(np.float32)
+    assert "FastGelu" in _ort_optimized_ops(model, tmp_path / "input.onnx")
+    imported = import_model(model)
+    written = to_onnx(imported.outputs, output_names=imported.output_names, opset=17)
+    assert "GeluTanh" in [n.op_type for n in written.graph.node]
+    np.testing.assert_allclose(run_ort(written, {"x": x})[0], run_ort(model, {"x": x})[0],
+                               rtol=1e-5, atol=1e-5)
+    ops = _ort_optimized_ops(written, tmp_path / "written.onnx")
+    assert "FastGelu" in ops and "Tanh" not in ops, ops
