@@ -116,3 +116,47 @@ def test_tanh_gelu_before_opset_20_is_written_in_a_form_onnxruntime_fuses(tmp_pa
                                rtol=1e-5, atol=1e-5)
     ops = _ort_optimized_ops(written, tmp_path / "written.onnx")
     assert "FastGelu" in ops and "Tanh" not in ops, ops
+
+
+def _conv_bn_classifier(batch: int):
+    """Conv, BatchNormalization, Relu, AveragePool, Reshape, Gemm, Softmax (ResNet-50's tail)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def init(name, shape, low=-1.0):
+        return numpy_helper.from_array(RNG.uniform(low, 1.5, shape).astype(np.float32), name)
+
+    m = helper.make_node
+    nodes = [m("Conv", ["x", "cw"], ["c"], kernel_shape=[1, 1]),
+             m("BatchNormalization", ["c", "g", "b", "mu", "var"], ["n"]),
+             m("Relu", ["n"], ["r"]), m("AveragePool", ["r"], ["p"], kernel_shape=[2, 2]),
+             m("Reshape", ["p", "shape"], ["f"]), m("Gemm", ["f", "w", "wb"], ["z"], transB=1),
+             m("Softmax", ["z"], ["y"])]
+    inits = [init("cw", (16, 3, 1, 1)), init("g", 16, 0.5), init("b", 16), init("mu", 16),
+             init("var", 16, 0.5), init("w", (4, 16)), init("wb", 4),
+             numpy_helper.from_array(np.array([batch, 16], np.int64), "shape")]
+    graph = helper.make_graph(
+        nodes, "tail", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    model.ir_version = 4
+    return model
+
+
+@pytest.mark.parametrize("pipeline", ["cpu", "inference"])
+def test_a_gemm_after_a_folded_batchnorm_is_written_whole(pipeline):
+    """ResNet-50 (opset 9, batch 1): once the batchnorm went into the convolution, the
+    classifier Gemm's body, rebuilt on the new convolution, was not recomposed; dot lowering
+    took it apart and it came back as Gemm, Reshape, Add, Softmax, Reshape."""
+    import ngrules as ng
+    from ngrules.lang.library import load_library
+
+    model = _conv_bn_classifier(1)
+    x = RNG.standard_normal((1, 3, 2, 2)).astype(np.float32)
+    imported = import_model(model)
+    result = ng.rewrite(imported.outputs, load_library(), pipeline=pipeline)
+    assert result.fired().get("fold_batchnorm_convolution") == 1
+    written = to_onnx(result.outputs, output_names=imported.output_names)
+    np.testing.assert_allclose(run_ort(written, {"x": x})[0], run_ort(model, {"x": x})[0],
+                               rtol=1e-4, atol=1e-5)
+    ops = [n.op_type for n in written.graph.node]
+    assert ops == ["Conv", "Relu", "AveragePool", "Reshape", "Gemm", "Softmax"], ops
