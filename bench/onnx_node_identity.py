@@ -4,8 +4,10 @@ exported with no rule at the input's opset (`graphio.written_opset`, as `ngrules
 
 Run: `python bench/onnx_node_identity.py [--only SUBSTRING] [--show grow|error|differ]`.
 Prints, over every node test of the installed onnx: how many import, how many of those export
-with the same multiset of op types and no more nodes, how many with another multiset, and how
-many fail to export; then the ops of the tests that differ, most frequent first.
+with the same multiset of op types and no more nodes, how many with fewer nodes and no op type
+added (shape computations folded), how many with another multiset, and how many fail to export
+(and of those, how many onnxruntime refuses as read); then the ops of the tests that differ,
+most frequent first.
 """
 
 from __future__ import annotations
@@ -43,12 +45,28 @@ def classify(case) -> tuple[str, str]:
     try:
         model = to_onnx(imported.outputs, output_names=imported.output_names, **options)
     except (NgrulesError, Exception) as e:  # noqa: BLE001
-        return "export-error", f"{type(e).__name__}: {e}"[:160]
+        kind = "export-error-input-refused" if _ort_refuses(case.model) else "export-error"
+        return kind, f"{type(e).__name__}: {e}"[:160]
     before = Counter(n.op_type for n in case.model.graph.node)
     after = Counter(n.op_type for n in model.graph.node)
     if _same_ops(before, after):
         return "same", ""
+    if all(after[op] <= before[op] for op in after):
+        return "fewer", f"{dict(before)} -> {dict(after)}"
     return "differ", f"{dict(before)} -> {dict(after)}"
+
+
+def _ort_refuses(model) -> bool:
+    """Whether onnxruntime refuses the test's own model (no kernel for its op and types)."""
+    try:
+        import onnxruntime as ort
+
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    except ImportError:
+        return False
+    except Exception:  # noqa: BLE001  its refusal, of several types
+        return True
+    return False
 
 
 def _same_ops(before: Counter, after: Counter) -> bool:
@@ -62,7 +80,8 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="only the tests whose name contains this")
-    parser.add_argument("--show", choices=["differ", "export-error", "import-error"],
+    parser.add_argument("--show", choices=["differ", "fewer", "export-error",
+                                           "export-error-input-refused", "import-error"],
                         help="list the tests of this outcome")
     args = parser.parse_args()
     cases = [c for c in node_testcases() if c.kind == "node"]
@@ -74,11 +93,13 @@ def main() -> None:
     for case in cases:
         outcome, detail = classify(case)
         counts[outcome] += 1
-        if outcome in ("differ", "export-error"):
+        if outcome in ("differ", "fewer", "export-error", "export-error-input-refused"):
             grown.update({n.op_type for n in case.model.graph.node})
         if outcome == args.show:
             shown.append(f"{case.name}: {detail}")
-    imported = counts["same"] + counts["differ"] + counts["export-error"]
+    refused_too = counts["export-error-input-refused"]
+    imported = counts["same"] + counts["fewer"] + counts["differ"] + counts["export-error"] + \
+        refused_too
     print(f"node tests: {len(cases)}")
     print(f"not imported: {counts['refused']} refused (UnsupportedOp), "
           f"{counts['import-error']} import errors")
@@ -86,8 +107,10 @@ def main() -> None:
     share = 100 * counts["same"] / imported if imported else 0.0
     print(f"  same op multiset, no more nodes: {counts['same']} ({share:.1f}% of imported, "
           f"{100 * counts['same'] / max(len(cases), 1):.1f}% of all)")
+    print(f"  fewer nodes, no op type added: {counts['fewer']}")
     print(f"  another op multiset or more nodes: {counts['differ']}")
-    print(f"  export errors: {counts['export-error']}")
+    print(f"  export errors: {counts['export-error'] + refused_too} ({refused_too} where "
+          "onnxruntime refuses the test's own model too)")
     print("ops of the tests that differ or fail to export:",
           ", ".join(f"{op} {n}" for op, n in grown.most_common(40)))
     for line in shown:

@@ -1,5 +1,6 @@
 """ngrules: a declarative rewrite-rule language for named-axes tensor-graph compilers."""
 
+from ngrules.budget import Budget, BudgetExceeded
 from ngrules.engine.driver import rewrite
 from ngrules.engine.explain import Explanation, explain
 from ngrules.engine.results import Firing, RewriteResult
@@ -143,6 +144,8 @@ def __getattr__(name: str):
     return module if attr is None else getattr(module, attr)
 
 __all__ = [
+    "Budget",
+    "BudgetExceeded",
     "saturate",
     "SaturationResult",
     "from_onnx",

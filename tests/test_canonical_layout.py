@@ -66,6 +66,7 @@ def test_an_imported_silu_matches_x_times_sigmoid_x_as_written(scratch_ops):
     assert ng.rewrite(outputs, rules, pipeline="as_written").fired() == {}
     done = ng.rewrite(outputs, rules, pipeline="canonical")
     assert done.fired() == {"silu": 1} and done.stop == "fixpoint"
+    assert ng.rewrite(outputs, rules, passes=["fuse"]).fired() == {"silu": 1}  # by default
     x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
     np.testing.assert_allclose(ng.execute(done.outputs, {"x": x})[0],
                                ng.execute(outputs, {"x": x})[0], rtol=1e-6, atol=1e-6)
@@ -97,8 +98,51 @@ def test_an_imported_keep_dims_rmsnorm_matches_as_written():
     assert ng.rewrite(outputs, rules, pipeline="as_written").fired() == {}
     done = ng.rewrite(outputs, rules, pipeline="canonical")
     assert done.fired() == {"rms": 1}
+    assert ng.rewrite(outputs, rules, passes=["fuse"]).fired() == {"rms": 1}  # by default
     assert "TensorSlice" not in {n.op for n in ng.toposort(done.outputs)}
     x = np.random.default_rng(2).standard_normal((2, 3, 8)).astype(np.float32)
     want = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + np.float32(1e-6))
     np.testing.assert_allclose(ng.execute(done.outputs, {"x": x})[0], want, rtol=1e-5)
     np.testing.assert_allclose(ng.execute(outputs, {"x": x})[0], want, rtol=1e-5)
+
+
+def test_a_body_the_layout_pass_moved_is_still_its_onnx_op_for_the_writer():
+    """canonical_layout rebuilds a body `decompose` wrote (SiLU's `Mul` of two reordered
+    operands) without changing its value: the rebuilt body still stands for its ONNX op, so
+    `recompose` (what the exporter does first) gives back the import's own nodes."""
+    pytest.importorskip("onnx")
+    from pathlib import Path
+
+    from ngrules.interop.onnx.importer import from_onnx
+    from ngrules.ir.composite import recompose
+
+    model = Path(__file__).parent / "data" / "exported_forms" / "silu_conv.onnx"
+    outputs = from_onnx(str(model))
+    laid_out = canonical_layout(decompose(outputs))
+    assert laid_out[0].op == "ReorderAxes" and laid_out[0].args[0].op == "Multiply"
+    assert recompose(laid_out) == outputs
+
+
+def test_a_later_pass_reads_whole_the_onnx_op_an_earlier_one_lowered(scratch_ops):
+    """Pass `one` reads `Multiply` (so the `LayerNormalization` after the SiLU is lowered for
+    it) and fuses the SiLU upstream; the layer norm is only rebuilt on the fused op, so pass
+    `two`, whose rule names `LayerNormalization`, finds it whole again."""
+    pytest.importorskip("onnx")
+    from onnx import helper, numpy_helper
+
+    from ngrules.interop.onnx.importer import from_onnx
+
+    scale = numpy_helper.from_array(np.ones(8, np.float32), "g")
+    bias = numpy_helper.from_array(np.zeros(8, np.float32), "b")
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["m"]),
+             helper.make_node("LayerNormalization", ["m", "g", "b"], ["z"], axis=-1)]
+    graph = helper.make_graph(nodes, "ln", [helper.make_tensor_value_info("x", 1, [2, 8])],
+                              [helper.make_tensor_value_info("z", 1, [2, 8])], [scale, bias])
+    outputs = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    rules = parse_rules("op UxSiluTwo(x) = x * Sigmoid(x)\npass one\n"
+                        "rule silu: x * Sigmoid(x) => UxSiluTwo(x)\npass two\n"
+                        "rule whole: n @ LayerNormalization(x, g, b)\n"
+                        "    => axes_with_order(x, n.axes)\n", "two.rules")
+    done = ng.rewrite(outputs, rules)
+    assert done.fired() == {"silu": 1, "whole": 1}
+    assert done.outputs[0].op == "UxSiluTwo"

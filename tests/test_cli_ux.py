@@ -115,11 +115,11 @@ def test_coverage_reads_a_model_apply_reads_and_prints_shipped_rules_by_library_
     onnx.save(mlp(), tmp_path / "mlp.onnx")  # its batch N is symbolic: no --length given
     (tmp_path / "whole.rules").write_text('import "ngrules:dot.rules"\n')
     assert main(["coverage", str(tmp_path / "whole.rules"), str(tmp_path / "mlp.onnx"),
-                 "--json"]) == 0  # every pass, none lowering ONNX's Gemm: as apply, no firing
+                 "--json"]) == 0  # every pass: as apply, ONNX's Gemm read as the Dot they name
     rows = {r["rule"]: r for r in json.loads(capsys.readouterr().out)["rules"]}
-    assert rows["dot_matrix_matrix"]["fired"] == {str(tmp_path / "mlp.onnx"): 0}
-    assert not any(ms for r in rows.values() for ms in r["near_misses"].values())  # nor a miss
-    # on the primitives of Gemm, which these rules never read
+    assert rows["dot_matrix_matrix"]["fired"] == {str(tmp_path / "mlp.onnx"): 3}
+    wheres = [m["where"] for r in rows.values() for ms in r["near_misses"].values() for m in ms]
+    assert wheres and all(w.startswith("ngrules:rules/dot.rules:") for w in wheres)
     (tmp_path / "mine.rules").write_text('import "ngrules:dot.rules"\n'
                                          "pipeline mine: decompose, dot_lowering\n")
     assert main(["coverage", str(tmp_path / "mine.rules"), str(tmp_path / "mlp.onnx"),

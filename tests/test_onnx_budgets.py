@@ -3,6 +3,7 @@ for a whole import or export, external files read once, /proc refused, string at
 checked before onnx's shape inference sees them, model strings escaped before they are
 printed. Each model is small and built here; `bench/onnx_budgets.py` runs them at full size."""
 
+import math
 import os
 import subprocess
 import sys
@@ -318,20 +319,46 @@ def test_printable_escapes_what_a_terminal_would_hide():
 # -- F15: symbolic dimensions flattened together ------------------------------------------------
 def _symbolic(nodes, inits, rank=4):
     names = list("abcdefg"[:rank])
-    return model(nodes, [value("x", names)], [value("y", ["a", "n"])], inits)
+    out = nodes[-1].output[0] if nodes[-1].op_type == "Reshape" else "y"
+    return model(nodes, [value("x", names)], [value(out, ["a", "n"])], inits)
 
 
-def test_four_symbolic_dims_flattened_are_not_blamed_on_the_model():
+def test_four_symbolic_dims_flattened_import_export_and_run_at_two_shapes():
     """onnx's inference, given the stand-ins (primes above 10^6), overflows int64 on their
-    product: the model is not to blame (inference runs without the stand-ins, and the Reshape
-    is refused as one of an unknown shape); three dims fit int64 and are flattened."""
+    product: it runs without them, and the Reshape's and Flatten's shapes are computed with
+    Python's integers (`flattened`), carried on to the Relu that reads one. The dims stay
+    symbols; the model written back runs as the original at two shapes."""
+    import onnxruntime as ort
+
     nodes = [helper.make_node("Shape", ["x"], ["s"], start=0, end=1),
              helper.make_node("Concat", ["s", "m1"], ["t"], axis=0),
-             helper.make_node("Reshape", ["x", "t"], ["y"], name="rs")]
-    message = _error(_symbolic(nodes, [ints("m1", [-1])], 4), symbolic=True)
-    assert "does not fit its inputs" not in message and "Reshape node 'rs'" in message
-    (y,) = ng.from_onnx(_symbolic(nodes, [ints("m1", [-1])], 3), symbolic=True, lengths={})
-    assert [a.name for a in y.axes] == ["a", "n"]
+             helper.make_node("Reshape", ["x", "t"], ["r"], name="rs"),
+             helper.make_node("Relu", ["r"], ["y"]),
+             helper.make_node("Flatten", ["x"], ["z"], axis=2)]
+    m = model(nodes, [value("x", list("abcd"))], [value("y", ["a", "n"]),
+                                                   value("z", ["p", "q"])], [ints("m1", [-1])])
+    imported = import_model(m, symbolic=True)
+    y, z = imported.outputs
+    assert [a.name for a in y.axes] == ["a", "n"] and [a.name for a in z.axes] == ["p", "q"]
+    x_axes = next(n for n in toposort([y]) if n.op == "Placeholder").axes
+    assert y.axes.size == z.axes.size == x_axes.size > 2**63  # Python's integers: no overflow
+    out = to_onnx(imported.outputs, output_names=imported.output_names)
+    dims = [[d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]
+            for v in [*out.graph.input, *out.graph.output]]
+    assert dims == [list("abcd"), ["a", "b*c*d"], ["a*b", "c*d"]]
+    rng = np.random.default_rng(0)
+    for shape in [(2, 3, 4, 5), (1, 6, 1, 7)]:
+        feeds = {"x": rng.standard_normal(shape).astype(np.float32)}
+        want, got = (ort.InferenceSession(g.SerializeToString(),
+                                          providers=["CPUExecutionProvider"]).run(None, feeds)
+                     for g in (m, out))
+        assert [w.shape for w in want] == [(shape[0], math.prod(shape[1:])),
+                                           (shape[0] * shape[1], shape[2] * shape[3])]
+        for w, g in zip(want, got):
+            np.testing.assert_array_equal(g, w)
+    (y3,) = ng.from_onnx(_symbolic(nodes[:3], [ints("m1", [-1])], 3), symbolic=True,
+                         lengths={})  # three dims fit int64: as before
+    assert [a.name for a in y3.axes] == ["a", "n"]
 
 
 def test_a_product_of_stand_ins_past_int64_is_named():

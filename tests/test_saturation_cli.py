@@ -159,3 +159,24 @@ def test_canonical_layout_enters_the_e_graph_beside_the_input(scratch_ops):
     feeds = {"d": np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)}
     np.testing.assert_allclose(ng.execute(result.outputs, feeds)[0], ng.execute([g], feeds)[0],
                                rtol=1e-5)
+
+
+def test_explain_saturate_names_the_chain_of_rules_and_writes_no_graph(files):
+    before = sorted(p.name for p in files.iterdir())
+    r = run("explain", "--saturate", files / "g.json", "--rules", RULES, "--passes", "algebra",
+            "--unverified", "--egraph", files / "eg.dot")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"changed: Multiply .*\n +rules: distribute \(.*\) -> cancel", r.stdout)
+    assert "stopped: saturated" in r.stdout and "e-graph picture: " in r.stdout
+    assert (files / "eg.dot").read_text().startswith('digraph "eg"')
+    assert sorted(p.name for p in files.iterdir()) == sorted([*before, "eg.dot", "eg.svg"]) \
+        or sorted(p.name for p in files.iterdir()) == sorted([*before, "eg.dot"])
+
+
+def test_explain_needs_a_rule_or_saturate_and_not_both(files):
+    r = run("explain", files / "g.json", "--rules", RULES)
+    assert r.returncode == 2 and "explain needs a RULE" in r.stderr
+    r = run("explain", "cancel", files / "g.json", "--rules", RULES, "--saturate")
+    assert r.returncode == 2 and "GRAPH only" in r.stderr
+    r = run("explain", "cancel", files / "g.json", "--rules", RULES, "--unverified")
+    assert r.returncode == 2 and "only meaningful with --saturate" in r.stderr

@@ -18,6 +18,15 @@ from ngrules.saturation.egraph import EGraph
 A = ng.make_axis(length=4, name="A")
 
 
+@pytest.fixture(autouse=True)
+def _work_only(monkeypatch):
+    """These e-graphs weigh FLOPs and bytes: a per-node cost of 1 (the model's launch cost,
+    `PER_NODE`, would make the node counts decide)."""
+    from ngrules.saturation import costs
+
+    monkeypatch.setattr(costs, "PER_NODE", 1.0)
+
+
 def _shared_or_own():
     """Two roots, each either Add(S, leaf) over one shared S = Exp(x), or three negations of
     its own leaf: the negations are cheaper per tree, the shared S cheaper as a DAG."""
@@ -35,8 +44,12 @@ def _shared_or_own():
     return eg, roots, s
 
 
-def test_tree_costs_favour_the_copies_and_z3_finds_the_shared_subgraph():
+def test_tree_costs_favour_the_copies_and_z3_finds_the_shared_subgraph(monkeypatch):
+    from ngrules.saturation import shared
+
     eg, roots, s = _shared_or_own()
+    monkeypatch.setattr(shared, "shared_choice", lambda *a, **k: None)  # tree costs only
+    monkeypatch.setattr(ex, "shared_choice", lambda *a, **k: None)
     greedy = ex.extract(eg, roots, use_z3=False)
     exact = ex.extract(eg, roots, use_z3=True)
     assert greedy.method == "greedy" and exact.method == "z3"
@@ -46,6 +59,44 @@ def test_tree_costs_favour_the_copies_and_z3_finds_the_shared_subgraph():
     assert ex.dag_cost(eg, exact.choice, roots) == pytest.approx(graph_cost(outputs))
     outputs, _ = ex.build(eg, greedy.choice, roots)
     assert all(o.op == "Negative" for o in outputs)
+
+
+def test_without_z3_a_value_read_by_two_classes_is_shared():
+    """Tree costs pay the shared Exp once per root; the choice that shares an argument's cost
+    among its readers finds the DAG optimum z3 finds, without z3."""
+    eg, roots, s = _shared_or_own()
+    tree = ex.greedy(eg, eg.reachable(roots))
+    assert all(tree[eg.find(r)].op == "Negative" for r in roots)
+    found = ex.extract(eg, roots, use_z3=False)
+    exact = ex.extract(eg, roots, use_z3=True)
+    assert found.cost == pytest.approx(exact.cost) and "shared" in found.note
+    outputs, _ = ex.build(eg, found.choice, roots)
+    assert all(o.op == "Add" and s in o.args for o in outputs)
+
+
+def test_a_slice_of_a_slice_becomes_a_slice_of_the_merged_value():
+    """`reuse` re-chooses within the chosen graph: of two equal-cost slices, the one reading
+    the earlier value, so the chain between goes."""
+    from ngrules.saturation.shared import reuse
+
+    b = ng.make_axis(length=8, name="B")
+    x = ng.placeholder([b], name="x")
+    axes = {n: ng.make_axis(length=k, name=n) for n, k in (("H", 4), ("Q", 2))}
+    half = ng.make_node("Slice", (x,), position=0, start=0, stop=4, axis=axes["H"])
+    chained = ng.make_node("Slice", (half,), position=0, start=0, stop=2, axis=axes["Q"])
+    direct = ng.make_node("Slice", (x,), position=0, start=0, stop=2, axis=axes["Q"])
+    other = ng.make_node("Slice", (x,), position=0, start=4, stop=8, axis=axes["H"])
+    eg = EGraph()
+    roots = [eg.add(ng.exp(chained)), eg.add(ng.exp(other))]
+    eg.union(eg.add(chained), eg.add(direct))
+    eg.rebuild()
+    choice = ex.greedy(eg, eg.reachable(roots))
+    choice[eg.find(eg.add(chained))] = next(e for e in eg.classes[eg.find(eg.add(chained))]
+                                            if e.template.args[0].op == "Slice")
+    better = reuse(eg, choice, roots)
+    outputs, _ = ex.build(eg, better, roots)
+    assert "Slice" not in [a.op for n in ng.toposort(outputs) if n.op == "Slice" for a in n.args]
+    assert ex.dag_cost(eg, better, roots) < ex.dag_cost(eg, choice, roots)
 
 
 def test_no_extraction_takes_a_cycle():

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ngrules.cli.common import (
     FINDINGS,
+    add_budget_options,
     add_command,
     add_disable_option,
     add_graph_argument,
@@ -96,11 +97,12 @@ def run(args) -> int:
 
 def _rewrite(outputs, rules, pipeline, args) -> tuple[list, str, int]:
     """A greedy rewrite, its passes, firings (and trace, statistics) printed."""
+    from ngrules.cli import graphio
     from ngrules.engine.driver import rewrite
 
     result = rewrite(
         outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats,
-        fold_limit=args.fold_limit,
+        fold_limit=args.fold_limit, budget=graphio.budget_of(args, "rewrite"),
     )
     if not args.quiet:
         print(_passes_line(pipeline, args.pipeline, result.passes), file=sys.stderr)
@@ -177,6 +179,8 @@ def register(sub) -> None:
     p.add_argument("--fold-limit", type=_elements, default=None, metavar="N",
                    help="the most elements one value folded by the built-in pass "
                         "fold_constants may have (default 16777216)")
+    add_budget_options(p, "rewrite", "the rewrite (or saturation): the nodes its rules "
+                       "build, the values it folds")
     add_target_option(p)
     p.add_argument("--trace", action="store_true", help="print every rewrite")
     p.add_argument("--stats", action="store_true", help="print per-rule statistics")

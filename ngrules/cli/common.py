@@ -113,8 +113,8 @@ def add_length_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_budget_options(p: argparse.ArgumentParser, job: str, what: str) -> None:
-    """`--JOB-memory` and `--JOB-seconds`: the budget of one whole import or export
-    (`interop.onnx.budget`; `graphio.budget_of` reads them)."""
+    """`--JOB-memory` and `--JOB-seconds`: the budget of one whole import, export or rewrite
+    (`ngrules.budget`; `graphio.budget_of` reads them)."""
     p.add_argument(f"--{job}-memory", type=byte_size, metavar="BYTES",
                    help=f"the memory budget of {what} (default 2G; K, M, G suffixes)")
     p.add_argument(f"--{job}-seconds", type=positive_seconds, metavar="S",
@@ -146,9 +146,10 @@ def add_target_option(p: argparse.ArgumentParser) -> None:
                    help="an .onnx output in standard ONNX (default), or for onnxruntime: "
                         "chains joined into its com.microsoft ops (FusedConv, FusedGemm, "
                         "SkipLayerNormalization, BiasGelu, FastGelu, Gelu)")
-    p.add_argument("--opset", type=int, choices=range(17, 24), default=None, metavar="17..23",
-                   help="the ONNX opset of an .onnx output (default: the input model's, "
-                        "within 17..23, else 17; Gelu from 20, Attention from 23)")
+    p.add_argument("--opset", type=int, choices=range(1, 29), default=None, metavar="1..28",
+                   help="the ONNX opset of an .onnx output (default: the input model's; "
+                        "below 17 each op in its form there, an error naming a node that has "
+                        "none; Gelu from 20, Attention from 23)")
     add_budget_options(p, "export", "an ONNX export: the values it folds and writes")
 
 

@@ -59,7 +59,8 @@ def coverage(rules, models: dict[str, list], pipeline: str | None, misses: int) 
         for name in models:
             row["fired"][name] = fired[name].get(rule.name, 0)
             if misses and not row["fired"][name] and row["in_pipeline"]:
-                found = explain(rule, seen[name], limit=misses)
+                found = explain(rule, seen[name], limit=misses,
+                                read_by=rules.passes.get(rule.pass_name))
                 row["near_misses"][name] = [
                     {"at": found.names.get(m.root, m.root.op), "element": m.text,
                      "where": short_location(str(m.span)) if m.span else None,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ngrules.ir.graph import Node
 
 if TYPE_CHECKING:
-    from ngrules.interop.onnx.budget import Budget
+    from ngrules.budget import Budget
 
 
 @dataclass(frozen=True)
@@ -40,16 +40,17 @@ def load(path: str, options: ReadOptions | None = None) -> tuple[list[Node], lis
 def written_opset(asked: int | None, model: int | None) -> int | None:
     """The opset a graph read from a model of opset `model` (None: not from a model) is written
     at: the one asked for (`--opset`), else the model's own within what the exporter writes
-    (17 up to the installed onnx's latest). Every command that writes a graph asks here: an
-    ONNX output is written at it, a graph file records it to be written at it later (None:
-    the exporter's default)."""
+    (up to the installed onnx's latest; below 17 in each op's form at that opset,
+    `interop.onnx.downgrade`, which names a node that has none). Every command that writes a
+    graph asks here: an ONNX output is written at it, a graph file records it to be written at
+    it later (None: the exporter's default)."""
     if asked is not None or model is None:
         return asked
     from onnx.defs import onnx_opset_version
 
     from ngrules.interop.onnx.emitter import OPSETS
 
-    return min(max(model, OPSETS.start), OPSETS.stop - 1, onnx_opset_version())
+    return min(model, OPSETS.stop - 1, onnx_opset_version())
 
 
 def load_with_opset(path: str, options: ReadOptions | None = None):
@@ -137,7 +138,7 @@ def budget_of(args, job: str):
     seconds = getattr(args, f"{job}_seconds", None)
     if memory is None and seconds is None:
         return None
-    from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget
+    from ngrules.budget import DEFAULT_BUDGET, Budget
 
     return Budget(memory or DEFAULT_BUDGET.memory_bytes, seconds or DEFAULT_BUDGET.seconds)
 

@@ -83,6 +83,7 @@ def check_saturate_options(args) -> None:
 def run_saturation(outputs, rules, pipeline, args) -> tuple[list, str, int, object]:
     """Saturate and print the report; (the extracted outputs, the `stopped:` line, exit code:
     0 when saturated, FINDINGS when a limit stopped it, the e-graph's picture or None)."""
+    from ngrules.cli import graphio
     from ngrules.lang.library import short_location
     from ngrules.saturation.run import ITERATIONS, saturate
 
@@ -102,7 +103,8 @@ def run_saturation(outputs, rules, pipeline, args) -> tuple[list, str, int, obje
         outputs, rules, pipeline=pipeline, passes=args.passes or None,
         max_enodes=args.max_enodes, seconds=args.saturate_seconds,
         iterations=args.max_iterations or ITERATIONS, unverified=args.unverified,
-        use_z3=use_z3, fold_limit=args.fold_limit, **options,
+        use_z3=use_z3, fold_limit=args.fold_limit, budget=graphio.budget_of(args, "rewrite"),
+        **options,
     )
     for warning in result.warnings:
         print(warning, file=sys.stderr)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ngrules.cli.common import add_command, add_graph_argument, load_graph_argument
+from ngrules.cli.common import (
+    add_command,
+    add_graph_argument,
+    add_import_path_option,
+    load_graph_argument,
+)
 
 
 def graph_lines(outputs) -> list[str]:
@@ -40,7 +45,15 @@ def run(args) -> int:
         check_outputs(picture_files(args.picture), graphio.files(args.graph))
     from ngrules.errors import printable
 
+    rules = None
+    if args.rules:  # first: the graph may use the ops they declare
+        from ngrules.cli.common import rules_or_library
+        from ngrules.engine.reading import as_read
+
+        rules = rules_or_library(args.rules, args.import_path)
     outputs = load_graph_argument(args)[0]
+    if rules is not None:
+        outputs = as_read(outputs, rules.rules)
     print("\n".join(printable(line) for line in graph_lines(outputs)))  # a model's names
     if args.picture is not None:
         picture = save_picture(outputs, args.picture, Path(args.picture).stem)
@@ -54,5 +67,9 @@ def register(sub) -> None:
         "ngrules show g.json --picture g.dot", ops="explicit",
     )
     add_graph_argument(p)
+    p.add_argument("--rules", nargs="+", metavar="PATH",
+                   help="show the graph as these rules read it by default: the ONNX ops their "
+                        "patterns read into lowered, layout views moved out of elementwise ops")
+    add_import_path_option(p)
     p.add_argument("--picture", metavar="DOT",
                    help="also write Graphviz DOT (and SVG when Graphviz is installed)")

@@ -33,7 +33,7 @@ _RECORD_FOUND = (
 
 #: One match's fuel, spent as `run.record` spends it.
 _SPEND = ("budget = run.budget", "budget.left -= 1", "if budget.left <= 0:",
-          "    budget.exhausted = True")
+          "    budget.spent_chunk()")
 
 #: A pending x of a `=> x` match, built (at a built node: its normal form replaces it).
 _FORCE_VALUE = ("if {value} in V:", "    {value} = V.force({value})")

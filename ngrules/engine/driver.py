@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from ngrules.budget import Budget
+from ngrules.engine import reading
 from ngrules.engine.compiled import CompiledRule, RuleCache, RuleStats, inner_ops
 from ngrules.engine.dispatch import first_in_order, first_match, first_on_view
 from ngrules.engine.folding import Folding
@@ -39,8 +41,7 @@ from ngrules.engine.multiroot import Context, apply_together
 from ngrules.engine.normalize import Cycle, Normalizing
 from ngrules.engine.passes import as_ruleset, pass_names
 from ngrules.engine.pending import Pending
-from ngrules.engine.results import RewriteResult, Run
-from ngrules.interrupts import raise_if_interrupted
+from ngrules.engine.results import RewriteResult, Run, stopped_by_cycle
 from ngrules.ir import composite
 from ngrules.ir.canonical import PASS_NAME as CANONICAL
 from ngrules.ir.canonical import canonical_layout
@@ -144,7 +145,7 @@ class _Pass(Normalizing):
         memo_get, bare, direct = memo.get, self.pending.bare, self.direct
         order = creation_order(outputs)
         self.run.budget.size_for(len(order))
-        for node in order:
+        for node in run.budget.paced(order, f"matching in pass {name}"):
             args = node.args
             if args:
                 arity = len(args)
@@ -380,6 +381,7 @@ def rewrite(
     checked: bool = False,
     stats: bool = False,
     fold_limit: int | None = None,
+    budget: Budget | None = None,
 ) -> RewriteResult:
     """Apply passes of rules to the graph of `outputs`; the input graph is never changed.
 
@@ -388,12 +390,15 @@ def rewrite(
     plus 10,000). checked re-infers each replacement's nodes and validates the whole graph
     after each pass. stats times every attempt of every rule (`result.stats[rule].seconds`);
     attempts and matches are counted either way. fold_limit bounds the elements of one value
-    the built-in pass `fold_constants` computes (default `folding.DEFAULT_LIMIT`).
+    the built-in pass `fold_constants` computes (default `folding.DEFAULT_LIMIT`). budget
+    bounds the whole call (`ngrules.budget`; default 2 GiB, 120 s): past it, `BudgetExceeded`.
+    Unless the passes name `decompose*`, `canonical_layout` or `recompose`, each pass reads an
+    imported model as its rules are written (`reading`: the ONNX ops they name lowered).
     """
     ruleset = as_ruleset(rules)
     names = pass_names(ruleset, pipeline, passes)
     with paused_gc():
-        return _rewrite(outputs, ruleset, names, Run(fuel, checked, stats), fold_limit)
+        return _rewrite(outputs, ruleset, names, Run(fuel, checked, stats, budget), fold_limit)
 
 
 def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=None):
@@ -403,8 +408,9 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
         validate(current)
     stats: dict[str, RuleStats] = {}
     result = RewriteResult(current, run, stats, names)
+    auto = reading.by_default(ruleset, names)  # composites lowered as each pass's rules read
     for name in names:
-        raise_if_interrupted()
+        run.budget.settle(f"before pass {name}")
         lowered = composite.pass_ops(name) if name not in ruleset.passes else False
         if lowered is not False:  # the built-in `decompose` or `decompose_<Op>`
             current = composite.decompose(current, lowered)
@@ -416,17 +422,19 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
             current = canonical_layout(current)
             continue
         if name in BUILTIN_PASSES and name not in ruleset.passes:
-            folding = Folding(fold_limit)
+            folding = Folding(fold_limit, run.budget.meter)
             current = folding.apply(current)
             result.folded.extend(folding.folded)
             continue
         compiled = [_compile(r) for r in ruleset.passes[name]]
         for c in compiled:
             c.stats = stats.setdefault(c.name, RuleStats())
+        one = _Pass(name, compiled, run)
         try:
-            current = _Pass(name, compiled, run).apply(current)
+            current = (reading.applied(one, current, ruleset.passes[name], run.trace) if auto
+                       else one.apply(current))
         except Cycle as cycle:
-            return _stopped_by_cycle(result, current, cycle, name)
+            return stopped_by_cycle(result, current, cycle, name)
         if checked:
             validate(current)
         if run.budget.exhausted:
@@ -434,15 +442,4 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
             result.message = f"fuel ran out after {len(run.trace)} rewrites in pass {name}"
             return result
     result.outputs = current
-    return result
-
-
-def _stopped_by_cycle(result: RewriteResult, current, cycle: Cycle, pass_name: str):
-    """The graph as it was before the pass, and the rules that formed the cycle."""
-    names = tuple(r.name for r in cycle.rules)
-    where = ", ".join(f"{r.name} ({r.location})" for r in cycle.rules)
-    result.outputs, result.stop, result.cycle = current, "cycle", names
-    result.message = (
-        f"rules cycle in pass {pass_name}: {where} lead back to a node they started from"
-    )
     return result

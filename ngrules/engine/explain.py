@@ -12,13 +12,14 @@ the misses shown are put into words, so a query on a 10,000-node graph stays wel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ngrules.engine.bindings import describe, false_guard_detail, format_bindings
 from ngrules.engine.compiled import CompiledRule, compiled_for_checks, root_ops
 from ngrules.engine.match import NODE_SCORE, trace_matches
 from ngrules.engine.multiroot import Context
+from ngrules.engine.reading import as_read
 from ngrules.errors import NgrulesError, Span
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import OPS
@@ -220,8 +221,13 @@ def _miss_at(rule: CompiledRule, node: Node, ctx) -> _Failure | dict:
     return tracker.best or _Failure(0, rule.rule.roots[0], "no match", None, {})
 
 
-def explain(rule: Rule, outputs: Sequence[Node], limit: int = 3) -> Explanation:
-    """Where `rule` matches in the graph of `outputs`, and why it fails at the closest misses."""
+def explain(rule: Rule, outputs: Sequence[Node], limit: int = 3,
+            read_by: Iterable[Rule] | None = None) -> Explanation:
+    """Where `rule` matches in the graph of `outputs`, and why it fails at the closest misses.
+    The graph is read as a rewrite's pass reads it by default (`reading.as_read`: the
+    composites `read_by`, default the rule alone, read into lowered and laid out); the
+    explanation's nodes are of that graph."""
+    outputs = as_read(outputs, (rule,) if read_by is None else read_by)
     compiled = compiled_for_checks(rule)
     ctx = Context(outputs) if len(rule.roots) > 1 else None  # users: for further roots only
     order = ctx.order if ctx is not None else toposort(outputs)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ngrules.budget import DEFAULT_BUDGET, Meter
 from ngrules.ir import symbolic
 from ngrules.ir.graph import Node, creation_order, make_node
 from ngrules.ir.ops import get_op
@@ -33,10 +34,13 @@ PASS_NAME = "fold_constants"  # in lang.rules.BUILTIN_PASSES
 
 
 class Folding:
-    """One folding walk; `folded` lists (original node, constant) for each node folded."""
+    """One folding walk; `folded` lists (original node, constant) for each node folded. Each
+    value computed is charged to `meter` (the rewrite's budget) before it is computed, and
+    the time is checked before each."""
 
-    def __init__(self, limit: int | None = None):
+    def __init__(self, limit: int | None = None, meter: Meter | None = None):
         self.limit = DEFAULT_LIMIT if limit is None else int(limit)
+        self.meter = meter or Meter(DEFAULT_BUDGET, "rewrite")
         self.folded: list[tuple[Node, Node]] = []
         self._values: dict[Node, np.ndarray] = {}
 
@@ -82,6 +86,9 @@ class Folding:
             return node.attrs["value"]
         value = self._values.get(node)
         if value is None:
+            what = f"folding a {node.op} of {node.axes.size} elements"
+            self.meter.check_time(what)
+            self.meter.charge(node.axes.size * np.dtype(node.dtype).itemsize, what)
             kernel = get_op(node.op).kernel(node)
             with np.errstate(all="ignore"):  # as at run time: inf and nan are values
                 value = kernel(*[self._value(a) for a in node.args])

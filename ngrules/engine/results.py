@@ -3,23 +3,79 @@ why it stopped; and the state shared by the passes of one rewrite call (fuel, tr
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from ngrules.budget import DEFAULT_BUDGET, Budget, Meter
 from ngrules.engine.compiled import CompiledRule, RuleStats
 from ngrules.ir.graph import Node, validate
 from ngrules.lang.shipped import short_location
 
+#: Rewrites between two checks of the job's budget: its time, and the memory its rewrites took.
+CHUNK = 256
+#: What a rewrite's record holds, and each node it builds, in bytes (tracemalloc: 1.3 kB for a
+#: rewrite that builds three nodes); a built constant's array counts as well.
+FIRING_BYTES, NODE_BYTES = 256, 384
 
-class Budget:
-    """Fuel shared by every pass of one rewrite call (default: set from the first walk)."""
+if TYPE_CHECKING:
+    from ngrules.engine.normalize import Cycle
 
-    def __init__(self, fuel: int | None):
-        self.left = fuel
+
+class Fuel:
+    """Fuel shared by every pass of one rewrite call (default: set from the first walk), spent
+    in chunks of `CHUNK` rewrites: between two, the job's `Meter` checks its time and charges
+    what the chunk's rewrites built (the generated dispatch spends it as `Run.record` does)."""
+
+    def __init__(self, fuel: int | None, meter: Meter, trace: list[tuple]):
+        self.meter, self._trace, self._seen = meter, trace, 0
+        self.reserve, self.left = fuel, None
         self.exhausted = False
+        if fuel is not None:
+            self._refill()
 
     def size_for(self, nodes: int) -> None:
         if self.left is None:
-            self.left = 10 * nodes + 10_000
+            self.reserve = 10 * nodes + 10_000
+            self._refill()
+
+    def _refill(self) -> None:
+        self.left = min(self.reserve, CHUNK) if self.reserve > 0 else self.reserve
+        self.reserve -= self.left
+
+    def spent_chunk(self) -> None:
+        """The chunk's rewrites are done: the budget checked, then the next chunk, if fuel is
+        left (else `exhausted`)."""
+        self.settle("rewriting")
+        if self.reserve > 0:
+            self._refill()
+        else:
+            self.exhausted = True
+
+    def paced(self, nodes: list[Node], what: str) -> Iterator[Node]:
+        """A walk's nodes, the budget settled before every `CHUNK` of them: a walk that
+        rewrites nothing may still match for long (guards that fail, many argument orders)."""
+        for start in range(0, len(nodes), CHUNK):
+            self.settle(what)
+            yield from nodes[start:start + CHUNK]
+
+    def settle(self, what: str) -> None:
+        """Check the job's time and charge what the rewrites since the last check built."""
+        trace, meter = self._trace, self.meter
+        meter.check_time(what)
+        new = trace[self._seen:]
+        self._seen = len(trace)
+        nbytes = FIRING_BYTES * len(new)
+        for f in new:
+            if len(f) == 7:  # (rule, location, roots, replacements, new nodes, ...)
+                nbytes += sum(_held(n) for n in f[4])
+        meter.charge(nbytes, f"{what} ({len(trace)} rewrites)")
+
+
+def _held(node: Node) -> int:
+    if node.op == "Constant":
+        return NODE_BYTES + getattr(node.attrs.get("value"), "nbytes", 0)
+    return NODE_BYTES
 
 
 @dataclass(slots=True)
@@ -125,8 +181,8 @@ set_origin = object.__setattr__
 class Run:
     """State shared by the passes of one rewrite call: fuel, trace, checking."""
 
-    def __init__(self, fuel: int | None, checked: bool, timed: bool = False):
-        self.budget = Budget(fuel)
+    def __init__(self, fuel: int | None, checked: bool, timed: bool = False,
+                 budget: Budget | None = None):
         self.checked = checked
         self.timed = timed
         #: Firing's fields and the pending nodes of its pass; (rule, location, root, replacement,
@@ -134,6 +190,8 @@ class Run:
         #: not built (see `dispatch.first_on_view`)
         self.trace: list[tuple] = []
         self.rounds = 0  # multi-root rounds, over every pass
+        #: the fuel, and the rewrite's `Meter` of `budget` (`ngrules.budget`) that it checks
+        self.budget = Fuel(fuel, Meter(budget or DEFAULT_BUDGET, "rewrite"), self.trace)
 
     def record(
         self, pass_name: str, rule: CompiledRule, roots, replacements, new_nodes, pending=None
@@ -150,6 +208,16 @@ class Run:
         )
         self.budget.left -= 1
         if self.budget.left <= 0:
-            self.budget.exhausted = True
+            self.budget.spent_chunk()
 
 
+def stopped_by_cycle(result: RewriteResult, current, cycle: Cycle, pass_name: str):
+    """`result` stopped by a rules cycle (`normalize.Cycle`) in a pass: the graph as it was
+    before the pass, and the rules that formed the cycle."""
+    names = tuple(r.name for r in cycle.rules)
+    where = ", ".join(f"{r.name} ({r.location})" for r in cycle.rules)
+    result.outputs, result.stop, result.cycle = current, "cycle", names
+    result.message = (
+        f"rules cycle in pass {pass_name}: {where} lead back to a node they started from"
+    )
+    return result

@@ -13,7 +13,8 @@ are combined on fewer axes (ngraph's broadcasting) and broadcast once; and a `Te
 that only drops the unit axes a `Broadcast` added is that broadcast's source. Values never
 change: an elementwise op computes point by point, and a reorder or a broadcast only moves or
 repeats points. Nodes the walk cannot rebuild (an op that refuses the operands' axes) stay as
-they were.
+they were. A body `decompose` wrote that the walk rebuilds still stands for its composite
+(`composite.carry`), so a writer writes the ONNX op back when no rule changed it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ngrules.errors import NgrulesError
+from ngrules.ir import composite
 from ngrules.ir.frontend import apply_op
 from ngrules.ir.graph import Node, creation_order, make_node
 from ngrules.ir.ops import OPS
@@ -29,15 +31,20 @@ from ngrules.ir.ops import OPS
 PASS_NAME = "canonical_layout"  # in lang.rules.BUILTIN_PASSES
 
 #: The views moved: they change only where each point is (or repeat it), never its value.
-_VIEWS = ("ReorderAxes", "Broadcast")
+VIEWS = ("ReorderAxes", "Broadcast")
 
 
 def canonical_layout(outputs: Sequence[Node]) -> list[Node]:
     """The outputs with layout views moved out of the elementwise ops they feed."""
     memo: dict[Node, Node] = {}
-    for node in creation_order(outputs):
+    order = creation_order(outputs)
+    for node in order:
         rebuilt = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
         memo[node] = _hoisted(rebuilt)
+    known = set(order)
+    for node in order:  # a body `decompose` wrote stays its composite for the writer
+        if memo[node] not in known:
+            composite.carry(node, memo[node], memo)
     return [memo[o] for o in outputs]
 
 
@@ -50,7 +57,7 @@ def _hoisted(node: Node) -> Node:
     if not node.args or node.outputs is not None or not OPS[node.op].has("elementwise"):
         return node
     view = node.args[0].op
-    if view not in _VIEWS or any(a.op != view or a.axes != node.args[0].axes for a in node.args):
+    if view not in VIEWS or any(a.op != view or a.axes != node.args[0].axes for a in node.args):
         return node
     sources = tuple(a.args[0] for a in node.args)
     order = sources[0].axes

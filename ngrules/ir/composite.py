@@ -145,7 +145,8 @@ def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None,
     """The graph with each composite node (of `ops`, if given; `[SIMPLE]`: those whose body is
     one primitive) replaced by its body. With `record`, a writer writes a body no rule changed
     as its composite (nodes are shared: the same primitives built by hand are that body too).
-    `where(node)` picks the composite nodes to lower instead of `ops`."""
+    `where(node)` picks the composite nodes to lower instead of `ops` (True, or the node's body
+    when it built it; False or None to keep the node)."""
     memo: dict[Node, Node] = {}
     wanted = None if ops is None else set(ops)
     for node in creation_order(outputs):
@@ -156,8 +157,9 @@ def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None,
             continue  # a body an earlier decompose wrote, lowered again on its new arguments
         rebuilt = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
         if where is not None:
-            if node.op in COMPOSITES and where(rebuilt):
-                rebuilt = _lower(rebuilt, None, record)
+            picked = where(rebuilt) if node.op in COMPOSITES else False
+            if picked is not False and picked is not None:  # True, or the body it built
+                rebuilt = _lower(rebuilt, picked if isinstance(picked, Node) else None, record)
             memo[node] = rebuilt
             continue
         if node.op in COMPOSITES and (wanted is None or node.op in wanted or SIMPLE in wanted):
@@ -173,9 +175,23 @@ def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None,
 def _lower(whole: Node, lowered: Node | None = None, record: bool = True) -> Node:
     """The body of a composite node, recorded (if asked) as standing for it."""
     lowered = body(whole) if lowered is None else lowered
-    if record:
+    if record and lowered not in whole.args:  # an identity (a Dropout) stands for no node
         _RECORDED[lowered] = whole
     return lowered
+
+
+def record(node: Node, whole: Node) -> None:
+    """Record `node` (of whole's value, its body's structure) as standing for composite
+    `whole`."""
+    _RECORDED[node] = whole
+
+
+def carry(old: Node, new: Node, memo) -> None:
+    """Record `new`, old rebuilt by a pass that changes no value (`canonical_layout`), as
+    standing for the composite node old stood for, on its arguments' images in `memo`."""
+    whole = _RECORDED.get(old)
+    if whole is not None and new is not old and new not in _RECORDED:
+        _RECORDED[new] = whole.with_args(tuple(memo.get(a, a) for a in whole.args))
 
 
 def pass_ops(name: str) -> list[str] | None | bool:

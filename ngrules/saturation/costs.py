@@ -16,8 +16,15 @@ from ngrules.ir import composite
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import OPS
 
-#: What every node costs besides its work (a kernel launch, a schedule step).
-PER_NODE = 1.0
+#: What every node costs besides its work (a kernel launch, a schedule step), in the units of
+#: the work (a FLOP or a byte moved): onnxruntime's CPU runs a node of a few elements in
+#: ~0.3 us and ~0.01-0.02 ns per unit of work (a Relu or Tanh chain, bench/saturation_costs.md).
+PER_NODE = 20_000.0
+
+#: Ops whose nodes cost their work only: the exporter writes the slices of one value as one
+#: `Split`, so the per-node cost is paid once by the value they share, not once per part;
+#: an `Output` reads output i of a multi-output node, which paid it.
+SHARED_LAUNCH = frozenset({"Slice", "Output"})
 
 #: FLOPs per output element of elementwise ops that cost more than one (transcendental ops
 #: as a few multiply-adds of a polynomial; division and roots as a few).
@@ -28,6 +35,9 @@ ELEMENTWISE_FLOPS = {
 
 #: Ops that only move data (their cost is the bytes they read and write).
 MOVES = frozenset({"Slice", "Concat", "Pad", "Gather", "TensorSlice", "Unslice", "OneHot"})
+
+#: Ops that read only the part of their argument they write.
+PARTS = frozenset({"Slice", "TensorSlice"})
 
 #: Ops that cost nothing beyond `PER_NODE`: reading output i of a multi-output node.
 FREE = frozenset({"Output"})
@@ -95,13 +105,19 @@ def bytes_moved(node: Node) -> float:
     traits = opdef.traits if opdef is not None else frozenset()
     if "leaf" in traits or "view" in traits or node.op in FREE:
         return 0.0
+    if node.op in PARTS:  # reads only the part it writes
+        return float(2 * _size(node) * _itemsize(node))
     moved = sum(_size(a) * _itemsize(a) for a in node.args) + _size(node) * _itemsize(node)
     return float(moved)
 
 
 def node_cost(node: Node) -> float:
-    """FLOPs plus bytes moved plus `PER_NODE`: the extraction's cost of one node."""
-    return PER_NODE + flops(node) + bytes_moved(node)
+    """FLOPs plus bytes moved plus `PER_NODE` (1 for a slice: see `SHARED_LAUNCH`): the
+    extraction's cost of one node."""
+    opdef = OPS.get(node.op)
+    leaf = opdef is not None and "leaf" in opdef.traits  # data already there: no kernel
+    launch = 1.0 if leaf or node.op in SHARED_LAUNCH else PER_NODE
+    return launch + flops(node) + bytes_moved(node)
 
 
 def graph_cost(outputs) -> float:

@@ -24,8 +24,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ngrules.ir.graph import Node
-from ngrules.saturation.costs import node_cost
 from ngrules.saturation.egraph import EGraph, ENode
+from ngrules.saturation.shared import (
+    enode_cost,
+    launch_penalty,
+    postorder,
+    reuse,
+    shared_choice,
+)
 
 #: The most e-nodes (under the roots) z3 is asked about; larger e-graphs are extracted greedily.
 Z3_LIMIT = 400
@@ -42,19 +48,18 @@ class Extraction:
     outputs: list[Node] = field(default_factory=list)
 
 
-def _enode_cost(enode: ENode) -> float:
-    found = enode.cost
-    if found is None:
-        found = enode.cost = node_cost(enode.template)
-    return found
+_enode_cost = enode_cost
 
 
-def greedy(eg: EGraph, classes: Sequence[int], split: bool = False) -> dict[int, ENode]:
+def greedy(eg: EGraph, classes: Sequence[int], split: bool = False,
+           lowered: bool = False) -> dict[int, ENode]:
     """Each class's cheapest e-node by tree cost, in Knuth's generalisation of Dijkstra's
     algorithm: a class is settled, cheapest first, once an e-node of it has every argument
     class settled; so a chosen e-node's arguments were settled before its class, and the
     choice has no cycle whatever the costs. With `split`, a multi-output node's class costs
-    1/k of the node (k its outputs), as if the `Output`s that read it shared it."""
+    1/k of the node (k its outputs), as if the `Output`s that read it shared it. With
+    `lowered`, a composite op (an ONNX op kept whole) costs `shared.LOWERED_PENALTY` more, so its
+    class takes its body where the e-graph has it (multi-root rules match primitives)."""
     wanted = set(classes)
     waiting: dict[int, int] = {}  # e-node id -> argument classes not yet settled
     users: dict[int, list[ENode]] = {}
@@ -68,7 +73,7 @@ def greedy(eg: EGraph, classes: Sequence[int], split: bool = False) -> dict[int,
             for a in args:
                 users.setdefault(a, []).append(enode)
             if not args:
-                heapq.heappush(heap, (_total(enode, {}, split), id(enode), enode))
+                heapq.heappush(heap, (_total(enode, {}, split, lowered), id(enode), enode))
     best: dict[int, float] = {}
     choice: dict[int, ENode] = {}
     while heap:
@@ -80,12 +85,14 @@ def greedy(eg: EGraph, classes: Sequence[int], split: bool = False) -> dict[int,
         for user in users.get(c, ()):
             waiting[id(user)] -= 1
             if waiting[id(user)] == 0 and user.cls not in choice:
-                heapq.heappush(heap, (_total(user, best, split), id(user), user))
+                heapq.heappush(heap, (_total(user, best, split, lowered), id(user), user))
     return choice
 
 
-def _total(enode: ENode, best: dict[int, float], split: bool) -> float:
+def _total(enode: ENode, best: dict[int, float], split: bool, lowered: bool = False) -> float:
     total = _enode_cost(enode) + sum(best[a] for a in set(enode.args))
+    if lowered:
+        total += launch_penalty(enode)
     outputs = enode.template.outputs
     if split and outputs:  # its k outputs share it: each `Output` of it carries 1/k
         total /= len(outputs)
@@ -94,24 +101,7 @@ def _total(enode: ENode, best: dict[int, float], split: bool) -> float:
 
 def acyclic(choice: dict[int, ENode], roots: Sequence[int]) -> bool:
     """Whether the chosen graph under the roots has no cycle (iterative depth-first search)."""
-    state: dict[int, int] = {}  # 1: on the current path, 2: done
-    for root in roots:
-        stack = [(root, iter(choice[root].args))]
-        state[root] = state.get(root) or 1
-        if state[root] == 2:
-            continue
-        while stack:
-            c, args = stack[-1]
-            a = next(args, None)
-            if a is None:
-                state[c] = 2
-                stack.pop()
-            elif state.get(a) == 1:
-                return False
-            elif a not in state:
-                state[a] = 1
-                stack.append((a, iter(choice[a].args)))
-    return True
+    return not postorder(choice, roots)[1]
 
 
 def dag_cost(eg: EGraph, choice: dict[int, ENode], roots: Sequence[int]) -> float:
@@ -230,6 +220,12 @@ def extract(
     if split != choice and dag_cost(eg, split, roots) < cost:
         choice, cost = split, dag_cost(eg, split, roots)
         shared = " (multi-output ops' cost split among their outputs)"
+    for amortised in (shared_choice(eg, classes, roots), reuse(eg, choice, roots)):
+        if amortised is not None and amortised != choice:
+            amortised = reuse(eg, amortised, roots) or amortised
+            if dag_cost(eg, amortised, roots) < cost:
+                choice, cost = amortised, dag_cost(eg, amortised, roots)
+                shared = " (values read by several classes shared)"
     size = sum(len(eg.classes[c]) for c in classes)
     if use_z3 is False:
         return Extraction(choice, "greedy", cost, "z3 not asked for" + shared)

@@ -8,6 +8,7 @@ views: see `matching.Shape`).
 
 from __future__ import annotations
 
+from ngrules.budget import BudgetExceeded, Meter
 from ngrules.engine.folding import PASS_NAME, Folding
 from ngrules.errors import NgrulesError
 from ngrules.ir.graph import Node
@@ -18,16 +19,18 @@ class FoldRule:
 
     root_ops = None
 
-    def __init__(self, shape, limit: int | None = None):
+    def __init__(self, shape, limit: int | None = None, meter: Meter | None = None):
         self.name = self.rule = PASS_NAME
         self.shape = shape
-        self._folding = Folding(limit)
+        self._folding = Folding(limit, meter)
 
     def apply(self, term: Node):
         if term.op == "Constant":
             return None
         try:
             folded = self._folding.fold(term)
+        except BudgetExceeded:
+            raise  # the saturation's budget, not this value, is spent
         except (NgrulesError, ValueError, TypeError, ArithmeticError):
             return None  # a kernel that cannot fold this value: the term stays as it is
         return None if folded is None else ((term,), (folded,), ())

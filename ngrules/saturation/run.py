@@ -14,15 +14,16 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ngrules.budget import DEFAULT_BUDGET, Budget, Meter
 from ngrules.engine.compiled import RuleCache
 from ngrules.engine.folding import PASS_NAME as FOLD
 from ngrules.engine.passes import as_ruleset, pass_names
+from ngrules.engine.reading import as_read
 from ngrules.errors import NgrulesError
-from ngrules.interrupts import raise_if_interrupted
 from ngrules.ir import composite
 from ngrules.ir.canonical import PASS_NAME as CANONICAL
 from ngrules.ir.canonical import canonical_layout
-from ngrules.ir.graph import Node, paused_gc
+from ngrules.ir.graph import Node, creation_order, paused_gc
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
 from ngrules.saturation.admit import Admission, admit
 from ngrules.saturation.costs import graph_cost
@@ -34,6 +35,9 @@ from ngrules.saturation.multiroot import MultiRoot
 
 #: The default limits: e-nodes, seconds of saturation, iterations.
 MAX_ENODES, SECONDS, ITERATIONS = 50_000, 10.0, 1_000
+
+#: What one e-node holds, in bytes (its term, its class's entries), charged to the budget.
+ENODE_BYTES = 768
 
 #: Rules compiled once per process (generating a rule's matcher costs more than most uses).
 _COMPILED = RuleCache()
@@ -135,6 +139,7 @@ def saturate(
     verdicts: Mapping[str, str] | None = None,
     use_z3: bool | None = None,
     fold_limit: int | None = None,
+    budget: Budget | None = None,
     **verify_options,
 ) -> SaturationResult:
     """Apply the rules (of the pipeline or passes named, else all) into an e-graph of the
@@ -146,6 +151,9 @@ def saturate(
     use_z3: see `extract.extract`. When the passes include the built-in `fold_constants`,
     constant terms are folded in the e-graph (values of at most fold_limit elements); with
     `canonical_layout`, the input with its layout views gathered enters beside the input.
+    `budget` bounds the whole job after admission (`ngrules.budget`: 2 GiB, 120 s by default;
+    its e-nodes and folded values, checked each iteration and every 256 matches applied):
+    past it, `BudgetExceeded`, where `seconds` only stops the search and extracts.
     """
     if max_enodes < 1 or seconds <= 0 or iterations < 0:
         raise NgrulesError("saturation limits must be positive")
@@ -154,11 +162,36 @@ def saturate(
     chosen, builtins = _chosen_rules(as_ruleset(rules), pipeline, passes)
     admission = admit(chosen, unverified, verdicts, **verify_options)
     limits = (max_enodes, seconds, iterations)
+    spend = _Spending(Meter(budget or DEFAULT_BUDGET, "rewrite"))
     with paused_gc():
-        return _saturate(list(outputs), admission, limits, use_z3, builtins, fold_limit)
+        return _saturate(list(outputs), admission, limits, use_z3, builtins, fold_limit, spend)
 
 
-def _apply(eg: EGraph, matches, applied: dict[str, int], max_enodes: int, deadline: float):
+class _Spending:
+    """The saturation's budget: its time checked, the e-nodes added since the last check
+    charged."""
+
+    def __init__(self, meter: Meter):
+        self.meter, self.counted = meter, 0
+
+    def __call__(self, eg: EGraph, what: str) -> None:
+        self.meter.check_time(what)
+        self.meter.charge((len(eg) - self.counted) * ENODE_BYTES, f"{what} ({len(eg)} e-nodes)")
+        self.counted = len(eg)
+
+
+def _join_bodies(eg: EGraph, outputs: Sequence[Node]) -> None:
+    """Each lowered body in the graph of outputs joined with its composite node on the same
+    arguments: a rule's result over a body's value can then be read from the node kept whole
+    (one kernel where its body is several)."""
+    for node in creation_order(outputs):
+        whole = composite.recorded(node)
+        if whole is not None and whole.axes == node.axes and whole.dtype == node.dtype:
+            eg.union(eg.add(node), eg.add(whole, composite.PASS_NAME))
+
+
+def _apply(eg: EGraph, matches, applied: dict[str, int], max_enodes: int, deadline: float,
+           spend: _Spending):
     """Add each match's replacement and join it with the matched class, until the e-node
     limit; whether the deadline cut it short (the matches not applied are dropped: each was
     optional)."""
@@ -170,15 +203,19 @@ def _apply(eg: EGraph, matches, applied: dict[str, int], max_enodes: int, deadli
             eg.history.append((m.rule.rule, m.cls, built, eg.created))
         if len(eg) >= max_enodes:
             return False
-        if k % 256 == 255 and time.perf_counter() > deadline:
-            return True
+        if k % 256 == 255:
+            spend(eg, "saturating")
+            if time.perf_counter() > deadline:
+                return True
     return False
 
 
-def _saturate(outputs, admission, limits, use_z3, builtins, fold_limit) -> SaturationResult:
+def _saturate(outputs, admission, limits, use_z3, builtins, fold_limit,
+              spend: _Spending) -> SaturationResult:
     max_enodes, seconds, iterations = limits
     start = time.perf_counter()
     deadline = start + seconds
+    hard = start + spend.meter.deadline - time.monotonic()  # the budget's, on this clock
     eg = EGraph()
     roots = [eg.add(o) for o in outputs]
     lowered = _lowered(builtins)
@@ -187,6 +224,14 @@ def _saturate(outputs, admission, limits, use_z3, builtins, fold_limit) -> Satur
         for root, built_body in zip(roots, (eg.add(b, composite.PASS_NAME) for b in bodies)):
             if eg.union(root, built_body):
                 eg.history.append((composite.PASS_NAME, root, built_body, eg.created))
+        _join_bodies(eg, bodies)
+    if lowered is False and CANONICAL not in builtins:  # by default: as the rules read it
+        read = as_read(outputs, admission.rules)
+        for root, term in zip(roots, read):
+            built = eg.add(term, CANONICAL)
+            if eg.union(root, built):
+                eg.history.append((CANONICAL, root, built, eg.created))
+        _join_bodies(eg, read)
     if CANONICAL in builtins:  # the input with its layout views gathered: an equal graph
         for root, moved in zip(roots, canonical_layout(outputs)):
             built = eg.add(moved, CANONICAL)
@@ -195,7 +240,7 @@ def _saturate(outputs, admission, limits, use_z3, builtins, fold_limit) -> Satur
     eg.rebuild()
     rules = [_COMPILED(r) for r in admission.rules if len(r.roots) == 1]
     multi = MultiRoot([_COMPILED(r) for r in admission.rules if len(r.roots) > 1])
-    folding = FoldRule(Shape(None, rest=value_shape()), fold_limit)
+    folding = FoldRule(Shape(None, rest=value_shape()), fold_limit, spend.meter)
     searcher = Searcher(rules + [folding] if FOLD in builtins else rules)
     applied: dict[str, int] = {}
     stop, done = "iterations", 0
@@ -204,11 +249,12 @@ def _saturate(outputs, admission, limits, use_z3, builtins, fold_limit) -> Satur
     affected = None  # the first search looks everywhere; later ones where views changed
     eg.touched.clear()
     while done < iterations:
-        raise_if_interrupted()  # a Ctrl-C lost in a destructor, raised between iterations
+        spend(eg, f"saturation iteration {done + 1}")  # a lost Ctrl-C raised here too
         created, unions = eg.created, eg.unions
-        matches, late = searcher.search(eg, deadline, affected)
+        matches, late = searcher.search(eg, min(deadline, hard), affected)
+        spend(eg, "saturating")  # past the budget's time: refused, not extracted
         done += 1
-        late = _apply(eg, matches, applied, max_enodes, deadline) or late
+        late = _apply(eg, matches, applied, max_enodes, deadline, spend) or late
         eg.rebuild()
         if not late and len(eg) < max_enodes and multi.rules:
             multi.apply(eg, roots, applied)
@@ -224,6 +270,7 @@ def _saturate(outputs, admission, limits, use_z3, builtins, fold_limit) -> Satur
             break
         affected = eg.affected(searcher.reach)
     spent = time.perf_counter() - start
+    spend(eg, "before extraction")
     extraction = extract(eg, roots, use_z3)
     extraction.outputs, provenance = build(eg, extraction.choice, roots)
     if composite.RECOMPOSE in builtins:  # bodies no rule changed written as their op again

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ngrules.errors import printable
-from ngrules.interop.onnx import OnnxError, UnsupportedOp
+from ngrules.interop.onnx import OnnxError, UnsupportedOp, flattened
 from ngrules.interop.onnx.unify import unify_node
 from ngrules.ir.axes import Axis, FlattenedAxis
 from ngrules.ir.ops import did_you_mean
@@ -33,27 +33,30 @@ Slot = tuple[str, int]
 
 
 def _infer(model, lengths: Mapping[str, int]):
-    """The model with inferred shapes, and the nodes strict inference found inconsistent:
-    [(op_type, node name, message)]. The given lengths (and the stand-ins of symbolic
+    """The model with inferred shapes, the nodes strict inference found inconsistent:
+    [(op_type, node name, message)], and the lengths of `dim_param`s written in
+    (`flattened`). The given lengths (and the stand-ins of symbolic
     dimensions) are put in the inputs first, so every shape computed from them is a number
     (a Reshape to [-1, 4] of a symbolic batch, which inference over `dim_param`s leaves
-    unknown), unless a product of stand-ins overflows int64: then they are left out. No data
+    unknown), unless a product of stand-ins overflows int64: then they are left out, and
+    `flattened` computes what inference cannot compute without them. No data
     propagation: onnx's materialises values (a Range to 1e8) without bound; the importer's
     folding computes shape values within its budget."""
     from onnx import shape_inference
 
     given = _with_lengths(model, lengths) or model
     try:
-        return shape_inference.infer_shapes(given, strict_mode=True), []
+        return shape_inference.infer_shapes(given, strict_mode=True), [], {}
     except Exception as e:  # InferenceError: its text lists the nodes
         errors = _inference_errors(str(e))
         guesses = {k: v for k, v in lengths.items() if v in STAND_INS}
         if "overflow" in str(e) and guesses:
             # the stand-ins' product passed int64 (four of them flattened together): they are
             # no length the user gave, so inference runs without them (F15 of issue 37)
-            return _infer(model, {k: v for k, v in lengths.items() if k not in guesses})
+            rest = {k: v for k, v in lengths.items() if k not in guesses}
+            return flattened.completed(lambda m: _infer(m, rest)[:2], model, lengths)
     try:
-        return shape_inference.infer_shapes(given, strict_mode=False), errors
+        return shape_inference.infer_shapes(given, strict_mode=False), errors, {}
     except Exception as e:
         raise OnnxError(f"ONNX shape inference failed: {e}") from None
 
@@ -110,7 +113,7 @@ class Shapes:
 
     def __init__(self, model, lengths: Mapping[str, int]):
         params = _input_params(model)  # before inference puts lengths in their place
-        model, self.errors = _infer(model, lengths)
+        model, self.errors, labels = _infer(model, lengths)
         self.model = model
         self.shape: dict[str, tuple[int | None, ...]] = {}
         self.params: dict[str, tuple[str | None, ...]] = {}
@@ -127,9 +130,10 @@ class Shapes:
             self.elem[vi.name] = tt.elem_type
             if not tt.HasField("shape"):
                 continue
-            dims = [self._length(vi.name, d, lengths) for d in tt.shape.dim]
+            dims = [self._length(vi.name, d, {**lengths, **labels}) for d in tt.shape.dim]
             self.shape[vi.name] = tuple(length for length, _ in dims)
-            self.params[vi.name] = tuple(param for _, param in dims)
+            self.params[vi.name] = tuple(None if param in labels and param not in lengths
+                                         else param for _, param in dims)
         for name, names in params.items():
             if len(names) == len(self.params.get(name, ())):
                 self.params[name] = names

@@ -1,12 +1,8 @@
-"""One memory and time budget for a whole import or export, not for each of its steps.
+"""The budget of a whole ONNX import or export (`ngrules.budget`), and a timer for its steps.
 
-A limit per step (per node, per tensor) lets many steps add up: ten constants under the limit
-for one, or one external file read again for each tensor that names it. So each job gets a
-`Meter`: every byte the job takes from its input (the model file, its external data, each value
-folded) is charged to it, and the job is refused once the total would pass its budget, before
-the bytes are taken. Time is checked between steps, and a step that runs Python for a long time
-(onnx's reference evaluator, looping over a pooling window) runs under a timer that stops it.
-Each refusal is one line naming the budget and the option that raises it.
+A step that runs Python for a long time inside one call (onnx's reference evaluator, looping
+over a pooling window) runs under a timer that stops it (`Meter.timed`); the rest of the
+accounting (bytes charged, time checked between steps) is the shared `ngrules.budget.Meter`'s.
 """
 
 from __future__ import annotations
@@ -16,25 +12,16 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
+from ngrules import budget as _shared
+from ngrules.budget import DEFAULT_BUDGET, Budget
 from ngrules.interop.onnx import OnnxError
-from ngrules.interrupts import raise_if_interrupted
+
+__all__ = ["DEFAULT_BUDGET", "Budget", "BudgetExceeded", "Meter"]
 
 
-@dataclass(frozen=True)
-class Budget:
-    """What one import or one export may take in all: bytes held and seconds spent."""
-
-    memory_bytes: int = 1 << 31  # 2 GiB: the largest model file protobuf reads
-    seconds: float = 120.0
-
-
-DEFAULT_BUDGET = Budget()
-
-
-class BudgetExceeded(OnnxError):
-    """A job that would pass its memory or time budget (one line naming the budget)."""
+class BudgetExceeded(_shared.BudgetExceeded, OnnxError):
+    """An import or export that would pass its memory or time budget (one line naming it)."""
 
 
 class _Expired(BaseException):
@@ -42,51 +29,11 @@ class _Expired(BaseException):
     Exception` inside the library the step runs swallows it."""
 
 
-class Meter:
-    """One job's spending against its budget. `job` names it ("import", "export") and the
-    options that raise it (`--import-memory`, `--import-seconds`)."""
+class Meter(_shared.Meter):
+    """One import's or export's spending against its budget (see `ngrules.budget.Meter`),
+    and a timer for its long steps."""
 
-    def __init__(self, budget: Budget = DEFAULT_BUDGET, job: str = "import"):
-        self.budget, self.job = budget, job
-        self.spent = 0
-        self.deadline = time.monotonic() + budget.seconds
-
-    def charge(self, nbytes: float, what: str) -> None:
-        """Count `nbytes` the job is about to take for `what`, or refuse it if the total
-        would pass the budget (nothing is taken then)."""
-        total = self.spent + nbytes
-        if total > self.budget.memory_bytes:
-            size = f"{nbytes:.3g}" if nbytes >= 1e15 else f"{int(nbytes)}"
-            raise BudgetExceeded(
-                f"{what} would take {size} bytes more, past the {self.job}'s memory budget of "
-                f"{self.budget.memory_bytes} bytes ({self.spent} taken; raise it with "
-                f"--{self.job}-memory or Budget(memory_bytes=...))")
-        self.spent = int(total)
-
-    def check(self, nbytes: float, what: str) -> None:
-        """Refuse now, before making it, what would pass the budget (nothing is charged)."""
-        self.charge(nbytes, what)
-        self.release(nbytes)
-
-    def release(self, nbytes: float) -> None:
-        """Give back bytes charged for a value that is no longer held (an estimate replaced
-        by the size of what was made)."""
-        self.spent = max(0, int(self.spent - nbytes))
-
-    def check_time(self, what: str) -> None:
-        """Between two steps: stop if a Ctrl-C was swallowed, or if the time is spent."""
-        raise_if_interrupted()
-        if time.monotonic() > self.deadline:
-            raise self._out_of_time(what)
-
-    def _left(self) -> float:
-        """Seconds to the deadline, within what one timer holds (a day; at least 1 ms)."""
-        return min(max(self.deadline - time.monotonic(), 1e-3), 86400.0)
-
-    def _out_of_time(self, what: str) -> BudgetExceeded:
-        return BudgetExceeded(
-            f"{what}: past the {self.job}'s time budget of {self.budget.seconds:g} s (raise it "
-            f"with --{self.job}-seconds or Budget(seconds=...))")
+    error = BudgetExceeded
 
     @contextlib.contextmanager
     def timed(self, what: str) -> Iterator[None]:

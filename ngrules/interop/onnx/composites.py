@@ -15,7 +15,9 @@ unless its converter wrote one node of that ngrules op (`Add`, `Exp`, `Relu`: th
 primitives). A node stays lowered when its op is in `LOWERED`, its converter wrote only views
 (`Reshape`, `Squeeze`, `Transpose`: the exporter lays those out), no output is read, a constant
 it reads holds more than `CONST_LIMIT` elements, or its converter fails on the recording run
-(the ordinary conversion then says why).
+(the ordinary conversion then says why). An op whose converter gives back an input as it is
+(`Dropout`, a default `Clip`, a one-input `Max`) is kept whole, so the round trip writes it;
+`decompose_simple` lowers it to that input, and `recompose` never makes it again.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import numpy as np
 
 from ngrules.interop.onnx import OnnxError
 from ngrules.interop.onnx.context import CONVERTERS, Context, graph_dtype
+from ngrules.interop.onnx.downgrade import AS_READ
 from ngrules.interop.onnx.folding import np_elem
 from ngrules.interop.onnx.shaping import Tensor, conform, temp_axis
 from ngrules.ir import builders as F
@@ -40,7 +43,7 @@ CONST_LIMIT = 4096
 
 #: Ops read as their primitives even though they have no ngrules op of their name: their
 #: converters write nothing (folded, or the input itself) or steer other nodes.
-LOWERED = frozenset({"Constant", "Identity", "Shape", "Size", "ConstantOfShape", "Range",
+LOWERED = frozenset({"Constant", "Shape", "Size", "ConstantOfShape", "Range",
                      "EyeLike", "Optional", "OptionalGetElement", "OptionalHasElement",
                      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                      "Bernoulli", "Multinomial", "If", "Loop", "Scan",
@@ -61,6 +64,11 @@ RAISED = frozenset({"LayerNormalization", "BatchNormalization", "OnnxGelu", "Onn
 #: Ops kept whole though their converter writes one primitive of their name: its writer
 #: cannot write every case they read (BitShift on signed integers, BitCast before opset 26).
 WHOLE = frozenset({"BitShift", "BitCast"})
+
+#: Ops that before opset 13 normalise over every dimension from their axis on: where that is
+#: more than one dimension the exporter cannot write the primitive as one node of today's op,
+#: so a model's node of an older opset is kept whole (written back as read at its opset).
+FLATTENING = frozenset({"Softmax", "LogSoftmax", "Hardmax"})
 
 #: ONNX op names the shipped rules declare ops of (`op Gelu` in nn.rules): their composites
 #: are `Onnx<Op>` whether or not the rules are loaded yet.
@@ -223,6 +231,15 @@ def _computing(root: Node, args) -> list[Node]:
     return found
 
 
+def _passed(result: Node, axes, given) -> bool:
+    """Whether the converter gave back an input as it is, in the same order of dimensions (a
+    Transpose is a view the exporter lays out), computed at run time or a scalar constant (a
+    larger constant passed through, a weight's Identity, stays that constant: its readers fold
+    over it at import)."""
+    return any(t.node is result and tuple(t.axes) == tuple(axes) for t in given) and bool(
+        result.args or result.op == "Placeholder" or result.axes.size <= 1)
+
+
 def convert(importer, node, used: set[str]) -> list | None:
     """The node as one composite (a list of output tensors), or None to convert it as usual."""
     op = node.op_type
@@ -239,9 +256,11 @@ def convert(importer, node, used: set[str]) -> list | None:
         return None
     name = op_name(op)
     args = [importer.tensor(node.input[i]).node for i in ctx.tensors]
-    if not any(_computing(r, args) for _, r in results.values()):
+    given = [importer.tensor(node.input[i]) for i in ctx.tensors]
+    if not any(_computing(r, args) or _passed(r, axes, given) for axes, r in results.values()):
         return None  # views only (Reshape, Squeeze, Transpose): the exporter lays them out
-    if name != op and op not in WHOLE and _one_primitive(op, results, args):
+    whole = op in WHOLE or (op in FLATTENING and importer.opset < 13)
+    if name != op and not whole and _one_primitive(op, results, args):
         return None
     _make_op(name)
     return _composite(importer, node, ctx, results, name)
@@ -312,7 +331,8 @@ def _write(em, n: Node) -> list | None:
 
     graph = _spec_graph(n.attrs["spec"])
     orders = {v.name: _perm(v) for v in [*graph.input, *graph.output]}
-    spec = _at_opset(n.attrs["spec"], n.attrs["opset"], em.opset)
+    target = getattr(em, "target", em.opset)  # older than em.opset: as read (`downgrade`)
+    spec = _at_opset(n.attrs["spec"], n.attrs["opset"], min(target, em.opset))
     if spec is None or (_needs_transpose(em, n, spec, orders)
                         and (n.op in RAISED or _one_node(n))):
         return None  # the body: its writers choose the operands' order (and raise the form)
@@ -333,6 +353,7 @@ def _write(em, n: Node) -> list | None:
     del written.input[:], written.output[:]
     written.input.extend(inputs)
     written.output.extend(outs)
+    written.doc_string = AS_READ  # what the model had: later passes leave it as it is
     em.nodes.append(written)
     if spec.domain not in ("", "ai.onnx"):
         _DOMAINS.setdefault(em, set()).add(spec.domain)

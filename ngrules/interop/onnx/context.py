@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,11 @@ CONVERTERS: dict[str, Callable[[Context], list]] = {}
 
 #: op_type -> the domains its converter reads (the default domain unless it says otherwise).
 DOMAINS: dict[str, tuple[str, ...]] = {}
+
+#: graph input placeholder -> its position among the model's inputs, as the last import that
+#: made it read them (placeholders are shared between graphs): the exporter writes the inputs
+#: in that order.
+INPUT_ORDER: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def converter(*op_types: str, domain: str = ""):

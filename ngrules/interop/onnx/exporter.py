@@ -23,10 +23,12 @@ from ngrules.interop.onnx import (
     OnnxError,
     composites,
     declared,
+    downgrade,
     dynamic,
     export_constants,
     export_shuffle,
     export_transposes,
+    export_unit_views,
     gelu_chains,
     ort_target,
     refused,
@@ -34,6 +36,7 @@ from ngrules.interop.onnx import (
     weights,
 )
 from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget, Meter
+from ngrules.interop.onnx.context import INPUT_ORDER
 from ngrules.interop.onnx.emitter import (
     LAYOUT,
     OPSET,
@@ -236,8 +239,9 @@ def export_parts(
 
     from ngrules.interop.onnx.export_finish import finish
 
-    if opset not in OPSETS or opset > onnx_opset_version():
-        raise OnnxError(f"to_onnx writes opsets {OPSETS.start} to {OPSETS.stop - 1}, not {opset}")
+    if opset not in range(downgrade.OLDEST, OPSETS.stop) or opset > onnx_opset_version():
+        raise OnnxError(f"to_onnx writes opsets {downgrade.OLDEST} to {OPSETS.stop - 1}, "
+                        f"not {opset}")
     if target not in ort_target.TARGETS:
         raise OnnxError(f"to_onnx targets {' or '.join(ort_target.TARGETS)}, not {target!r}")
     outputs = composite.recompose(outputs)  # bodies no rule changed: the ops as read
@@ -247,7 +251,8 @@ def export_parts(
     if len(names) != len(outputs):
         raise OnnxError(f"{len(outputs)} outputs but {len(names)} output names")
     order = toposort(outputs)
-    em = Emitter(opset, _users(order), separate=True)
+    em = Emitter(max(opset, OPSET), _users(order), separate=True)  # older: `downgrade`
+    em.target = opset
     em.meter = Meter(budget, "export")
     em.emit = _emit
     em.prefer = preferred_orders(order, outputs, em.users)
@@ -258,12 +263,14 @@ def export_parts(
         if n not in em.values:  # a fused op's writer may have written a node it shares
             _emit(em, n)
     results = [em.exact(node) for node in outputs]
+    rank = {n.attrs["name"]: INPUT_ORDER.get(n, -1) for n in order if n.op == "Placeholder"}
+    em.inputs.sort(key=lambda vi: rank.get(vi.name, -1))  # the model's order of its inputs
     finish(em, results, names)
     graph_outputs = [helper.make_tensor_value_info(out, elem_type(node.dtype), node.axes.lengths)
                      for node, out in zip(outputs, names)]
     graph = helper.make_graph(em.nodes, name, em.inputs, graph_outputs, em.inits)
-    opsets = [helper.make_opsetid("", opset)]
-    functions = [FUNCTIONS[f](opset) for f in sorted(em.functions)]
+    opsets = [helper.make_opsetid("", em.opset)]
+    functions = [FUNCTIONS[f](em.opset) for f in sorted(em.functions)]
     if functions:
         opsets.append(helper.make_opsetid(DOMAIN, 1))
     declared.add_to_model(em, functions, opsets)
@@ -274,10 +281,12 @@ def export_parts(
     export_constants.join_in_model(model, lambda: em.fresh("c"))  # (x + c1) + c2: x + c
     export_transposes.join_in_model(model, em.weights, lambda: em.fresh("c"))
     export_shuffle.absorb_in_model(model, em.weights, lambda: em.fresh("c"))  # into the convs
-    gelu_chains.join_in_model(model, opset)  # GELU in elementwise nodes as one node
+    gelu_chains.join_in_model(model, em.opset)  # GELU in elementwise nodes as one node
     dynamic.restore(model, em.weights)  # dim_params back, run-time shapes, no stand-in left
     em.meter.check_time("checking the written model")
     if target == "onnxruntime":
         ort_target.for_onnxruntime(model, em.weights, lambda: em.fresh("c"))
+    export_unit_views.name_in_model(model, em.weights, lambda: em.fresh("c"))  # Unsqueeze
+    downgrade.to_opset(model, opset, em.weights)  # an older opset's forms
     refused.check(model, em.weights)  # onnx's checker, onnxruntime's rules and session
     return model, em.weights

@@ -27,7 +27,14 @@ from ngrules.interop.onnx import (
 )
 from ngrules.interop.onnx.axes import Naming, name_axes
 from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget, Meter
-from ngrules.interop.onnx.context import CONVERTERS, DOMAINS, Context, elem_name, graph_dtype
+from ngrules.interop.onnx.context import (
+    CONVERTERS,
+    DOMAINS,
+    INPUT_ORDER,
+    Context,
+    elem_name,
+    graph_dtype,
+)
 from ngrules.interop.onnx.folding import Folding, np_elem
 from ngrules.interop.onnx.loading import DEFAULT_LIMITS, Limits, check_model, read_model
 from ngrules.interop.onnx.shaping import Tensor, conform
@@ -146,6 +153,7 @@ class Importer:
         self.shapes.of(vi.name)
         axes = self.naming.axes(vi.name)
         node = F.placeholder(axes, graph_dtype(elem), name=vi.name)
+        INPUT_ORDER[node] = len(self.placeholders)
         self.placeholders[vi.name] = node
         self.values[vi.name] = Tensor(node, axes)
 

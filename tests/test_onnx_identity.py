@@ -1,0 +1,112 @@
+"""The round trip with no rule is the identity (issue 34, item 2): graph inputs and outputs keep
+their names, their order and their `dim_param`s; an op that gives back an input as it is
+(`Dropout`, a one-input `Max`, a default `Clip`, `Identity`) comes back as itself, and a shipped
+pipeline still removes it."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import ngrules as ng
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper  # noqa: E402
+
+from ngrules.interop.onnx.exporter import to_onnx  # noqa: E402
+from ngrules.interop.onnx.importer import import_model  # noqa: E402
+
+
+def _dims(values):
+    return [(v.name, [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim])
+            for v in values]
+
+
+def test_inputs_and_outputs_keep_their_order_names_and_dim_params():
+    """Inputs (b, a) though a node reads a first; outputs (z, y) though y is computed later."""
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", "seq"])
+              for n in ("b", "a")]
+    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", "seq"])
+               for n in ("z", "y")]
+    nodes = [helper.make_node("Mul", ["a", "a"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"]),
+             helper.make_node("Relu", ["a"], ["z"])]
+    model = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    imported = import_model(model, symbolic=True)
+    out = to_onnx(imported.outputs, output_names=imported.output_names)
+    assert _dims(out.graph.input) == _dims(model.graph.input)
+    assert _dims(out.graph.output) == _dims(model.graph.output)
+    feeds = {n: np.random.default_rng(i).standard_normal((3, 5)).astype(np.float32)
+             for i, n in enumerate("ab")}
+    want = ort.InferenceSession(model.SerializeToString()).run(None, feeds)
+    got = ort.InferenceSession(out.SerializeToString()).run(None, feeds)
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def _passing_model():
+    """Relu(Dropout(Max(Clip(x)))), each of the three giving back its input."""
+    nodes = [helper.make_node("Clip", ["x"], ["c"]), helper.make_node("Max", ["c"], ["m"]),
+             helper.make_node("Dropout", ["m"], ["d"]), helper.make_node("Identity", ["d"], ["i"]),
+             helper.make_node("Relu", ["i"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [2, 3])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, [2, 3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_ops_that_give_back_their_input_come_back_as_themselves():
+    model = _passing_model()
+    imported = import_model(model)
+    out = to_onnx(imported.outputs, output_names=imported.output_names)
+    assert [n.op_type for n in out.graph.node] == [n.op_type for n in model.graph.node]
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    got = ort.InferenceSession(out.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, np.maximum(x, 0))
+
+
+@pytest.mark.parametrize("pipeline", ["cpu", "inference"])
+def test_a_shipped_pipeline_still_removes_them(pipeline):
+    from ngrules.lang.library import load_library
+
+    imported = import_model(_passing_model())
+    outputs = ng.rewrite(imported.outputs, load_library(), pipeline=pipeline).outputs
+    out = to_onnx(outputs, output_names=imported.output_names)
+    assert Counter(n.op_type for n in out.graph.node) == Counter({"Relu": 1})
+
+
+def test_the_input_order_is_the_last_imports_though_placeholders_are_shared():
+    """Two models of the same inputs in two orders: each export follows its own import (the
+    placeholders of equal inputs are one node, made by whichever import came first)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    w = helper.make_tensor_value_info("w", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    for inputs in ([x, w], [w, x], [x, w]):
+        graph = helper.make_graph([helper.make_node("Sub", ["x", "w"], ["y"])], "g", inputs, [y])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        imported = import_model(model)
+        out = to_onnx(imported.outputs, output_names=imported.output_names)
+        assert [i.name for i in out.graph.input] == [i.name for i in inputs]
+
+
+def test_unsqueeze_and_squeeze_come_back_as_themselves():
+    """The exporter lays out views as Reshapes; one that only inserts (removes) dimensions of
+    length 1 is written as the Unsqueeze (Squeeze) it is (`export_unit_views`)."""
+    axes = [onnx.numpy_helper.from_array(np.int64(v), n)
+            for n, v in (("ua", [0, 2]), ("sa", [0]))]
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Unsqueeze", ["r", "ua"], ["u"]),
+             helper.make_node("Squeeze", ["u", "sa"], ["s"]), helper.make_node("Neg", ["s"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [2, 3])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, [2, 1, 3])], axes)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    imported = import_model(model)
+    out = to_onnx(imported.outputs, output_names=imported.output_names)
+    ops = Counter(n.op_type for n in out.graph.node)
+    assert ops == Counter(n.op_type for n in model.graph.node), ops
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    got = ort.InferenceSession(out.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, -np.maximum(x, 0)[:, None, :])
