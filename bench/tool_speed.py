@@ -4,7 +4,8 @@ onnxsim and onnxruntime's offline optimizer on the same files.
 
 The models are the onnx package's light networks (`onnx/backend/test/data/light`, opset 9)
 with random weights in place of their constant fills (each `ConstantOfShape` that makes a
-weight becomes an initializer of random float32), written once under the temp folder
+weight becomes an initializer of random float32, as `export_zoo_broad.classic` writes them),
+written once under the temp folder
 (`ngrules-bench-models/`). Each tool runs `--rounds` times in a fresh process (interleaved);
 wall and CPU seconds (min and median; on a loaded machine wall is CPU times the queue) and
 peak resident memory (`/usr/bin/time`'s maximum RSS, over
@@ -26,46 +27,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
-LIGHT = {"resnet50": "light_resnet50.onnx", "vgg19": "light_vgg19.onnx"}
 
 
 def model_file(name: str) -> Path:
-    """The light network with random weights (written once)."""
-    import onnx
-    from onnx import numpy_helper
+    """The light network with random weights (written once, by export_zoo_broad.classic)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from export_zoo_broad import classic
 
     folder = Path(tempfile.gettempdir()) / "ngrules-bench-models"
     folder.mkdir(exist_ok=True)
-    path = folder / f"{name}_op9_random.onnx"
-    if path.exists():
-        return path
-    source = Path(onnx.__file__).parent / "backend/test/data/light" / LIGHT.get(
-        name, f"light_{name}.onnx")
-    model = onnx.load(source)
-    inits = {t.name: t for t in model.graph.initializer}
-    rng = np.random.default_rng(0)
-    kept = []
-    for node in model.graph.node:
-        if node.op_type == "ConstantOfShape" and node.input[0] in inits:
-            shape = numpy_helper.to_array(inits[node.input[0]]).tolist()
-            fan_in = max(int(np.prod(shape[1:])), 1)
-            value = (rng.uniform(-1, 1, shape) / np.sqrt(fan_in)).astype(np.float32)
-            model.graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
-        else:
-            kept.append(node)
-    del model.graph.node[:]
-    model.graph.node.extend(kept)
-    used = {i for n in kept for i in n.input}
-    alive = [t for t in model.graph.initializer if t.name in used]
-    del model.graph.initializer[:]
-    model.graph.initializer.extend(alive)
-    model.ir_version = max(model.ir_version, 4)  # initializers need not be inputs (opset 9 kept)
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
-    return path
+    path = folder / f"classic_{name}_op9.onnx"
+    return path if path.exists() else classic(name, folder)
 
 
 def _ort_optimize(src: str, dst: str, level: str) -> list[str]:

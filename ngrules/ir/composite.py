@@ -207,12 +207,54 @@ def pass_ops(name: str) -> list[str] | None | bool:
 
 def recompose(outputs: Sequence[Node]) -> list[Node]:
     """The graph with each body `decompose` wrote that no rule changed replaced by its
-    composite node again (what a writer writes: the op as it was read)."""
+    composite node again (what a writer writes: the op as it was read), a body rebuilt on new
+    arguments (a rule rewrote a node it reads: a convolution a batchnorm was folded into, before
+    a classifier's Gemm) too."""
     if not _RECORDED:
         return list(outputs)
     memo: dict[Node, Node] = {}
+    roots: dict | None = None
     for node in creation_order(outputs):
-        whole = _RECORDED.get(node, node)
+        whole = _RECORDED.get(node)
+        if whole is None and node.args:
+            if roots is None:
+                roots = _recorded_by_key()
+            whole = _rebuilt_body(node, roots.get((node.op, node._key[2]), ()))
+        whole = node if whole is None else whole
         args = tuple(memo.get(a, a) for a in whole.args)
         memo[node] = whole.with_args(args) if args else whole
     return [memo[o] for o in outputs]
+
+
+def _recorded_by_key() -> dict[tuple, list[tuple[Node, Node]]]:
+    """Recorded (body root, composite) pairs by the root's op and attributes."""
+    out: dict[tuple, list[tuple[Node, Node]]] = {}
+    for root, whole in list(_RECORDED.items()):
+        out.setdefault((root.op, root._key[2]), []).append((root, whole))
+    return out
+
+
+def _rebuilt_body(node: Node, candidates) -> Node | None:
+    """The composite whose recorded body `node` is, on other computed arguments of the same
+    types (its leaves the same): the same ops and attributes down to the composite's
+    arguments."""
+    for root, whole in candidates:
+        bound: dict[Node, Node] = {}
+        if _same_body(root, node, set(whole.args), bound, set()) and bound:
+            return whole.with_args(tuple(bound.get(a, a) for a in whole.args))
+    return None
+
+
+def _same_body(old: Node, new: Node, frontier: set, bound: dict, seen: set) -> bool:
+    """Whether `new` is `old` with the frontier's nodes (the composite's arguments) replaced by
+    those `bound` records (filled here). A leaf there (a weight) must stay: a rule that scaled
+    it wrote its bias beside the product, which the writer joins to a raised Gemm or Conv."""
+    if old in frontier:
+        if (not old.args and old is not new) or bound.setdefault(old, new) is not new:
+            return False
+        return old.axes == new.axes and old.dtype == new.dtype
+    if old is new or (id(old), id(new)) in seen:
+        return True
+    seen.add((id(old), id(new)))
+    return (old.op == new.op and old._key[2] == new._key[2] and len(old.args) == len(new.args)
+            and all(_same_body(a, b, frontier, bound, seen) for a, b in zip(old.args, new.args)))

@@ -367,5 +367,22 @@ def _softmax(em: Emitter, n: Node) -> Value:
     total = em.node("ReduceSum", [e, em.const(positions)], keepdims=1)
     return Value(v.dims, v.shape, em.node("Div", [e, total]))
 
+@layout_exporter("Concat")
+def _concat(em: Emitter, n: Node) -> Value:
+    """ONNX Concat in the order its operands already share (the two halves of a rotary
+    embedding, sliced before the heads are transposed), else in the node's own order: there
+    each operand was transposed first (Llama 102 -> 110 nodes)."""
+    pos, vals = n.attrs["position"], [em.values[a] for a in n.args]
+    own = [[n.attrs["axis"] if d == arg.axes[pos] else d for d in v.dims]
+           for v, arg in zip(vals, n.args)]
+    shared = all(o == own[0] and all(v.full(a) for a in arg.axes)
+                 for o, v, arg in zip(own, vals, n.args))
+    if not shared or len(own[0]) != len(n.axes) or set(own[0]) != set(n.axes):
+        return full_value(em.node("Concat", [em.exact(a) for a in n.args], axis=pos), n.axes)
+    order = [n.axes[n.axes.index(d)] for d in own[0]]
+    return full_value(em.node("Concat", [em.name_of(v) for v in vals],
+                              axis=order.index(n.attrs["axis"])), order)
+
+
 #: Imported by the exporter, which needs these ops registered.
 LOADED = True

@@ -167,15 +167,17 @@ def gelu(opset: int = 17):
 
 
 def gelu_tanh(opset: int = 17):
-    """Gelu(x, approximate='tanh') = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    """Gelu(x, approximate='tanh') = 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))), in
+    the association onnxruntime joins into its FastGelu kernel once it has inlined the function
+    (written as sqrt(2/pi) (x + 0.044715 x^3) it stayed nine nodes: GPT-2 ran 1.1x slower)."""
     h = _h()
     return _gelu("GeluTanh", [
         *_number("k", 0.7978845608028654, "x"), *_number("c", 0.044715, "x"),
-        h.make_node("Mul", ["x", "x"], ["x2"]),
-        h.make_node("Mul", ["x2", "x"], ["x3"]),
-        h.make_node("Mul", ["x3", "c"], ["cx3"]),
-        h.make_node("Add", ["x", "cx3"], ["inner"]),
-        h.make_node("Mul", ["inner", "k"], ["scaled"]),
+        h.make_node("Mul", ["x", "c"], ["cx"]),
+        h.make_node("Mul", ["cx", "x"], ["cx2"]),
+        h.make_node("Add", ["cx2", "one"], ["inner"]),
+        h.make_node("Mul", ["x", "k"], ["kx"]),
+        h.make_node("Mul", ["kx", "inner"], ["scaled"]),
         h.make_node("Tanh", ["scaled"], ["s"]),
     ], opset)
 

@@ -64,8 +64,13 @@ def _reduce(ctx: Context):
 
 
 def _softmax_axes(ctx: Context, x: Tensor) -> list:
+    """The axes normalised over: before opset 13, every axis from `axis` on, less those of
+    length 1 (a classifier's [N, C, 1, 1] is Softmax over C alone, which exports as one ONNX
+    Softmax where the whole tail came back as five nodes)."""
     axis = ctx.attr("axis", -1 if ctx.importer.opset >= 13 else 1) % len(x.axes)
-    return list(x.axes[axis:]) if ctx.importer.opset < 13 else [x.axes[axis]]
+    if ctx.importer.opset >= 13:
+        return [x.axes[axis]]
+    return [a for a in x.axes[axis:] if a.length != 1] or [x.axes[axis]]
 
 
 def log_softmax_form(x, red):

@@ -1,0 +1,162 @@
+"""Causes of the broad zoo's floor failures (issue 34 item 3, `bench/zoo_status.py --zoo`),
+each on a tiny model made here: the output is equal under onnxruntime and no larger."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from onnx_cases import check_against_ort, node_model, run_ort  # noqa: E402
+
+from ngrules.interop.onnx.exporter import to_onnx  # noqa: E402
+from ngrules.interop.onnx.importer import import_model  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+def _round_trip(model, feeds: dict) -> list[str]:
+    """The op types the no-rule round trip writes, its values checked against the input's."""
+    imported = import_model(model)
+    written = to_onnx(imported.outputs, output_names=imported.output_names)
+    for got, want in zip(run_ort(written, feeds), run_ort(model, feeds)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    return [n.op_type for n in written.graph.node]
+
+
+def test_opset9_softmax_over_a_classifier_tail_of_ones_stays_one_softmax():
+    """SqueezeNet's last node: Softmax-9 over [N, C, 1, 1] normalises over C alone (it came
+    back as ReduceMax, Sub, Exp, ReduceSum, Div)."""
+    x = RNG.standard_normal((2, 5, 1, 1)).astype(np.float32)
+    model = node_model("Softmax", {"x": x}, opset=9)
+    check_against_ort(model, {"x": x})
+    assert _round_trip(model, {"x": x}) == ["Softmax"]
+
+
+def test_opset9_softmax_over_a_real_tail_still_normalises_over_all_of_it():
+    x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    check_against_ort(node_model("Softmax", {"x": x}, opset=9), {"x": x})
+
+
+def _rotary_model():
+    """Llama's rotate-half after the head transpose: x·cos + concat(-x2, x1)·sin."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    half = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in
+            {"zero": [0], "mid": [4], "end": [8], "last": [3]}.items()]
+    trig = [numpy_helper.from_array(RNG.standard_normal((3, 8)).astype(np.float32), k)
+            for k in ("cos", "sin")]
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1, 3]),
+             helper.make_node("Slice", ["t", "zero", "mid", "last"], ["x1"]),
+             helper.make_node("Slice", ["t", "mid", "end", "last"], ["x2"]),
+             helper.make_node("Neg", ["x2"], ["n2"]),
+             helper.make_node("Concat", ["n2", "x1"], ["r"], axis=-1),
+             helper.make_node("Mul", ["r", "sin"], ["rs"]),
+             helper.make_node("Mul", ["t", "cos"], ["tc"]),
+             helper.make_node("Add", ["tc", "rs"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "rotary", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 3, 8])], half + trig)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model
+
+
+def test_concat_of_halves_is_written_in_the_order_its_operands_share():
+    """Llama and Qwen2 (dynamo) grew 102 -> 110 nodes: each rotate-half Concat transposed
+    both halves to the node's own order and the result back."""
+    x = RNG.standard_normal((2, 3, 4, 8)).astype(np.float32)
+    ops = _round_trip(_rotary_model(), {"x": x})
+    assert len(ops) <= 8 and ops.count("Transpose") <= 1, ops
+
+
+def _gelu_tanh_model():
+    """GPT-2's MLP at opset 17: MatMul, 0.5 x (1 + tanh(k (x + 0.044715 x^3))), MatMul."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    scalars = {"half": 0.5, "three": 3.0, "c": 0.044715, "k": 0.7978845608028654, "one": 1.0}
+    inits = [numpy_helper.from_array(np.array(v, np.float32), k) for k, v in scalars.items()]
+    inits += [numpy_helper.from_array(RNG.standard_normal((8, 8)).astype(np.float32), w)
+              for w in ("w1", "w2")]
+    m = helper.make_node
+    nodes = [m("MatMul", ["x", "w1"], ["h"]), m("Mul", ["h", "half"], ["hh"]),
+             m("Pow", ["h", "three"], ["h3"]), m("Mul", ["h3", "c"], ["ch3"]),
+             m("Add", ["h", "ch3"], ["inner"]), m("Mul", ["inner", "k"], ["scaled"]),
+             m("Tanh", ["scaled"], ["t"]), m("Add", ["t", "one"], ["t1"]),
+             m("Mul", ["hh", "t1"], ["g"]), m("MatMul", ["g", "w2"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def _ort_optimized_ops(model, path) -> list[str]:
+    import onnx
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(path)
+    options.log_severity_level = 3
+    ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return [n.op_type for n in onnx.load(str(path)).graph.node]
+
+
+def test_tanh_gelu_before_opset_20_is_written_in_a_form_onnxruntime_fuses(tmp_path):
+    """GPT-2 at opsets 17 and 18 ran 1.11-1.14x its input: the GeluTanh function's body,
+    inlined, was not onnxruntime's FastGelu pattern, where the input's Pow chain was."""
+    model = _gelu_tanh_model()
+    x = RNG.standard_normal((4, 8)).astype(np.float32)
+    assert "FastGelu" in _ort_optimized_ops(model, tmp_path / "input.onnx")
+    imported = import_model(model)
+    written = to_onnx(imported.outputs, output_names=imported.output_names, opset=17)
+    assert "GeluTanh" in [n.op_type for n in written.graph.node]
+    np.testing.assert_allclose(run_ort(written, {"x": x})[0], run_ort(model, {"x": x})[0],
+                               rtol=1e-5, atol=1e-5)
+    ops = _ort_optimized_ops(written, tmp_path / "written.onnx")
+    assert "FastGelu" in ops and "Tanh" not in ops, ops
+
+
+def _conv_bn_classifier(batch: int):
+    """Conv, BatchNormalization, Relu, AveragePool, Reshape, Gemm, Softmax (ResNet-50's tail)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def init(name, shape, low=-1.0):
+        return numpy_helper.from_array(RNG.uniform(low, 1.5, shape).astype(np.float32), name)
+
+    m = helper.make_node
+    nodes = [m("Conv", ["x", "cw"], ["c"], kernel_shape=[1, 1]),
+             m("BatchNormalization", ["c", "g", "b", "mu", "var"], ["n"]),
+             m("Relu", ["n"], ["r"]), m("AveragePool", ["r"], ["p"], kernel_shape=[2, 2]),
+             m("Reshape", ["p", "shape"], ["f"]), m("Gemm", ["f", "w", "wb"], ["z"], transB=1),
+             m("Softmax", ["z"], ["y"])]
+    inits = [init("cw", (16, 3, 1, 1)), init("g", 16, 0.5), init("b", 16), init("mu", 16),
+             init("var", 16, 0.5), init("w", (4, 16)), init("wb", 4),
+             numpy_helper.from_array(np.array([batch, 16], np.int64), "shape")]
+    graph = helper.make_graph(
+        nodes, "tail", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    model.ir_version = 4
+    return model
+
+
+@pytest.mark.parametrize("pipeline", ["cpu", "inference"])
+def test_a_gemm_after_a_folded_batchnorm_is_written_whole(pipeline):
+    """ResNet-50 (opset 9, batch 1): once the batchnorm went into the convolution, the
+    classifier Gemm's body, rebuilt on the new convolution, was not recomposed; dot lowering
+    took it apart and it came back as Gemm, Reshape, Add, Softmax, Reshape."""
+    import ngrules as ng
+    from ngrules.lang.library import load_library
+
+    model = _conv_bn_classifier(1)
+    x = RNG.standard_normal((1, 3, 2, 2)).astype(np.float32)
+    imported = import_model(model)
+    result = ng.rewrite(imported.outputs, load_library(), pipeline=pipeline)
+    assert result.fired().get("fold_batchnorm_convolution") == 1
+    written = to_onnx(result.outputs, output_names=imported.output_names)
+    np.testing.assert_allclose(run_ort(written, {"x": x})[0], run_ort(model, {"x": x})[0],
+                               rtol=1e-4, atol=1e-5)
+    ops = [n.op_type for n in written.graph.node]
+    assert ops == ["Conv", "Relu", "AveragePool", "Reshape", "Gemm", "Softmax"], ops
