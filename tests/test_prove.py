@@ -158,7 +158,7 @@ def test_every_rule_of_the_encodable_library_files_holds(name):
 
     folding = set(FOLDING.get(name, ()))
     for rule in ng.load_rules(library_path() / f"{name}.rules").rules:
-        v = prove_rule(rule)
+        v = prove_rule(rule, rank=1)  # a bounded proof at rank <= 1: the enumeration is short
         assert held(v), str(v)
         if rule.name in folding:
             folding.remove(rule.name)

@@ -63,12 +63,13 @@ def test_typed_constants_are_proved_for_every_value():
     assert v.status == "proved-bounded", str(v)
     # true only where c is 3.375 (the value the enumeration gives c): no bounded proof (and
     # the drawn instances show it wrong)
+    from ngrules.verification.prove import prover
     from ngrules.verification.prove.budget import Budget
     from ngrules.verification.prove.within import prove_within
 
     text = "pass p\nrule tm: Transpose(x) * Transpose(c: Constant) => Transpose(x) * 3.375\n"
     verdict = Verdict(_rule(text, "tm"), "unverified")
-    why = prove_within(verdict, "strict", Budget().start(), 2, 2)
+    why = prove_within(verdict, "strict", Budget().start(), 2, 2, prover)
     assert verdict.status == "unverified" and "a typed constant" in why, why
     assert prove_rule(_rule(text, "tm"), bound=2, rank=2).status == "wrong"
 

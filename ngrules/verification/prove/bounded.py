@@ -59,7 +59,7 @@ from ngrules.verification.layouts import layouts
 #: The default bound: ranks and lengths up to 3.
 RANK, LENGTH = 3, 3
 #: Graphs built (leaves of the tree of choices) and distinct layouts proved, at most.
-MAX_BUILDS, MAX_LAYOUTS = 3_000, 1_500
+MAX_BUILDS, MAX_LAYOUTS = 2_000, 1_500
 #: Integer choices with more values than this are values (a seed), not shapes: not enumerated.
 _MAX_CHOICES = 64
 #: A typed constant's value: k-th constant of a graph holds MARKS[0] + k * MARKS[1] (exact in

@@ -17,6 +17,7 @@ reported; `unknown` (nonlinear arithmetic, quantified axioms) leaves the rule un
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ from ngrules.verification.prove.groups import every_shape
 from ngrules.verification.prove.pointwise import pointwise, pointwise_after
 from ngrules.verification.prove.scalars import axioms_for
 from ngrules.verification.prove.tensors import NoEncoding, evaluate
+from ngrules.verification.prove.within import prove_within
 from ngrules.verification.special import special_counterexample
 from ngrules.verification.verdicts import Counterexample, Verdict, ill_formed
 
@@ -406,9 +408,7 @@ def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics
     if not everywhere:  # the drawn shapes are a sample: never a proof (issue 35)
         structures, why = every_shape(rule, semantics)
         if not structures:
-            from ngrules.verification.prove.within import prove_within
-
-            bounded = prove_within(verdict, semantics, budget, rank, bound)
+            bounded = prove_within(verdict, semantics, budget, rank, bound, sys.modules[__name__])
             if bounded is not None:
                 verdict.reason = (f"no proof for every shape ({why}), nor for ranks <= {rank} "
                                   f"and lengths <= {bound} ({bounded}): z3 held on the "

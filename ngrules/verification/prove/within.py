@@ -23,13 +23,12 @@ from ngrules.verification.prove.floats import prove_in_floats
 from ngrules.verification.verdicts import Verdict
 
 
-def prove_within(verdict: Verdict, semantics: str, budget: Budget, rank: int,
-                 length: int) -> str | None:
+def prove_within(verdict: Verdict, semantics: str, budget: Budget, rank: int, length: int,
+                 prover) -> str | None:
     """Set the verdict to `proved-bounded` (or `wrong`, `ill-formed`, `loops` with each step
     proved) and return None; else say why there is no bounded proof (the verdict unchanged).
-    BudgetSpent when the proof's budget runs out."""
-    from ngrules.verification.prove.prover import Proved, early_verdict, prove_instance
-
+    `prover`: the module `prover` (its `early_verdict`, `prove_instance` and `Proved`, passed in:
+    it calls this). BudgetSpent when the proof's budget runs out."""
     try:
         found, builds = graphs(verdict.rule, rank, length, budget)
         laid = list(every_layout(found))
@@ -38,14 +37,14 @@ def prove_within(verdict: Verdict, semantics: str, budget: Budget, rank: int,
     if not laid:
         return "the rule fires on no graph within the bound"
     budget.left()
-    if early_verdict(verdict, laid, semantics):
+    if prover.early_verdict(verdict, laid, semantics):
         return None
     symbolic = [symbolic_constants(i) for i in laid]
     ieee = all(fp_encodable(i) for i in symbolic) and prove_in_floats(symbolic, semantics,
                                                                      budget)
-    proved = Proved()
+    proved = prover.Proved()
     for inst, sym in zip(laid, () if ieee else symbolic):
-        outcome = prove_instance(sym, semantics, proved, budget)
+        outcome = prover.prove_instance(sym, semantics, proved, budget)
         if outcome.status == "wrong" and has_symbols(inst):
             return ("z3 found a difference at values of a typed constant the rule may not "
                     "fire on")
