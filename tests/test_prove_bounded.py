@@ -123,3 +123,18 @@ def test_the_command_line_takes_the_bound(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0 and "proved/bound" in out, out
     assert "proved for ranks <= 2 and lengths <= 2" in out and "1 proved-bounded" in out
+
+
+def test_no_bounded_proof_where_the_enumeration_is_not_exhaustive(monkeypatch):
+    from ngrules.verification.prove import bounded
+
+    # an attribute drawn from the op's generator (a Relu's slope) would be a sample
+    text = "pass p\nrule rt: Relu(Transpose(x)) => Transpose(Relu(x))\n"
+    with pytest.raises(bounded.Unbounded, match="Relu takes attributes from its generator"):
+        graphs(_rule(text, "rt"), rank=1, length=1)
+    # more graphs than the cap: refused, never a partial proof
+    monkeypatch.setattr(bounded, "MAX_BUILDS", 50)
+    with pytest.raises(bounded.Unbounded, match="more than 50 graphs within the bound"):
+        graphs(_trap("max_of_sum"))
+    v = prove_rule(_trap("max_of_sum"))
+    assert v.status == "unverified" and "more than 50 graphs" in v.reason, str(v)
