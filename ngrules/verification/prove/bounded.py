@@ -153,7 +153,7 @@ class _Path:
     def __init__(self, prefix: list[int], length: int):
         self.prefix, self.length = prefix, length
         self.trail: list[tuple[int, int]] = []  # (option taken, options) per choice
-        self.sampled: set[str] = set()  # ops whose generator gave attributes or axes
+        self.sampled: set[str] = set()  # choices drawn, not enumerated (an op's generator)
 
     def __call__(self, strategy):
         caller = sys._getframe(1).f_code
@@ -165,10 +165,12 @@ class _Path:
         if generator is not None:
             op, dtypes_only = generator
             if not dtypes_only:
-                self.sampled.add(op)
+                self.sampled.add(f"{op} takes attributes from its generator")
             return _first(strategy)
         options = _options(strategy, self.length)
-        if options is None:
+        if options is None:  # a constant's value (a variable to the prover), else a sample
+            if strategy is not VALUES and strategy is not NEGATE:
+                self.sampled.add(f"the builder draws from {strategy!r}")
             return _fixed(strategy)
         if not options:
             raise Reject("a choice with no option")
@@ -285,8 +287,7 @@ def graphs(rule: Rule, rank: int = RANK, length: int = LENGTH,
         path = _Path(prefix, length)
         inst = _build(rule, path, rank)
         if path.sampled:
-            ops = ", ".join(sorted(path.sampled))
-            raise Unbounded(f"{ops} takes attributes from its generator, a sample")
+            raise Unbounded(f"{'; '.join(sorted(path.sampled))}: a sample, not enumerated")
         if inst is not None:
             found.setdefault(_key(inst), inst)
         prefix = path.next_prefix()
