@@ -44,14 +44,18 @@ def test_elementwise_identities_are_proved_for_every_shape(text, status):
 
 
 def held(v) -> bool:
-    """Proved, or z3 held on every layout of the shapes drawn (a sample: no proof, issue 35)."""
-    return v.status in PROVED or "a sample of shapes, not a proof" in v.reason
+    """Proved, proved within a bound, or z3 held on every layout of the shapes drawn (a
+    sample: no proof, issue 35)."""
+    return v.status in PROVED or v.status == "proved-bounded" \
+        or "a sample of shapes, not a proof" in v.reason
 
 
-def test_a_tensor_rule_held_on_drawn_shapes_is_not_proved():
+def test_a_tensor_rule_outside_the_axis_groups_is_proved_within_a_bound_only():
+    # Transpose reads axes by position: no reduction to axis groups, no proof for every shape;
+    # every shape of ranks <= 3 and lengths <= 2 enumerated and proved: a bounded verdict
     v = prove_rule(rule("rule r: t @ Transpose(Transpose(x)) => x"), bound=2)
-    assert v.status == "unverified" and "(lengths <= 2), a sample of shapes" in v.reason, str(v)
-    assert "reads axes by position" in v.reason  # Transpose: no reduction to axis groups
+    assert v.status == "proved-bounded" and v.status not in PROVED, str(v)
+    assert "proved for ranks <= 3 and lengths <= 2" in v.headline
 
 
 def test_a_rule_over_axis_groups_is_proved_for_every_shape():
@@ -154,7 +158,7 @@ def test_every_rule_of_the_encodable_library_files_holds(name):
 
     folding = set(FOLDING.get(name, ()))
     for rule in ng.load_rules(library_path() / f"{name}.rules").rules:
-        v = prove_rule(rule)
+        v = prove_rule(rule, rank=1)  # a bounded proof at rank <= 1: the enumeration is short
         assert held(v), str(v)
         if rule.name in folding:
             folding.remove(rule.name)

@@ -43,18 +43,27 @@ def _rules(names):
 def test_a_proof_over_drawn_shapes_is_no_proof(rule):
     v = prove_rule(rule)  # wrong when the special values catch it on a drawn shape
     assert v.status not in ("proved", "proved-reals", "loops"), str(v)
-    assert v.failed or "a sample of shapes, not a proof" in v.reason, str(v)
+    if v.status == "proved-bounded":  # right up to rank 3: says so (and verify tests beyond)
+        assert "proved for ranks <= 3 and lengths <= 3" in v.headline, str(v)
+        assert rule.name in ("transpose_last_first", "sum_from_rank_four")
+    else:
+        assert v.failed or "a sample of shapes, not a proof" in v.reason, str(v)
 
 
 def test_verify_with_prove_reports_the_failure_testing_finds(monkeypatch):
     from ngrules.verification import verify
 
     monkeypatch.setattr(verify, "SHRINK_CALLS", 10)  # the verdicts only: little shrinking
-    report = ng.verify(_rules(ONCE_PROVED), prove=True)  # a rank-4 instance needs 40 examples
+    # a rank-4 instance needs 40 examples; lengths <= 2 keep the enumeration short
+    report = ng.verify(_rules(ONCE_PROVED), prove=True, bound=2)
     got = {v.rule.name: v.status for v in report}
     assert got == {"max_of_sum": "wrong", "transpose_last_first": "ill-formed",
                    "dot_split_at_one": "ill-formed", "sum_from_rank_four": "wrong"}, str(report)
-    assert "a sample of shapes, not a proof" in report["transpose_last_first"].note
+    # the bounded proof says its bound; testing beyond it found the failure
+    for name in ("transpose_last_first", "sum_from_rank_four"):
+        assert report[name].note.startswith("z3 proved for ranks <= 3 and lengths <= 2")
+        assert "testing failed" in report[name].headline
+    assert "a sample of shapes, not a proof" in report["dot_split_at_one"].note
 
 
 def _differ(lhs, rhs) -> bool:

@@ -42,6 +42,7 @@ def run(args) -> int:
             semantics="refine" if args.refine else "strict",
             prove=args.prove,
             bound=args.bound,
+            prove_rank=args.prove_rank,
             only=only,
             seed=args.seed,
             jobs=args.jobs,
@@ -115,8 +116,12 @@ def register(sub) -> None:
                    "cancellation or NaN on one side only is wrong)")
     p.add_argument("--prove", action="store_true",
                    help="prove rules with the z3 SMT solver first (pip install 'ngrules[prove]')")
-    p.add_argument("--bound", type=at_least(1), default=3,
-                   help="with --prove: axis lengths up to this are unrolled (default: 3)")
+    p.add_argument("--prove-length", "--bound", dest="bound", type=at_least(1), default=3,
+                   metavar="L", help="with --prove: where no proof for every shape exists, "
+                   "every shape with axis lengths up to L is enumerated and proved (default: 3)")
+    p.add_argument("--prove-rank", type=at_least(0), default=3, metavar="R",
+                   help="with --prove: ... and ranks up to R (default: 3); the verdict says "
+                   "`proved for ranks <= R and lengths <= L`, and the rule is still tested")
     p.add_argument("--prove-seconds", type=_positive, default=DEFAULT_SECONDS, metavar="S",
                    help="with --prove: CPU seconds one rule's proof may take; past them the "
                    f"rule is unverified, saying so (default: {DEFAULT_SECONDS:g})")

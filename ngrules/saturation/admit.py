@@ -19,7 +19,7 @@ from ngrules.verification.cache import last_verdict
 #: The verdicts that let a rule in by default. `loops` is a rule that passed every check but
 #: does not terminate when applied greedily on its own (commutativity, associativity,
 #: expansion): each of its steps was checked, and an e-graph is where such a rule belongs.
-ADMITTED = frozenset({"verified", "proved", "proved-reals", "loops"})
+ADMITTED = frozenset({"verified", "proved", "proved-reals", "proved-bounded", "loops"})
 
 
 @dataclass

@@ -43,7 +43,7 @@ LIMIT = 1 << 20
 #: The figures of a verdict an entry keeps (its counterexample stays out: failures are not
 #: cached).
 FIGURES = ("status", "examples", "attempts", "reason", "seconds", "out_of_time", "semantics",
-           "floats", "bound", "note", "layouts", "dtypes")
+           "floats", "bound", "rank", "note", "layouts", "dtypes")
 
 
 def folder() -> Path | None:
@@ -122,8 +122,8 @@ def _read(path: Path) -> dict | None:
     except (OSError, ValueError, Exception):  # noqa: BLE001 - a bad entry is no entry
         return None
     ok = isinstance(entry, dict) and entry.get("status") in ("verified", "proved",
-                                                             "proved-reals", "loops",
-                                                             "unverified")
+                                                             "proved-reals", "proved-bounded",
+                                                             "loops", "unverified")
     return entry if ok and all(isinstance(entry.get(k), str) for k in ("head", "text")) else None
 
 

@@ -9,6 +9,7 @@
 | `verified`   | right on every instance tried                              | no          |
 | `proved`     | an SMT proof, for all inputs and every shape               | no          |
 | `proved-reals` | an SMT proof for real numbers; the ops round in floats   | no          |
+| `proved-bounded` | proved for every shape of ranks <= R, lengths <= L; tested | no      |
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from ngrules.lang.rules import Rule
 if TYPE_CHECKING:
     from ngrules.verification.instances import Instance
 
-STATUSES = ("wrong", "ill-formed", "loops", "unverified", "verified", "proved-reals", "proved")
+STATUSES = ("wrong", "ill-formed", "loops", "unverified", "verified", "proved-bounded",
+            "proved-reals", "proved")
 #: The statuses of a proof: `proved` holds for IEEE floats, `proved-reals` for real numbers.
 PROVED = frozenset({"proved", "proved-reals"})
 FAILING = frozenset({"wrong", "ill-formed"})
@@ -109,6 +111,7 @@ _LABELS = {
     "verified": "verified",
     "proved": "proved",
     "proved-reals": "proved/reals",
+    "proved-bounded": "proved/bound",
 }
 
 
@@ -126,7 +129,8 @@ class Verdict:
     out_of_time: bool = False
     semantics: str = "strict"
     floats: str = "ieee"  # or "reals": values judged as real numbers (`compare`)
-    bound: int | None = None  # proved for lengths <= bound (None: for all)
+    bound: int | None = None  # proved-bounded: for lengths <= bound (None: for all)
+    rank: int | None = None  # proved-bounded: for ranks <= rank
     note: str = ""  # e.g. why a rule tested was not proved
     layouts: str = ""  # how many other layouts were judged for ill-formedness, of what bound
     dtypes: str = ""  # the narrow dtypes the rule's instances also ran in (`dtypes`)
@@ -150,11 +154,15 @@ class Verdict:
             note = "".join(f"; {n}" for n in (self.dtypes, self.layouts, self.note) if n)
             return f"{self.examples} examples fired{refine}{budget}{assuming}{note}"
         if self.status in PROVED:
-            scope = f" for lengths <= {self.bound}" if self.bound is not None else ""
             over = " over the reals" if self.status == "proved-reals" else ""
-            return f"proved{over}{scope}{refine} {self.reason}".rstrip() + assuming
+            return f"proved{over}{refine} {self.reason}".rstrip() + assuming
+        if self.status == "proved-bounded":
+            scope = f"for ranks <= {self.rank} and lengths <= {self.bound}"
+            tested = f"; {self.note}" if self.note else ""
+            return f"proved {scope}{refine} {self.reason}{assuming}{tested}"
         if self.status in FAILING and self.counterexample is not None:
-            reals = f"; {self.note}" if self.note.startswith("true over the reals") else ""
+            shown = self.note.startswith(("true over the reals", "z3 proved for ranks"))
+            reals = f"; {self.note}" if shown else ""
             return self.counterexample.problem + assuming + reals
         return self.reason + assuming
 
@@ -229,19 +237,27 @@ def over_the_reals(proof: Verdict, tested: Verdict) -> Verdict:
 def with_proof(proof: Verdict, tested: Callable[[], Verdict], floats: str) -> Verdict:
     """The verdict of a rule the prover tried, `tested()` its testing: a proof over the reals
     is still tested in floats (`over_the_reals`); a bounded proof never replaces testing,
-    which goes beyond the bound and wins (prove_rule gives none today: z3 over the shapes
-    drawn is a note); a rule neither proved nor refuted is tested, the prover's reason noted."""
-    holds = proof.status in ("proved", "proved-reals", "loops")
+    which goes beyond the bound: a failure there is the verdict, and a bounded proof stands
+    only when testing verified the rule too; a rule neither proved nor refuted is tested, the
+    prover's reason noted."""
     if proof.status == "proved-reals" and floats == "ieee":
         return over_the_reals(proof, tested())
-    if proof.bound is not None and holds:
-        beyond = tested()
-        if beyond.failed:
-            beyond.note = f"z3 {proof.headline.split(': ', 1)[1]}; testing beyond it failed"
-            return beyond
-        proof.seconds += beyond.seconds
-    if holds or proof.failed:  # as tested
+    if proof.bound is not None and proof.status in ("proved-bounded", "loops"):
+        return _beyond(proof, tested())
+    if proof.status in PROVED or proof.status == "loops" or proof.failed:
         return proof
     verdict = tested()
     verdict.note, verdict.seconds = proof.reason, verdict.seconds + proof.seconds
     return verdict
+
+
+def _beyond(proof: Verdict, beyond: Verdict) -> Verdict:
+    """A bounded proof and the rule's testing (random shapes up to rank 5, lengths 5)."""
+    beyond.seconds += proof.seconds
+    if beyond.status not in ("verified", "loops"):  # wrong beyond the bound, or not tested
+        claim = proof.headline.split(": ", 1)[1]
+        beyond.note = f"z3 {claim}; testing {'failed' if beyond.failed else 'did not confirm it'}"
+        return beyond
+    proof.seconds = beyond.seconds
+    proof.note = f"and tested: {beyond.examples} examples fired"
+    return proof

@@ -349,6 +349,7 @@ def verify(
     floats: str = "ieee",
     cache: bool = True,
     progress: bool = False,
+    prove_rank: int = 3,
 ) -> VerificationReport:
     """Check every rule numerically on instances of its own pattern; a report of verdicts.
 
@@ -356,11 +357,13 @@ def verify(
     fire on per rule (default: max_examples of the current hypothesis profile); a rule's run
     ends by counts, `budget` seconds per rule are only a safety net (None: none). semantics:
     "strict" (NaN stays NaN, an infinity the same infinity) or "refine" (an undefined result
-    may become defined). prove: first try an SMT proof (needs z3), for all axis lengths up to
-    `bound` where the rule has tensor ops; a rule proved is not tested. disable: rule names
-    left out, of a RuleSet's passes too (`RuleSet.without`, as `apply --disable`). Within a
-    RuleSet, a rule is checked on the nodes it would get in its pass: those no earlier rule of
-    the pass matches (first match wins); a lone rule or a list is checked on its own.
+    may become defined). prove: first try an SMT proof (needs z3): for every shape, or else
+    for every shape of ranks <= `prove_rank` and lengths <= `bound`, enumerated
+    (`proved-bounded`: the rule is still tested); a rule proved for every shape is not
+    tested. disable: rule names left out, of a RuleSet's passes too (`RuleSet.without`, as
+    `apply --disable`). Within a RuleSet, a rule is checked on the nodes it would get in its
+    pass: those no earlier rule of the pass matches (first match wins); a lone rule or a list
+    is checked on its own.
     on_rule(i, n, rule) is called before the i-th of n rules. only: the names of the rules to
     verify (the others still take their nodes in their passes). jobs: rules judged at once in
     forked workers (`workers`). Ctrl-C raises `Interrupted`, its `report` the verdicts so far.
@@ -390,7 +393,7 @@ def verify(
         seed = random.SystemRandom().getrandbits(32)
     report = VerificationReport(seed=seed)
     args = (examples, rtol, atol, ruleset, budget, semantics, prove and (prove_budget or True),
-            bound, seed, floats)
+            (bound, prove_rank), seed, floats)
     keyed = dict(zip(("examples", "rtol", "atol", "budget", "semantics", "prove", "bound",
                       "seed", "floats"), args[:3] + args[4:]))
     keyed["examples"] = examples or _settings(None).max_examples
@@ -439,7 +442,8 @@ def _one(rule, examples, rtol, atol, ruleset, budget, semantics, prove, bound, s
         from ngrules.verification.prove import prove_rule
 
         limits = prove if isinstance(prove, tuple) else None  # (seconds, megabytes)
-        proof = prove_rule(rule, bound=bound, semantics=semantics, budget=limits)
+        length, rank = bound  # of the enumerated shapes, where no proof for every shape exists
+        proof = prove_rule(rule, bound=length, semantics=semantics, budget=limits, rank=rank)
         return with_proof(proof, tested, floats)
     return tested()
 

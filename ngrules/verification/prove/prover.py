@@ -17,6 +17,7 @@ reported; `unknown` (nonlinear arithmetic, quantified axioms) leaves the rule un
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ from ngrules.verification.prove.groups import every_shape
 from ngrules.verification.prove.pointwise import pointwise, pointwise_after
 from ngrules.verification.prove.scalars import axioms_for
 from ngrules.verification.prove.tensors import NoEncoding, evaluate
+from ngrules.verification.prove.within import prove_within
 from ngrules.verification.special import special_counterexample
 from ngrules.verification.verdicts import Counterexample, Verdict, ill_formed
 
@@ -332,7 +334,7 @@ def _all_layouts(drawn: list[Instance]) -> tuple[list[Instance], str]:
     return sorted(seen.values(), key=lambda i: len(toposort(i.outputs))), shapes
 
 
-def _early_verdict(verdict: Verdict, laid: list[Instance], semantics: str) -> bool:
+def early_verdict(verdict: Verdict, laid: list[Instance], semantics: str) -> bool:
     """Ill-formed on some layout, or wrong on special values or in float32/float16 (the
     rule's own narrower dtypes): the verdict, and True."""
     for inst in laid:  # as the verifier: an ill-formed rewrite is no claim to prove
@@ -354,17 +356,18 @@ def _early_verdict(verdict: Verdict, laid: list[Instance], semantics: str) -> bo
 
 
 def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict",
-               budget: Budget | None = None) -> Verdict:
-    """A `proved` verdict (for lengths <= bound, or for all shapes when the rule is pointwise),
-    `proved-reals` when the proof holds for real numbers and the ops round in floats, `wrong`
-    with a replayed counterexample, `ill-formed`, or `unverified` saying why there is no proof
-    (the budget's CPU seconds or z3 memory spent among the reasons).
+               budget: Budget | None = None, rank: int = 3) -> Verdict:
+    """A `proved` verdict (for every shape), `proved-reals` when the proof holds for real
+    numbers and the ops round in floats, `proved-bounded` for every shape of ranks <= rank and
+    lengths <= bound (`within`), `wrong` with a replayed counterexample, `ill-formed`, or
+    `unverified` saying why there is no proof (the budget's CPU seconds or z3 memory spent
+    among the reasons).
     """
     start = time.perf_counter()
     verdict = Verdict(rule, "unverified", semantics=semantics, bound=bound)
     drawn = _varied(_instances(rule, bound, KEPT), LAYOUTS)
     laid, shapes = _all_layouts(drawn)
-    if _early_verdict(verdict, laid + drawn, semantics):
+    if early_verdict(verdict, laid + drawn, semantics):
         verdict.seconds = time.perf_counter() - start
         return verdict
     if drawn and not laid:
@@ -372,7 +375,7 @@ def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict",
                           "(a bounded proof tries every one)")
     else:
         try:
-            _prove_values(verdict, laid, shapes, semantics, (budget or Budget()).start())
+            _prove_values(verdict, laid, shapes, semantics, (budget or Budget()).start(), rank)
         except BudgetSpent as e:
             verdict.status, verdict.reason = "unverified", f"no proof: {e}"
     verdict.seconds = time.perf_counter() - start
@@ -380,7 +383,7 @@ def prove_rule(rule: Rule, bound: int = 3, semantics: str = "strict",
 
 
 def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics: str,
-                  budget: Budget):
+                  budget: Budget, rank: int = 3):
     rule, bound = verdict.rule, verdict.bound
     scalars = [i for i in laid if not any(n.axes for n in i.outputs)]
     everywhere = bool(scalars) and pointwise(rule) and all(map(pointwise_after, laid))
@@ -405,9 +408,12 @@ def _prove_values(verdict: Verdict, laid: list[Instance], shapes: str, semantics
     if not everywhere:  # the drawn shapes are a sample: never a proof (issue 35)
         structures, why = every_shape(rule, semantics)
         if not structures:
-            verdict.reason = (f"no proof for every shape ({why}): z3 held on the "
-                              f"{len(instances)} layouts of {shapes} (lengths <= {bound}), a "
-                              "sample of shapes, not a proof")
+            bounded = prove_within(verdict, semantics, budget, rank, bound, sys.modules[__name__])
+            if bounded is not None:
+                verdict.reason = (f"no proof for every shape ({why}), nor for ranks <= {rank} "
+                                  f"and lengths <= {bound} ({bounded}): z3 held on the "
+                                  f"{len(instances)} layouts of {shapes}, a sample of shapes, "
+                                  "not a proof")
             return
         scope = (f"every shape: {len(structures)} structures of axis groups, each for every "
                  "length")  # in floats only when exact on them (a sum of 2 rounds)
