@@ -405,6 +405,8 @@ _TABLE = {
     "TensorSlice": lambda n, vals, a: _tensor_slice(vals[0], a["slices"]),
     "Unslice": lambda n, vals, a: _unslice(vals[0], a["slices"], n.axes.lengths),
     "Pad": lambda n, vals, a: _pad(vals[0], a["paddings"]),
+    "Reverse": lambda n, vals, a: vals[0][tuple(
+        slice(None, None, -1) if ax in a["reverse_axes"] else slice(None) for ax in n.axes)],
     "ExpandDims": lambda n, vals, a: np.repeat(
         np.expand_dims(vals[0], a["position"]), a["axis"].length, axis=a["position"]
     ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import ngrules as ng
@@ -14,8 +15,8 @@ CORPUS = Path(__file__).parent / "corpus" / "tensorright"
 
 def test_every_rule_loads_and_the_table_counts_them():
     rules = ng.load_rules(CORPUS / "xla.rules").rules
-    assert len(rules) == 78 and all(r.name.startswith("tr_") for r in rules)
-    assert "| **total** | **121** | **78** |" in (CORPUS / "README.md").read_text()
+    assert len(rules) == 93 and all(r.name.startswith("tr_") for r in rules)
+    assert "| **total** | **121** | **92** |" in (CORPUS / "README.md").read_text()
 
 
 @pytest.mark.parametrize(("name", "status"), [("tr_not_02", "proved"),  # IEEE, pointwise
@@ -27,3 +28,40 @@ def test_a_sample_is_proved_for_every_shape(name, status):
     v = prove_rule(ng.load_rules(CORPUS / "xla.rules").rule(name))
     assert v.status == status and v.bound is None, str(v)
     assert "every shape" in v.reason
+
+
+def _tr(name: str) -> ng.RuleSet:
+    return ng.parse_rules(_rule_text(name), "xla.rules")
+
+
+def _rule_text(name: str) -> str:
+    """The `pass`/`rule` block of one rule of the corpus, to rewrite with it alone."""
+    text = (CORPUS / "xla.rules").read_text()
+    start = text.index(f"pass p_{name}\n")
+    end = text.find("\npass ", start + 1)
+    return text[start:end if end >= 0 else None]
+
+
+def test_reverse_is_numpy_flip_along_its_axes_and_its_own_adjoint():
+    a, b = ng.make_axis(3, "a"), ng.make_axis(4, "b")
+    x = ng.placeholder([a, b], np.float64, name="x")
+    r = ng.make_node("Reverse", (x,), reverse_axes=ng.make_axes([b]))
+    v = np.arange(12.0).reshape(3, 4)
+    [out] = ng.execute([r], {x: v})
+    np.testing.assert_array_equal(out, v[:, ::-1])
+    with pytest.raises(ng.OpError, match="reverse_axes"):
+        ng.make_node("Reverse", (x,), reverse_axes=ng.make_axes([ng.make_axis(3, "c")]))
+
+
+@pytest.mark.parametrize("start, stop", [(0, 2), (1, 4), (3, 5)])
+def test_a_slice_of_a_reversed_axis_becomes_the_mirrored_slice_reversed(start, stop):
+    a, b = ng.make_axis(3, "a"), ng.make_axis(5, "b")
+    x = ng.placeholder([a, b], np.float64, name="x")
+    r = ng.make_node("Reverse", (x,), reverse_axes=ng.make_axes([a, b]))
+    s = ng.make_node("Slice", (r,), position=1, start=start, stop=stop,
+                     axis=ng.make_axis(stop - start, "s"))
+    res = ng.rewrite([s], _tr("tr_slice_13"))
+    assert res.fired() == {"tr_slice_13": 1}
+    v = np.arange(15.0).reshape(3, 5)
+    [got] = ng.execute(res.outputs, {x: v})
+    np.testing.assert_array_equal(got, v[::-1, ::-1][:, start:stop])
