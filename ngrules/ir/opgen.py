@@ -235,12 +235,6 @@ def gen_pad(draw, leaf):
     return make_node("Pad", (leaf(axes),), paddings=np.array(pads, np.int64), axes=out)
 
 
-def gen_reverse(draw, leaf):
-    axes = some_axes(draw, axis_pool(draw), min_size=1)
-    along = Axes(a for a in axes if draw(_st().booleans()))
-    return make_node("Reverse", (leaf(axes),), reverse_axes=along or axes[:1])
-
-
 def gen_expand_dims(draw, leaf):
     pool = axis_pool(draw)
     axes = some_axes(draw, pool[1:])

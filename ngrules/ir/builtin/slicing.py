@@ -145,6 +145,14 @@ def _reverse_kernel(node):
     return lambda a: np.flip(a, positions)
 
 
+def _gen_reverse(draw, leaf):
+    from hypothesis import strategies as st
+
+    axes = G.some_axes(draw, G.axis_pool(draw), min_size=1)
+    along = Axes(a for a in axes if draw(st.booleans()))
+    return make_node("Reverse", (leaf(axes),), reverse_axes=along or axes[:1])
+
+
 register_op(
     "Reverse",
     arity=1,
@@ -152,7 +160,7 @@ register_op(
     infer=_reverse_infer,
     kernel=_reverse_kernel,
     grad=lambda n, d: (make_node("Reverse", (d,), reverse_axes=n.attrs["reverse_axes"]),),
-    gen=G.gen_reverse,
+    gen=_gen_reverse,
     doc="x with the order of its entries along each of `reverse_axes` reversed (XLA's rev)",
 )
 
