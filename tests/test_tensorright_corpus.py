@@ -168,3 +168,38 @@ def test_the_integer_remainder_of_x_plus_n_is_x_s_when_the_sign_is_kept(x, n, fi
     assert res.fired() == ({"tr_divmod_08": 1} if fires else {})
     [got], [want] = ng.execute(res.outputs, {}), ng.execute([o], {})
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_reverse_of_a_broadcast_scalar_is_proved_for_every_shape_in_floats():
+    """Reverse in the every-shape fragment: an index n - 1 - i at the generic element."""
+    pytest.importorskip("z3")
+    from ngrules.verification.prove import prove_rule
+
+    v = prove_rule(ng.load_rules(CORPUS / "xla.rules").rule("tr_broadcast_04"))
+    assert v.status == "proved" and v.bound is None and "every shape" in v.reason, str(v)
+
+
+@pytest.mark.parametrize("text", [
+    "rule r: o @ Reverse(i @ Reverse(a))"
+    " => Reverse(a, reverse_axes=o.reverse_axes | i.reverse_axes)",
+    "rule r: r @ Reverse(a) => a",
+])
+def test_a_wrong_reverse_rule_is_never_proved(text):
+    pytest.importorskip("z3")
+    from ngrules.verification.prove import prove_rule
+
+    [rule] = ng.parse_rules(text, "t.rules").rules
+    assert prove_rule(rule).status == "wrong"
+
+
+def test_a_reversed_reduction_has_no_generic_element():
+    """A sum's stored body keeps its indices: substituting under it would be unsound."""
+    pytest.importorskip("z3")
+    from ngrules.verification.prove.symbolic import Generic, Unsupported, element
+
+    a, b = ng.make_axis(2, "a"), ng.make_axis(2, "b")
+    x = ng.placeholder([a, b], np.float64, name="x")
+    r = ng.make_node("Reverse", (ng.sum(x, reduction_axes=ng.make_axes([b])),),
+                     reverse_axes=ng.make_axes([a]))
+    with pytest.raises(Unsupported, match="reduction under a Reverse"):
+        element([r], Generic({}))
