@@ -203,3 +203,27 @@ def test_a_reversed_reduction_has_no_generic_element():
                      reverse_axes=ng.make_axes([a]))
     with pytest.raises(Unsupported, match="reduction under a Reverse"):
         element([r], Generic({}))
+
+
+@pytest.mark.parametrize("name", ["tr_logical_01", "tr_not_01", "tr_select_04"])
+def test_logic_on_bools_is_proved_in_floats(name):
+    """A bool input is 0 or 1 (z3's If of a Bool); And, Or, Xor, Not on bools are encoded."""
+    pytest.importorskip("z3")
+    from ngrules.verification.prove import prove_rule
+
+    v = prove_rule(ng.load_rules(CORPUS / "xla.rules").rule(name))
+    assert v.status == "proved" and v.bound is None, str(v)
+
+
+@pytest.mark.parametrize("text, status", [
+    ('rule r: Or(a, 1) if a.dtype == "bool" => a', "wrong"),
+    ('rule r: And(a, b) if a.dtype == "bool" => Or(a, b)', "wrong"),
+    ('rule r: Xor(a, a) if a.dtype == "bool" => 1', "wrong"),
+    ('rule r: Not(Not(a)) if a.dtype == "int64" => -a', "unverified"),  # bitwise: no encoding
+])
+def test_wrong_logic_rules_are_never_proved(text, status):
+    pytest.importorskip("z3")
+    from ngrules.verification.prove import prove_rule
+
+    [rule] = ng.parse_rules(text, "t.rules").rules
+    assert prove_rule(rule).status == status

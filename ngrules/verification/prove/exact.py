@@ -20,7 +20,7 @@ from ngrules.verification.instances import Instance
 EXACT_OPS = frozenset({"Placeholder", "Variable", "Constant", "Slice", "Concat", "Reverse",
                        "Negative", "Absolute", "Sign", "Maximum", "Minimum", "Max", "Min",
                        "Greater", "Less", "GreaterEqual", "LessEqual", "Equal", "NotEqual",
-                       "Select"})
+                       "Select", "And", "Or", "Xor", "Not"})
 #: Arithmetic that is exact when an operand (at these positions) is a constant of these values.
 _IDENTITIES = {"Multiply": ((0, 1), (1.0, -1.0)), "Divide": ((1,), (1.0, -1.0)),
                "Add": ((0, 1), (0.0,)), "Subtract": ((1,), (0.0,))}
