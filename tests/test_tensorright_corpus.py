@@ -227,3 +227,22 @@ def test_wrong_logic_rules_are_never_proved(text, status):
 
     [rule] = ng.parse_rules(text, "t.rules").rules
     assert prove_rule(rule).status == status
+
+
+@pytest.mark.parametrize("length, c, name, fires", [
+    (4, 4, "tr_divmod_06", True), (4, 3, "tr_divmod_06", False),
+    (5, 3, "tr_divmod_07", True), (5, -3, "tr_divmod_07", False),
+])
+def test_the_remainders_of_an_iota_rewrite_as_integers_do(length, c, name, fires):
+    """tr_divmod_06-07 over AxisIndex, which the instance builder cannot build: on a graph."""
+    a, b = ng.make_axis(length, "a"), ng.make_axis(2, "b")
+    x = ng.placeholder([a], np.float64, name="x")
+    iota = ng.broadcast(ng.make_node("AxisIndex", (x,), axis=a), ng.make_axes([a, b]))
+    k = ng.broadcast(ng.make_node("Constant", value=np.array(c, np.int64),
+                                  axes=ng.make_axes([])), ng.make_axes([a, b]))
+    o = ng.make_node("Mod", (iota if name == "tr_divmod_06" else iota + k, k))
+    res = ng.rewrite([o], _tr(name))
+    assert res.fired() == ({name: 1} if fires else {})
+    feeds = {x: np.zeros(length)}
+    [got], [want] = ng.execute(res.outputs, feeds), ng.execute([o], feeds)
+    np.testing.assert_array_equal(got, want)
