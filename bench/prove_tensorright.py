@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rules = ng.load_rules(CORPUS)
     load, start = os.getloadavg()[0], time.perf_counter()
-    report = verify(rules, prove=True, jobs=args.jobs)
+    report = verify(rules, prove=True, jobs=args.jobs, cache=False)  # measured, not recalled
     wall = time.perf_counter() - start
     print("| rule | verdict | seconds | reason |\n|---|---|---:|---|")
     for v in report:

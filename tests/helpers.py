@@ -374,6 +374,18 @@ def _scatter_add(node, d, indices):
     return out
 
 
+def _dynamic_window(node, vals, length):
+    """(the window read, x with the update written there), the start clipped to fit."""
+    x, pos = np.asarray(vals[0]), node.attrs["position"]
+    length = length if length is not None else np.shape(vals[1])[pos]
+    start = int(np.clip(int(vals[-1]), 0, x.shape[pos] - length))
+    moved = np.moveaxis(x.copy(), pos, 0)
+    window = np.moveaxis(moved[start : start + length], 0, pos)
+    if len(vals) == 3:
+        moved[start : start + length] = np.moveaxis(np.asarray(vals[1]), pos, 0)
+    return window, np.moveaxis(moved, 0, pos)
+
+
 def _top_k_indices(node, x):
     """Each row along the axis sorted by (value, position), largest first if asked."""
     a = node.attrs
@@ -405,6 +417,10 @@ _TABLE = {
     "TensorSlice": lambda n, vals, a: _tensor_slice(vals[0], a["slices"]),
     "Unslice": lambda n, vals, a: _unslice(vals[0], a["slices"], n.axes.lengths),
     "Pad": lambda n, vals, a: _pad(vals[0], a["paddings"]),
+    "DynamicSlice": lambda n, vals, a: _dynamic_window(n, vals, a["axis"].length)[0],
+    "DynamicUpdateSlice": lambda n, vals, a: _dynamic_window(n, vals, None)[1],
+    "Reverse": lambda n, vals, a: vals[0][tuple(
+        slice(None, None, -1) if ax in a["reverse_axes"] else slice(None) for ax in n.axes)],
     "ExpandDims": lambda n, vals, a: np.repeat(
         np.expand_dims(vals[0], a["position"]), a["axis"].length, axis=a["position"]
     ),

@@ -117,6 +117,14 @@ def _flatten_axes(axes):
     return make_axes(axes).flatten(force=True)
 
 
+def _index_of(axes, axis) -> int:
+    """The position of an axis in an Axes: where an axis of one tensor sits in another's."""
+    found = make_axes(axes)
+    if axis not in found:
+        raise NgrulesError(f"index_of: {axis!r} is not one of {found!r}")
+    return found.index(axis)
+
+
 def _attribute(node, name: str):
     """An op attribute by name, also one a node property shadows (a LayerNorm's `axes`)."""
     attrs = getattr(node, "attrs", None)
@@ -162,6 +170,7 @@ _PURE: list[tuple[str, Callable, int, int | None, str]] = [
     ("new_axis", _new_axis, 1, 2, "a fresh axis of the given length (and optional name)"),
     ("make_axes", _make_axes, 0, 1, "an Axes from an Axis or a tuple of axes"),
     ("flatten_axes", _flatten_axes, 1, 1, "one FlattenedAxis standing for the given axes"),
+    ("index_of", _index_of, 2, 2, "the position of an axis in an Axes (an error if absent)"),
 ]
 
 _REDUCE = "over `reduction_axes` (or down to `out_axes`)"
@@ -222,7 +231,8 @@ _BUILDERS: list[tuple[str, int, int, str]] = [
 
 #: Pure functions whose result cannot exceed the bounds (see `FunctionDef.bounded`).
 _BOUNDED = frozenset(
-    {"len", "size", "is_scalar", "is_constant", "value", "new_axis", "make_axes", "flatten_axes"}
+    {"len", "size", "is_scalar", "is_constant", "value", "new_axis", "make_axes", "flatten_axes",
+     "index_of"}
 )
 
 FUNCTIONS: dict[str, FunctionDef] = {

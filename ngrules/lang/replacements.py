@@ -68,6 +68,7 @@ _FUNCTION_KINDS: dict[str, tuple[tuple[set[str], ...], str | None]] = {
     "new_axis": (({NUMBER}, {STR}), AXIS),
     "make_axes": ((_AXES_LIKE,), AXES),
     "flatten_axes": (({AXES, TUPLE},), AXIS),
+    "index_of": ((_AXES_LIKE, {AXIS}), NUMBER),
     "broadcast": (({NODE}, _AXES_LIKE), NODE),
     "axes_with_order": (({NODE}, _AXES_LIKE), NODE),
     "flatten_at": (({NODE}, {NUMBER}), NODE),

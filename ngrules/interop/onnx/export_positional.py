@@ -154,6 +154,14 @@ def _pad(em, n, a):
     return em.node("Pad", [a[0], em.const(list(pads[:, 0]) + list(pads[:, 1]))])
 
 
+def _reverse(em, n, a):
+    """A Slice with step -1 from the last entry past the first along each reversed axis."""
+    at = [n.axes.index(ax) for ax in n.attrs["reverse_axes"]]
+    ins = [a[0], em.const([-1] * len(at)), em.const([np.iinfo(np.int64).min] * len(at)),
+           em.const(at), em.const([-1] * len(at))]
+    return em.node("Slice", ins)
+
+
 def _unslice(em, n, a):
     """Zeros with x written at the slices: a Pad where every step is 1."""
     spec = np.asarray(n.attrs["slices"])
@@ -266,6 +274,7 @@ POSITIONAL: dict[str, Callable] = {
     "ExpandDims": _expand_dims,
     "AxesCast": lambda em, n, a: a[0],  # a renaming: the same data
     "Slice": _slice,
+    "Reverse": _reverse,
     "Relu": _relu,
     "Convolution": _convolution,
     "Pooling": _pooling,

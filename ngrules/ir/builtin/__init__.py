@@ -10,6 +10,7 @@ from ngrules.ir.builtin import (
     activations,  # noqa: F401
     compare,  # noqa: F401
     convolution,  # noqa: F401
+    dynamic,  # noqa: F401
     elementwise,  # noqa: F401
     fused,  # noqa: F401
     gather,  # noqa: F401

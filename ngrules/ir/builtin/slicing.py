@@ -1,4 +1,5 @@
-"""Slicing and padding (TensorSlice, Unslice, Pad) and the axis views ExpandDims and AxesCast.
+"""Slicing, padding and reversing (TensorSlice, Unslice, Pad, Reverse) and the axis views
+ExpandDims and AxesCast.
 
 A slice spec is an int array of shape (rank, 3), one row (start, stop, step) per input axis;
 step 0 means "index `start`", which removes the axis (ngraph's `x[1]`). Sliced and padded axes
@@ -130,6 +131,39 @@ register_op(
     grad=_pad_grad,
     gen=G.leaf_args(G.gen_pad),
     doc="x with zeros added before and after each axis",
+)
+
+
+def _reverse_infer(args, attrs):
+    (x,), along = args, attrs["reverse_axes"]
+    if not all(ax in x.axes for ax in along):
+        raise OpError(f"Reverse: reverse_axes {along!r} are not all axes of {x.axes!r}")
+    return x.axes, x.dtype
+
+
+def _reverse_kernel(node):
+    x, along = node.args[0], node.attrs["reverse_axes"]
+    positions = tuple(x.axes.index(ax) for ax in along)
+    return lambda a: np.flip(a, positions)
+
+
+def _gen_reverse(draw, leaf):
+    from hypothesis import strategies as st
+
+    axes = G.some_axes(draw, G.axis_pool(draw), min_size=1)
+    along = Axes(a for a in axes if draw(st.booleans()))
+    return make_node("Reverse", (leaf(axes),), reverse_axes=along or axes[:1])
+
+
+register_op(
+    "Reverse",
+    arity=1,
+    attrs=(AttrSpec("reverse_axes", "axes", doc="the axes read backwards"),),
+    infer=_reverse_infer,
+    kernel=_reverse_kernel,
+    grad=lambda n, d: (make_node("Reverse", (d,), reverse_axes=n.attrs["reverse_axes"]),),
+    gen=_gen_reverse,
+    doc="x with the order of its entries along each of `reverse_axes` reversed (XLA's rev)",
 )
 
 

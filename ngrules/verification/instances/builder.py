@@ -119,6 +119,10 @@ class Builder:
         """A known constant: the value a guard asks (`value(c) * size(m) == size(x)`) when it
         can be computed already, else one value everywhere or random values, in the domain."""
         axes = want if want is not None else self.free_axes(at)
+        dtype, self._leaf_dtype = self._leaf_dtype, None
+        if dtype is not None and dtype.kind in "iu":  # where the op takes integers (a start)
+            value = self.draw(st.integers(-2, 4))
+            return make_node("Constant", value=np.full(axes.lengths, value, dtype), axes=axes)
         asked = self.solve(self.hints.values.get(getattr(at, "name", "_"), ()), (int, float))
         if asked is not None:
             return self.literal(float(asked), axes)

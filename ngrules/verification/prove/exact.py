@@ -17,9 +17,10 @@ from ngrules.ir.ops import OPS
 from ngrules.verification.instances import Instance
 
 #: Ops exact in IEEE floats: they move, select, compare or negate values, never round.
-EXACT_OPS = frozenset({"Placeholder", "Variable", "Constant", "Slice", "Concat", "Negative",
-                       "Absolute", "Sign", "Maximum", "Minimum", "Max", "Min", "Greater", "Less",
-                       "GreaterEqual", "LessEqual", "Equal", "NotEqual", "Select"})
+EXACT_OPS = frozenset({"Placeholder", "Variable", "Constant", "Slice", "Concat", "Reverse",
+                       "Negative", "Absolute", "Sign", "Maximum", "Minimum", "Max", "Min",
+                       "Greater", "Less", "GreaterEqual", "LessEqual", "Equal", "NotEqual",
+                       "Select", "And", "Or", "Xor", "Not"})
 #: Arithmetic that is exact when an operand (at these positions) is a constant of these values.
 _IDENTITIES = {"Multiply": ((0, 1), (1.0, -1.0)), "Divide": ((1,), (1.0, -1.0)),
                "Add": ((0, 1), (0.0,)), "Subtract": ((1,), (0.0,))}

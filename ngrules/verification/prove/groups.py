@@ -3,9 +3,10 @@
 After TensorRight (POPL 2025): the axes of a rule's tensors fall into groups by the role they
 play (reduced by this `Sum`, contracted by this `Dot`, kept, broadcast away, on x's side of a
 `Dot` or y's). When every op of both sides treats an axis by its name only (elementwise ops,
-`Broadcast`, `ReorderAxes`, `Sum`, `Max`, `Min`, `Dot`) and the rule's text reads axes only as
-wholes (no indexing, slicing, sizes, flattening, positions), a group of k axes behaves as one
-axis whose length is their product: so a proof with one axis per group, of any length, is a
+`Broadcast`, `ReorderAxes`, `Reverse`, `Sum`, `Max`, `Min`, `Dot`) and the rule's text reads
+axes only as wholes (no indexing, slicing, sizes, flattening, positions), a group of k axes
+behaves as one axis whose length is their product (reversing each axis of a group reverses
+the group): so a proof with one axis per group, of any length, is a
 proof for every rank and every length (the reduction to rank 1 per group). `shapes` enumerates
 every assignment of roles to at most `MAX_GROUPS` groups (not a sample), in every order of each
 tensor's axes; `symbolic` proves each at a generic element, for every length.
@@ -38,7 +39,7 @@ MAX_GROUPS, MAX_STRUCTURES = 4, 2500
 POSITIONAL = re.compile(r"\[|\bsize\(|\.length|\.shape|\.size\b|\.names|flatten|Transpose"
                         r"|transpose|value\(|new_axis|Slice|\bpad\(|Flatten|DotLowDimension"
                         r"|Pad\b|make_axes")
-UNIFORM = frozenset({"Broadcast", "ReorderAxes", "Sum", "Max", "Min", "Dot"})
+UNIFORM = frozenset({"Broadcast", "ReorderAxes", "Reverse", "Sum", "Max", "Min", "Dot"})
 #: Group lengths the structures are built at (a replacement that depends on them is refused).
 LENGTH, OTHER_LENGTH = 2, 3
 
@@ -188,6 +189,11 @@ class _Shapes:
                     yield from _made(p.op, (arg,), env2, reduction_axes=Axes(reduced))
         elif p.op == "Dot":
             yield from self._dot(p, axes, env)
+        elif p.op == "Reverse":  # each axis reversed or not (a group reversed: each of its axes)
+            for flip in itertools.product((True, False), repeat=len(axes)):
+                along = Axes(a for a, f in zip(axes, flip) if f)
+                for arg, env2 in self.build(p.args[0], axes, env, exact):
+                    yield from _made("Reverse", (arg,), env2, reverse_axes=along)
         else:  # elementwise: the operands in one order (the first's)
             yield from self._operands(p, list(p.args), axes, env, [], exact)
 
@@ -225,6 +231,8 @@ def roles(p) -> int:
         n = inner[0] + inner[1]
     elif p.op in ("Sum", "Max", "Min", "ReorderAxes"):
         n = inner[0]
+    elif p.op == "Reverse":
+        n = 2 * inner[0]
     else:
         n = int(np.prod(inner))
     if n > MAX_GROUPS:
@@ -330,6 +338,8 @@ def _rebuilt(nodes: list[Node], group: str, pair: tuple, flip: dict) -> Node:
             new[n] = make_node(n.op, args, axes=spread(n.attrs["axes"], flip.get(n, 0)))
         elif n.op in ("Sum", "Max", "Min"):
             new[n] = make_node(n.op, args, reduction_axes=spread(n.attrs["reduction_axes"]))
+        elif n.op == "Reverse":
+            new[n] = make_node(n.op, args, reverse_axes=spread(n.attrs["reverse_axes"]))
         else:
             new[n] = make_node(n.op, args, **dict(n.attrs))
     return new[nodes[-1]]

@@ -220,6 +220,10 @@ def _cast(a: Sym, attrs) -> Sym:
     return Sym(whole, z3.And(a.ok, a.v > int(info.min) - 1, a.v < int(info.max) + 1))
 
 
+def _truth(a):
+    return a != 0
+
+
 def _flag(cond) -> Callable:
     return _both(lambda a, b: z3.If(cond(a, b), z3.RealVal(1), z3.RealVal(0)))
 
@@ -255,4 +259,9 @@ ENCODINGS: dict[str, Callable] = {
     "ReluBprop": _relu_bprop,
     "Where": _where,
     "Select": _where,
+    # on bools (0 or 1; `tensors` refuses them on integers, where they are bitwise)
+    "And": _flag(lambda a, b: z3.And(_truth(a), _truth(b))),
+    "Or": _flag(lambda a, b: z3.Or(_truth(a), _truth(b))),
+    "Xor": _flag(lambda a, b: z3.Xor(_truth(a), _truth(b))),
+    "Not": _one(lambda a: z3.If(_truth(a), ZERO, ONE)),
 }

@@ -3,8 +3,9 @@
 Each axis is an integer index variable `i.a` and a length `n.a` (a positive real, or the axis's
 own length when it is not one of the groups the shapes are enumerated over, `groups`); an input
 is an uninterpreted function of the indices of its axes, by name. Views by name (`Broadcast`,
-`ReorderAxes`) keep the term; elementwise ops map their encoding (`scalars.ENCODINGS`); `Sum`,
-`Max`, `Min` and `Dot` reduce over their axes into a term whose length is symbolic:
+`ReorderAxes`) keep the term; `Reverse` substitutes n - 1 - i for each reversed index;
+elementwise ops map their encoding (`scalars.ENCODINGS`); `Sum`, `Max`, `Min` and `Dot` reduce
+over their axes into a term whose length is symbolic:
 
 - a sum is put in a normal form (z3's sum of monomials; the factors that do not depend on the
   reduced indices taken out, nested sums merged into one over the union of their axes, a sum of
@@ -184,6 +185,8 @@ def _value(node: Node, args: list[Sym], generic: Generic) -> Sym:
         raise Unsupported(f"{node.op} in {node.dtype}")
     if node.op in VIEWS:
         return args[0]
+    if node.op == "Reverse":
+        return _reversed(node, args[0], generic)
     if node.op in REDUCTIONS:
         return _reduction(node, args, generic)
     if node.op in ENCODINGS and OPS[node.op].has("elementwise"):
@@ -193,6 +196,27 @@ def _value(node: Node, args: list[Sym], generic: Generic) -> Sym:
         return element(list(outputs), generic, (), dict(zip(stand_ins, args)))[0]
     raise Unsupported(f"{node.op} (not by names: only views by name, elementwise ops, "
                       "Sum, Max, Min, Dot and declared ops through their bodies)")
+
+
+def _reversed(node: Node, arg: Sym, generic: Generic) -> Sym:
+    """x at index n - 1 - i along each reversed axis: its indices substituted. A reduced
+    value inside is refused (a sum's stored body keeps the indices unsubstituted)."""
+    pending, seen = [arg.v] + ([] if arg.ok is True else [arg.ok]), set()
+    while pending:
+        t = pending.pop()
+        if t.get_id() not in seen:
+            seen.add(t.get_id())
+            if z3.is_app(t) and t.decl().name() in generic.reduced:
+                raise Unsupported("a reduction under a Reverse")
+            pending += t.children()
+    for a in node.attrs["reverse_axes"]:
+        generic.lengths.setdefault(a.name, z3.RealVal(a.length))
+    pairs = [(generic.index(a.name), z3.ToInt(generic.length(a.name)) - 1 - generic.index(a.name))
+             for a in node.attrs["reverse_axes"]]
+    if not pairs:
+        return arg
+    ok = arg.ok if arg.ok is True else z3.substitute(arg.ok, *pairs)
+    return Sym(z3.substitute(arg.v, *pairs), ok)
 
 
 def _reduction(node: Node, args: list[Sym], generic: Generic) -> Sym:

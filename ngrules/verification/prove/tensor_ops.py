@@ -115,7 +115,8 @@ def _padded_with_none(x: np.ndarray, node: Node) -> np.ndarray:
 
 
 def by_kernel(node: Node, *args: np.ndarray) -> np.ndarray:
-    """Pad and Convolution: their kernels add, multiply and move elements of object arrays."""
+    """Pad, Reverse and Convolution: their kernels add, multiply and move elements of object
+    arrays."""
     result = OPS[node.op].kernel(node)(*args)
     return as_syms(np.asarray(result, dtype=object).reshape(node.axes.lengths))
 
@@ -159,6 +160,7 @@ TENSOR_OPS: dict[str, Callable] = {
     "Argmin": arg_extreme,
     "Pooling": pooling,
     "Pad": by_kernel,
+    "Reverse": by_kernel,
     "Convolution": by_kernel,
     "BatchnormFprop": batchnorm_fprop,
 }

@@ -86,7 +86,9 @@ def _leaf(node: Node, inputs: dict[Node, np.ndarray]) -> np.ndarray:
         out = np.empty(node.axes.lengths, dtype=object)
         names = node.axes.names
         for idx in np.ndindex(out.shape):
-            out[idx] = Sym(z3.Real(f"{node.name}[{_element(names, idx)}]"))
+            name = f"{node.name}[{_element(names, idx)}]"
+            out[idx] = Sym(z3.If(z3.Bool(name), z3.RealVal(1), z3.RealVal(0))
+                           if node.dtype.kind == "b" else z3.Real(name))  # a bool: 0 or 1
         inputs[node] = out
     return inputs[node]
 
@@ -106,12 +108,17 @@ _INTEGER_SAFE = frozenset({"Constant", "Greater", "Less", "GreaterEqual", "LessE
                            "Concat", "Pad", "Output"})
 
 
+#: Logic ops, encoded on bools (0 or 1) only: on integers they are bitwise.
+LOGIC = frozenset({"And", "Or", "Xor", "Not"})
+
+
 def _refused(node: Node) -> str | None:
     """Why a node of an encodable op still has no encoding, if it has none."""
-    if node.op in ("Placeholder", "Variable") and node.dtype.kind != "f":
+    if node.op in ("Placeholder", "Variable") and node.dtype.kind not in "fb":
         return f"{node.op} {node.name!r} holds {node.dtype} values (integer arithmetic wraps)"
     if node.dtype is not None and node.dtype.kind != "f" and node.op not in _INTEGER_SAFE \
-            and not OPS[node.op].has("view"):
+            and not OPS[node.op].has("view") \
+            and not (node.dtype.kind == "b" and (node.op in LOGIC or OPS[node.op].has("leaf"))):
         return f"{node.op} computes in {node.dtype}, which wraps and truncates unlike the reals"
     if node.op == "Cast" and node.dtype.kind == "f" and node.args[0].dtype.kind == "f" \
             and node.dtype.itemsize < node.args[0].dtype.itemsize:
