@@ -92,7 +92,7 @@ def test_prove_library_bench_tables_each_rules_verdict_and_counts_them():
     assert bench.table(report)[2:] == ["| a | proved | 0.5 |", "| b | proved-reals | 1.2 |",
                                        "| c | verified | 0.0 |"]
     assert bench.totals(report) == ("2 of 3 rules proved (1 in IEEE floats, 1 over the reals); "
-                                    "1 verified")
+                                    "1 verified; slowest 1.2 s")
 
 
 def test_saturate_bench_at_tiny_sizes():

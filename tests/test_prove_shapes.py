@@ -63,7 +63,8 @@ def test_verify_with_prove_reports_the_failure_testing_finds(monkeypatch):
     for name in ("transpose_last_first", "sum_from_rank_four"):
         assert report[name].note.startswith("z3 proved for ranks <= 3 and lengths <= 2")
         assert "testing failed" in report[name].headline
-    assert "a sample of shapes, not a proof" in report["dot_split_at_one"].note
+    note = report["dot_split_at_one"].note  # no proof claimed, and why
+    assert "a sample of shapes, not a proof" in note or note.startswith("no proof: "), note
 
 
 def _differ(lhs, rhs) -> bool:

@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ngrules.errors import OpError
+from ngrules.errors import NgrulesError, OpError
 from ngrules.ir.graph import Node, creation_order, make_node
 from ngrules.ir.ops import OPS, READ_FROM_MODELS, AttrSpec, register_op
 
@@ -237,12 +237,25 @@ def _recorded_by_key() -> dict[tuple, list[tuple[Node, Node]]]:
 def _rebuilt_body(node: Node, candidates) -> Node | None:
     """The composite whose recorded body `node` is, on other computed arguments of the same
     types (its leaves the same): the same ops and attributes down to the composite's
-    arguments."""
+    arguments, and its body built on them of node's axes and type."""
     for root, whole in candidates:
         bound: dict[Node, Node] = {}
         if _same_body(root, node, set(whole.args), bound, set()) and bound:
-            return whole.with_args(tuple(bound.get(a, a) for a in whole.args))
+            candidate = whole.with_args(tuple(bound.get(a, a) for a in whole.args))
+            if _body_is(candidate, node):
+                return candidate
     return None
+
+
+def _body_is(candidate: Node, node: Node) -> bool:
+    """Whether the composite node `candidate` lowers on its arguments to a value of node's
+    axes and type (a body recorded by another import may match node's ops and attributes and
+    still not fit these arguments: its reader refuses them)."""
+    try:
+        lowered = body(candidate)
+        return lowered.axes == node.axes and lowered.dtype == node.dtype
+    except NgrulesError:  # the reader refuses these arguments: not this body
+        return False
 
 
 def _same_body(old: Node, new: Node, frontier: set, bound: dict, seen: set) -> bool:
