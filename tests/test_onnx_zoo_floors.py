@@ -160,3 +160,21 @@ def test_a_gemm_after_a_folded_batchnorm_is_written_whole(pipeline):
                                rtol=1e-4, atol=1e-5)
     ops = [n.op_type for n in written.graph.node]
     assert ops == ["Conv", "Relu", "AveragePool", "Reshape", "Gemm", "Softmax"], ops
+
+
+def test_a_body_recorded_by_one_import_is_not_recomposed_into_another():
+    """Bodies recorded by earlier imports stay in the process: recompose must not rebuild a
+    composite from one whose reader refuses the new arguments (after the symbolic-batch tests,
+    the transformer example's MatMul was: 3 failures in one process). Both files run in one
+    fresh process, in that order."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
+         "--hypothesis-profile=ci", str(here / "test_onnx_dynamic.py"),
+         str(here / "test_onnx_fused_export.py")],
+        capture_output=True, text=True, timeout=600, cwd=here.parent)
+    assert proc.returncode == 0, proc.stdout[-3000:]
