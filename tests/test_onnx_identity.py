@@ -110,3 +110,47 @@ def test_unsqueeze_and_squeeze_come_back_as_themselves():
     x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
     got = ort.InferenceSession(out.SerializeToString()).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, -np.maximum(x, 0)[:, None, :])
+
+
+def _one_node_model(node, inputs, output, opset=17):
+    graph = helper.make_graph([node], "g", inputs, [output])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def test_a_graph_output_folded_to_a_constant_comes_back_as_the_node_that_made_it():
+    """Shape(x) is known at import (a constant); written back as Shape of the input x, run by
+    onnxruntime to the same value, not an Identity of an initializer."""
+    model = _one_node_model(
+        helper.make_node("Shape", ["x"], ["y"], start=1),
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+        helper.make_tensor_value_info("y", TensorProto.INT64, [2]))
+    imported = import_model(model)
+    assert imported.outputs[0].op == "Constant"
+    out = to_onnx(imported.outputs, output_names=imported.output_names)
+    assert [(n.op_type, list(n.input), list(n.output)) for n in out.graph.node] == \
+        [("Shape", ["x"], ["y"])]
+    feeds = {"x": np.zeros((2, 3, 4), np.float32)}
+    got = ort.InferenceSession(out.SerializeToString()).run(None, feeds)[0]
+    np.testing.assert_array_equal(got, [3, 4])
+
+
+def test_a_window_over_a_fixed_size_and_a_constant_come_back_as_themselves():
+    """HannWindow(size) with size fixed at import, and a Constant output: the same op types."""
+    hann = _one_node_model(
+        helper.make_node("HannWindow", ["n"], ["y"]),
+        [helper.make_tensor_value_info("n", TensorProto.INT32, [])],
+        helper.make_tensor_value_info("y", TensorProto.FLOAT, [10]))
+    imported = import_model(hann, constants={"n": np.array(10, np.int32)})
+    out = to_onnx(imported.outputs, output_names=imported.output_names)
+    assert [n.op_type for n in out.graph.node] == ["HannWindow"]
+    got = ort.InferenceSession(out.SerializeToString()).run(None, {})[0]
+    np.testing.assert_allclose(got, np.sin(np.pi * np.arange(10) / 10) ** 2, atol=1e-6)
+    const = _one_node_model(
+        helper.make_node("Constant", [], ["y"], value=helper.make_tensor(
+            "v", TensorProto.FLOAT, [2], [1.5, -2.0])),
+        [], helper.make_tensor_value_info("y", TensorProto.FLOAT, [2]))
+    imported = import_model(const)
+    out = to_onnx(imported.outputs, output_names=imported.output_names)
+    assert [n.op_type for n in out.graph.node] == ["Constant"]
+    np.testing.assert_array_equal(ort.InferenceSession(out.SerializeToString()).run(None, {})[0],
+                                  [1.5, -2.0])

@@ -9,17 +9,21 @@ already another output.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from ngrules.ir.symbolic import symbols_of
 
 
-def finish(em, results: Sequence[str], names: Sequence[str]) -> None:
-    """Name the results `names` and drop the nodes and initializers they do not need."""
+def finish(em, results: Sequence[str], names: Sequence[str],
+           written: Collection[str] = ()) -> None:
+    """Name the results `names` and drop the nodes and initializers they do not need (the
+    `written` names are already made by their own nodes: `origins`)."""
     _slices_as_split(em)  # before renaming: slices are known by the names they were written as
     produced = {out: node for node in em.nodes for out in node.output}
     renames: dict[str, str] = {}
     for result, name in zip(results, names):
+        if name in written:
+            continue
         if result in produced and result not in renames and result not in names:
             renames[result] = name
         else:

@@ -22,6 +22,7 @@ from ngrules.interop.onnx import (
     UnsupportedOp,
     composites,
     dynamic,
+    origins,
     require_onnx,
     weights,
 )
@@ -289,6 +290,7 @@ def import_model(
     names = [o.name for o in importer.graph.output]
     outputs = [importer.output(n) for n in names]
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    origins.record(importer, names, outputs, opset)  # outputs folded: the nodes that made them
     return Imported(outputs, names, dict(importer.placeholders), importer.naming, opset)
 
 
