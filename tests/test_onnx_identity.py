@@ -13,7 +13,7 @@ import ngrules as ng
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from ngrules.interop.onnx.exporter import to_onnx  # noqa: E402
 from ngrules.interop.onnx.importer import import_model  # noqa: E402
@@ -154,3 +154,20 @@ def test_a_window_over_a_fixed_size_and_a_constant_come_back_as_themselves():
     assert [n.op_type for n in out.graph.node] == ["Constant"]
     np.testing.assert_array_equal(ort.InferenceSession(out.SerializeToString()).run(None, {})[0],
                                   [1.5, -2.0])
+
+
+def test_a_models_reshape_adding_a_unit_dimension_stays_a_reshape():
+    """Reshape (2, 3, 4) -> (2, 0, 4, 1) only inserts a 1: read as a view, it comes back as the
+    model's Reshape, not the Unsqueeze the last pass writes for the exporter's own Reshapes."""
+    shape = numpy_helper.from_array(np.array([2, 0, 4, 1], np.int64), "shape")
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4, 1])], [shape])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    imported = import_model(model)
+    out = to_onnx(imported.outputs, output_names=imported.output_names)
+    assert [(n.op_type, n.doc_string) for n in out.graph.node] == [("Reshape", "")]
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    got = ort.InferenceSession(out.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, x.reshape(2, 3, 4, 1))

@@ -1,7 +1,8 @@
 """A written Reshape that only inserts or only removes dimensions of length 1 is written as the
 `Unsqueeze` or `Squeeze` it is: the exporter lays out every view as a Reshape, and the ops
 models use for these two (torch's exporters, ONNX's function bodies) come back as themselves.
-One node for one node; run last, after the passes that join Reshapes."""
+A Reshape written back for a model's own Reshape or Flatten (`layout.KEPT_RESHAPE`) stays a
+Reshape. One node for one node; run last, after the passes that join Reshapes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ngrules.interop.onnx.downgrade import AS_READ
+from ngrules.interop.onnx.layout import KEPT_RESHAPE
 
 
 def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
@@ -17,9 +19,15 @@ def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
     from onnx import numpy_helper
 
     graph = model.graph
+    kept = set()
+    for node in graph.node:
+        if node.doc_string == KEPT_RESHAPE:  # a model's own Reshape: stays one
+            node.doc_string = ""
+            kept.add(id(node))
     targets = {t.name: t for t in graph.initializer}
     candidates = [n for n in graph.node if n.op_type == "Reshape" and n.input[1] in targets
                   and n.doc_string != AS_READ  # a model's own Reshape, written as read
+                  and id(n) not in kept
                   and not any(a.name == "allowzero" and a.i for a in n.attribute)]
     if not candidates:
         return

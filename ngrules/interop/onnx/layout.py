@@ -12,6 +12,7 @@ keeps the order of its operands (Conv and pooling their NCHW form).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,6 +20,12 @@ import numpy as np
 
 from ngrules.ir.axes import Axis
 from ngrules.ir.graph import Node
+
+#: Nodes the importer read from a model's own Reshape or Flatten: the Reshape that writes one
+#: back is marked `KEPT_RESHAPE`, so the last pass does not make it an Unsqueeze or Squeeze.
+READ_AS_RESHAPE: weakref.WeakSet = weakref.WeakSet()
+#: doc_string of such a Reshape (removed by `export_unit_views`).
+KEPT_RESHAPE = "ngrules:reshape-as-read"
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,7 +105,12 @@ class Layouts:
         order = tuple(node.axes if order is None else order)
         key = (node, order)
         if key not in self._exact:
+            written = len(self.nodes)
             self._exact[key] = self._materialize(self.values[node], order)
+            if node in READ_AS_RESHAPE:  # the model's Reshape, written back as one
+                for nd in self.nodes[written:]:
+                    if nd.op_type == "Reshape" and not nd.doc_string:
+                        nd.doc_string = KEPT_RESHAPE
         return self._exact[key]
 
     def _materialize(self, v: Value, order: tuple[Axis, ...]) -> str:

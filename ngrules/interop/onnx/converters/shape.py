@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ngrules.interop.onnx.context import Context, converter
+from ngrules.interop.onnx.layout import READ_AS_RESHAPE
 from ngrules.interop.onnx.shaping import Tensor, broadcast_to, conform, reshape, temp_axis
 from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.graph import make_node
@@ -24,7 +25,10 @@ def _reshape(ctx: Context):
     """All four keep the row-major order of the data; only the output shape matters."""
     if not ctx.importer.shapes.known(ctx.node.output[0]):
         raise ctx.unsupported("an output shape that ONNX's shape inference leaves unknown")
-    return [ctx.result(reshape(ctx.x(0), ctx.out_axes(0)))]
+    out = reshape(ctx.x(0), ctx.out_axes(0))
+    if ctx.node.op_type in ("Reshape", "Flatten"):
+        READ_AS_RESHAPE.add(out)  # written back as a Reshape, not the unit view it may be
+    return [ctx.result(out)]
 
 
 @converter("Expand")
