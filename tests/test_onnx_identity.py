@@ -171,3 +171,18 @@ def test_a_models_reshape_adding_a_unit_dimension_stays_a_reshape():
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     got = ort.InferenceSession(out.SerializeToString()).run(None, {"x": x})[0]
     np.testing.assert_array_equal(got, x.reshape(2, 3, 4, 1))
+
+
+def test_a_folded_output_read_at_an_older_opset_is_written_back_in_that_opsets_form():
+    """Opset 9's Unsqueeze takes its axes as an attribute: the node is written as read."""
+    model = _one_node_model(
+        helper.make_node("Unsqueeze", ["x"], ["y"], axes=[0]),
+        [helper.make_tensor_value_info("x", TensorProto.INT64, [3])],
+        helper.make_tensor_value_info("y", TensorProto.INT64, [1, 3]), opset=9)
+    imported = import_model(model, constants={"x": np.array([4, 5, 6], np.int64)})
+    out = to_onnx(imported.outputs, output_names=imported.output_names, opset=9)
+    (node,) = out.graph.node
+    assert (node.op_type, [a.name for a in node.attribute], node.doc_string) == \
+        ("Unsqueeze", ["axes"], "")
+    got = ort.InferenceSession(out.SerializeToString()).run(None, {})[0]
+    np.testing.assert_array_equal(got, [[4, 5, 6]])

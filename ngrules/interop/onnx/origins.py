@@ -60,6 +60,7 @@ def write_back(em, outputs: Sequence[Node], names: Sequence[str], opset: int) ->
     written (`finish` leaves them as they are)."""
     from onnx import NodeProto
 
+    from ngrules.interop.onnx.downgrade import AS_READ
     from ngrules.interop.onnx.export_positional import elem_type
 
     written: set[str] = set()
@@ -82,6 +83,7 @@ def write_back(em, outputs: Sequence[Node], names: Sequence[str], opset: int) ->
                 em.initializer(x, node.input[i])
         node.output[0] = name
         node.name = ""
+        node.doc_string = AS_READ  # in the opset's own form: `downgrade` leaves it
         em.nodes.append(node)
         written.add(name)
     return written
