@@ -178,3 +178,43 @@ def test_a_body_recorded_by_one_import_is_not_recomposed_into_another():
          str(here / "test_onnx_fused_export.py")],
         capture_output=True, text=True, timeout=600, cwd=here.parent)
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def _conv_scale_shift(opset: int, bias: bool):
+    """Conv, then Mul and Add by per-channel constants of shape [C, 1, 1] (inception v2's and
+    DenseNet-121's batchnorms written as a scale and a shift)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def init(name, shape):
+        return numpy_helper.from_array(RNG.uniform(-1.0, 1.5, shape).astype(np.float32), name)
+
+    m = helper.make_node
+    conv_inputs = ["x", "w", "b"] if bias else ["x", "w"]
+    nodes = [m("Conv", conv_inputs, ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             m("Mul", ["c", "s"], ["d"]), m("Add", ["d", "t"], ["y"])]
+    inits = [init("w", (4, 3, 3, 3)), init("b", 4), init("s", (4, 1, 1)), init("t", (4, 1, 1))]
+    graph = helper.make_graph(
+        nodes, "scale", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 5, 5])],
+        inits if bias else inits[:1] + inits[2:])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 4 if opset < 17 else 8
+    return model
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("opset", [9, 17])
+def test_a_per_channel_scale_and_shift_after_a_conv_go_into_its_weights(opset, bias):
+    """The Mul and Add by constants over the Conv's [N, C, H, W] view were left as nodes (the
+    batchnorm fold read only the convolution's own form): inception v2 302 vs onnxsim's 233."""
+    import ngrules as ng
+    from ngrules.lang.library import load_library
+
+    model = _conv_scale_shift(opset, bias)
+    x = RNG.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    imported = import_model(model)
+    result = ng.rewrite(imported.outputs, load_library(), pipeline="inference")
+    written = to_onnx(result.outputs, output_names=imported.output_names)
+    assert [n.op_type for n in written.graph.node] == ["Conv"]
+    np.testing.assert_allclose(run_ort(written, {"x": x})[0], run_ort(model, {"x": x})[0],
+                               rtol=1e-4, atol=1e-5)
