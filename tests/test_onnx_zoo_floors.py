@@ -180,9 +180,9 @@ def test_a_body_recorded_by_one_import_is_not_recomposed_into_another():
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
-def _conv_scale_shift(opset: int, bias: bool):
+def _conv_scale_shift(opset: int, bias: bool, unsqueezed: bool = False):
     """Conv, then Mul and Add by per-channel constants of shape [C, 1, 1] (inception v2's and
-    DenseNet-121's batchnorms written as a scale and a shift)."""
+    DenseNet-121's batchnorms written as a scale and a shift), or [C] unsqueezed to them."""
     from onnx import TensorProto, helper, numpy_helper
 
     def init(name, shape):
@@ -193,6 +193,15 @@ def _conv_scale_shift(opset: int, bias: bool):
     nodes = [m("Conv", conv_inputs, ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
              m("Mul", ["c", "s"], ["d"]), m("Add", ["d", "t"], ["y"])]
     inits = [init("w", (4, 3, 3, 3)), init("b", 4), init("s", (4, 1, 1)), init("t", (4, 1, 1))]
+    if unsqueezed:  # as in inception v2: Unsqueeze(s, axes=[1, 2]) before the Mul
+        inits[2:] = [init("s", 4), init("t", 4)]
+        if opset >= 13:
+            inits.append(numpy_helper.from_array(np.array([1, 2], np.int64), "ax"))
+        kw = [{"axes": [1, 2]}, {}][opset >= 13]
+        more = ["ax"] if opset >= 13 else []
+        nodes[1:1] = [m("Unsqueeze", ["s", *more], ["s1"], **kw),
+                      m("Unsqueeze", ["t", *more], ["t1"], **kw)]
+        nodes[3].input[1], nodes[4].input[1] = "s1", "t1"
     graph = helper.make_graph(
         nodes, "scale", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5, 5])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 5, 5])],
@@ -202,15 +211,16 @@ def _conv_scale_shift(opset: int, bias: bool):
     return model
 
 
-@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("bias,unsqueezed", [(True, False), (False, False), (False, True)])
 @pytest.mark.parametrize("opset", [9, 17])
-def test_a_per_channel_scale_and_shift_after_a_conv_go_into_its_weights(opset, bias):
+def test_a_per_channel_scale_and_shift_after_a_conv_go_into_its_weights(opset, bias, unsqueezed):
     """The Mul and Add by constants over the Conv's [N, C, H, W] view were left as nodes (the
-    batchnorm fold read only the convolution's own form): inception v2 302 vs onnxsim's 233."""
+    batchnorm fold read only the convolution's own form; an unsqueezed constant even kept the
+    Mul whole): inception v2 302 nodes vs onnxsim's 233."""
     import ngrules as ng
     from ngrules.lang.library import load_library
 
-    model = _conv_scale_shift(opset, bias)
+    model = _conv_scale_shift(opset, bias, unsqueezed)
     x = RNG.standard_normal((2, 3, 5, 5)).astype(np.float32)
     imported = import_model(model)
     result = ng.rewrite(imported.outputs, load_library(), pipeline="inference")
