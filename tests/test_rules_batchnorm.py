@@ -25,7 +25,8 @@ def test_the_folding_rules_verify(rules):
     runs first."""
     folding = [r for r in rules if r.pass_name == "fold_batchnorm"]
     assert sorted(r.name for r in folding) == [
-        "bias_under_convolution_view", "fold_batchnorm_convolution", "fold_batchnorm_dot",
+        "bias_under_convolution_view", "fold_batchnorm_biased_convolution",
+        "fold_batchnorm_convolution", "fold_batchnorm_dot",
         "fold_scale_convolution", "fold_scale_unbiased_convolution", "fold_shift_convolution",
         "fold_shift_unbiased_convolution"]
     report = ng.verify(folding, 15)
