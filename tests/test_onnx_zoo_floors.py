@@ -234,9 +234,9 @@ def test_a_per_channel_scale_and_shift_after_a_conv_go_into_its_weights(opset, b
 def test_a_batchnorm_after_a_biased_conv_goes_into_it(opset):
     """ShuffleNet's first batchnorm follows a Conv with a bias: the fold read only an unbiased
     convolution, and the batchnorm stayed (155 nodes vs onnxsim's 154)."""
-    import ngrules as ng
     from onnx import TensorProto, helper, numpy_helper
 
+    import ngrules as ng
     from ngrules.lang.library import load_library
 
     def init(name, shape, low=-1.0):
