@@ -180,6 +180,19 @@ def test_a_body_recorded_by_one_import_is_not_recomposed_into_another():
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
+def _is_one_conv_after_inference(model, x) -> None:
+    """`--pipeline inference` writes the model as one Conv, equal under onnxruntime."""
+    import ngrules as ng
+    from ngrules.lang.library import load_library
+
+    imported = import_model(model)
+    result = ng.rewrite(imported.outputs, load_library(), pipeline="inference")
+    written = to_onnx(result.outputs, output_names=imported.output_names)
+    assert [n.op_type for n in written.graph.node] == ["Conv"]
+    np.testing.assert_allclose(run_ort(written, {"x": x})[0], run_ort(model, {"x": x})[0],
+                               rtol=1e-4, atol=1e-5)
+
+
 def _conv_scale_shift(opset: int, bias: bool, unsqueezed: bool = False):
     """Conv, then Mul and Add by per-channel constants of shape [C, 1, 1] (inception v2's and
     DenseNet-121's batchnorms written as a scale and a shift), or [C] unsqueezed to them."""
@@ -217,17 +230,10 @@ def test_a_per_channel_scale_and_shift_after_a_conv_go_into_its_weights(opset, b
     """The Mul and Add by constants over the Conv's [N, C, H, W] view were left as nodes (the
     batchnorm fold read only the convolution's own form; an unsqueezed constant even kept the
     Mul whole): inception v2 302 nodes vs onnxsim's 233."""
-    import ngrules as ng
-    from ngrules.lang.library import load_library
 
     model = _conv_scale_shift(opset, bias, unsqueezed)
     x = RNG.standard_normal((2, 3, 5, 5)).astype(np.float32)
-    imported = import_model(model)
-    result = ng.rewrite(imported.outputs, load_library(), pipeline="inference")
-    written = to_onnx(result.outputs, output_names=imported.output_names)
-    assert [n.op_type for n in written.graph.node] == ["Conv"]
-    np.testing.assert_allclose(run_ort(written, {"x": x})[0], run_ort(model, {"x": x})[0],
-                               rtol=1e-4, atol=1e-5)
+    _is_one_conv_after_inference(model, x)
 
 
 @pytest.mark.parametrize("opset", [9, 17])
@@ -236,8 +242,6 @@ def test_a_batchnorm_after_a_biased_conv_goes_into_it(opset):
     convolution, and the batchnorm stayed (155 nodes vs onnxsim's 154)."""
     from onnx import TensorProto, helper, numpy_helper
 
-    import ngrules as ng
-    from ngrules.lang.library import load_library
 
     def init(name, shape, low=-1.0):
         return numpy_helper.from_array(RNG.uniform(low, 1.5, shape).astype(np.float32), name)
@@ -253,9 +257,4 @@ def test_a_batchnorm_after_a_biased_conv_goes_into_it(opset):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 4 if opset < 17 else 8
     x = RNG.standard_normal((2, 3, 5, 5)).astype(np.float32)
-    imported = import_model(model)
-    result = ng.rewrite(imported.outputs, load_library(), pipeline="inference")
-    written = to_onnx(result.outputs, output_names=imported.output_names)
-    assert [n.op_type for n in written.graph.node] == ["Conv"]
-    np.testing.assert_allclose(run_ort(written, {"x": x})[0], run_ort(model, {"x": x})[0],
-                               rtol=1e-4, atol=1e-5)
+    _is_one_conv_after_inference(model, x)
