@@ -20,10 +20,15 @@ def rules():
 
 
 def test_the_folding_rules_verify(rules):
-    """fold_batchnorm (stored statistics into the preceding Dot or Convolution), which every
-    shipped pipeline runs first."""
+    """fold_batchnorm (stored statistics into the preceding Dot or Convolution, and a
+    per-channel scale or shift into the convolution before it), which every shipped pipeline
+    runs first."""
     folding = [r for r in rules if r.pass_name == "fold_batchnorm"]
-    assert sorted(r.name for r in folding) == ["fold_batchnorm_convolution", "fold_batchnorm_dot"]
+    assert sorted(r.name for r in folding) == [
+        "bias_under_convolution_view", "fold_batchnorm_biased_convolution",
+        "fold_batchnorm_convolution", "fold_batchnorm_dot",
+        "fold_scale_convolution", "fold_scale_unbiased_convolution", "fold_shift_convolution",
+        "fold_shift_unbiased_convolution"]
     report = ng.verify(folding, 15)
     assert report.ok, str(report)
 

@@ -80,6 +80,9 @@ def squeeze(node: Node, drop: Sequence[Axis]) -> Node:
     if node.op == "Constant":
         value = np.asarray(node.attrs["value"]).reshape(keep.lengths)
         return F.constant(value, keep, dtype=value.dtype)
+    inner = node.args[0] if node.op == "Broadcast" else None
+    if inner is not None and inner.op == "Constant" and inner.axes.is_equal_set(keep):
+        return F.axes_with_order(inner, keep)  # an Unsqueeze of a stored value, undone
     spec = np.array([(0, 1, 0) if a in drop else (0, a.length, 1) for a in node.axes], np.int64)
     return make_node("TensorSlice", (node,), slices=spec.reshape(len(node.axes), 3), axes=keep)
 

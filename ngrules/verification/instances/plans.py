@@ -185,9 +185,33 @@ def _plan_pad(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
     return [arg], {"paddings": np.array(pads, np.int64), "axes": want}
 
 
+def _plan_tensor_slice(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    """An operand with the output's axes, each kept whole or a part of a longer one, and
+    (three times in four) one more axis of length 1 that an index drops: the view an imported
+    convolution's output is read through, which the op's generator rarely draws."""
+    from ngrules.ir.axes import Axis
+
+    if forced[0] is not None:
+        raise Reject("TensorSlice is planned only for an operand not built yet")
+    drop = b.draw(st.integers(0, len(want))) if b.draw(st.integers(0, 3)) else None
+    axes, rows = [], []
+    for i, a in enumerate([*want, None]):
+        if i == drop:
+            axes.append(Axis(b.fresh(1)[0].name, 1))
+            rows.append((0, 1, 0))
+        if a is None:
+            break
+        extra = 0 if a.is_flattened else b.draw(st.sampled_from((0, 0, 1, 2)))
+        start = b.draw(st.integers(0, extra))
+        axes.append(a if not extra else Axis(b.fresh(1)[0].name, a.length + extra))
+        rows.append((start, start + a.length, 1))
+    return [Axes(axes)], {"slices": np.array(rows, np.int64), "axes": want}
+
+
 PLANS: dict[str, Plan] = {
     "Pad": _plan_pad,
     "Slice": _plan_slice,
+    "TensorSlice": _plan_tensor_slice,
     "Concat": _plan_concat,
     "Transpose": _plan_transpose,
     "ReorderAxes": _plan_reorder,
