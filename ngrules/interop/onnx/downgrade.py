@@ -23,6 +23,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx.written import attribute
 
 #: The form every writer uses; models are rewritten from it down to `OLDEST`.
 WRITTEN = 17
@@ -134,7 +135,7 @@ def _adapt(node, opset: int, consts) -> bool:
     op = node.op_type
     if op in ("Squeeze", "Unsqueeze", "ReduceSum") and opset < 13:
         _input_to_attr(node, 1, "axes", consts, opset)
-        if op == "ReduceSum" and _attr(node, "noop_with_empty_axes"):
+        if op == "ReduceSum" and attribute(node, "noop_with_empty_axes"):
             raise OnnxError(_no_form(node, opset, "noop_with_empty_axes is from opset 13"))
     elif op == "Split" and opset < 13:
         _input_to_attr(node, 1, "split", consts, opset)
@@ -152,7 +153,7 @@ def _adapt(node, opset: int, consts) -> bool:
     elif op == "Slice" and opset < 10:
         _slice(node, opset, consts)
     elif op == "TopK" and opset < 10:
-        if not _attr(node, "largest", 1) or not _attr(node, "sorted", 1):
+        if not attribute(node, "largest", 1) or not attribute(node, "sorted", 1):
             raise OnnxError(_no_form(node, opset, "the smallest or unsorted are from opset 11"))
         _input_to_attr(node, 1, "k", consts, opset, scalar=True)
         _drop_attrs(node, "largest", "sorted")
@@ -179,7 +180,7 @@ def _softmax(node, opset: int, ranks) -> None:
     rank, dims = ranks.get(node.input[0], (None, None, 1))[:2]
     if rank is None:
         raise OnnxError(_no_form(node, opset, "its input's rank is not known"))
-    axis = _attr(node, "axis", -1)
+    axis = attribute(node, "axis", -1)
     axis = axis + rank if axis < 0 else axis
     if axis != rank - 1 and any(d != 1 for d in dims[axis + 1:]):
         raise OnnxError(_no_form(node, opset, f"before opset 13 it normalises over every "
@@ -285,15 +286,6 @@ def _input_to_attr(node, i: int, name: str, consts, opset: int, scalar: bool = F
     value = np.ravel(_const(node, i, consts, opset))
     del node.input[i:]
     _set(node, name, int(value[0]) if scalar else [int(v) for v in value])
-
-
-def _attr(node, name: str, default=0):
-    from onnx import helper
-
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
 
 
 def _set(node, name: str, value) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from ngrules.interop.onnx.downgrade import AS_READ
 from ngrules.interop.onnx.layout import KEPT_RESHAPE
+from ngrules.interop.onnx.written import attribute
 
 
 def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
@@ -28,7 +29,7 @@ def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
     candidates = [n for n in graph.node if n.op_type == "Reshape" and n.input[1] in targets
                   and n.doc_string != AS_READ  # a model's own Reshape, written as read
                   and id(n) not in kept
-                  and not any(a.name == "allowzero" and a.i for a in n.attribute)]
+                  and not attribute(n, "allowzero")]
     if not candidates:
         return
     from ngrules.interop.onnx.inferred import value_shapes

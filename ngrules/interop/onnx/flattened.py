@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ngrules.interop.onnx.written import attribute
 from ngrules.ir import symbolic
 
 #: The most Reshapes and Flattens computed here for one model (one inference each).
@@ -103,7 +104,7 @@ def _dims(value_info, lengths: Mapping[str, int]) -> Dims | None:
 
 
 def _flatten(node, source: tuple[int, ...]) -> tuple[int, ...]:
-    axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+    axis = attribute(node, "axis", 1)
     axis = axis + len(source) if axis < 0 else axis
     return math.prod(source[:axis]), math.prod(source[axis:])
 
@@ -115,7 +116,7 @@ def _reshape(node, source: tuple[int, ...], values) -> tuple[int, ...] | None:
     if target is None or len(target.dims) != 1:
         return None
     shape = [int(d) for d in np.ravel(numpy_helper.to_array(target))]
-    keep_zero = any(a.name == "allowzero" and a.i for a in node.attribute)
+    keep_zero = attribute(node, "allowzero")
     dims = [source[i] if d == 0 and not keep_zero and i < len(source) else d
             for i, d in enumerate(shape)]
     known = math.prod(d for d in dims if d != -1)
