@@ -127,17 +127,23 @@ SIMPLE = "simple"
 def simple(body_root: Node, args) -> bool:
     """Whether a body computes with one node (the rest views and constants): an op the IR has
     one primitive for, which rules read as that primitive."""
+    return len(computing(body_root, args)) <= 1
+
+
+def computing(body_root: Node, args) -> list[Node]:
+    """The nodes of a body on `args` that compute (not views, not leaves)."""
     from ngrules.ir.ops import get_op
 
-    inputs, computing, stack, seen = set(args), 0, [body_root], set()
+    inputs, found, stack, seen = set(args), [], [body_root], set()
     while stack:
         n = stack.pop()
         if n in seen or n in inputs or not n.args:
             continue
         seen.add(n)
-        computing += not get_op(n.op).has("view")
+        if not get_op(n.op).has("view"):
+            found.append(n)
         stack.extend(n.args)
-    return computing <= 1
+    return found
 
 
 def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None,

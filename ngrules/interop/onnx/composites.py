@@ -212,23 +212,8 @@ def _one_primitive(op: str, results: dict, args) -> bool:
     aside): such a node stays that primitive."""
     if len(results) != 1:
         return False
-    computing = [n for n in _computing(next(iter(results.values()))[1], args)]
+    computing = composite.computing(next(iter(results.values()))[1], args)
     return len(computing) == 1 and computing[0].op == op
-
-
-def _computing(root: Node, args) -> list[Node]:
-    from ngrules.ir.ops import get_op
-
-    inputs, found, stack, seen = set(args), [], [root], set()
-    while stack:
-        n = stack.pop()
-        if n in seen or n in inputs or not n.args:
-            continue
-        seen.add(n)
-        if not get_op(n.op).has("view"):
-            found.append(n)
-        stack.extend(n.args)
-    return found
 
 
 def _passed(result: Node, axes, given) -> bool:
@@ -257,7 +242,8 @@ def convert(importer, node, used: set[str]) -> list | None:
     name = op_name(op)
     args = [importer.tensor(node.input[i]).node for i in ctx.tensors]
     given = [importer.tensor(node.input[i]) for i in ctx.tensors]
-    if not any(_computing(r, args) or _passed(r, axes, given) for axes, r in results.values()):
+    if not any(composite.computing(r, args) or _passed(r, axes, given)
+               for axes, r in results.values()):
         return None  # views only (Reshape, Squeeze, Transpose): the exporter lays them out
     whole = op in WHOLE or (op in FLATTENING and importer.opset < 13)
     if name != op and not whole and _one_primitive(op, results, args):
