@@ -54,10 +54,12 @@ def _hoisted(node: Node) -> Node:
     of a broadcast, the broadcast's source; else the node itself."""
     if node.op == "TensorSlice" and node.args[0].op == "Broadcast":
         return _keep_dims_dropped(node)
-    if not node.args or node.outputs is not None or not OPS[node.op].has("elementwise"):
+    if not node.args or node.outputs is not None:
         return node
-    view = node.args[0].op
-    if view not in VIEWS or any(a.op != view or a.axes != node.args[0].axes for a in node.args):
+    view = node.args[0].op  # checked first: most nodes' first operand is no view
+    if view not in VIEWS or not OPS[node.op].has("elementwise"):
+        return node
+    if any(a.op != view or a.axes != node.args[0].axes for a in node.args):
         return node
     sources = tuple(a.args[0] for a in node.args)
     order = sources[0].axes
