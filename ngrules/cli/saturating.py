@@ -5,11 +5,10 @@ rule changed the e-graph, the e-graph's size, the extraction and the rules behin
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections import Counter
 
-from ngrules.cli.common import FINDINGS
+from ngrules.cli.common import FINDINGS, positive_seconds
 from ngrules.errors import printable
 
 
@@ -48,17 +47,6 @@ def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
     return int(text)
-
-
-def positive_seconds(text: str) -> float:
-    """An argparse type: a positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
 
 
 #: The options that mean something only with --saturate, and their defaults.
