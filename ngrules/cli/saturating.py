@@ -76,12 +76,14 @@ def run_saturation(outputs, rules, pipeline, args) -> tuple[list, str, int, obje
     from ngrules.saturation.run import ITERATIONS, saturate
 
     use_z3 = {"auto": None, "z3": True, "greedy": False}[args.extract]
+    options = {}
     if not args.unverified:
         print("saturate: verifying the rules that have no verdict yet (each on its own; "
               "--unverified skips this)", file=sys.stderr)
-    options = {} if args.unverified else {"on_rule": _progress}
-    if not args.unverified:  # as `verify` judges: the same draws every run, so verdicts are
-        from hypothesis import settings  # kept in the verdict cache for the next run
+        options = {"on_rule": _progress}
+        # as `verify` judges: the same draws every run, so verdicts are kept in the
+        # verdict cache for the next run
+        from hypothesis import settings
 
         from ngrules.verification.profiles import register_profiles
 
