@@ -22,14 +22,11 @@ from ngrules.cli.common import (
     add_rules_option,
     add_target_option,
     default_pipeline,
+    positive_seconds,
     rules_or_library,
     without_rules,
 )
-from ngrules.cli.saturating import (
-    add_saturate_options,
-    check_saturate_options,
-    positive_seconds,
-)
+from ngrules.cli.saturating import add_saturate_options, check_saturate_options
 from ngrules.errors import printable
 
 

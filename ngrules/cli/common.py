@@ -131,12 +131,13 @@ def byte_size(text: str) -> int:
 
 
 def positive_seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
 
 

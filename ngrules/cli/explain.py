@@ -13,13 +13,10 @@ from ngrules.cli.common import (
     at_least,
     default_pipeline,
     load_graph_argument,
+    positive_seconds,
     rules_or_library,
 )
-from ngrules.cli.saturating import (
-    add_saturate_options,
-    check_saturate_options,
-    positive_seconds,
-)
+from ngrules.cli.saturating import add_saturate_options, check_saturate_options
 from ngrules.errors import NgrulesError
 
 

@@ -5,11 +5,10 @@ rule changed the e-graph, the e-graph's size, the extraction and the rules behin
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections import Counter
 
-from ngrules.cli.common import FINDINGS
+from ngrules.cli.common import FINDINGS, positive_seconds
 from ngrules.errors import printable
 
 
@@ -50,17 +49,6 @@ def _positive(text: str) -> int:
     return int(text)
 
 
-def positive_seconds(text: str) -> float:
-    """An argparse type: a positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
-
-
 #: The options that mean something only with --saturate, and their defaults.
 _ONLY_WITH_SATURATE = {"unverified": False, "explain": False, "egraph": None,
                        "max_iterations": None, "extract": "auto"}
@@ -88,12 +76,14 @@ def run_saturation(outputs, rules, pipeline, args) -> tuple[list, str, int, obje
     from ngrules.saturation.run import ITERATIONS, saturate
 
     use_z3 = {"auto": None, "z3": True, "greedy": False}[args.extract]
+    options = {}
     if not args.unverified:
         print("saturate: verifying the rules that have no verdict yet (each on its own; "
               "--unverified skips this)", file=sys.stderr)
-    options = {} if args.unverified else {"on_rule": _progress}
-    if not args.unverified:  # as `verify` judges: the same draws every run, so verdicts are
-        from hypothesis import settings  # kept in the verdict cache for the next run
+        options = {"on_rule": _progress}
+        # as `verify` judges: the same draws every run, so verdicts are kept in the
+        # verdict cache for the next run
+        from hypothesis import settings
 
         from ngrules.verification.profiles import register_profiles
 

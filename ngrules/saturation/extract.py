@@ -48,9 +48,6 @@ class Extraction:
     outputs: list[Node] = field(default_factory=list)
 
 
-_enode_cost = enode_cost
-
-
 def greedy(eg: EGraph, classes: Sequence[int], split: bool = False,
            lowered: bool = False) -> dict[int, ENode]:
     """Each class's cheapest e-node by tree cost, in Knuth's generalisation of Dijkstra's
@@ -90,7 +87,7 @@ def greedy(eg: EGraph, classes: Sequence[int], split: bool = False,
 
 
 def _total(enode: ENode, best: dict[int, float], split: bool, lowered: bool = False) -> float:
-    total = _enode_cost(enode) + sum(best[a] for a in set(enode.args))
+    total = enode_cost(enode) + sum(best[a] for a in set(enode.args))
     if lowered:
         total += launch_penalty(enode)
     outputs = enode.template.outputs
@@ -114,7 +111,7 @@ def dag_cost(eg: EGraph, choice: dict[int, ENode], roots: Sequence[int]) -> floa
             continue
         seen.add(c)
         enode = choice[c]
-        total += _enode_cost(enode)
+        total += enode_cost(enode)
         stack.extend(enode.args)
     return total
 
@@ -127,7 +124,7 @@ def _z3_choice(eg, classes, roots, bound: float, seconds: float):
         return None, "z3 is not installed (the prove extra)"
     # integer costs, scaled so the largest is at most 1e6 (large coefficients slow z3 down;
     # a symbolic dimension's stand-in length makes costs of 1e11)
-    top = max((_enode_cost(e) for c in classes for e in eg.classes[c]), default=1.0)
+    top = max((enode_cost(e) for c in classes for e in eg.classes[c]), default=1.0)
     scale = min(1.0, 1e6 / top)
     opt = z3.Optimize()
     opt.set("timeout", max(1, int(seconds * 1000)))
@@ -148,7 +145,7 @@ def _z3_choice(eg, classes, roots, bound: float, seconds: float):
                 opt.add(z3.Implies(x, active[a]))
                 if component[a] == component[c]:
                     opt.add(z3.Implies(x, order[c] > order[a]))
-            terms.append(z3.If(x, math.ceil(_enode_cost(enode) * scale), 0))
+            terms.append(z3.If(x, math.ceil(enode_cost(enode) * scale), 0))
         opt.add(active[c] == z3.Or(mine) if mine else z3.Not(active[c]))
     for r in roots:
         opt.add(active[r])
@@ -217,14 +214,16 @@ def extract(
     cost = dag_cost(eg, choice, roots)
     split = greedy(eg, classes, split=True)  # multi-output ops shared by their outputs
     shared = ""
-    if split != choice and dag_cost(eg, split, roots) < cost:
-        choice, cost = split, dag_cost(eg, split, roots)
+    split_cost = dag_cost(eg, split, roots) if split != choice else cost
+    if split_cost < cost:
+        choice, cost = split, split_cost
         shared = " (multi-output ops' cost split among their outputs)"
     for amortised in (shared_choice(eg, classes, roots), reuse(eg, choice, roots)):
         if amortised is not None and amortised != choice:
             amortised = reuse(eg, amortised, roots) or amortised
-            if dag_cost(eg, amortised, roots) < cost:
-                choice, cost = amortised, dag_cost(eg, amortised, roots)
+            amortised_cost = dag_cost(eg, amortised, roots)
+            if amortised_cost < cost:
+                choice, cost = amortised, amortised_cost
                 shared = " (values read by several classes shared)"
     size = sum(len(eg.classes[c]) for c in classes)
     if use_z3 is False:

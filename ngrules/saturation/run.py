@@ -188,6 +188,15 @@ def _join_bodies(eg: EGraph, outputs: Sequence[Node]) -> None:
             eg.union(eg.add(node), eg.add(whole, composite.PASS_NAME))
 
 
+def _beside(eg: EGraph, roots: Sequence[int], graph: Iterable[Node], source: str) -> None:
+    """An equal graph of the outputs (one term per root) added, each term joined with its
+    root's class, the join recorded as `source`'s."""
+    for root, term in zip(roots, graph):
+        built = eg.add(term, source)
+        if eg.union(root, built):
+            eg.history.append((source, root, built, eg.created))
+
+
 def _apply(eg: EGraph, matches, applied: dict[str, int], max_enodes: int, deadline: float,
            spend: _Spending):
     """Add each match's replacement and join it with the matched class, until the e-node
@@ -219,22 +228,14 @@ def _saturate(outputs, admission, limits, use_z3, builtins, fold_limit,
     lowered = _lowered(builtins)
     if lowered is not False:  # the composites lowered to their bodies: an equal graph beside
         bodies = composite.decompose(outputs, lowered)
-        for root, built_body in zip(roots, (eg.add(b, composite.PASS_NAME) for b in bodies)):
-            if eg.union(root, built_body):
-                eg.history.append((composite.PASS_NAME, root, built_body, eg.created))
+        _beside(eg, roots, bodies, composite.PASS_NAME)
         _join_bodies(eg, bodies)
     if lowered is False and CANONICAL not in builtins:  # by default: as the rules read it
         read = as_read(outputs, admission.rules)
-        for root, term in zip(roots, read):
-            built = eg.add(term, CANONICAL)
-            if eg.union(root, built):
-                eg.history.append((CANONICAL, root, built, eg.created))
+        _beside(eg, roots, read, CANONICAL)
         _join_bodies(eg, read)
     if CANONICAL in builtins:  # the input with its layout views gathered: an equal graph
-        for root, moved in zip(roots, canonical_layout(outputs)):
-            built = eg.add(moved, CANONICAL)
-            if eg.union(root, built):
-                eg.history.append((CANONICAL, root, built, eg.created))
+        _beside(eg, roots, canonical_layout(outputs), CANONICAL)
     eg.rebuild()
     rules = [_COMPILED(r) for r in admission.rules if len(r.roots) == 1]
     multi = MultiRoot([_COMPILED(r) for r in admission.rules if len(r.roots) > 1])
