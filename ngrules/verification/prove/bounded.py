@@ -52,8 +52,7 @@ from ngrules.verification.instances.choices import (
     interleave,
 )
 from ngrules.verification.instances.domains import feeds_for
-from ngrules.verification.instances.hints import guard_hints
-from ngrules.verification.instances.sampling import Instance, rewrite_instance
+from ngrules.verification.instances.sampling import Instance, prepared, rewrite_instance
 from ngrules.verification.layouts import layouts
 
 #: The default bound: ranks and lengths up to 3.
@@ -197,8 +196,9 @@ class _BoundedBuilder(Builder):
     rank = RANK
     reads_values = False
 
-    def __init__(self, path: _Path, dtype, hints, roots):
-        super().__init__(lambda _: False, dtype, hints, roots)  # `push`: value domains only
+    def __init__(self, path: _Path, dtype, hints, roots, cons, fixed):
+        # `push` False: value domains only
+        super().__init__(lambda _: False, dtype, hints, roots, cons, fixed)
         self.draw = path
         self.arg_dtypes = _DTYPES  # what generic.arg_dtypes finds of an op: the same each time
 
@@ -251,9 +251,9 @@ def _within(roots: list[Node], rank: int, length: int) -> bool:
 
 
 def _build(rule: Rule, path: _Path, rank: int) -> Instance | None:
-    hints = guard_hints(rule)
+    _, hints, cons, fixed = prepared(rule)  # once per rule, not per build
     dtype = hints.dtype if hints.dtype is not None else np.dtype(np.float64)
-    builder = _BoundedBuilder(path, dtype, hints, rule.roots)
+    builder = _BoundedBuilder(path, dtype, hints, rule.roots, cons, fixed)
     builder.rank = rank
     builder.reads_values = bool(READS_VALUES.search(rule.source or ""))
     try:
