@@ -65,7 +65,7 @@ class Rejected:
 _PREPARED: dict[int, tuple] = {}
 
 
-def _prepared(rule: Rule) -> tuple:
+def prepared(rule: Rule) -> tuple:
     """(rule, guard hints, axes classes, attributes fixed by guards) of the rule."""
     entry = _PREPARED.get(id(rule))
     if entry is None or entry[0] is not rule:
@@ -78,7 +78,7 @@ def _prepared(rule: Rule) -> tuple:
 
 
 def build_roots(draw, rule: Rule) -> tuple[list[Node], dict[Node, Domain], dict[str, Node]]:
-    _, hints, cons, fixed = _prepared(rule)
+    _, hints, cons, fixed = prepared(rule)
     dtype = hints.dtype if hints.dtype is not None else np.dtype(np.float64)
     builder = Builder(draw, dtype, hints, rule.roots, cons, fixed)
     roots = [builder.build(root, None) for root in rule.roots]

@@ -52,8 +52,7 @@ from ngrules.verification.instances.choices import (
     interleave,
 )
 from ngrules.verification.instances.domains import feeds_for
-from ngrules.verification.instances.hints import guard_hints
-from ngrules.verification.instances.sampling import Instance, rewrite_instance
+from ngrules.verification.instances.sampling import Instance, prepared, rewrite_instance
 from ngrules.verification.layouts import layouts
 
 #: The default bound: ranks and lengths up to 3.
@@ -197,8 +196,9 @@ class _BoundedBuilder(Builder):
     rank = RANK
     reads_values = False
 
-    def __init__(self, path: _Path, dtype, hints, roots):
-        super().__init__(lambda _: False, dtype, hints, roots)  # `push`: value domains only
+    def __init__(self, path: _Path, dtype, hints, roots, cons, fixed):
+        # `push` False: value domains only
+        super().__init__(lambda _: False, dtype, hints, roots, cons, fixed)
         self.draw = path
         self.arg_dtypes = _DTYPES  # what generic.arg_dtypes finds of an op: the same each time
 
@@ -251,9 +251,9 @@ def _within(roots: list[Node], rank: int, length: int) -> bool:
 
 
 def _build(rule: Rule, path: _Path, rank: int) -> Instance | None:
-    hints = guard_hints(rule)
+    _, hints, cons, fixed = prepared(rule)  # once per rule, not per build
     dtype = hints.dtype if hints.dtype is not None else np.dtype(np.float64)
-    builder = _BoundedBuilder(path, dtype, hints, rule.roots)
+    builder = _BoundedBuilder(path, dtype, hints, rule.roots, cons, fixed)
     builder.rank = rank
     builder.reads_values = bool(READS_VALUES.search(rule.source or ""))
     try:
@@ -314,14 +314,16 @@ def every_layout(found: list[Instance]) -> Iterator[Instance]:
                 yield laid
 
 
-def _marked(node: Node) -> bool:
+def _mark(node: Node) -> int | None:
+    """k when node is a typed constant's marker (every element MARKS[0] + k * MARKS[1]), else
+    None."""
     if node.op != "Constant":
-        return False
+        return None
     value = np.asarray(node.attrs["value"], np.float64)
     if value.size == 0 or not np.all(value == value.flat[0]):
-        return False
+        return None
     k = (float(value.flat[0]) - MARKS[0]) / MARKS[1]
-    return k >= 0 and k == int(k) and k < 64
+    return int(k) if k >= 0 and k == int(k) and k < 64 else None
 
 
 def symbolic_constants(inst: Instance) -> Instance:
@@ -329,8 +331,8 @@ def symbolic_constants(inst: Instance) -> Instance:
     prover then reads each of its elements as a variable. A constant the rewrite made is left
     as it is (equal to a marker or not)."""
     before = toposort(inst.outputs)
-    marks = {n: placeholder(n.axes, dtype=n.dtype, name=f"const{_index(n)}")
-             for n in before if _marked(n)}
+    marks = {n: placeholder(n.axes, dtype=n.dtype, name=f"const{k}")
+             for n in before if (k := _mark(n)) is not None}
     if not marks:
         return inst
     after = inst.after if inst.stop == "fixpoint" else inst.step
@@ -341,12 +343,8 @@ def symbolic_constants(inst: Instance) -> Instance:
     return out
 
 
-def _index(node: Node) -> int:
-    return int(round((float(np.asarray(node.attrs["value"]).flat[0]) - MARKS[0]) / MARKS[1]))
-
-
 def has_symbols(inst: Instance) -> bool:
-    return any(_marked(n) for n in toposort(inst.outputs))
+    return any(_mark(n) is not None for n in toposort(inst.outputs))
 
 
 def typed_constants(rule: Rule) -> bool:
