@@ -7,9 +7,9 @@ Prints, over every node test of the installed onnx: how many import, how many of
 with the same multiset of op types and no more nodes, how many with fewer nodes and no op type
 added (shape computations folded), how many with another multiset, and how many fail to export
 (and of those, how many onnxruntime refuses as read); how many of those exported onnxruntime
-refuses as they were read and as written (the exporter writes them with a warning,
-`refused.RefusedAsRead`: no less runnable than the input); then the ops of the tests that
-differ, most frequent first.
+(or onnx's checker) refuses as they were read and as written (the exporter writes them with a
+warning, `refused.RefusedAsRead`: no less runnable than the input); then the ops of the tests
+that differ, most frequent first.
 """
 
 from __future__ import annotations
@@ -122,8 +122,8 @@ def main() -> None:
     print(f"  another op multiset or more nodes: {counts['differ']}")
     print(f"  export errors: {counts['export-error'] + refused_too} ({refused_too} where "
           "onnxruntime refuses the test's own model too)")
-    print(f"  written though onnxruntime refuses them, as it refuses the test's own model: "
-          f"{as_read}")
+    print(f"  written though onnxruntime (or onnx's checker) refuses them, as it refuses the "
+          f"test's own model: {as_read}")
     print("ops of the tests that differ or fail to export:",
           ", ".join(f"{op} {n}" for op, n in grown.most_common(40)))
     for line in shown:

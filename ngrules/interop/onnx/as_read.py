@@ -6,8 +6,9 @@ An import records a `Source` on its placeholders and outputs (weakly: a graph no
 its record with it). It holds the model without its large initializers (those are names, types
 and shapes only, as `refused` gives them to onnxruntime), never a node of the graph. The
 exporter finds the record of the graph it writes (`of`): where onnxruntime refuses the written
-model for want of a kernel, `refused` asks whether it refuses the model as read for the same op
-(`refusal`), and writes it with a warning then: the output is no less runnable than the input.
+model, `refused` asks whether it refuses the model as read for the same reason (`refusal`: no
+kernel for the same op, or the same message), and writes it with a warning then: the output is
+no less runnable than the input.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class Source:
     model: object
     weights: dict[str, tuple[int, tuple[int, ...]]]
     inputs: dict[str, tuple[int, tuple[int, ...]]]
-    _refusal: list = field(default_factory=list)  # [] not asked yet; [None | (op, message)]
+    _refusals: dict = field(default_factory=dict)  # check -> `reason`, or None: taken
 
 
 def remember(importer, model, arrays: Mapping[str, np.ndarray], outputs: Iterable[Node]) -> None:
@@ -94,25 +95,42 @@ def no_kernel_op(message: str) -> str | None:
     return None
 
 
-def refusal(source: Source) -> tuple[str, str] | None:
-    """(op type, message) when onnxruntime refuses the model as read for want of a kernel for
-    that op; None when it builds a session on it or refuses it for another reason. Asked once
-    per record."""
-    if not source._refusal:
-        source._refusal.append(_ask(source))
-    return source._refusal[0]
+def reason(message: str) -> str:
+    """What a refusal says, so that two of them compare: the op a refusal for want of a kernel
+    names ("no kernel for Max"), else its text with the names of nodes and values blanked
+    (a batch-first LSTM: "Batchwise recurrent operations (layout == 1) are not supported")."""
+    op = no_kernel_op(message)
+    if op is not None:
+        return f"no kernel for {op}"
+    blanked = re.sub(r"'[^']*'|\"[^\"]*\"|Node \([^)]*\)|, node name: [^)]*", "", message)
+    return " ".join(blanked.split())
 
 
-def _ask(source: Source) -> tuple[str, str] | None:
+def refusal(source: Source, check=None) -> str | None:
+    """The `reason` onnxruntime (or `check`, which raises on the model: onnx's checker) refuses
+    the model as read for; None when it takes it. Asked once per record and check."""
+    key = "session" if check is None else check.__name__
+    if key not in source._refusals:
+        source._refusals[key] = _ask(source, check)
+    return source._refusals[key]
+
+
+def _ask(source: Source, check) -> str | None:
     from onnx import ModelProto, helper
 
     model = ModelProto()
     model.CopyFrom(source.model)
     for name, (elem, shape) in source.weights.items():
         model.graph.input.append(helper.make_tensor_value_info(name, elem, list(shape)))
-    message = session_error(model)
-    op = no_kernel_op(message) if message else None
-    return None if op is None else (op, message)
+    if check is None:
+        message = session_error(model)
+    else:
+        try:
+            check(model)
+            message = None
+        except Exception as e:  # noqa: BLE001  onnx's errors, of several types
+            message = str(e)
+    return None if message is None else reason(message)
 
 
 def session_error(model) -> str | None:

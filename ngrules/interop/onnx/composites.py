@@ -47,18 +47,15 @@ LOWERED = frozenset({"Constant", "Shape", "Size", "ConstantOfShape", "Range",
                      "EyeLike", "Optional", "OptionalGetElement", "OptionalHasElement",
                      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                      "Bernoulli", "Multinomial", "If", "Loop", "Scan",
-                     # onnx's strict shape inference rejects the function body it expands
-                     # for a written MeanVarianceNormalization (a Constant with no value)
-                     "MeanVarianceNormalization",
                      # one op each already, unrolled on request (`unroll_recurrent`)
                      "LSTM", "GRU", "RNN"})
 
-#: ONNX's layout ops: where their converter writes views only, they stay those views, which
-#: the exporter lays out (and joins with the views around them). Another op writing views only
-#: (an Einsum that transposes, a Tile, a SpaceToDepth) is kept whole: `decompose_simple` lowers
-#: it, so the shipped pipelines see its views as before.
-LAID_OUT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Expand",
-                      "Identity"})
+#: Ops kept whole where their converter writes views only (an Einsum that transposes, a Tile,
+#: a SpaceToDepth): the round trip writes them back. `decompose_simple` lowers them, so the
+#: shipped pipelines see their views as before. Any other op writing views only (ONNX's
+#: Reshape, Squeeze, Transpose; a GatherND reading in order) stays those views, which the
+#: exporter lays out, with the views around them, as the fewest nodes it can.
+MOVES_DATA = frozenset({"Einsum", "Tile", "SpaceToDepth", "DepthToSpace"})
 
 #: Ops whose body the exporter writes back as the op in any order of its operands
 #: (`export_forms`, `export_nn`): where an operand is not in ONNX's order, the body is written.
@@ -246,7 +243,7 @@ def convert(importer, node, used: set[str]) -> list | None:
     name = op_name(op)
     args = [importer.tensor(node.input[i]).node for i in ctx.tensors]
     given = [importer.tensor(node.input[i]) for i in ctx.tensors]
-    if op in LAID_OUT and not any(composite.computing(r, args) or _passed(r, axes, given)
+    if op not in MOVES_DATA and not any(composite.computing(r, args) or _passed(r, axes, given)
                                   for axes, r in results.values()):
         return None  # views only (Reshape, Squeeze, Transpose): the exporter lays them out
     whole = op in WHOLE or (op in FLATTENING and importer.opset < 13)

@@ -9,10 +9,12 @@ failure is an `OnnxError` naming the node, raised before anything is written:
    inferred shapes;
 3. where onnxruntime is installed, a session built on the model (its own graph checks, a kernel
    for every node). The weights go in as graph inputs of their type and shape, as for the
-   checker: their bytes are never copied, and no optimisation runs. The output need only be
-   no less runnable than the input: where onnxruntime has no kernel for a node's op and refuses
-   the model read (`as_read`) for want of a kernel for the same op (a model made for another
-   runtime, an op newer than it), the model is written with a `RefusedAsRead` warning.
+   checker: their bytes are never copied, and no optimisation runs.
+
+The output need only be no less runnable than the input: where onnxruntime refuses the model
+read (`as_read`) for the same reason (no kernel for the same op: a model made for another
+runtime, an op newer than onnxruntime), or onnx's checker refuses it alike (its strict inference
+of MeanVarianceNormalization's body), the model is written with a `RefusedAsRead` warning.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def check(model, arrays: Mapping[str, np.ndarray], source=None) -> None:
     """Raise `OnnxError` naming the node if onnx or onnxruntime would refuse the model
     completed by `arrays` (its large initializers, not in the message); warn instead where
     onnxruntime refuses the model read (`source`, an `as_read.Source`) for the same op."""
-    from onnx import checker, helper, shape_inference
+    from onnx import helper
 
     from ngrules.interop.onnx.weights import elem_of
 
@@ -39,16 +41,34 @@ def check(model, arrays: Mapping[str, np.ndarray], source=None) -> None:
     for name, array in arrays.items():
         graph.input.append(helper.make_tensor_value_info(name, elem_of(array), array.shape))
     try:
-        checker.check_model(model)
-        inferred = shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
-        _check_rules(inferred)
+        inferred = _checked(model, source)
+        if inferred is not None:
+            _check_rules(inferred)
         _check_session(model, source)
-    except (OnnxError, RefusedAsRead):
-        raise
-    except Exception as e:  # onnx's own errors, of several types
-        raise OnnxError(f"the written model fails onnx's checker: {_first_line(e)}") from None
     finally:
         del graph.input[count:]
+
+
+def _strict(model):
+    """The model checked by onnx's checker and inferred in strict mode (raising on either)."""
+    from onnx import checker, shape_inference
+
+    checker.check_model(model)
+    return shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+
+
+def _checked(model, source):
+    """The model inferred by `_strict`; None (with a warning) where onnx refuses the model read
+    (`source`) alike (its strict inference of MeanVarianceNormalization's body at opset 13)."""
+    try:
+        return _strict(model)
+    except Exception as e:  # noqa: BLE001  onnx's own errors, of several types
+        text = f"the written model fails onnx's checker: {_first_line(e)}"
+        if source is None or as_read.refusal(source, _strict) != as_read.reason(str(e)):
+            raise OnnxError(text) from None
+        warnings.warn(RefusedAsRead(f"written all the same: onnx's checker refuses the input "
+                                    f"model as well, alike: {text}"), stacklevel=3)
+        return None
 
 
 def _first_line(e: Exception) -> str:
@@ -110,8 +130,8 @@ def _check_rules(inferred) -> None:
 
 # -- an onnxruntime session -------------------------------------------------------------------
 class RefusedAsRead(UserWarning):
-    """The written model is refused by onnxruntime for want of a kernel, as the model read
-    was, for the same op: written all the same (a model made for another runtime)."""
+    """The written model is refused by onnxruntime as the model read was, for the same reason
+    (no kernel for the same op): written all the same (a model made for another runtime)."""
 
 
 def _check_session(model, source=None) -> None:
@@ -123,13 +143,13 @@ def _check_session(model, source=None) -> None:
     if message is None:
         return
     text = _session_message(model, message, ort.__version__)
-    op = as_read.no_kernel_op(message)
-    before = as_read.refusal(source) if op is not None and source is not None else None
-    if before is None or before[0] != op:
+    why = as_read.reason(message)
+    if source is None or as_read.refusal(source) != why:
         raise OnnxError(text)
+    same = f"for the same reason ({why})" if why.startswith("no kernel") else "alike"
     warnings.warn(RefusedAsRead(
-        f"written all the same: onnxruntime refuses the input model as well, having no kernel "
-        f"for {op} (it checks no node after that one): {text}"), stacklevel=2)
+        f"written all the same: onnxruntime refuses the input model as well, {same}; it "
+        f"checks no node after that one: {text}"), stacklevel=2)
 
 
 def _session_message(model, message: str, version: str) -> str:
