@@ -80,7 +80,7 @@ def _mod(em, n, a):
     """ONNX Mod; before opset 28 its fmod=0 is for integers only, so a float mod is
     x - y * floor(x / y) there."""
     if n.attrs["fmod"] or n.dtype.kind in "iu" or getattr(em, "target", em.opset) >= FLOAT_MOD:
-        return em.node("Mod", a, fmod=int(n.attrs["fmod"]))
+        return em.node("Mod", a, **({"fmod": 1} if n.attrs["fmod"] else {}))  # 0: the default
     quotient = em.node("Floor", [em.node("Div", a)])
     return em.node("Sub", [a[0], em.node("Mul", [a[1], quotient])])
 
