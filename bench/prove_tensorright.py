@@ -1,8 +1,9 @@
 """TensorRight's XLA rewrites (tests/corpus/tensorright/xla.rules) proved: each rule's verdict,
 its seconds, and the counts (expressed, proved for every shape, in IEEE floats, over 60 s).
 
-Run: python bench/prove_tensorright.py [--jobs 2]   (the full prove run; the test suite only
-loads the file and proves a small sample, tests/test_tensorright_corpus.py)
+Run: python bench/prove_tensorright.py [--jobs 2] [--only NAME ...]   (the full prove run, or
+the rules named; the test suite only loads the file and proves a small sample,
+tests/test_tensorright_corpus.py)
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "tensorri
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="these rules only")
     args = parser.parse_args(argv)
     rules = ng.load_rules(CORPUS)
     load, start = os.getloadavg()[0], time.perf_counter()
-    report = verify(rules, prove=True, jobs=args.jobs, cache=False)  # measured, not recalled
+    # measured, not recalled: no verdict cache
+    report = verify(rules, prove=True, jobs=args.jobs, cache=False, only=args.only)
     wall = time.perf_counter() - start
     print("| rule | verdict | seconds | reason |\n|---|---|---:|---|")
     for v in report:

@@ -58,3 +58,14 @@ def test_the_command_line_takes_the_budget(tmp_path, capsys):
     with pytest.raises(SystemExit) as refused:
         main(["verify", "--prove", "--prove-memory", "0", str(path)])
     assert refused.value.code == 2 and "--prove-memory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seconds", ["inf", "1e400", "nan", "0", "-1", "soon"])
+def test_the_proof_time_budget_is_a_positive_finite_number(tmp_path, capsys, seconds):
+    path = tmp_path / "sq.rules"
+    path.write_text(_squares(3))
+    with pytest.raises(SystemExit) as refused:  # as every other `--*-seconds` option
+        main(["verify", "--prove", "--prove-seconds", seconds, str(path)])
+    err = capsys.readouterr().err
+    assert refused.value.code == 2
+    assert f"--prove-seconds: expected a positive number of seconds, got {seconds!r}" in err

@@ -76,6 +76,39 @@ def test_a_changed_op_declaration_changes_the_key(monkeypatch, scratch_ops):
     assert cache.rule_text(rule) is None
 
 
+def test_a_changed_verifier_source_misses(monkeypatch):
+    rules = ng.parse_rules(TEXT, "t.rules")
+    verify(rules, 5, seed=3)
+    assert all(v.cached for v in verify(rules, 5, seed=3))
+    monkeypatch.setattr(cache, "code_digest", lambda: "another verifier")
+    report = verify(rules, 5, seed=3)
+    assert not any(v.cached for v in report) and report.ok
+    assert cache.last_verdict(rules.rule("mul_one")).cached  # `last/` too: written again
+
+
+def test_the_code_digest_covers_the_layers_that_decide_a_verdict(tmp_path):
+    package = tmp_path / "ngrules"
+    for name in ("verification/prove/prover.py", "ir/executor.py", "cli/verify.py"):
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(f"# {name}\n")
+    (tmp_path / "grammar").mkdir()
+    (tmp_path / "grammar" / "ngrules.lark").write_text("start: rule\n")
+    assert cache.code_digest(package) != cache.code_digest()  # the fake package is not ours
+
+    def changed(name: str, text: str) -> bool:
+        before = cache.code_digest(package)
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+        cache._code_digest.cache_clear()  # once per process: a new process sees the change
+        return cache.code_digest(package) != before
+
+    assert not changed("ngrules/cli/verify.py", "# a new option\n")  # above the verifier
+    assert changed("ngrules/verification/prove/prover.py", "# a new axiom\n")
+    assert changed("ngrules/ir/executor.py", "# a new kernel\n")
+    assert changed("grammar/ngrules.lark", "start: rule+\n")
+    assert changed("ngrules/engine/match.py", "# a new module\n")
+
+
 def test_a_corrupt_entry_is_ignored_and_replaced():
     rules = ng.parse_rules(TEXT, "t.rules")
     verify(rules, 5, seed=3)

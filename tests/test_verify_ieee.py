@@ -9,7 +9,8 @@ import pytest
 import ngrules as ng
 from ngrules.lang.formatter import format_rule
 from ngrules.verification.compare import compare
-from ngrules.verification.special import magnitude_feeds
+from ngrules.verification.instances.sampling import rewrite_instance
+from ngrules.verification.special import magnitude_feeds, special_counterexample, widest
 from ngrules.verification.verdicts import Counterexample, Verdict, over_the_reals
 from ngrules.verification.verify import verify_rule
 
@@ -106,6 +107,40 @@ def test_magnitude_feeds_keep_signs_and_reach_large_and_small_sizes():
     assert max(float(np.abs(v).max()) for v in feeds) >= 1e17
     assert min(float(np.abs(v).min()) for v in feeds) <= 1e-12
     assert all((np.sign(v) == np.sign(own)).all() for v in feeds[:5])  # the scaled ones
+
+
+def _sum_twice(lengths: tuple[int, int]):
+    """An instance of the wrong corpus's `reassociate_sum`: Σ over a, then over b."""
+    rule = ng.load_rules("tests/corpus/wrong/class15_ieee.rules").rule("reassociate_sum")
+    a, b = ng.make_axis(lengths[0], "a"), ng.make_axis(lengths[1], "b")
+    x = _x((a, b))
+    outputs = [ng.sum(ng.sum(x, reduction_axes=[a]), reduction_axes=[b])]
+    feeds = {x: np.random.default_rng(0).normal(size=lengths).round(3)}
+    return rewrite_instance(rule, outputs, feeds)
+
+
+def test_the_widest_instances_kept_meet_the_ordinary_magnitudes():
+    """A sum over a, then over b, is the sum over both when either is of length 1: the four
+    first drawn (seed-dependent) were often all such, and `reassociate_sum` went unseen."""
+    narrow = [_sum_twice(n) for n in ((1, 1), (1, 4), (3, 1), (1, 2), (3, 4))]
+    assert widest(widest(narrow[:1], narrow[1]), narrow[-1])[0] is narrow[-1]
+    assert special_counterexample(narrow[:4]) is None  # every one of them exact
+    cx = special_counterexample(narrow[:4], varied=[narrow[-1]])
+    assert cx is not None and "special values" in cx.problem
+    assert cx.before == narrow[-1].outputs
+
+
+def test_cancelling_pairs_lie_along_one_axis_in_turn_and_every_pair_of_a_small_input():
+    from ngrules.verification.special import MAX_PAIRS, _cancelling_places
+
+    shape = (4, 5, 6)
+    pairs = _cancelling_places(shape, np.random.default_rng(0))
+    assert len(pairs) == MAX_PAIRS and all(p != q for p, q in pairs)
+    apart = [np.flatnonzero(np.subtract(np.unravel_index(p, shape), np.unravel_index(q, shape)))
+             for p, q in pairs[::2]]  # the others at random
+    assert [list(d) for d in apart] == [[0], [1], [2], [0], [1], [2]]
+    assert sorted(_cancelling_places((3,), np.random.default_rng(0))) == [
+        (0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
 
 
 def test_assume_reals_marks_a_rule_verified_over_the_reals():

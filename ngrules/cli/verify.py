@@ -3,7 +3,6 @@ proved with `--prove` (z3, the `prove` extra)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from ngrules.cli.common import (
@@ -13,6 +12,7 @@ from ngrules.cli.common import (
     add_disable_option,
     add_import_path_option,
     at_least,
+    positive_seconds,
     rules_or_library,
     without_rules,
 )
@@ -59,16 +59,6 @@ def run(args) -> int:
         return INTERRUPTED
     print(report)
     return 0 if report.ok else FINDINGS
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
 
 
 def _defined_in(rules, paths: list[str]) -> list[str]:
@@ -122,7 +112,7 @@ def register(sub) -> None:
     p.add_argument("--prove-rank", type=at_least(0), default=3, metavar="R",
                    help="with --prove: ... and ranks up to R (default: 3); the verdict says "
                    "`proved for ranks <= R and lengths <= L`, and the rule is still tested")
-    p.add_argument("--prove-seconds", type=_positive, default=DEFAULT_SECONDS, metavar="S",
+    p.add_argument("--prove-seconds", type=positive_seconds, default=DEFAULT_SECONDS, metavar="S",
                    help="with --prove: CPU seconds one rule's proof may take; past them the "
                    f"rule is unverified, saying so (default: {DEFAULT_SECONDS:g})")
     p.add_argument("--prove-memory", type=at_least(1), default=DEFAULT_MEGABYTES, metavar="MB",

@@ -3,12 +3,15 @@ changes.
 
 An entry is keyed by everything a verdict depends on: the rule's text, the rules before it in
 its pass (they take nodes first), the definitions of the ops it uses (a declared op's
-declaration; a built-in op's code is the ngrules version's), the verification settings (seed
-or the derandomized profile, examples, tolerances, semantics, floats, prove and bound) and the
-versions of ngrules, hypothesis and numpy. A changed rule or op changes the key; an old entry
-is never read again. A rule using an op registered from Python (whose kernel cannot be
-keyed) is never cached, nor is a run with a random seed (it cannot repeat), nor a verdict that
-fails (its counterexample's graphs are wanted in full).
+declaration), the verification settings (seed or the derandomized profile, examples,
+tolerances, semantics, floats, prove and bound), the versions of ngrules, hypothesis and numpy,
+and a digest of the code that decides a verdict (`code_digest`: the sources of the
+verification layer and every layer below it, and the grammar), so that a developer changing
+the verifier, prover, builder, executor or an op's kernel between releases misses too. A
+changed rule or op changes the key; an old entry is never read again. A rule using an op
+registered from Python (whose kernel cannot be keyed) is never cached, nor is a run with a
+random seed (it cannot repeat), nor a verdict that fails (its counterexample's graphs are
+wanted in full).
 
 Entries are JSON files in a private folder of the user's cache (`$XDG_CACHE_HOME/ngrules/
 verdicts`, default `~/.cache/ngrules/verdicts`, created 0700; `NGRULES_VERDICT_CACHE` names
@@ -21,6 +24,7 @@ the entry of each key, `last/` keeps the last verdict of each rule text whatever
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -67,6 +71,36 @@ def folder() -> Path | None:
     return base if stat.S_ISDIR(st.st_mode) and private else None
 
 
+#: The packages of ngrules above the verification layer (pyproject's layer contract): nothing
+#: they hold is imported by the verifier, so their code does not decide a verdict.
+ABOVE = ("cli", "lsp", "saturation")
+
+
+def code_digest(root: Path | None = None) -> str:
+    """A digest of the sources that decide a verdict: every `.py` file of the package `root`
+    (ngrules) outside the `ABOVE` packages, and the grammar; the version alone when none can
+    be read (an install without sources). Once per process (about 10 ms)."""
+    return _code_digest(root or Path(__file__).resolve().parents[1])
+
+
+@functools.lru_cache(maxsize=4)
+def _code_digest(root: Path) -> str:
+    from ngrules.version import __version__
+
+    files = [root.parent / "grammar" / "ngrules.lark"]
+    for folder, subfolders, names in os.walk(root):
+        if folder == str(root):
+            subfolders[:] = [d for d in subfolders if d not in ABOVE]
+        files += [os.path.join(folder, n) for n in names if n.endswith((".py", ".lark"))]
+    h, read = hashlib.sha256(__version__.encode()), 0
+    for path in sorted(map(str, files)):
+        with contextlib.suppress(OSError), open(path, "rb") as f:
+            data = f.read()
+            h.update(f"\0{os.path.relpath(path, root)}\0{len(data)}\0".encode() + data)
+            read += 1
+    return h.hexdigest()[:32] if read else __version__
+
+
 def _ops_of(rule: Rule) -> set[str]:
     from ngrules.lang.syntax import walk
 
@@ -95,7 +129,7 @@ def rule_text(rule: Rule, earlier: Iterable[Rule] = ()) -> str | None:
     definitions = [_op_definition(name) for name in ops]
     if any(d is None for d in definitions):
         return None
-    parts = [f"ngrules {__version__}"]
+    parts = [f"ngrules {__version__} code {code_digest()}"]
     parts += [f"rule {r.pass_name}.{r.name}:\n{r.source or repr(r)}" for r in rules]
     parts += [f"op {name}: {d}" for name, d in zip(ops, definitions)]
     return "\n\0".join(parts)

@@ -79,10 +79,11 @@ def special_feeds(inst: Instance, seed: int = 0) -> Iterator[dict[Node, np.ndarr
         yield feeds
 
 
-def _tagged_feeds(inst: Instance, seed: int, ieee: bool = True
+def _tagged_feeds(inst: Instance, seed: int, ieee: bool = True, ordinary: bool = False
                   ) -> Iterator[tuple[dict[Node, np.ndarray], bool]]:
     """The special feeds, each with whether it mixes values per element; the ordinary
-    magnitudes only for IEEE (they are float64's traps, not the reals')."""
+    magnitudes only for IEEE (they are float64's traps, not the reals'), and only they
+    with `ordinary`."""
     rng = np.random.default_rng(seed)
     inputs = _inputs(inst)
     if not inputs:
@@ -90,6 +91,8 @@ def _tagged_feeds(inst: Instance, seed: int, ieee: bool = True
     with np.errstate(all="ignore"):
         if ieee:
             yield from ((feeds, False) for feeds in magnitude_feeds(inst, inputs, rng))
+        if ordinary:
+            return
         for row in itertools.islice(_assignments(len(inputs), rng), MAX_FEEDS):
             yield {**inst.feeds, **{n: _full(n, v) for n, v in zip(inputs, row)}}, False
         for _ in range(MAX_FEEDS // 8):
@@ -120,12 +123,35 @@ def magnitude_feeds(inst: Instance, inputs: Sequence[Node], rng: np.random.Gener
     for _ in range(4):
         yield made(lambda n, v: v * rng.choice(SPREAD, v.shape))
     for node in inputs:  # ±1e17 at two places of one input: a sum in another order keeps
-        size = own[node].size  # the small terms it loses in this one
-        pairs = list(itertools.permutations(range(size), 2))
-        for k in rng.permutation(len(pairs))[:MAX_PAIRS]:
+        for pair in _cancelling_places(own[node].shape, rng):  # the small terms it loses
             flat = own[node].ravel().copy()
-            flat[list(pairs[k])] = (CANCELLING, -CANCELLING)
+            flat[list(pair)] = (CANCELLING, -CANCELLING)
             yield {**made(lambda n, v: v), node: flat.reshape(own[node].shape).astype(node.dtype)}
+
+
+def _cancelling_places(shape: tuple, rng: np.random.Generator) -> list[tuple[int, int]]:
+    """Up to MAX_PAIRS pairs of flat places of an array of `shape`: every pair of a small
+    array; else, in turn, two places a row apart along one axis (the axes taken in turn: a
+    reduction over that axis adds them into one result, where two places drawn at random in
+    a large array mostly land in different results) and two places drawn at random."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if size * (size - 1) <= MAX_PAIRS:
+        return list(itertools.permutations(range(size), 2))
+    axes = [k for k, n in enumerate(shape) if n > 1]
+    pairs: list[tuple[int, int]] = []
+    for k in range(MAX_PAIRS):
+        if k % 2 == 0:
+            axis = axes[(k // 2) % len(axes)]
+            first = [int(rng.integers(n)) for n in shape]
+            second = list(first)
+            second[axis] = (first[axis] + 1 + int(rng.integers(shape[axis] - 1))) % shape[axis]
+            pair = (int(np.ravel_multi_index(first, shape)),
+                    int(np.ravel_multi_index(second, shape)))
+        else:
+            a, b = rng.choice(size, 2, replace=False)
+            pair = (int(a), int(b))
+        pairs.append(pair)
+    return pairs
 
 
 def _largest_term(graphs: Sequence[Sequence[Node]], feeds) -> float:
@@ -208,24 +234,41 @@ class _Agreement:
         return bool(np.isclose(b, a, rtol=self.rtol, atol=atol, equal_nan=True).all())
 
 
+def _spread(inst: Instance) -> int:
+    """How many of the instance's axes are longer than 1: an axis of length 1 hides an order
+    (a sum over a, then over b, is the sum over both when either is of length 1)."""
+    return len({a for n in toposort(inst.outputs) for a in n.axes if a.length > 1})
+
+
+def widest(kept: list[Instance], inst: Instance, count: int = 2) -> list[Instance]:
+    """The `count` instances of `kept` and `inst` with the most axes longer than 1 (the
+    builder draws many of length 1), for the ordinary magnitudes besides the first drawn."""
+    return sorted([*kept, inst], key=_spread, reverse=True)[:count]
+
+
 def special_counterexample(
     instances: Sequence[Instance], semantics: str = "strict", rtol: float = 1e-6,
     atol: float = 1e-9, budget: float = BUDGET, seed: int = 0, floats: str = "ieee",
+    varied: Sequence[Instance] = (),
 ) -> Counterexample | None:
     """The first special-value feed on which an instance's rewrite changes results (values
     within the rule's assumptions only), as a counterexample; None if there is none. Smaller
     instances first; after MAX_COMPARED full comparisons (or, as a safety net, `budget`
     seconds) the feeds left are not tried. `seed` seeds the random mixes of special values.
-    `floats`: "ieee" (no slack for reassociation on the mixes) or "reals" (`compare`)."""
+    `floats`: "ieee" (no slack for reassociation on the mixes) or "reals" (`compare`).
+    `varied` instances (`widest`) are tried after them on the ordinary magnitudes only: a
+    sum in another order shows only where the axes it orders are longer than 1."""
     ieee = floats == "ieee"
     deadline, compared = time.perf_counter() + budget, 0
     chosen = sorted(instances, key=lambda i: len(toposort(i.outputs)))[:MAX_INSTANCES]
-    for inst in chosen:
+    tried = [(i, False) for i in chosen] + [(i, True) for i in varied
+                                                if all(i is not c for c in chosen)]
+    for inst, ordinary in tried:
         if inst.after is None:
             continue
         after = inst.after if inst.stop == "fixpoint" else inst.step
         same = _Agreement(inst.outputs, after, rtol, atol, ieee)
-        for feeds, mixed in _tagged_feeds(inst, seed, ieee):
+        for feeds, mixed in _tagged_feeds(inst, seed, ieee, ordinary):
             if time.perf_counter() > deadline or compared >= MAX_COMPARED:
                 return None
             if inst.assumed and broken(inst.assumed, feeds) is not None:

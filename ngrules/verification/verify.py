@@ -33,7 +33,7 @@ from ngrules.verification.compare import (
 from ngrules.verification.dtypes import narrow_dtype_check
 from ngrules.verification.instances import Instance, Rejected, attempts, earlier_rules
 from ngrules.verification.layouts import ill_formed_layout, layout_shape
-from ngrules.verification.special import special_counterexample
+from ngrules.verification.special import special_counterexample, widest
 from ngrules.verification.verdicts import (
     Counterexample,
     Verdict,
@@ -132,13 +132,14 @@ class _Tally:
     reasons: Counter = field(default_factory=Counter)
     kept: list = field(default_factory=list)  # instances for the special values
     kept_shapes: list = field(default_factory=list)  # their `layout_shape`s
+    varied: list = field(default_factory=list)  # and two with the most axes longer than 1
 
     def keep(self, instance) -> None:
-        """Keep KEPT instances for the checks that follow (other layouts, special values,
-        narrow dtypes), of as many shapes as were drawn: a new shape takes the place of a
-        repeated one. The layout check finds a rule ill-formed only if a kept instance has a
-        shape whose other layouts break it (`a - Broadcast?(c) => a + -c` needs an
-        unbroadcast `c` of `a`'s rank): the first eight drawn often repeated two shapes."""
+        """Keep KEPT instances for the later checks (other layouts, special values, narrow
+        dtypes), of as many shapes as drawn: a new shape takes a repeated one's place (the
+        layout check needs a shape whose other layouts break the rule: `a - Broadcast?(c) =>
+        a + -c` an unbroadcast `c` of `a`'s rank; the first 8 drawn often had 2 shapes)."""
+        self.varied = widest(self.varied, instance)
         shape, shapes = layout_shape(instance), self.kept_shapes
         if len(self.kept) < KEPT:
             self.kept.append(instance)
@@ -301,7 +302,7 @@ def verify_rule(
             verdict.status, verdict.counterexample = "ill-formed", check.counterexample
         else:
             cx = special_counterexample(tally.kept, semantics, rtol, atol, seed=seed or 0,
-                                        floats=floats)
+                                        floats=floats, varied=tally.varied)
             if cx is None:
                 narrow = narrow_dtype_check(tally.kept, seed or 0)
                 cx, verdict.dtypes = narrow.counterexample, str(narrow)
