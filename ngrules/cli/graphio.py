@@ -190,15 +190,16 @@ def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | 
     `interop.onnx.budget.Budget`, None: the default), else a graph file recording `opset`."""
     check_target(path, target)
     if is_onnx(path):
-        from ngrules.interop.onnx import weights
+        from ngrules.interop.onnx import refused, weights
         from ngrules.interop.onnx.exporter import export_parts
         from ngrules.ir.fileio import check_output
 
         check_output(path)
         options = {} if opset is None else {"opset": opset}
         options.update({} if budget is None else {"budget": budget})
-        model, arrays = export_parts(outputs, output_names=names, target=target, **options)
-        stage(Path(path), lambda f: weights.write(f, model, arrays))
+        model, arrays = export_parts(outputs, output_names=names, target=target, check=False,
+                                     **options)  # checked while it is written, before staged
+        stage(Path(path), lambda f: weights.write(f, model, arrays, check=refused.check))
         return
     from ngrules.ir.graphfile import stage_graph
 
