@@ -232,8 +232,10 @@ def write(file, model, arrays, check: Callable[[Any, Any], None] | None = None) 
     writing = Background(lambda: _write(file, message, arrays, sync=True))
     try:
         check(model, arrays)
-    finally:
-        writing.result()
+    except BaseException:
+        writing.wait()  # the refusal is the error to report, not what the writing met
+        raise
+    writing.result()
 
 
 def _write(file, message: bytes, arrays, sync: bool = False) -> None:
@@ -270,6 +272,9 @@ class Background:
             self._value = self._run()
         except BaseException as e:  # re-raised by result(), on the caller's thread
             self._error = e
+
+    def wait(self) -> None:
+        self._thread.join()
 
     def result(self) -> Any:
         self._thread.join()
