@@ -12,7 +12,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from ngrules.cli.graphio import save  # noqa: E402
-from ngrules.interop.onnx import OnnxError, loading, weights  # noqa: E402
+from ngrules.interop.onnx import OnnxError, direct, loading, weights  # noqa: E402
 from ngrules.interop.onnx.exporter import export_parts  # noqa: E402
 from ngrules.interop.onnx.importer import import_model  # noqa: E402
 
@@ -115,3 +115,62 @@ def test_the_file_written_while_checked_is_the_model_the_check_saw(tmp_path):
     np.testing.assert_array_equal(inits[name], w)
     assert written.graph.node == model.graph.node
     assert [i.name for i in written.graph.input] == [i.name for i in model.graph.input]
+
+
+# -- a large file written past the page cache (direct.py) --------------------------------------
+def _pieces(seed=0):
+    """Bytes in pieces of every kind of length: small, a chunk's worth and more, a tail."""
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+            for n in (7, 3 * direct.CHUNK + 5, 1, direct.CHUNK, 100, 2 * direct.CHUNK - 1)]
+
+
+@pytest.fixture()
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(direct, "CHUNK", 1 << 13)  # a multiple of any block size below 8 KiB
+    monkeypatch.setattr(direct, "LEAST", 1)
+
+
+def _written(path, pieces):
+    with open(path, "wb") as f:
+        out = direct.Direct(f)
+        for piece in pieces:
+            out.write(piece)
+        out.close()
+    return path.read_bytes()
+
+
+def test_a_direct_write_is_the_same_bytes_as_a_plain_one(tmp_path, small_chunks):
+    pieces = _pieces()
+    assert _written(tmp_path / "d.bin", pieces) == b"".join(pieces)
+
+
+def test_a_file_system_that_refuses_the_direct_write_gets_the_bytes_as_usual(
+        tmp_path, small_chunks, monkeypatch):
+    """EINVAL from the first direct write (a file system that takes the flag, not the write):
+    that chunk and the rest go through the page cache, the same bytes."""
+    real, calls = os.write, []
+
+    def write(fd, data):
+        calls.append(len(data))
+        if len(calls) == 1:
+            raise OSError(22, "Invalid argument")
+        return real(fd, data)
+
+    monkeypatch.setattr(direct, "_set_direct", lambda fd, on: True)
+    monkeypatch.setattr(direct.os, "write", write)
+    pieces = _pieces(1)
+    assert _written(tmp_path / "d.bin", pieces) == b"".join(pieces)
+    assert calls[0] == direct.CHUNK and len(calls) > 2
+
+
+def test_a_large_model_written_past_the_page_cache_loads_as_written(tmp_path, small_chunks):
+    w = _dense(tmp_path / "m.onnx")
+    imported = import_model(str(tmp_path / "m.onnx"))
+    save(str(tmp_path / "out.onnx"), imported.outputs, imported.output_names)
+    model, arrays = export_parts(imported.outputs, output_names=imported.output_names)
+    with open(tmp_path / "plain.onnx", "wb") as f:
+        weights.write(f, model, arrays)  # through the page cache, no check
+    assert (tmp_path / "out.onnx").stat().st_size == (tmp_path / "plain.onnx").stat().st_size
+    (tensor,) = onnx.load(str(tmp_path / "out.onnx")).graph.initializer
+    np.testing.assert_array_equal(numpy_helper.to_array(tensor), w)

@@ -239,9 +239,14 @@ def write(file, model, arrays, check: Callable[[Any, Any], None] | None = None) 
 
 
 def _write(file, message: bytes, arrays, sync: bool = False) -> None:
+    """The file's bytes; with `sync`, a large file past the page cache (`direct`), then synced."""
     from onnx import TensorProto
 
-    file.write(message)
+    from ngrules.interop.onnx import direct
+
+    big = sync and sum(a.nbytes for a in arrays.values()) >= direct.LEAST
+    out = direct.Direct(file) if big else file
+    out.write(message)
     for name, array in arrays.items():
         header = TensorProto(name=name, data_type=elem_of(array), dims=array.shape)
         raw = _encode_varint(_RAW << 3 | 2) + _encode_varint(array.nbytes)
@@ -249,9 +254,11 @@ def _write(file, message: bytes, arrays, sync: bool = False) -> None:
         size = len(tensor) + array.nbytes
         init = _encode_varint(_GRAPH_INIT << 3 | 2) + _encode_varint(size)
         graph = _encode_varint(_MODEL_GRAPH << 3 | 2) + _encode_varint(len(init) + size)
-        file.write(graph + init + tensor)
+        out.write(graph + init + tensor)
         for block in _blocks(array):
-            file.write(memoryview(_little(block).reshape(-1).view(np.uint8)))
+            out.write(memoryview(_little(block).reshape(-1).view(np.uint8)))
+    if big:
+        out.close()
     if sync:
         file.flush()
         os.fsync(file.fileno())
