@@ -44,6 +44,24 @@ def test_background_returns_the_value_or_raises_the_error_on_the_callers_thread(
         weights.Background(fail).result()
 
 
+def test_a_ctrl_c_while_waiting_is_raised_once_the_thread_has_stopped():
+    """The caller closes the file the thread uses once the wait ends: never under it."""
+    import signal
+    import threading
+    import time
+
+    done = threading.Event()
+
+    def work():
+        time.sleep(0.3)
+        done.set()
+
+    threading.Timer(0.05, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        weights.Background(work).wait()
+    assert done.is_set()
+
+
 def test_the_file_read_beside_onnxs_import_is_the_files_bytes(tmp_path):
     w = _dense(tmp_path / "m.onnx")
     model, arrays = loading.read_model(tmp_path / "m.onnx")

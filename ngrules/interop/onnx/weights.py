@@ -271,6 +271,7 @@ class Background:
 
     def __init__(self, run: Callable[[], Any]):
         self._run, self._value, self._error = run, None, None
+        self._done = threading.Event()
         self._thread = threading.Thread(target=self._work, name="ngrules-io", daemon=True)
         self._thread.start()
 
@@ -279,12 +280,23 @@ class Background:
             self._value = self._run()
         except BaseException as e:  # re-raised by result(), on the caller's thread
             self._error = e
+        finally:
+            self._done.set()
 
     def wait(self) -> None:
-        self._thread.join()
+        """Join the thread. A Ctrl-C meanwhile is raised once it has stopped: the caller then
+        closes the file the thread reads or writes, which it must not do under the thread."""
+        interrupted = None
+        while not self._done.is_set():  # not `join`: interrupted, it takes the thread as ended
+            try:
+                self._done.wait()
+            except KeyboardInterrupt as e:
+                interrupted = e
+        if interrupted is not None:
+            raise interrupted
 
     def result(self) -> Any:
-        self._thread.join()
+        self.wait()
         if self._error is not None:
             raise self._error
         return self._value
