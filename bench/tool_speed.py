@@ -13,8 +13,10 @@ the model file's size) are reported, with the load average, since the machine is
 onnxsim runs from `--other-python` (a separate environment that has it; skipped if absent);
 onnxruntime's offline optimizer is a session with `optimized_model_filepath`, at the basic
 level and at all (`ort-basic`, `ort-all`).
+With `--base TREE` (a checkout of another revision, e.g. `git archive REV | tar -x -C TREE`)
+the same command also runs from that tree (`ngrules-base`), taking turns with this one.
 Run: `python bench/tool_speed.py [--models resnet50,vgg19] [--rounds 5]
-[--other-python /work/torchenv/bin/python]`.
+[--other-python /work/torchenv/bin/python] [--base TREE] [--tools ngrules,ngrules-base]`.
 """
 
 from __future__ import annotations
@@ -49,10 +51,16 @@ def _ort_optimize(src: str, dst: str, level: str) -> list[str]:
     return [sys.executable, "-c", code, src, dst]
 
 
-def commands(path: Path, out: Path, other_python: str | None) -> dict[str, list[str]]:
+def _ngrules(path: Path, out: Path, tree: Path = ROOT) -> list[str]:
+    return ["env", f"PYTHONPATH={tree}", sys.executable, "-P", "-m", "ngrules.cli.main", "apply",
+            str(path), "--pipeline", "inference", "-o", str(out)]
+
+
+def commands(path: Path, out: Path, other_python: str | None,
+             base: Path | None = None) -> dict[str, list[str]]:
     cmds = {
-        "ngrules": [sys.executable, "-m", "ngrules.cli.main", "apply", str(path),
-                    "--pipeline", "inference", "-o", str(out / "ngrules.onnx")],
+        "ngrules": _ngrules(path, out / "ngrules.onnx"),
+        **({"ngrules-base": _ngrules(path, out / "base.onnx", base)} if base else {}),
         "ort-basic": _ort_optimize(str(path), str(out / "ort.onnx"), "BASIC"),
         "ort-all": _ort_optimize(str(path), str(out / "ort_all.onnx"), "ALL"),
     }
@@ -81,13 +89,15 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--other-python", default="/work/torchenv/bin/python")
     parser.add_argument("--tools", default=None, help="only these (comma-separated)")
+    parser.add_argument("--base", type=Path, default=None,
+                        help="a tree of another revision, run as `ngrules-base`")
     args = parser.parse_args(argv)
     out = Path(tempfile.mkdtemp(prefix="ngrules-speed-"))
     print(f"load average before: {os.getloadavg()}")
     for name in args.models.split(","):
         path = model_file(name)
         size = path.stat().st_size / 2**20
-        cmds = commands(path, out, args.other_python)
+        cmds = commands(path, out, args.other_python, args.base)
         if args.tools:
             cmds = {k: v for k, v in cmds.items() if k in args.tools.split(",")}
         runs: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cmds}

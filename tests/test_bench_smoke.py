@@ -102,3 +102,14 @@ def test_saturate_bench_at_tiny_sizes():
         assert row["diff"] < 1e-12
     (row,) = bench.bench_engines([3])
     assert row["ngrules Add e-nodes"] == row["exact"] == 3**3 - 2**4 + 1
+
+
+def test_tool_stages_bench_wraps_functions_that_exist():
+    """A renamed stage function fails here, not in a measurement (running the command is a
+    fresh interpreter importing onnx: left to the bench itself)."""
+    import importlib
+
+    pytest.importorskip("onnx")
+    bench = _load("tool_stages")
+    for module, name, _ in bench.WRAPPED:
+        assert callable(getattr(importlib.import_module(module), name)), (module, name)

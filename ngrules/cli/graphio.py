@@ -191,23 +191,25 @@ def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | 
     check_target(path, target)
     if is_onnx(path):
         from ngrules.interop.onnx import weights
-        from ngrules.interop.onnx.exporter import export_parts
+        from ngrules.interop.onnx.exporter import checker, export_parts
         from ngrules.ir.fileio import check_output
 
         check_output(path)
         options = {} if opset is None else {"opset": opset}
         options.update({} if budget is None else {"budget": budget})
-        model, arrays = _exported(export_parts, outputs, names, target, options)
-        stage(Path(path), lambda f: weights.write(f, model, arrays))
+        model, arrays = export_parts(outputs, output_names=names, target=target, check=False,
+                                     **options)  # checked while it is written, before staged
+        check = checker(outputs)
+        stage(Path(path), lambda f: _said(lambda: weights.write(f, model, arrays, check=check)))
         return
     from ngrules.ir.graphfile import stage_graph
 
     stage_graph(stage, path, outputs, opset)
 
 
-def _exported(export_parts, outputs, names, target: str, options):
-    """The model and its weights; a model written though onnxruntime refuses it, as it refuses
-    the model read (`refused.RefusedAsRead`), said on stderr as one line."""
+def _said(write) -> None:
+    """`write()`; a model written though onnxruntime refuses it, as it refuses the model read
+    (`refused.RefusedAsRead`), said on stderr as one line."""
     import sys
     import warnings
 
@@ -215,13 +217,12 @@ def _exported(export_parts, outputs, names, target: str, options):
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RefusedAsRead)
-        model, arrays = export_parts(outputs, output_names=names, target=target, **options)
+        write()
     for w in caught:
         if issubclass(w.category, RefusedAsRead):
             print("warning: " + " ".join(str(w.message).split()), file=sys.stderr)
         else:  # not ours to say: passed on
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return model, arrays
 
 
 def save(path: str, outputs: Sequence[Node], names: Sequence[str] | None = None,

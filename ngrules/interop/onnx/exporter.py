@@ -15,7 +15,8 @@ the outputs; `dynamic` then writes symbolic dimensions back as dim_params.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -228,12 +229,14 @@ def export_parts(
     opset: int = OPSET,
     target: str = "onnx",
     budget: Budget = DEFAULT_BUDGET,
+    check: bool = True,
 ):
     """`to_onnx`'s model without its large initializers, checked as if it had them, and those
     initializers as arrays (name -> array, not copied): `weights.write` writes the two as one
     model file, `weights.add_to` makes them one ModelProto. `target="onnxruntime"` joins
     nodes into onnxruntime's contrib ops (`ort_target`). `budget` bounds the whole export:
-    the values it folds and the time it takes."""
+    the values it folds and the time it takes. With `check=False` the caller runs the check,
+    `checker(outputs)`, itself (`weights.write` does, while the file is written)."""
     require_onnx()
     from onnx import helper
     from onnx.defs import onnx_opset_version
@@ -293,5 +296,13 @@ def export_parts(
         ort_target.for_onnxruntime(model, em.weights, lambda: em.fresh("c"))
     export_unit_views.name_in_model(model, em.weights, lambda: em.fresh("c"))  # Unsqueeze
     downgrade.to_opset(model, opset, em.weights)  # an older opset's forms
-    refused.check(model, em.weights, source)  # onnx's checker, onnxruntime's rules, session
+    if check:
+        refused.check(model, em.weights, source)  # onnx's checker, onnxruntime's rules, session
     return model, em.weights
+
+
+def checker(outputs: Sequence[Node]) -> Callable[[Any, Mapping[str, np.ndarray]], None]:
+    """The check `export_parts(outputs, check=False)` left to its caller: `refused.check`
+    with the record of the model read, so a refusal that model has too is a warning."""
+    source = as_read.of(toposort(outputs))
+    return lambda model, arrays: refused.check(model, arrays, source)

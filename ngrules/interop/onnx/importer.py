@@ -226,12 +226,11 @@ def _bind_constants(model, constants: Mapping[str, np.ndarray], weights: Iterabl
 def _load_model(model_or_path, limits: Limits, meter: Meter | None = None):
     """The model, read from its file when given a path, and checked, without its large
     weights; and those weights as arrays sharing the file's (or serialised model's) bytes."""
-    onnx = require_onnx()
     meter = meter or Meter()
-    if isinstance(model_or_path, (str, os.PathLike)):
+    if isinstance(model_or_path, (str, os.PathLike)):  # onnx imported while the file is read
         model, arrays = read_model(model_or_path, limits, meter)
         where = os.fspath(model_or_path)
-    elif isinstance(model_or_path, onnx.ModelProto):
+    elif isinstance(model_or_path, require_onnx().ModelProto):
         model, arrays, where = model_or_path, {}, "the model"
         try:
             data = model.SerializeToString()

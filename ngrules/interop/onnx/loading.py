@@ -43,17 +43,30 @@ def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
     """The ModelProto in a file, its external tensors loaded, but its large weights left out
     (`weights.split`: graph inputs in their place), and those weights as arrays viewing the
     file's bytes (or the external files'). The file's bytes, and what is read of external
-    files, are charged to the import's `meter`."""
-    require_onnx()
+    files, are charged to the import's `meter` before they are read. The file is read on a
+    thread of its own while onnx is imported (`weights.Background`): the read waits on the
+    kernel, the import on the interpreter, so on two cores the two take the longer's time."""
     meter = meter or Meter()
     where = os.fspath(path)
     try:
-        with open_regular(path, limits.model_bytes) as f:
-            size = os.fstat(f.fileno()).st_size
+        f = open_regular(path, limits.model_bytes)
+    except Exception as e:
+        require_onnx()  # without onnx, how to install it is the first thing to say
+        if isinstance(e, FileError):
+            raise OnnxError(f"{where}: {e.message}") from None
+        raise
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        try:
             meter.charge(size, f"{printable(where)}: the model file")
-            data = f.read(size + 1)
-    except FileError as e:
-        raise OnnxError(f"{where}: {e.message}") from None
+        except Exception:
+            require_onnx()
+            raise
+        reading = weights.Background(lambda: f.read(size + 1))
+        try:
+            require_onnx()
+        finally:
+            data = reading.result()
     if len(data) > size:
         raise OnnxError(f"{where}: it grew past its size of {size} bytes while it was read")
     if not data:

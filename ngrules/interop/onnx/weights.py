@@ -12,8 +12,12 @@ values that steer shapes), external, typed-field or exotic-typed tensors stay in
 from __future__ import annotations
 
 import math
+import os
 import sys
+import threading
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -211,13 +215,35 @@ def add_to(model, arrays) -> None:
         tensor.raw_data = _little(array).tobytes()
 
 
-def write(file, model, arrays) -> None:
+def write(file, model, arrays, check: Callable[[Any, Any], None] | None = None) -> None:
     """The model completed by the arrays as initializers, serialised to a binary file: the
     model's message, then one message per array that protobuf merges into its graph, whose
-    bytes are written from the array itself (no copy of the weights is made)."""
+    bytes are written from the array itself (no copy of the weights is made).
+
+    With `check(model, arrays)` (the exporter's `refused.check`, which raises for a model that
+    must not be written), the file is written and synced on a thread of its own while the
+    check runs on this one: the kernel copies and syncs the bytes while the interpreter
+    checks, and the check's error is raised once the writing has stopped (the caller's
+    `staged_files` then removes the file, so a refused model is never in place)."""
+    message = model.SerializeToString()  # before the check, which changes the model a moment
+    if check is None:
+        _write(file, message, arrays)
+        return
+    writing = Background(lambda: _write(file, message, arrays, sync=True))
+    try:
+        check(model, arrays)
+    except BaseException:
+        writing.wait()  # the refusal is the error to report, not what the writing met
+        raise
+    writing.result()
+
+
+def _write(file, message: bytes, arrays, sync: bool = False) -> None:
+    """The file's bytes; with `sync`, synced (the file is put in place only once on disk)."""
     from onnx import TensorProto
 
-    file.write(model.SerializeToString())
+    out = file
+    out.write(message)
     for name, array in arrays.items():
         header = TensorProto(name=name, data_type=elem_of(array), dims=array.shape)
         raw = _encode_varint(_RAW << 3 | 2) + _encode_varint(array.nbytes)
@@ -225,9 +251,50 @@ def write(file, model, arrays) -> None:
         size = len(tensor) + array.nbytes
         init = _encode_varint(_GRAPH_INIT << 3 | 2) + _encode_varint(size)
         graph = _encode_varint(_MODEL_GRAPH << 3 | 2) + _encode_varint(len(init) + size)
-        file.write(graph + init + tensor)
+        out.write(graph + init + tensor)
         for block in _blocks(array):
-            file.write(memoryview(_little(block).reshape(-1).view(np.uint8)))
+            out.write(memoryview(_little(block).reshape(-1).view(np.uint8)))
+    if sync:
+        file.flush()
+        os.fsync(file.fileno())
+
+
+class Background:
+    """`run()` on a thread of its own, for work that waits on the kernel (reading, writing,
+    syncing a file), which releases the interpreter meanwhile; `result()` waits for it and
+    returns what it returned, or raises what it raised."""
+
+    def __init__(self, run: Callable[[], Any]):
+        self._run, self._value, self._error = run, None, None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._work, name="ngrules-io", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        try:
+            self._value = self._run()
+        except BaseException as e:  # re-raised by result(), on the caller's thread
+            self._error = e
+        finally:
+            self._done.set()
+
+    def wait(self) -> None:
+        """Join the thread. A Ctrl-C meanwhile is raised once it has stopped: the caller then
+        closes the file the thread reads or writes, which it must not do under the thread."""
+        interrupted = None
+        while not self._done.is_set():  # not `join`: interrupted, it takes the thread as ended
+            try:
+                self._done.wait()
+            except KeyboardInterrupt as e:
+                interrupted = e
+        if interrupted is not None:
+            raise interrupted
+
+    def result(self) -> Any:
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 #: A weight stored in another order (a transposed view) is written this many bytes at a time,

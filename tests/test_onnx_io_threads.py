@@ -1,0 +1,135 @@
+"""The ONNX file I/O that runs beside other work (issue 34, item 6): the model file is read on a
+thread while onnx is imported, and the written file is written and synced on a thread while
+the exporter's check runs. What the threads raise reaches the caller; a model the check
+refuses leaves no file, temporary or final; the file written is the model the check saw."""
+
+import os
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from ngrules.cli.graphio import save  # noqa: E402
+from ngrules.interop.onnx import OnnxError, loading, weights  # noqa: E402
+from ngrules.interop.onnx.exporter import export_parts  # noqa: E402
+from ngrules.interop.onnx.importer import import_model  # noqa: E402
+
+BIG = weights.STEERING_SIZE + 1
+
+
+def _dense(path):
+    """x[2, rows] -> Gemm with a weight large enough to be kept apart, saved at `path`."""
+    rows = BIG // 8 + 1
+    w = np.random.default_rng(0).standard_normal((8, rows)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w"], ["y"], transB=1)], "dense",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, rows])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return w
+
+
+def test_background_returns_the_value_or_raises_the_error_on_the_callers_thread():
+    assert weights.Background(lambda: 41 + 1).result() == 42
+
+    def fail():
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        weights.Background(fail).result()
+
+
+def test_a_ctrl_c_while_waiting_is_raised_once_the_thread_has_stopped():
+    """The caller closes the file the thread uses once the wait ends: never under it."""
+    import signal
+    import threading
+    import time
+
+    done = threading.Event()
+
+    def work():
+        time.sleep(0.3)
+        done.set()
+
+    threading.Timer(0.05, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        weights.Background(work).wait()
+    assert done.is_set()
+
+
+def test_the_file_read_beside_onnxs_import_is_the_files_bytes(tmp_path):
+    w = _dense(tmp_path / "m.onnx")
+    model, arrays = loading.read_model(tmp_path / "m.onnx")
+    np.testing.assert_array_equal(arrays["w"], w)
+    assert [i.name for i in model.graph.input] == ["x", "w"]
+
+
+def test_a_read_that_fails_on_its_thread_is_the_callers_error(tmp_path, monkeypatch):
+    _dense(tmp_path / "m.onnx")
+    real = weights.Background
+
+    def read_fails():
+        raise OSError(5, "Input/output error")
+
+    def failing(run):  # the read of the file, on its thread, fails as a bad disk's would
+        return real(read_fails)
+
+    monkeypatch.setattr(weights, "Background", failing)
+    with pytest.raises(OSError, match="Input/output error"):
+        loading.read_model(tmp_path / "m.onnx")
+
+
+def test_a_model_the_check_refuses_is_written_nowhere(tmp_path, monkeypatch):
+    """The check fails while the file is being written: the error is raised once the writing
+    has stopped, and the folder holds no output and no temporary."""
+    from ngrules.interop.onnx import refused
+
+    _dense(tmp_path / "m.onnx")
+    imported = import_model(str(tmp_path / "m.onnx"))
+
+    def refuse(model, arrays, source=None):
+        raise OnnxError("refused for the test")
+
+    monkeypatch.setattr(refused, "check", refuse)
+    with pytest.raises(OnnxError, match="refused for the test"):
+        save(str(tmp_path / "out.onnx"), imported.outputs, imported.output_names)
+    assert sorted(os.listdir(tmp_path)) == ["m.onnx"]
+
+
+def test_the_refusal_is_the_error_reported_when_the_writing_fails_too(tmp_path):
+    model = helper.make_model(helper.make_graph([], "g", [], []))
+
+    class Full:
+        def write(self, data):
+            raise OSError(28, "No space left on device")
+
+    def refuse(model, arrays, source=None):
+        raise OnnxError("refused for the test")
+
+    with pytest.raises(OnnxError, match="refused for the test"):
+        weights.write(Full(), model, {"w": np.zeros(BIG, np.float32)}, check=refuse)
+    with pytest.raises(OSError, match="No space left"):
+        weights.write(Full(), model, {"w": np.zeros(BIG, np.float32)}, check=lambda m, a: None)
+
+
+def test_the_file_written_while_checked_is_the_model_the_check_saw(tmp_path):
+    """Serialised before the check (which names unnamed nodes for a moment): node for node
+    the checked model, with the weight's bytes."""
+    w = _dense(tmp_path / "m.onnx")
+    imported = import_model(str(tmp_path / "m.onnx"))
+    save(str(tmp_path / "out.onnx"), imported.outputs, imported.output_names)
+    model, arrays = export_parts(imported.outputs, output_names=imported.output_names)
+    written = onnx.load(str(tmp_path / "out.onnx"))
+    for node in [*model.graph.node, *written.graph.node]:  # "" present or absent: no name
+        if not node.name:
+            node.ClearField("name")
+    (name,) = arrays
+    inits = {t.name: numpy_helper.to_array(t) for t in written.graph.initializer}
+    np.testing.assert_array_equal(inits[name], w)
+    assert written.graph.node == model.graph.node
+    assert [i.name for i in written.graph.input] == [i.name for i in model.graph.input]
