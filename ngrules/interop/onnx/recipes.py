@@ -1,0 +1,360 @@
+"""Shape computations the importer folded, written back as the model's own nodes.
+
+The IR's shapes are static, so the importer folds a model's arithmetic on shapes (Shape, Size,
+Gather, Concat, Range, ConstantOfShape, a Cast and Sqrt of a head size...) into constants, and
+the exporter would write each as an initializer: the nodes that computed it would be lost. Here
+the importer records a *recipe* for each small value it folded: the original nodes that
+computed it, whose leaves are Constant nodes, small initializers, graph inputs and values the
+graph computes (read only through their shape, by Shape or Size). After writing, an
+initializer equal to a recipe's value (same type, shape and contents), read by an op of the kind
+that read the value in the model, is replaced by the recipe's nodes (each written once, under
+its own name where free) when every leaf is in the written model with the shape it had: the
+same value, computed as the model computed it. A value a rule rewrote is not written again:
+its initializer holds another value, or another op reads it. Values from symbolic lengths are
+left to `dynamic`; nothing is written back at an opset other than the one read.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ngrules.ir.graph import Node
+
+#: values of more elements are not recorded (nor compared): recipes stay cheap to keep.
+LIMIT = 4096
+
+#: a graph input placeholder -> the recipes of the import it came from.
+_BOOKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+#: ops that read only the shape of their input.
+_SHAPE_READERS = ("Shape", "Size")
+
+
+@dataclass(eq=False)
+class Book:
+    """The recipes of one import: each recipe node by its outputs, the leaves they read, the
+    folded values by their contents and the ops that read each value in the model."""
+
+    opset: int
+    nodes: dict[str, object] = field(default_factory=dict)
+    inits: dict[str, np.ndarray] = field(default_factory=dict)
+    inputs: dict[str, tuple] = field(default_factory=dict)
+    live: dict[str, tuple] = field(default_factory=dict)  # name -> (IR node ref, shape)
+    index: dict[tuple, list] = field(default_factory=dict)  # key -> [(name, value)]
+    readers: dict[str, set] = field(default_factory=dict)
+
+    def lookup(self, value: np.ndarray) -> list[str]:
+        """The recorded values equal to `value` (type, shape and contents)."""
+        found = self.index.get(_key(value), ())
+        return [name for name, v in found if np.array_equal(v, value)]
+
+
+def _key(value: np.ndarray) -> tuple:
+    return value.dtype.str, value.shape, hash(np.ascontiguousarray(value).tobytes())
+
+
+def record(importer, opset: int | None) -> None:
+    """Record the recipes of the values the importer folded (on its placeholders)."""
+    if opset is None or not importer.placeholders:
+        return
+    book = Book(opset)
+    graph = importer.folding.base.graph
+    inits = {t.name for t in graph.initializer}
+    made: set[str] = set()
+    known = _Known(importer)
+    for node in graph.node:
+        if _recipe_node(importer, known, node, made, inits, book):
+            made.update(o for o in node.output if o)
+    if not book.nodes:
+        return
+    for node in graph.node:
+        for i, x in enumerate(node.input):
+            if x in book.nodes:
+                book.readers.setdefault(x, set()).add(node.op_type)
+    for name, node in book.nodes.items():
+        if node.op_type != "Constant" and name not in inits:
+            value = known(name)
+            book.index.setdefault(_key(value), []).append((name, value))
+    for p in importer.placeholders.values():
+        _BOOKS[p] = book
+
+
+def _recipe_node(importer, known: _Known, node, made: set[str], inits: set[str], book: Book) -> bool:
+    """Whether the node computes known small values from recipes and leaves (recording it
+    and its leaves in the book)."""
+    if node.domain not in ("", "ai.onnx") or any(a.type in (5, 10) for a in node.attribute):
+        return False
+    outs = [o for o in node.output if o]
+    if not outs or any(known(o) is None for o in outs):
+        return False
+    leaves: dict[str, tuple] = {}
+    for i, x in enumerate(node.input):
+        if not x or x in made:
+            continue
+        if x in inits and known(x) is not None:
+            leaves[x] = ("init", known(x))
+        elif node.op_type in _SHAPE_READERS and i == 0:
+            leaf = _live(importer, x)
+            if leaf is None:
+                return False
+            leaves[x] = leaf
+        else:
+            return False
+    for x, (kind, what) in leaves.items():
+        if kind == "init":
+            book.inits[x] = what
+        elif kind == "input":
+            book.inputs[x] = what
+        else:
+            book.live[x] = what
+    from onnx import NodeProto
+
+    copy = NodeProto()
+    copy.CopyFrom(node)
+    for o in outs:
+        book.nodes[o] = copy
+    return True
+
+
+def _live(importer, name: str) -> tuple | None:
+    """A value read by its shape: a graph input, or a value the graph computes."""
+    t = importer.values.get(name)
+    if t is None or not hasattr(t, "axes"):
+        return None
+    shape = tuple(int(a.length) for a in t.axes)
+    if name in importer.placeholders:
+        return "input", shape
+    return "live", (weakref.ref(t.node), shape)
+
+
+class _Known:
+    """The values the importer knows (small, not from a symbol), each computed once."""
+
+    def __init__(self, importer):
+        self.importer = importer
+        self.cache: dict[str, np.ndarray | None] = {}
+        self.memo: dict = {}
+
+    def __call__(self, name: str) -> np.ndarray | None:
+        if name not in self.cache:
+            self.cache[name] = self._value(name)
+        return self.cache[name]
+
+    def _value(self, name: str) -> np.ndarray | None:
+        folding = self.importer.folding
+        if name in folding.symbolic:
+            return None
+        value = folding.consts.get(name)
+        if value is None:
+            value = _ir_constant(self.importer.values.get(name), self.memo)
+        if value is None or value.size > LIMIT:
+            return None
+        return np.asarray(value)
+
+
+def _ir_constant(t, memo: dict) -> np.ndarray | None:
+    """The value of an imported tensor computed from constants alone (small, every node on
+    the way small: the exporter folds it so), in ONNX's order of dimensions."""
+    if t is None or not hasattr(t, "axes") or not _from_constants(t.node, memo):
+        return None
+    from ngrules.errors import NgrulesError
+    from ngrules.ir.executor import execute
+
+    try:
+        return np.asarray(execute([t.ordered()], {})[0])
+    except (NgrulesError, ArithmeticError, ValueError):  # not computable here: not recorded
+        return None
+
+
+def _from_constants(node: Node, memo: dict) -> bool:
+    """Whether every node under this one is small and its leaves are Constants."""
+    stack = [node]
+    while stack:
+        n = stack[-1]
+        if n in memo:
+            stack.pop()
+            continue
+        if n.outputs is not None or n.axes.size > LIMIT or (not n.args and n.op != "Constant"):
+            memo[n] = False
+            stack.pop()
+            continue
+        pending = [a for a in n.args if a not in memo]
+        if pending:
+            stack.extend(pending)
+            continue
+        memo[n] = all(memo[a] for a in n.args)
+        stack.pop()
+    return memo[node]
+
+
+def books(order) -> list[Book]:
+    """The recipes recorded for the placeholders of a graph being written."""
+    found: dict[int, Book] = {}
+    for n in order:
+        if n.op == "Placeholder":
+            book = _BOOKS.get(n)
+            if book is not None:
+                found[id(book)] = book
+    return list(found.values())
+
+
+def write_back(em, order, opset: int, renames: dict[str, str]) -> int:
+    """Replace each written initializer that a recipe computes by the recipe's nodes; the
+    number replaced. `renames`: written names `finish` renamed (to the graph's outputs)."""
+    count = 0
+    for book in books(order):
+        if book.opset == opset:
+            count += _Writer(em, book, renames).run()
+    return count
+
+
+class _Writer:
+    def __init__(self, em, book: Book, renames: dict[str, str]):
+        self.em, self.book, self.renames = em, book, renames
+        self.taken = {vi.name for vi in em.inputs} | {t.name for t in em.inits} | \
+            set(em.weights or ()) | {o for n in em.nodes for o in n.output}
+        self.shapes = {vi.name: tuple(d.dim_value if d.HasField("dim_value") else None
+                                      for d in vi.type.tensor_type.shape.dim)
+                       for vi in em.inputs}
+        self.names: dict[str, str] = {}  # a recipe's value -> its written name
+        self.added: list = []
+
+    def run(self) -> int:
+        from onnx import numpy_helper
+
+        readers: dict[str, list] = {}
+        for node in self.em.nodes:
+            for i, x in enumerate(node.input):
+                readers.setdefault(x, []).append((node, i))
+        count = 0
+        for t in list(self.em.inits):
+            if t.name not in readers or int(np.prod(t.dims)) > LIMIT:
+                continue
+            ops = {node.op_type for node, _ in readers[t.name]}
+            value = numpy_helper.to_array(t)
+            for name in self.book.lookup(value):
+                if not self.book.readers.get(name, set()) & ops:
+                    continue
+                written = self._write(name)
+                if written is None:
+                    continue
+                for node, i in readers[t.name]:
+                    node.input[i] = written
+                count += 1
+                break
+        if count:
+            self._finish()
+        return count
+
+    def _write(self, name: str) -> str | None:
+        """The written name of a recipe's value (its nodes written first), or None."""
+        if name in self.names:
+            return self.names[name]
+        plan: list = []
+        saved = dict(self.names), set(self.taken)
+        if not self._plan(name, plan):
+            self.names, self.taken = saved
+            return None
+        from ngrules.interop.onnx.downgrade import AS_READ
+
+        for node in plan:
+            for i, x in enumerate(node.input):
+                if x:
+                    node.input[i] = self.names[x]
+            node.doc_string = AS_READ  # in the opset's own form: `downgrade` leaves it
+            self.added.append(node)
+        return self.names[name]
+
+    def _plan(self, name: str, plan: list) -> bool:
+        """Add the nodes computing `name` to `plan` (inputs first); False when a leaf is not
+        in the written model as it was."""
+        if name in self.names:
+            return True
+        book = self.book
+        if name in book.nodes:
+            original = book.nodes[name]
+            if not all(self._plan(x, plan) for x in original.input if x):
+                return False
+            from onnx import NodeProto
+
+            node = NodeProto()
+            node.CopyFrom(original)
+            node.name = ""
+            for i, o in enumerate(node.output):
+                if o:
+                    node.output[i] = self._claim(o)
+                    self.names[o] = node.output[i]
+            plan.append(node)
+            return True
+        written = self._leaf(name)
+        if written is None:
+            return False
+        self.names[name] = written
+        return True
+
+    def _leaf(self, name: str) -> str | None:
+        book = self.book
+        if name in book.inits:
+            written = self._claim(name)
+            self.em.inits.append(self.em.numpy_helper.from_array(book.inits[name], written))
+            return written
+        if name in book.inputs:
+            ok = self.shapes.get(name) == book.inputs[name]
+            return name if ok else None
+        if name in book.live:
+            ref, shape = book.live[name]
+            node: Node | None = ref()
+            value = self.em.values.get(node) if node is not None else None
+            if value is None or value.name is None or tuple(value.shape) != shape:
+                return None
+            written = self.renames.get(value.name, value.name)
+            return written if written in self.taken else None
+        return None
+
+    def _claim(self, name: str) -> str:
+        """The name itself when no written value has it, else a fresh one."""
+        written = name if name not in self.taken else self.em.fresh("r")
+        self.taken.add(written)
+        return written
+
+    def _finish(self) -> None:
+        """The recipes' nodes in the graph, in an order that computes each value before its
+        readers; initializers nothing reads any more dropped."""
+        em = self.em
+        em.nodes[:] = _ordered(em.nodes + self.added)
+        read = {x for n in em.nodes for x in n.input} | {o for n in em.nodes for o in n.output}
+        em.inits[:] = [t for t in em.inits if t.name in read]
+
+
+def _ordered(nodes: list) -> list:
+    """The nodes in a topological order, keeping the given order where it already is one."""
+    made = {o: i for i, n in enumerate(nodes) for o in n.output if o}
+    done: set[int] = set()
+    entered: set[int] = set()
+    out: list = []
+
+    def visit(i: int) -> None:
+        stack = [(i, False)]
+        while stack:
+            j, ready = stack.pop()
+            if j in done:
+                continue
+            if ready:
+                done.add(j)
+                out.append(nodes[j])
+                continue
+            if j in entered:  # (a cycle: never made here, kept as given)
+                continue
+            entered.add(j)
+            stack.append((j, True))
+            for x in reversed(nodes[j].input):
+                k = made.get(x)
+                if k is not None and k not in done:
+                    stack.append((k, False))
+
+    for i in range(len(nodes)):
+        visit(i)
+    return out
