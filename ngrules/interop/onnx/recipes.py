@@ -42,9 +42,11 @@ class Book:
     nodes: dict[str, object] = field(default_factory=dict)
     inits: dict[str, np.ndarray] = field(default_factory=dict)
     inputs: dict[str, tuple] = field(default_factory=dict)
-    live: dict[str, tuple] = field(default_factory=dict)  # name -> (IR node ref, shape)
+    live: dict[str, tuple] = field(default_factory=dict)  # name -> (IR node ref, axes)
     index: dict[tuple, list] = field(default_factory=dict)  # key -> [(name, value)]
     readers: dict[str, set] = field(default_factory=dict)
+    values: dict[str, np.ndarray] = field(default_factory=dict)  # Reshape targets' values
+    targets: dict[int, list] = field(default_factory=dict)  # length -> Reshape targets
 
     def lookup(self, value: np.ndarray) -> list[str]:
         """The recorded values equal to `value` (type, shape and contents)."""
@@ -78,6 +80,10 @@ def record(importer, opset: int | None) -> None:
         if node.op_type != "Constant" and name not in inits:
             value = known(name)
             book.index.setdefault(_key(value), []).append((name, value))
+            if "Reshape" in book.readers.get(name, ()) and value.ndim == 1 and \
+                    (value <= 0).any():
+                book.values[name] = value
+                book.targets.setdefault(len(value), []).append(name)
     for p in importer.placeholders.values():
         _BOOKS[p] = book
 
@@ -127,7 +133,7 @@ def _live(importer, name: str) -> tuple | None:
     shape = tuple(int(a.length) for a in t.axes)
     if name in importer.placeholders:
         return "input", shape
-    return "live", (weakref.ref(t.node), shape)
+    return "live", (weakref.ref(t.node), tuple(t.axes))
 
 
 class _Known:
@@ -219,6 +225,12 @@ class _Writer:
         self.shapes = {vi.name: tuple(d.dim_value if d.HasField("dim_value") else None
                                       for d in vi.type.tensor_type.shape.dim)
                        for vi in em.inputs}
+        self.written_shapes: dict | None = None
+        #: each written value -> the index of the node making it (-1: an input, an initializer)
+        self.position = {name: -1 for name in self.taken}
+        self.position.update((o, i) for i, n in enumerate(em.nodes) for o in n.output)
+        self.before = 0  # the index of the first reader of the initializer being replaced
+        self.ready: dict[str, int] = {}  # a written recipe's value -> its latest leaf's index
         self.names: dict[str, str] = {}  # a recipe's value -> its written name
         self.added: list = []
 
@@ -229,15 +241,18 @@ class _Writer:
         for node in self.em.nodes:
             for i, x in enumerate(node.input):
                 readers.setdefault(x, []).append((node, i))
-        count = 0
+        count, inits = 0, len(self.em.inits)
         for t in list(self.em.inits):
             if t.name not in readers or int(np.prod(t.dims)) > LIMIT:
                 continue
             ops = {node.op_type for node, _ in readers[t.name]}
             value = numpy_helper.to_array(t)
-            for name in self.book.lookup(value):
-                if not self.book.readers.get(name, set()) & ops:
-                    continue
+            found = [n for n in self.book.lookup(value) if self.book.readers.get(n, set()) & ops]
+            if not found and ops == {"Reshape"}:
+                found = self._targets(value, readers[t.name])
+            found.sort(key=lambda n: n in self.names)  # each of the model's nodes once first
+            self.before = min(self.position.get(node.output[0], 0) for node, _ in readers[t.name])
+            for name in found:
                 written = self._write(name)
                 if written is None:
                     continue
@@ -245,18 +260,38 @@ class _Writer:
                     node.input[i] = written
                 count += 1
                 break
-        if count:
+        if count or len(self.em.inits) != inits:
             self._finish()
         return count
 
+    def _targets(self, value: np.ndarray, readers: list) -> list[str]:
+        """Recorded Reshape targets (with 0 and -1) that give `value` where it is read."""
+        if value.ndim != 1 or any(i != 1 or _attr(n, "allowzero") for n, i in readers):
+            return []
+        shapes = self._shapes()
+        found = []
+        for name in self.book.targets.get(len(value), ()):
+            target = self.book.values[name]
+            if all(_resolved(target, shapes.get(n.input[0])) == [int(v) for v in value]
+                   for n, _ in readers):
+                found.append(name)
+        return found
+
+    def _shapes(self) -> dict[str, tuple]:
+        if self.written_shapes is None:
+            self.written_shapes = dict(self.shapes)
+            for v in self.em.values.values():
+                if v.name is not None:
+                    self.written_shapes.setdefault(self.renames.get(v.name, v.name),
+                                                   tuple(v.shape))
+        return self.written_shapes
+
     def _write(self, name: str) -> str | None:
         """The written name of a recipe's value (its nodes written first), or None."""
-        if name in self.names:
-            return self.names[name]
         plan: list = []
-        saved = dict(self.names), set(self.taken)
+        saved = dict(self.names), set(self.taken), dict(self.ready)
         if not self._plan(name, plan):
-            self.names, self.taken = saved
+            self.names, self.taken, self.ready = saved
             return None
         from ngrules.interop.onnx.downgrade import AS_READ
 
@@ -270,29 +305,31 @@ class _Writer:
 
     def _plan(self, name: str, plan: list) -> bool:
         """Add the nodes computing `name` to `plan` (inputs first); False when a leaf is not
-        in the written model as it was."""
+        in the written model as it was, or is made after the initializer's first reader."""
         if name in self.names:
-            return True
+            return self.ready[name] < self.before
         book = self.book
         if name in book.nodes:
             original = book.nodes[name]
-            if not all(self._plan(x, plan) for x in original.input if x):
+            inputs = [x for x in original.input if x]
+            if not all(self._plan(x, plan) for x in inputs):
                 return False
             from onnx import NodeProto
 
             node = NodeProto()
             node.CopyFrom(original)
             node.name = ""
+            ready = max((self.ready[x] for x in inputs), default=-1)
             for i, o in enumerate(node.output):
                 if o:
                     node.output[i] = self._claim(o)
-                    self.names[o] = node.output[i]
+                    self.names[o], self.ready[o] = node.output[i], ready
             plan.append(node)
             return True
         written = self._leaf(name)
         if written is None:
             return False
-        self.names[name] = written
+        self.names[name], self.ready[name] = written, self.position.get(written, -1)
         return True
 
     def _leaf(self, name: str) -> str | None:
@@ -300,19 +337,30 @@ class _Writer:
         if name in book.inits:
             written = self._claim(name)
             self.em.inits.append(self.em.numpy_helper.from_array(book.inits[name], written))
+            self.position[written] = -1
             return written
         if name in book.inputs:
             ok = self.shapes.get(name) == book.inputs[name]
             return name if ok else None
         if name in book.live:
-            ref, shape = book.live[name]
-            node: Node | None = ref()
-            value = self.em.values.get(node) if node is not None else None
-            if value is None or value.name is None or tuple(value.shape) != shape:
-                return None
-            written = self.renames.get(value.name, value.name)
-            return written if written in self.taken else None
+            ref, axes = book.live[name]
+            return self._holding(ref(), axes)
         return None
+
+    def _holding(self, node: Node | None, axes: tuple) -> str | None:
+        """The earliest written value with these axes in this order, made before the
+        initializer's first reader: read only through its shape, any such value serves."""
+        lengths = tuple(a.length for a in axes)
+        best = None
+        found = [v.name for v in self.em.values.values() if v.name is not None
+                 and tuple(v.dims) == axes and tuple(v.shape) == lengths]
+        found += [name for (_, order), name in self.em._exact.items() if order == axes]
+        for name in found:
+            written = self.renames.get(name, name)
+            at = self.position.get(written)
+            if at is not None and at < self.before and (best is None or at < best[0]):
+                best = (at, written)
+        return None if best is None else best[1]
 
     def _claim(self, name: str) -> str:
         """The name itself when no written value has it, else a fresh one."""
@@ -327,6 +375,27 @@ class _Writer:
         em.nodes[:] = _ordered(em.nodes + self.added)
         read = {x for n in em.nodes for x in n.input} | {o for n in em.nodes for o in n.output}
         em.inits[:] = [t for t in em.inits if t.name in read]
+
+
+def _attr(node, name: str) -> int:
+    return next((a.i for a in node.attribute if a.name == name), 0)
+
+
+def _resolved(target: np.ndarray, shape: tuple | None) -> list[int] | None:
+    """A Reshape's target with its 0s (copies of the input's dimension) and -1 (the rest)
+    worked out for an input of this shape."""
+    if shape is None or any(not isinstance(d, int) or d < 0 for d in shape):
+        return None
+    out = [int(shape[i]) if v == 0 and i < len(shape) else int(v) for i, v in enumerate(target)]
+    if any(v == 0 for v, t in zip(out, target) if t == 0) and len(target) > len(shape):
+        return None
+    if out.count(-1) == 1:
+        rest = int(np.prod([v for v in out if v != -1]))
+        total = int(np.prod(shape))
+        if rest <= 0 or total % rest:
+            return None
+        out[out.index(-1)] = total // rest
+    return out
 
 
 def _ordered(nodes: list) -> list:
