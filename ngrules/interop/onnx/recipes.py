@@ -47,6 +47,8 @@ class Book:
     readers: dict[str, set] = field(default_factory=dict)
     values: dict[str, np.ndarray] = field(default_factory=dict)  # Reshape targets' values
     targets: dict[int, list] = field(default_factory=dict)  # length -> Reshape targets
+    dead: list = field(default_factory=list)  # values nothing in the model reads
+    placeholders: int = 0  # the import's graph inputs
 
     def lookup(self, value: np.ndarray) -> list[str]:
         """The recorded values equal to `value` (type, shape and contents)."""
@@ -71,11 +73,15 @@ def record(importer, opset: int | None) -> None:
         if _recipe_node(importer, known, node, made, inits, book):
             made.update(o for o in node.output if o)
     if not book.nodes:
+        for p in importer.placeholders.values():
+            _BOOKS.pop(p, None)  # (an earlier import's, of equal inputs: not this model's)
         return
     for node in graph.node:
         for i, x in enumerate(node.input):
             if x in book.nodes:
                 book.readers.setdefault(x, set()).add(node.op_type)
+    outputs = {o.name for o in graph.output}
+    book.dead = [name for name in book.nodes if name not in book.readers and name not in outputs]
     for name, node in book.nodes.items():
         if node.op_type != "Constant" and name not in inits:
             value = known(name)
@@ -84,8 +90,9 @@ def record(importer, opset: int | None) -> None:
                     (value <= 0).any():
                 book.values[name] = value
                 book.targets.setdefault(len(value), []).append(name)
+    book.placeholders = len(importer.placeholders)
     for p in importer.placeholders.values():
-        _BOOKS[p] = book
+        _BOOKS[p] = book  # the latest import of equal inputs (interned nodes) wins
 
 
 def _recipe_node(importer, known: _Known, node, made: set[str], inits: set[str], book: Book) -> bool:
@@ -197,14 +204,15 @@ def _from_constants(node: Node, memo: dict) -> bool:
 
 
 def books(order) -> list[Book]:
-    """The recipes recorded for the placeholders of a graph being written."""
-    found: dict[int, Book] = {}
-    for n in order:
-        if n.op == "Placeholder":
-            book = _BOOKS.get(n)
-            if book is not None:
-                found[id(book)] = book
-    return list(found.values())
+    """The recipes recorded for the graph being written: those of the import whose graph
+    inputs are exactly its placeholders (none when it mixes imports)."""
+    placeholders = [n for n in order if n.op == "Placeholder"]
+    found = {id(b): b for n in placeholders if (b := _BOOKS.get(n)) is not None}
+    if len(found) != 1:
+        return []
+    book = next(iter(found.values()))
+    return [book] if book.placeholders == len(placeholders) and \
+        all(_BOOKS.get(n) is book for n in placeholders) else []
 
 
 def write_back(em, order, opset: int, renames: dict[str, str]) -> int:
@@ -260,7 +268,10 @@ class _Writer:
                     node.input[i] = written
                 count += 1
                 break
-        if count or len(self.em.inits) != inits:
+        self.before = len(self.em.nodes)
+        for name in self.book.dead:  # the model's own nodes that nothing reads: kept too
+            self._write(name)
+        if count or self.added or len(self.em.inits) != inits:
             self._finish()
         return count
 
@@ -284,6 +295,10 @@ class _Writer:
                 if v.name is not None:
                     self.written_shapes.setdefault(self.renames.get(v.name, v.name),
                                                    tuple(v.shape))
+            for (_, order), name in self.em._exact.items():
+                self.written_shapes.setdefault(self.renames.get(name, name),
+                                               tuple(a.length for a in order))
+            _propagate(self.em, self.written_shapes)
         return self.written_shapes
 
     def _write(self, name: str) -> str | None:
@@ -355,6 +370,8 @@ class _Writer:
         found = [v.name for v in self.em.values.values() if v.name is not None
                  and tuple(v.dims) == axes and tuple(v.shape) == lengths]
         found += [name for (_, order), name in self.em._exact.items() if order == axes]
+        if not found:  # (renamed axes: any value of that shape)
+            found = [name for name, shape in self._shapes().items() if shape == lengths]
         for name in found:
             written = self.renames.get(name, name)
             at = self.position.get(written)
@@ -375,6 +392,29 @@ class _Writer:
         em.nodes[:] = _ordered(em.nodes + self.added)
         read = {x for n in em.nodes for x in n.input} | {o for n in em.nodes for o in n.output}
         em.inits[:] = [t for t in em.inits if t.name in read]
+
+
+def _propagate(em, shapes: dict[str, tuple]) -> None:
+    """The shapes of the values a written Transpose, Reshape (to an initializer), Identity or
+    Cast makes, from their inputs' (the layout's own moves, not recorded as values)."""
+    from onnx import numpy_helper
+
+    inits = {t.name: t for t in em.inits}
+    for node in em.nodes:
+        if not node.input or node.output[0] in shapes or node.input[0] not in shapes:
+            continue
+        shape = shapes[node.input[0]]
+        if node.op_type in ("Identity", "Cast"):
+            shapes[node.output[0]] = shape
+        elif node.op_type == "Transpose":
+            perm = next((list(a.ints) for a in node.attribute if a.name == "perm"),
+                        list(range(len(shape)))[::-1])
+            shapes[node.output[0]] = tuple(shape[p] for p in perm)
+        elif node.op_type == "Reshape" and len(node.input) > 1 and node.input[1] in inits:
+            target = numpy_helper.to_array(inits[node.input[1]])
+            resolved = _resolved(target, shape) if not _attr(node, "allowzero") else None
+            if resolved is not None:
+                shapes[node.output[0]] = tuple(resolved)
 
 
 def _attr(node, name: str) -> int:
