@@ -237,7 +237,7 @@ def export_parts(
     from onnx import helper
     from onnx.defs import onnx_opset_version
 
-    from ngrules.interop.onnx import origins, recipes
+    from ngrules.interop.onnx import origins, recipe_writer
     from ngrules.interop.onnx.export_finish import finish
 
     if opset not in range(downgrade.OLDEST, OPSETS.stop) or opset > onnx_opset_version():
@@ -268,7 +268,7 @@ def export_parts(
     rank = {n.attrs["name"]: INPUT_ORDER.get(n, -1) for n in order if n.op == "Placeholder"}
     em.inputs.sort(key=lambda vi: rank.get(vi.name, -1))  # the model's order of its inputs
     renames = finish(em, results, names, written)
-    recipes.write_back(em, order, opset, renames)  # shape computations folded: their nodes
+    recipe_writer.write_back(em, order, opset, renames)  # shape computations: their nodes
     graph_outputs = [helper.make_tensor_value_info(out, elem_type(node.dtype), node.axes.lengths)
                      for node, out in zip(outputs, names)]
     graph = helper.make_graph(em.nodes, name, em.inputs, graph_outputs, em.inits)
