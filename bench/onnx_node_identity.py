@@ -6,8 +6,10 @@ Run: `python bench/onnx_node_identity.py [--only SUBSTRING] [--show grow|error|d
 Prints, over every node test of the installed onnx: how many import, how many of those export
 with the same multiset of op types and no more nodes, how many with fewer nodes and no op type
 added (shape computations folded), how many with another multiset, and how many fail to export
-(and of those, how many onnxruntime refuses as read); then the ops of the tests that differ,
-most frequent first.
+(and of those, how many onnxruntime refuses as read); how many of those exported onnxruntime
+(or onnx's checker) refuses as they were read and as written (the exporter writes them with a
+warning, `refused.RefusedAsRead`: no less runnable than the input); then the ops of the tests
+that differ, most frequent first.
 """
 
 from __future__ import annotations
@@ -20,14 +22,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def classify(case) -> tuple[str, str]:
-    """('refused' | 'import-error' | 'same' | 'differ' | 'export-error', detail)."""
+def classify(case) -> tuple[str, str, bool]:
+    """('refused' | 'import-error' | 'same' | 'fewer' | 'differ' | 'export-error' |
+    'export-error-input-refused', detail, whether written with onnxruntime refusing it as read)."""
+    import warnings
+
     from ngrules.cli.graphio import written_opset
     from ngrules.errors import NgrulesError
     from ngrules.interop.onnx import UnsupportedOp
     from ngrules.interop.onnx.backend import _feeds, _steering
     from ngrules.interop.onnx.exporter import to_onnx
     from ngrules.interop.onnx.importer import import_model
+    from ngrules.interop.onnx.refused import RefusedAsRead
 
     inputs, _ = case.data_sets[0]
     values = _feeds(case, inputs)
@@ -35,25 +41,28 @@ def classify(case) -> tuple[str, str]:
     try:
         imported = import_model(case.model, constants=fixed)
     except UnsupportedOp as e:
-        return "refused", e.message[:120]
+        return "refused", e.message[:120], False
     except Exception as e:  # noqa: BLE001  an importer failure is counted, not raised
-        return "import-error", f"{type(e).__name__}: {e}"[:120]
+        return "import-error", f"{type(e).__name__}: {e}"[:120], False
     options = {}
     opset = written_opset(None, imported.opset)
     if opset is not None:
         options["opset"] = opset
     try:
-        model = to_onnx(imported.outputs, output_names=imported.output_names, **options)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RefusedAsRead)
+            model = to_onnx(imported.outputs, output_names=imported.output_names, **options)
     except (NgrulesError, Exception) as e:  # noqa: BLE001
         kind = "export-error-input-refused" if _ort_refuses(case.model) else "export-error"
-        return kind, f"{type(e).__name__}: {e}"[:160]
+        return kind, f"{type(e).__name__}: {e}"[:160], False
+    as_read = any(issubclass(w.category, RefusedAsRead) for w in caught)
     before = Counter(n.op_type for n in case.model.graph.node)
     after = Counter(n.op_type for n in model.graph.node)
     if _same_ops(before, after):
-        return "same", ""
+        return "same", "", as_read
     if all(after[op] <= before[op] for op in after):
-        return "fewer", f"{dict(before)} -> {dict(after)}"
-    return "differ", f"{dict(before)} -> {dict(after)}"
+        return "fewer", f"{dict(before)} -> {dict(after)}", as_read
+    return "differ", f"{dict(before)} -> {dict(after)}", as_read
 
 
 def _ort_refuses(model) -> bool:
@@ -90,9 +99,11 @@ def main() -> None:
     counts: Counter = Counter()
     grown: Counter = Counter()
     shown = []
+    as_read = 0
     for case in cases:
-        outcome, detail = classify(case)
+        outcome, detail, refused_as_read = classify(case)
         counts[outcome] += 1
+        as_read += refused_as_read
         if outcome in ("differ", "fewer", "export-error", "export-error-input-refused"):
             grown.update({n.op_type for n in case.model.graph.node})
         if outcome == args.show:
@@ -111,6 +122,8 @@ def main() -> None:
     print(f"  another op multiset or more nodes: {counts['differ']}")
     print(f"  export errors: {counts['export-error'] + refused_too} ({refused_too} where "
           "onnxruntime refuses the test's own model too)")
+    print(f"  written though onnxruntime (or onnx's checker) refuses them, as it refuses the "
+          f"test's own model: {as_read}")
     print("ops of the tests that differ or fail to export:",
           ", ".join(f"{op} {n}" for op, n in grown.most_common(40)))
     for line in shown:

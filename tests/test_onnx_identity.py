@@ -186,3 +186,27 @@ def test_a_folded_output_read_at_an_older_opset_is_written_back_in_that_opsets_f
         ("Unsqueeze", ["axes"], "")
     got = ort.InferenceSession(out.SerializeToString()).run(None, {})[0]
     np.testing.assert_array_equal(got, [[4, 5, 6]])
+
+
+def test_a_graph_input_nothing_reads_is_written_back_in_its_place():
+    """Inputs (u, a, v): only a is read. All three come back, in that order, with their types
+    and dim_params (symbolic import) or the lengths given; the output still runs."""
+    inputs = [helper.make_tensor_value_info("u", TensorProto.FLOAT, ["batch", 3]),
+              helper.make_tensor_value_info("a", TensorProto.FLOAT, ["batch", 3]),
+              helper.make_tensor_value_info("v", TensorProto.INT64, [4])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])]
+    model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["a"], ["y"])], "g",
+                                                inputs, outputs),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    imported = import_model(model, symbolic=True)
+    out = to_onnx(imported.outputs, output_names=imported.output_names)
+    assert _dims(out.graph.input) == _dims(model.graph.input)
+    assert [v.type.tensor_type.elem_type for v in out.graph.input] == \
+        [TensorProto.FLOAT, TensorProto.FLOAT, TensorProto.INT64]
+    imported = import_model(model, lengths={"batch": 2})
+    out = to_onnx(imported.outputs, output_names=imported.output_names)
+    assert _dims(out.graph.input) == [("u", [2, 3]), ("a", [2, 3]), ("v", [4])]
+    feeds = {"u": np.ones((2, 3), np.float32), "a": np.full((2, 3), -1.0, np.float32),
+             "v": np.arange(4)}
+    got = ort.InferenceSession(out.SerializeToString()).run(None, feeds)[0]
+    np.testing.assert_array_equal(got, np.zeros((2, 3), np.float32))

@@ -197,12 +197,31 @@ def stage_any(stage, path: str, outputs: Sequence[Node], names: Sequence[str] | 
         check_output(path)
         options = {} if opset is None else {"opset": opset}
         options.update({} if budget is None else {"budget": budget})
-        model, arrays = export_parts(outputs, output_names=names, target=target, **options)
+        model, arrays = _exported(export_parts, outputs, names, target, options)
         stage(Path(path), lambda f: weights.write(f, model, arrays))
         return
     from ngrules.ir.graphfile import stage_graph
 
     stage_graph(stage, path, outputs, opset)
+
+
+def _exported(export_parts, outputs, names, target: str, options):
+    """The model and its weights; a model written though onnxruntime refuses it, as it refuses
+    the model read (`refused.RefusedAsRead`), said on stderr as one line."""
+    import sys
+    import warnings
+
+    from ngrules.interop.onnx.refused import RefusedAsRead
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RefusedAsRead)
+        model, arrays = export_parts(outputs, output_names=names, target=target, **options)
+    for w in caught:
+        if issubclass(w.category, RefusedAsRead):
+            print("warning: " + " ".join(str(w.message).split()), file=sys.stderr)
+        else:  # not ours to say: passed on
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return model, arrays
 
 
 def save(path: str, outputs: Sequence[Node], names: Sequence[str] | None = None,

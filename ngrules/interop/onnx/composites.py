@@ -47,14 +47,15 @@ LOWERED = frozenset({"Constant", "Shape", "Size", "ConstantOfShape", "Range",
                      "EyeLike", "Optional", "OptionalGetElement", "OptionalHasElement",
                      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                      "Bernoulli", "Multinomial", "If", "Loop", "Scan",
-                     # onnx's strict shape inference rejects the function body it expands
-                     # for a written MeanVarianceNormalization (a Constant with no value)
-                     "MeanVarianceNormalization",
                      # one op each already, unrolled on request (`unroll_recurrent`)
-                     "LSTM", "GRU", "RNN",
-                     # written back as themselves from their mean or max over space, in the
-                     # order their reader wants (a Gemm after them dot-lowered by `cpu`)
-                     "GlobalAveragePool", "GlobalMaxPool"})
+                     "LSTM", "GRU", "RNN"})
+
+#: Ops kept whole where their converter writes views only (an Einsum that transposes, a Tile,
+#: a SpaceToDepth): the round trip writes them back. `decompose_simple` lowers them, so the
+#: shipped pipelines see their views as before. Any other op writing views only (ONNX's
+#: Reshape, Squeeze, Transpose; a GatherND reading in order) stays those views, which the
+#: exporter lays out, with the views around them, as the fewest nodes it can.
+MOVES_DATA = frozenset({"Einsum", "Tile", "SpaceToDepth", "DepthToSpace"})
 
 #: Ops whose body the exporter writes back as the op in any order of its operands
 #: (`export_forms`, `export_nn`): where an operand is not in ONNX's order, the body is written.
@@ -228,8 +229,8 @@ def _passed(result: Node, axes, given) -> bool:
 def convert(importer, node, used: set[str]) -> list | None:
     """The node as one composite (a list of output tensors), or None to convert it as usual."""
     op = node.op_type
-    if node.domain not in ("", "ai.onnx") or op in LOWERED or op not in CONVERTERS:
-        return None  # other domains (training's Adam, Adagrad: onnxruntime runs none) lowered
+    if op in LOWERED or op not in CONVERTERS:
+        return None
     kept = [i for i, name in enumerate(node.output) if name and name in used]
     if not kept:
         return None
@@ -242,8 +243,8 @@ def convert(importer, node, used: set[str]) -> list | None:
     name = op_name(op)
     args = [importer.tensor(node.input[i]).node for i in ctx.tensors]
     given = [importer.tensor(node.input[i]) for i in ctx.tensors]
-    if not any(composite.computing(r, args) or _passed(r, axes, given)
-               for axes, r in results.values()):
+    if op not in MOVES_DATA and not any(composite.computing(r, args) or _passed(r, axes, given)
+                                  for axes, r in results.values()):
         return None  # views only (Reshape, Squeeze, Transpose): the exporter lays them out
     whole = op in WHOLE or (op in FLATTENING and importer.opset < 13)
     if name != op and not whole and _one_primitive(op, results, args):

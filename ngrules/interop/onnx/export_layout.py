@@ -13,7 +13,7 @@ import numpy as np
 from ngrules.interop.onnx import OnnxError
 from ngrules.interop.onnx.emitter import Emitter, layout_exporter
 from ngrules.interop.onnx.export_positional import elem_type
-from ngrules.interop.onnx.layout import Value, full_value
+from ngrules.interop.onnx.layout import READ_AS_FLATTEN, READ_AS_RESHAPE, Value, full_value
 from ngrules.ir.graph import Node
 
 _BINARY = {
@@ -222,7 +222,8 @@ def regroup(em: Emitter, n: Node) -> Value:
     if v.array is not None:
         return Value(dims, shape, array=v.array.reshape(shape))
     split = _flatten_split(v.shape, shape)
-    if split is not None and not _reshaped_before(em, v.name):
+    if split is not None and not _reshaped_before(em, v.name) and (
+            n not in READ_AS_RESHAPE or n in READ_AS_FLATTEN):  # a model's Reshape: as read
         return Value(dims, shape, em.node("Flatten", [v.name], axis=split))
     dims, shape = _without_stale_units(dims, shape, n.axes)
     return Value(dims, shape, em.node("Reshape", [v.name, em.const(list(shape))]))

@@ -1,8 +1,10 @@
 """A written Reshape that only inserts or only removes dimensions of length 1 is written as the
 `Unsqueeze` or `Squeeze` it is: the exporter lays out every view as a Reshape, and the ops
 models use for these two (torch's exporters, ONNX's function bodies) come back as themselves.
-A Reshape written back for a model's own Reshape or Flatten (`layout.KEPT_RESHAPE`) stays a
-Reshape. One node for one node; run last, after the passes that join Reshapes."""
+A Reshape written back for a model's own Reshape (`layout.KEPT_RESHAPE`) stays a Reshape; one
+written back for a model's Flatten (`layout.KEPT_FLATTEN`) is that Flatten where its input's
+shape and its 2-D target give one (a Flatten with axis 0 is a Reshape to (1, n) to the
+layout). One node for one node; run last, after the passes that join Reshapes."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ngrules.interop.onnx.downgrade import AS_READ
-from ngrules.interop.onnx.layout import KEPT_RESHAPE
+from ngrules.interop.onnx.layout import KEPT_FLATTEN, KEPT_RESHAPE
 from ngrules.interop.onnx.written import attribute
 
 
@@ -20,9 +22,11 @@ def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
     from onnx import numpy_helper
 
     graph = model.graph
-    kept = set()
+    kept, flattens = set(), []
     for node in graph.node:
-        if node.doc_string == KEPT_RESHAPE:  # a model's own Reshape: stays one
+        if node.doc_string in (KEPT_RESHAPE, KEPT_FLATTEN):  # a model's own: stays one
+            if node.doc_string == KEPT_FLATTEN:
+                flattens.append(node)
             node.doc_string = ""
             kept.add(id(node))
     targets = {t.name: t for t in graph.initializer}
@@ -30,7 +34,8 @@ def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
                   and n.doc_string != AS_READ  # a model's own Reshape, written as read
                   and id(n) not in kept
                   and not attribute(n, "allowzero")]
-    if not candidates:
+    flattens = [n for n in flattens if n.op_type == "Reshape" and n.input[1] in targets]
+    if not candidates and not flattens:
         return
     from ngrules.interop.onnx.inferred import value_shapes
 
@@ -38,6 +43,12 @@ def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
         shapes = value_shapes(model, arrays)
     except Exception:  # noqa: BLE001  (a node written as read at an older opset): as they are
         return
+    for node in flattens:
+        target = node.input[1]
+        _as_flatten(node, shapes.get(node.input[0]), numpy_helper.to_array(targets[target]))
+        if not any(target in n.input for n in graph.node) and target not in (
+                o.name for o in graph.output):
+            graph.initializer.remove(targets[target])  # its target: read by nothing now
     for node in candidates:
         before = shapes.get(node.input[0])
         after = [int(v) for v in numpy_helper.to_array(targets[node.input[1]]).ravel()]
@@ -79,3 +90,20 @@ def _extra_ones(short: Sequence[int], long: Sequence[int]) -> list[int] | None:
         else:
             return None
     return extra if i == len(short) else None
+
+
+def _as_flatten(node, before, target) -> None:
+    """The Reshape written as the Flatten it is, when `before` (its input's shape) flattened
+    at some axis is the 2-D `target`."""
+    from onnx import helper
+
+    after = [int(v) for v in np.ravel(target)]
+    if before is None or len(after) != 2 or not all(isinstance(d, int) and d > 0 for d in before):
+        return
+    for k in range(len(before) + 1):
+        if [int(np.prod(before[:k])), int(np.prod(before[k:]))] == after:
+            node.op_type = "Flatten"
+            del node.input[1:]
+            del node.attribute[:]
+            node.attribute.append(helper.make_attribute("axis", k))
+            return

@@ -21,6 +21,7 @@ import numpy as np
 
 from ngrules.interop.onnx import (
     OnnxError,
+    as_read,
     composites,
     declared,
     downgrade,
@@ -267,6 +268,8 @@ def export_parts(
     written = origins.write_back(em, outputs, names, opset)  # folded outputs: their nodes
     rank = {n.attrs["name"]: INPUT_ORDER.get(n, -1) for n in order if n.op == "Placeholder"}
     em.inputs.sort(key=lambda vi: rank.get(vi.name, -1))  # the model's order of its inputs
+    source = as_read.of(order)  # the model read: its inputs nothing reads, its refusals
+    as_read.add_unread(em, source)
     renames = finish(em, results, names, written)
     recipe_writer.write_back(em, order, opset, renames)  # shape computations: their nodes
     graph_outputs = [helper.make_tensor_value_info(out, elem_type(node.dtype), node.axes.lengths)
@@ -291,5 +294,5 @@ def export_parts(
         ort_target.for_onnxruntime(model, em.weights, lambda: em.fresh("c"))
     export_unit_views.name_in_model(model, em.weights, lambda: em.fresh("c"))  # Unsqueeze
     downgrade.to_opset(model, opset, em.weights)  # an older opset's forms
-    refused.check(model, em.weights)  # onnx's checker, onnxruntime's rules and session
+    refused.check(model, em.weights, source)  # onnx's checker, onnxruntime's rules, session
     return model, em.weights

@@ -72,10 +72,15 @@ def _logic(op: str):
     return emit
 
 
+#: The first opset whose Mod defines fmod=0 for floats (Mod-13 has it for integers only).
+FLOAT_MOD = 28
+
+
 def _mod(em, n, a):
-    """ONNX Mod; its fmod=0 is for integers only, so a float mod is x - y * floor(x / y)."""
-    if n.attrs["fmod"] or n.dtype.kind in "iu":
-        return em.node("Mod", a, fmod=int(n.attrs["fmod"]))
+    """ONNX Mod; before opset 28 its fmod=0 is for integers only, so a float mod is
+    x - y * floor(x / y) there."""
+    if n.attrs["fmod"] or n.dtype.kind in "iu" or getattr(em, "target", em.opset) >= FLOAT_MOD:
+        return em.node("Mod", a, **({"fmod": 1} if n.attrs["fmod"] else {}))  # 0: the default
     quotient = em.node("Floor", [em.node("Div", a)])
     return em.node("Sub", [a[0], em.node("Mul", [a[1], quotient])])
 

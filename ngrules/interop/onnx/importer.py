@@ -20,6 +20,7 @@ from ngrules.interop.onnx import (
     OnnxError,
     ShapeMismatch,
     UnsupportedOp,
+    as_read,
     composites,
     dynamic,
     origins,
@@ -293,6 +294,7 @@ def import_model(
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     origins.record(importer, names, outputs, opset)  # outputs folded: the nodes that made them
     recipes.record(importer, opset)  # values folded: the nodes that made them
+    as_read.remember(importer, model, arrays, outputs)  # for the exporter: inputs, refusals
     return Imported(outputs, names, dict(importer.placeholders), importer.naming, opset)
 
 

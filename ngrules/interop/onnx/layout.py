@@ -26,6 +26,10 @@ from ngrules.ir.graph import Node
 READ_AS_RESHAPE: weakref.WeakSet = weakref.WeakSet()
 #: doc_string of such a Reshape (removed by `export_unit_views`).
 KEPT_RESHAPE = "ngrules:reshape-as-read"
+#: Those of them read from a model's Flatten: the Reshape that writes one back is marked
+#: `KEPT_FLATTEN`, and `export_unit_views` writes it as the Flatten it is where one can be.
+READ_AS_FLATTEN: weakref.WeakSet = weakref.WeakSet()
+KEPT_FLATTEN = "ngrules:flatten-as-read"
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,9 +112,10 @@ class Layouts:
             written = len(self.nodes)
             self._exact[key] = self._materialize(self.values[node], order)
             if node in READ_AS_RESHAPE:  # the model's Reshape, written back as one
+                mark = KEPT_FLATTEN if node in READ_AS_FLATTEN else KEPT_RESHAPE
                 for nd in self.nodes[written:]:
                     if nd.op_type == "Reshape" and not nd.doc_string:
-                        nd.doc_string = KEPT_RESHAPE
+                        nd.doc_string = mark
         return self._exact[key]
 
     def _materialize(self, v: Value, order: tuple[Axis, ...]) -> str:

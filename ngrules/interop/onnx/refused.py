@@ -10,22 +10,29 @@ failure is an `OnnxError` naming the node, raised before anything is written:
 3. where onnxruntime is installed, a session built on the model (its own graph checks, a kernel
    for every node). The weights go in as graph inputs of their type and shape, as for the
    checker: their bytes are never copied, and no optimisation runs.
+
+The output need only be no less runnable than the input: where onnxruntime refuses the model
+read (`as_read`) for the same reason (no kernel for the same op: a model made for another
+runtime, an op newer than onnxruntime), or onnx's checker refuses it alike (its strict inference
+of MeanVarianceNormalization's body), the model is written with a `RefusedAsRead` warning.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx import OnnxError, as_read
 
 
-def check(model, arrays: Mapping[str, np.ndarray]) -> None:
+def check(model, arrays: Mapping[str, np.ndarray], source=None) -> None:
     """Raise `OnnxError` naming the node if onnx or onnxruntime would refuse the model
-    completed by `arrays` (its large initializers, not in the message)."""
-    from onnx import checker, helper, shape_inference
+    completed by `arrays` (its large initializers, not in the message); warn instead where
+    onnxruntime refuses the model read (`source`, an `as_read.Source`) for the same op."""
+    from onnx import helper
 
     from ngrules.interop.onnx.weights import elem_of
 
@@ -34,16 +41,34 @@ def check(model, arrays: Mapping[str, np.ndarray]) -> None:
     for name, array in arrays.items():
         graph.input.append(helper.make_tensor_value_info(name, elem_of(array), array.shape))
     try:
-        checker.check_model(model)
-        inferred = shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
-        _check_rules(inferred)
-        _check_session(model)
-    except OnnxError:
-        raise
-    except Exception as e:  # onnx's own errors, of several types
-        raise OnnxError(f"the written model fails onnx's checker: {_first_line(e)}") from None
+        inferred = _checked(model, source)
+        if inferred is not None:
+            _check_rules(inferred)
+        _check_session(model, source)
     finally:
         del graph.input[count:]
+
+
+def _strict(model):
+    """The model checked by onnx's checker and inferred in strict mode (raising on either)."""
+    from onnx import checker, shape_inference
+
+    checker.check_model(model)
+    return shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+
+
+def _checked(model, source):
+    """The model inferred by `_strict`; None (with a warning) where onnx refuses the model read
+    (`source`) alike (its strict inference of MeanVarianceNormalization's body at opset 13)."""
+    try:
+        return _strict(model)
+    except Exception as e:  # noqa: BLE001  onnx's own errors, of several types
+        text = f"the written model fails onnx's checker: {_first_line(e)}"
+        if source is None or as_read.refusal(source, _strict) != as_read.reason(str(e)):
+            raise OnnxError(text) from None
+        warnings.warn(RefusedAsRead(f"written all the same: onnx's checker refuses the input "
+                                    f"model as well, alike: {text}"), stacklevel=3)
+        return None
 
 
 def _first_line(e: Exception) -> str:
@@ -104,25 +129,27 @@ def _check_rules(inferred) -> None:
 
 
 # -- an onnxruntime session -------------------------------------------------------------------
-def _check_session(model) -> None:
+class RefusedAsRead(UserWarning):
+    """The written model is refused by onnxruntime as the model read was, for the same reason
+    (no kernel for the same op): written all the same (a model made for another runtime)."""
+
+
+def _check_session(model, source=None) -> None:
     try:
         import onnxruntime as ort
     except ImportError:  # not installed: the checks above are all there is
         return
-    unnamed = [n for n in model.graph.node if not n.name]
-    for node in unnamed:  # onnxruntime names nodes in its messages: give each its output's
-        node.name = node.output[0] if node.output else node.op_type
-    try:
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        options.log_severity_level = 4
-        ort.InferenceSession(model.SerializeToString(), options,
-                             providers=["CPUExecutionProvider"])
-    except Exception as e:  # onnxruntime's errors, of its own types
-        raise OnnxError(_session_message(model, str(e), ort.__version__)) from None
-    finally:
-        for node in unnamed:
-            node.name = ""
+    message = as_read.session_error(model)
+    if message is None:
+        return
+    text = _session_message(model, message, ort.__version__)
+    why = as_read.reason(message)
+    if source is None or as_read.refusal(source) != why:
+        raise OnnxError(text)
+    same = f"for the same reason ({why})" if why.startswith("no kernel") else "alike"
+    warnings.warn(RefusedAsRead(
+        f"written all the same: onnxruntime refuses the input model as well, {same}; it "
+        f"checks no node after that one: {text}"), stacklevel=2)
 
 
 def _session_message(model, message: str, version: str) -> str:
@@ -130,7 +157,13 @@ def _session_message(model, message: str, version: str) -> str:
     where = ""
     if found:
         name = found.group(1) or found.group(2)
-        node = next((n for n in model.graph.node if n.name == name), None)
+        node = next((n for n in model.graph.node if _called(n) == name), None)
         where = f"{_label(node)}: " if node is not None else f"node {name!r}: "
     text = " ".join(message.split())[:400]
     return f"onnxruntime {version} refuses the written model: {where}{text}"
+
+
+def _called(node) -> str:
+    """The name onnxruntime knew the node by (`as_read.session_error` names an unnamed node
+    by its first output)."""
+    return node.name or (node.output[0] if node.output else node.op_type)

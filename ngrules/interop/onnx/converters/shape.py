@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ngrules.interop.onnx.context import Context, converter
-from ngrules.interop.onnx.layout import READ_AS_RESHAPE
+from ngrules.interop.onnx.layout import READ_AS_FLATTEN, READ_AS_RESHAPE
 from ngrules.interop.onnx.shaping import Tensor, broadcast_to, conform, reshape, temp_axis
 from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.graph import make_node
@@ -28,6 +28,8 @@ def _reshape(ctx: Context):
     out = reshape(ctx.x(0), ctx.out_axes(0))
     if ctx.node.op_type in ("Reshape", "Flatten"):
         READ_AS_RESHAPE.add(out)  # written back as a Reshape, not the unit view it may be
+        if ctx.node.op_type == "Flatten":
+            READ_AS_FLATTEN.add(out)  # or as the Flatten it was
     return [ctx.result(out)]
 
 
