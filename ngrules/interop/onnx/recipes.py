@@ -31,8 +31,8 @@ LIMIT = 4096
 #: a graph input placeholder -> the recipes of the import it came from.
 _BOOKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-#: ops that read only the shape of their input.
-_SHAPE_READERS = ("Shape", "Size")
+#: ops that read only the shape (Shape, Size) or the type (CastLike) of one input: its index.
+_SHAPE_READERS = {"Shape": 0, "Size": 0, "CastLike": 1}
 
 
 @dataclass(eq=False)
@@ -112,10 +112,10 @@ def _recipe_node(importer, known: _Known, node, made: set[str], inits: set[str],
             continue
         if x in inits and known(x) is not None:
             leaves[x] = ("init", known(x))
-        elif node.op_type in _SHAPE_READERS and i == 0:
+        elif _SHAPE_READERS.get(node.op_type) == i:
             leaf = _live(importer, x)
-            if leaf is None:
-                return False
+            if leaf is None or (node.op_type == "CastLike" and leaf[0] != "input"):
+                return False  # (a type: a graph input's, of its name, is the one read)
             leaves[x] = leaf
         else:
             return False
@@ -177,16 +177,18 @@ def _ir_constant(t, memo: dict) -> np.ndarray | None:
     if t is None or not hasattr(t, "axes") or not _from_constants(t.node, memo):
         return None
     from ngrules.errors import NgrulesError
+    from ngrules.ir import composite
     from ngrules.ir.executor import execute
 
-    try:
-        return np.asarray(execute([t.ordered()], {})[0])
+    try:  # (an op kept whole may read a value for its type alone, as CastLike: its body not)
+        return np.asarray(execute(composite.decompose([t.ordered()], record=False), {})[0])
     except (NgrulesError, ArithmeticError, ValueError):  # not computable here: not recorded
         return None
 
 
 def _from_constants(node: Node, memo: dict) -> bool:
-    """Whether every node under this one is small and its leaves are Constants."""
+    """Whether every node under this one is small and its leaves are Constants (through the
+    bodies of ops kept whole)."""
     stack = [node]
     while stack:
         n = stack[-1]
@@ -201,9 +203,24 @@ def _from_constants(node: Node, memo: dict) -> bool:
         if pending:
             stack.extend(pending)
             continue
-        memo[n] = all(memo[a] for a in n.args)
+        memo[n] = all(memo[a] for a in n.args) or _body_from_constants(n, memo)
         stack.pop()
     return memo[node]
+
+
+def _body_from_constants(node: Node, memo: dict) -> bool:
+    """Whether an op kept whole computes its value from constants in its body (a CastLike
+    reads its second operand's type only)."""
+    from ngrules.errors import NgrulesError
+    from ngrules.ir import composite
+
+    if not composite.is_composite(node.op):
+        return False
+    try:
+        body = composite.body(node)
+    except NgrulesError:
+        return False
+    return body is not node and _from_constants(body, memo)
 
 
 def books(order) -> list[Book]:
