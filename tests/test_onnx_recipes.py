@@ -123,3 +123,21 @@ def test_the_recipes_of_one_import_are_not_written_into_another():
     imported = import_model(plain)
     written = to_onnx(imported.outputs, output_names=imported.output_names, opset=18)
     assert _ops(written) == Counter({"Relu": 1})
+
+
+def test_a_flatten_read_broadcast_comes_back_a_flatten():
+    """ONNX's expanded layer norm over every axis adds Flatten(B, axis=0), of shape (1, n), to
+    a (1, n) value: the layout would write it as a Reshape to (n,) (broadcasting needs no
+    leading 1); the model's Flatten keeps its leading 1 and comes back as itself."""
+    nodes = [helper.make_node("Flatten", ["X"], ["X2D"], axis=0),
+             helper.make_node("Flatten", ["W"], ["W2D"], axis=0),
+             helper.make_node("Mul", ["X2D", "W2D"], ["Scaled"]),
+             helper.make_node("Flatten", ["B"], ["B2D"], axis=0),
+             helper.make_node("Add", ["Scaled", "B2D"], ["Y"])]
+    model = _model(nodes, [("X", [2, 3, 4]), ("W", [2, 3, 4]), ("B", [2, 3, 4])], [1, 24])
+    imported = import_model(model)
+    written = to_onnx(imported.outputs, output_names=imported.output_names, opset=18)
+    assert _ops(written) == Counter({"Flatten": 3, "Mul": 1, "Add": 1})
+    x, w, b = np.random.default_rng(3).standard_normal((3, 2, 3, 4)).astype(np.float32)
+    got = ReferenceEvaluator(written).run(None, {"X": x, "W": w, "B": b})[0]
+    np.testing.assert_allclose(got, (x * w + b).reshape(1, 24), rtol=1e-6)
