@@ -177,18 +177,16 @@ def _ir_constant(t, memo: dict) -> np.ndarray | None:
     if t is None or not hasattr(t, "axes") or not _from_constants(t.node, memo):
         return None
     from ngrules.errors import NgrulesError
-    from ngrules.ir import composite
     from ngrules.ir.executor import execute
 
-    try:  # (an op kept whole may read a value for its type alone, as CastLike: its body not)
-        return np.asarray(execute(composite.decompose([t.ordered()], record=False), {})[0])
+    try:
+        return np.asarray(execute([t.ordered()], {})[0])
     except (NgrulesError, ArithmeticError, ValueError):  # not computable here: not recorded
         return None
 
 
 def _from_constants(node: Node, memo: dict) -> bool:
-    """Whether every node under this one is small and its leaves are Constants (through the
-    bodies of ops kept whole)."""
+    """Whether every node under this one is small and its leaves are Constants."""
     stack = [node]
     while stack:
         n = stack[-1]
@@ -203,24 +201,9 @@ def _from_constants(node: Node, memo: dict) -> bool:
         if pending:
             stack.extend(pending)
             continue
-        memo[n] = all(memo[a] for a in n.args) or _body_from_constants(n, memo)
+        memo[n] = all(memo[a] for a in n.args)
         stack.pop()
     return memo[node]
-
-
-def _body_from_constants(node: Node, memo: dict) -> bool:
-    """Whether an op kept whole computes its value from constants in its body (a CastLike
-    reads its second operand's type only)."""
-    from ngrules.errors import NgrulesError
-    from ngrules.ir import composite
-
-    if not composite.is_composite(node.op):
-        return False
-    try:
-        body = composite.body(node)
-    except NgrulesError:
-        return False
-    return body is not node and _from_constants(body, memo)
 
 
 def books(order) -> list[Book]:
