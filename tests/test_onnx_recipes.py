@@ -141,3 +141,20 @@ def test_a_flatten_read_broadcast_comes_back_a_flatten():
     x, w, b = np.random.default_rng(3).standard_normal((3, 2, 3, 4)).astype(np.float32)
     got = ReferenceEvaluator(written).run(None, {"X": x, "W": w, "B": b})[0]
     np.testing.assert_allclose(got, (x * w + b).reshape(1, 24), rtol=1e-6)
+
+
+def test_a_zero_pad_cast_like_the_input_comes_back():
+    """A causal convolution's left padding: zeros of a shape computed from the input, cast
+    like it (CastLike reads the input for its type alone), joined in front of it."""
+    nodes = [helper.make_node("Shape", ["X"], ["Lead"], start=0, end=2),
+             _const("Two", [2]),
+             helper.make_node("Concat", ["Lead", "Two"], ["PadShape"], axis=0),
+             helper.make_node("ConstantOfShape", ["PadShape"], ["Pad"]),
+             helper.make_node("CastLike", ["Pad", "X"], ["PadX"]),
+             helper.make_node("Concat", ["PadX", "X"], ["Y"], axis=2)]
+    model = _model(nodes, [("X", [2, 3, 4])], [2, 3, 6])
+    imported = import_model(model)
+    written = to_onnx(imported.outputs, output_names=imported.output_names, opset=18)
+    assert _ops(written) == _ops(model)
+    x = np.random.default_rng(4).standard_normal((2, 3, 4)).astype(np.float32)
+    np.testing.assert_allclose(_run(written, x), np.concatenate([np.zeros((2, 3, 2)), x], 2))
