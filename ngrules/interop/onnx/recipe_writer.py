@@ -9,6 +9,8 @@ written too. Each of the model's nodes is written at most once.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ngrules.interop.onnx.recipes import LIMIT, Book, books
@@ -23,6 +25,10 @@ def write_back(em, order, opset: int, renames: dict[str, str]) -> int:
         if book.opset == opset:
             count += _Writer(em, book, renames).run()
     return count
+
+
+#: the names `Emitter.fresh` makes.
+_FRESH = re.compile(r"(v|c|r|unread)[0-9]+")
 
 
 class _Writer:
@@ -180,8 +186,10 @@ class _Writer:
         return None if best is None else best[1]
 
     def _claim(self, name: str) -> str:
-        """The name itself when no written value has it, else a fresh one."""
-        written = name if name not in self.taken else self.em.fresh("r")
+        """The name itself when no written value has it and the exporter's later passes cannot
+        make it (`Emitter.fresh`'s names: v12, c3...), else a fresh one."""
+        mine = name in self.taken or _FRESH.fullmatch(name)
+        written = self.em.fresh("r") if mine else name
         self.taken.add(written)
         return written
 
