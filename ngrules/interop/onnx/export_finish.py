@@ -15,9 +15,9 @@ from ngrules.ir.symbolic import symbols_of
 
 
 def finish(em, results: Sequence[str], names: Sequence[str],
-           written: Collection[str] = ()) -> None:
+           written: Collection[str] = ()) -> dict[str, str]:
     """Name the results `names` and drop the nodes and initializers they do not need (the
-    `written` names are already made by their own nodes: `origins`)."""
+    `written` names are already made by their own nodes: `origins`); the values renamed."""
     _slices_as_split(em)  # before renaming: slices are known by the names they were written as
     produced = {out: node for node in em.nodes for out in node.output}
     renames: dict[str, str] = {}
@@ -37,6 +37,7 @@ def finish(em, results: Sequence[str], names: Sequence[str],
                 node.output[i] = renames[x]
     _reshape_once(em)
     _prune(em, set(names))
+    return renames
 
 
 _RESHAPES = ("Reshape", "Flatten")

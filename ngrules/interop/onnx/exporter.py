@@ -241,7 +241,7 @@ def export_parts(
     from onnx import helper
     from onnx.defs import onnx_opset_version
 
-    from ngrules.interop.onnx import origins
+    from ngrules.interop.onnx import origins, recipe_writer
     from ngrules.interop.onnx.export_finish import finish
 
     if opset not in range(downgrade.OLDEST, OPSETS.stop) or opset > onnx_opset_version():
@@ -273,7 +273,8 @@ def export_parts(
     em.inputs.sort(key=lambda vi: rank.get(vi.name, -1))  # the model's order of its inputs
     source = as_read.of(order)  # the model read: its inputs nothing reads, its refusals
     as_read.add_unread(em, source)
-    finish(em, results, names, written)
+    renames = finish(em, results, names, written)
+    recipe_writer.write_back(em, order, opset, renames)  # shape computations: their nodes
     graph_outputs = [helper.make_tensor_value_info(out, elem_type(node.dtype), node.axes.lengths)
                      for node, out in zip(outputs, names)]
     graph = helper.make_graph(em.nodes, name, em.inputs, graph_outputs, em.inits)

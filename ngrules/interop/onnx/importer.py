@@ -24,6 +24,7 @@ from ngrules.interop.onnx import (
     composites,
     dynamic,
     origins,
+    recipes,
     require_onnx,
     weights,
 )
@@ -291,6 +292,7 @@ def import_model(
     outputs = [importer.output(n) for n in names]
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     origins.record(importer, names, outputs, opset)  # outputs folded: the nodes that made them
+    recipes.record(importer, opset)  # values folded: the nodes that made them
     as_read.remember(importer, model, arrays, outputs)  # for the exporter: inputs, refusals
     return Imported(outputs, names, dict(importer.placeholders), importer.naming, opset)
 

@@ -1,5 +1,6 @@
 """The static shapes of a written model's values, by onnx's shape inference (for the passes
-that rewrite written nodes: `export_transposes`, `ort_target`)."""
+that rewrite written nodes: `export_transposes`, `ort_target`), with data propagation: a
+Reshape to a shape the graph computes (`recipes`) has a known output shape."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ def value_shapes(model, arrays) -> dict[str, tuple]:
     for name, array in arrays.items():
         probe.graph.input.append(helper.make_tensor_value_info(
             name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape))
-    inferred = shape_inference.infer_shapes(probe).graph
+    inferred = shape_inference.infer_shapes(probe, data_prop=True).graph  # through Shape, Concat
     shapes = {}
     for vi in [*inferred.input, *inferred.value_info, *inferred.output]:
         dims = vi.type.tensor_type.shape.dim

@@ -153,12 +153,17 @@ class Layouts:
         if not present:
             return self.name_of(self.reshaped(v, (), ()))
         start = min(target.index(d) for d in present)
-        dims = target[start:]
+        flatten = node in READ_AS_FLATTEN and all(a.length == 1 for a in target[:start])
+        dims = target[0 if flatten else start:]  # (a model's Flatten: its leading 1s as read)
         shape = tuple(v.shape[v.dims.index(a)] if a in v.dims else 1 for a in dims)
         if _strip(v.shape) == _strip(shape) and _units_only_ahead(v, present) and (
-                not rank or len(v.shape) <= len(target)):
+                not rank or len(v.shape) <= len(target)) and not flatten:
             return self.name_of(v)
-        return self.name_of(self.reshaped(v, dims, shape))
+        written = len(self.nodes)
+        out = self.name_of(self.reshaped(v, dims, shape))
+        if flatten and len(self.nodes) > written and self.nodes[-1].op_type == "Reshape":
+            self.nodes[-1].doc_string = KEPT_FLATTEN  # `export_unit_views`: the Flatten
+        return out
 
     def array(self, node: Node) -> np.ndarray:
         """A constant node's data in its own order of axes."""
