@@ -258,3 +258,60 @@ def test_a_batchnorm_after_a_biased_conv_goes_into_it(opset):
     model.ir_version = 4 if opset < 17 else 8
     x = RNG.standard_normal((2, 3, 5, 5)).astype(np.float32)
     _is_one_conv_after_inference(model, x)
+
+
+def _cnn_head(form: str, classifier: bool = True):
+    """Conv, Relu, then a mean over space kept as [N, C, 1, 1] and reshaped to [N, C] as
+    torch's exporters write a CNN's head: `legacy` GlobalAveragePool and Flatten (opset 17),
+    `dynamo` ReduceMean(keepdims=1) and Reshape (opset 18); then a Gemm, or nothing (the
+    reshaped mean is the output, SqueezeNet's tail)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    m = helper.make_node
+    inits = [numpy_helper.from_array(RNG.standard_normal((6, 3, 1, 1)).astype(np.float32), "w"),
+             numpy_helper.from_array(RNG.standard_normal((4, 6)).astype(np.float32), "g"),
+             numpy_helper.from_array(np.array([2, 3], np.int64), "axes"),
+             numpy_helper.from_array(np.array([2, 6], np.int64), "shape")]
+    nodes = [m("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]), m("Relu", ["c"], ["r"])]
+    if form == "legacy":
+        nodes += [m("GlobalAveragePool", ["r"], ["p"]), m("Flatten", ["p"], ["f"], axis=1)]
+    else:
+        nodes += [m("ReduceMean", ["r", "axes"], ["p"], keepdims=1),
+                  m("Reshape", ["p", "shape"], ["f"])]
+    width = 4 if classifier else 6
+    if classifier:
+        nodes.append(m("Gemm", ["f", "g"], ["y"], transB=1))
+    else:
+        nodes[-1].output[0] = "y"
+    graph = helper.make_graph(
+        nodes, "head", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, width])], inits)
+    opset = 17 if form == "legacy" else 18
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("pipeline", ["cpu", "inference"])
+@pytest.mark.parametrize("form,classifier", [("legacy", True), ("dynamo", True),
+                                             ("dynamo", False)])
+def test_a_cnn_head_mean_then_reshape_is_one_reduce_mean(pipeline, form, classifier):
+    """28 of the broad zoo's CNNs tied onnxsim: the mean over space kept as [N, C, 1, 1]
+    (GlobalAveragePool, ReduceMean keepdims=1) then a Flatten or Reshape to [N, C] came back
+    as two nodes (GlobalAveragePool and Flatten or Squeeze); it is one ReduceMean
+    (keepdims=0). With no rules the round trip writes the model's own nodes."""
+    import ngrules as ng
+    from ngrules.lang.library import load_library
+
+    model = _cnn_head(form, classifier)
+    x = RNG.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    own = [n.op_type for n in model.graph.node]
+    assert _round_trip(model, {"x": x}) == own
+    imported = import_model(model)
+    result = ng.rewrite(imported.outputs, load_library(), pipeline=pipeline)
+    written = to_onnx(result.outputs, output_names=imported.output_names)
+    np.testing.assert_allclose(run_ort(written, {"x": x})[0], run_ort(model, {"x": x})[0],
+                               rtol=1e-4, atol=1e-5)
+    ops = [n.op_type for n in written.graph.node]
+    assert ops == ["Conv", "Relu", "ReduceMean"] + ["Gemm"] * classifier, ops
+    assert all(a.i == 0 for a in written.graph.node[2].attribute if a.name == "keepdims")
