@@ -360,3 +360,33 @@ def test_an_rms_norm_is_written_with_one_div_that_onnxruntime_still_fuses(legacy
                                    rtol=1e-5, atol=1e-6)
         fused = _ort_optimized_ops(written, tmp_path / f"{pipeline}.onnx")
         assert "SimplifiedLayerNormalization" in fused, fused
+
+
+def test_a_declared_elementwise_op_after_a_conv_is_written_in_its_layout():
+    """A rules file's `op Silu(x) = x * Sigmoid(x)` on EfficientNet: each call was written in
+    the node's own axis order ([C, H, W, N] after a Conv), a Transpose in and out of each
+    (98 Transposes, 33 Reshapes); it is called on the Conv's NCHW value as it is."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    import ngrules as ng
+
+    m = helper.make_node
+    nodes = [m("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]), m("Sigmoid", ["c"], ["s"]),
+             m("Mul", ["c", "s"], ["h"]), m("Conv", ["h", "w2"], ["y"], kernel_shape=[1, 1])]
+    inits = [numpy_helper.from_array(RNG.standard_normal((4, 3, 1, 1)).astype(np.float32), "w"),
+             numpy_helper.from_array(RNG.standard_normal((2, 4, 1, 1)).astype(np.float32), "w2")]
+    graph = helper.make_graph(
+        nodes, "silu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2, 5, 5])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    rules = ng.parse_rules("op ZooSilu(x) = x * Sigmoid(x)\npass fuse\n"
+                           "rule silu: x * Sigmoid(x) => ZooSilu(x)\n")
+    imported = import_model(model)
+    result = ng.rewrite(imported.outputs, rules)
+    assert result.fired() == {"silu": 1}
+    written = to_onnx(result.outputs, output_names=imported.output_names)
+    x = RNG.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    np.testing.assert_allclose(run_ort(written, {"x": x})[0], run_ort(model, {"x": x})[0],
+                               rtol=1e-5, atol=1e-5)
+    assert [n.op_type for n in written.graph.node] == ["Conv", "ZooSilu", "Conv"]
