@@ -1,6 +1,6 @@
 """A channel shuffle read by convolutions absorbed into their weights (`export_shuffle`): the
 Reshape -> Transpose -> Reshape go, the model computes the same under onnxruntime; a shuffle
-something else reads stays."""
+something else reads is one Gather."""
 
 from collections import Counter
 
@@ -61,8 +61,21 @@ def test_a_shuffle_that_changes_the_rank_leaves_one_reshape():
     assert not ops["Transpose"] and ops["Reshape"] == 1, ops
 
 
-def test_a_shuffle_something_else_reads_stays():
+def test_a_shuffle_something_else_reads_is_one_gather():
+    """A reader that cannot absorb it (a Relu): the three nodes are one Gather of channels
+    (they stayed three: the onnx package's ShuffleNet tied onnxsim at 154 nodes)."""
     readers = [helper.make_node("Conv", ["s", "w1"], ["a"]), helper.make_node("Relu", ["s"], ["y"])]
     inits = {"w1": RNG.standard_normal((3, 8, 1, 1))}
     ops = _written(_shuffled(readers, {"y": [2, 8, 4, 4], "a": [2, 3, 4, 4]}, inits=inits))
-    assert ops["Transpose"] == 1, ops
+    assert ops["Gather"] == 1 and not ops["Transpose"] and not ops["Reshape"], ops
+
+
+def test_a_shuffle_read_by_a_grouped_conv_is_one_gather():
+    """ShuffleNet v1's shuffle reaches a grouped 1x1 Conv through a depthwise one: the groups
+    it mixes cannot take it in their weights."""
+    n = helper.make_node
+    readers = [n("Conv", ["s", "wd"], ["d"], group=8, pads=[1, 1, 1, 1]),
+               n("Conv", ["d", "wg"], ["y"], group=2)]
+    inits = {"wd": RNG.standard_normal((8, 1, 3, 3)), "wg": RNG.standard_normal((4, 4, 1, 1))}
+    ops = _written(_shuffled(readers, {"y": [2, 4, 4, 4]}, inits=inits))
+    assert ops == Counter({"Conv": 3, "Gather": 1}), ops

@@ -258,3 +258,135 @@ def test_a_batchnorm_after_a_biased_conv_goes_into_it(opset):
     model.ir_version = 4 if opset < 17 else 8
     x = RNG.standard_normal((2, 3, 5, 5)).astype(np.float32)
     _is_one_conv_after_inference(model, x)
+
+
+def _cnn_head(form: str, classifier: bool = True):
+    """Conv, Relu, then a mean over space kept as [N, C, 1, 1] and reshaped to [N, C] as
+    torch's exporters write a CNN's head: `legacy` GlobalAveragePool and Flatten (opset 17),
+    `dynamo` ReduceMean(keepdims=1) and Reshape (opset 18); then a Gemm, or nothing (the
+    reshaped mean is the output, SqueezeNet's tail)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    m = helper.make_node
+    inits = [numpy_helper.from_array(RNG.standard_normal((6, 3, 1, 1)).astype(np.float32), "w"),
+             numpy_helper.from_array(RNG.standard_normal((4, 6)).astype(np.float32), "g"),
+             numpy_helper.from_array(np.array([2, 3], np.int64), "axes"),
+             numpy_helper.from_array(np.array([2, 6], np.int64), "shape")]
+    nodes = [m("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]), m("Relu", ["c"], ["r"])]
+    if form == "legacy":
+        nodes += [m("GlobalAveragePool", ["r"], ["p"]), m("Flatten", ["p"], ["f"], axis=1)]
+    else:
+        nodes += [m("ReduceMean", ["r", "axes"], ["p"], keepdims=1),
+                  m("Reshape", ["p", "shape"], ["f"])]
+    width = 4 if classifier else 6
+    if classifier:
+        nodes.append(m("Gemm", ["f", "g"], ["y"], transB=1))
+    else:
+        nodes[-1].output[0] = "y"
+    graph = helper.make_graph(
+        nodes, "head", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, width])], inits)
+    opset = 17 if form == "legacy" else 18
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("pipeline", ["cpu", "inference"])
+@pytest.mark.parametrize("form,classifier", [("legacy", True), ("dynamo", True),
+                                             ("dynamo", False)])
+def test_a_cnn_head_mean_then_reshape_is_one_reduce_mean(pipeline, form, classifier):
+    """28 of the broad zoo's CNNs tied onnxsim: the mean over space kept as [N, C, 1, 1]
+    (GlobalAveragePool, ReduceMean keepdims=1) then a Flatten or Reshape to [N, C] came back
+    as two nodes (GlobalAveragePool and Flatten or Squeeze); it is one ReduceMean
+    (keepdims=0). With no rules the round trip writes the model's own nodes."""
+    import ngrules as ng
+    from ngrules.lang.library import load_library
+
+    model = _cnn_head(form, classifier)
+    x = RNG.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    own = [n.op_type for n in model.graph.node]
+    assert _round_trip(model, {"x": x}) == own
+    imported = import_model(model)
+    result = ng.rewrite(imported.outputs, load_library(), pipeline=pipeline)
+    written = to_onnx(result.outputs, output_names=imported.output_names)
+    np.testing.assert_allclose(run_ort(written, {"x": x})[0], run_ort(model, {"x": x})[0],
+                               rtol=1e-4, atol=1e-5)
+    ops = [n.op_type for n in written.graph.node]
+    assert ops == ["Conv", "Relu", "ReduceMean"] + ["Gemm"] * classifier, ops
+    assert all(a.i == 0 for a in written.graph.node[2].attribute if a.name == "keepdims")
+
+
+
+def _rms_norm(legacy: bool):
+    """Llama's RMSNorm as torch exports it: x · rsqrt(mean(x²) + eps) · w, the rsqrt as
+    Reciprocal(Sqrt) (dynamo) or Div(1, Sqrt) (legacy), at opset 18."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    values = {"two": np.float32(2), "eps": np.float32(1e-6), "one": np.float32(1),
+              "w": RNG.uniform(0.5, 1.5, 8).astype(np.float32), "axes": np.array([-1])}
+    m = helper.make_node
+    nodes = [m("Pow", ["x", "two"], ["sq"]), m("ReduceMean", ["sq", "axes"], ["ms"]),
+             m("Add", ["ms", "eps"], ["v"]), m("Sqrt", ["v"], ["s"]),
+             m("Div", ["one", "s"], ["r"]) if legacy else m("Reciprocal", ["s"], ["r"]),
+             m("Mul", ["x", "r"], ["n"]), m("Mul", ["w", "n"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "rms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 8])],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in values.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_an_rms_norm_is_written_with_one_div_that_onnxruntime_still_fuses(legacy, tmp_path):
+    """Llama and Qwen2 wrote one node per RMSNorm more than onnxsim's count (128 vs 127): the
+    rsqrt as Reciprocal (or Div of 1) then Mul. x·(1/y) is x/y: one Div, and onnxruntime
+    still fuses the norm (SimplifiedLayerNormalization); dropping a Mul by a weight of ones
+    instead (onnxsim's way, transformers' initial weights) loses that fusion: 1.13x."""
+    import ngrules as ng
+    from ngrules.lang.library import load_library
+
+    model = _rms_norm(legacy)
+    x = RNG.standard_normal((2, 3, 8)).astype(np.float32)
+    for pipeline in ("cpu", "inference"):
+        imported = import_model(model)
+        result = ng.rewrite(imported.outputs, load_library(), pipeline=pipeline)
+        written = to_onnx(result.outputs, output_names=imported.output_names)
+        ops = [n.op_type for n in written.graph.node]
+        assert len(ops) == 6 and "Reciprocal" not in ops and ops.count("Div") == 1, ops
+        np.testing.assert_allclose(run_ort(written, {"x": x})[0], run_ort(model, {"x": x})[0],
+                                   rtol=1e-5, atol=1e-6)
+        fused = _ort_optimized_ops(written, tmp_path / f"{pipeline}.onnx")
+        assert "SimplifiedLayerNormalization" in fused, fused
+
+
+def test_a_declared_elementwise_op_after_a_conv_is_written_in_its_layout():
+    """A rules file's `op Silu(x) = x * Sigmoid(x)` on EfficientNet: each call was written in
+    the node's own axis order ([C, H, W, N] after a Conv), a Transpose in and out of each
+    (98 Transposes, 33 Reshapes); it is called on the Conv's NCHW value as it is."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    import ngrules as ng
+
+    m = helper.make_node
+    nodes = [m("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]), m("Sigmoid", ["c"], ["s"]),
+             m("Mul", ["c", "s"], ["h"]), m("Conv", ["h", "w2"], ["y"], kernel_shape=[1, 1])]
+    inits = [numpy_helper.from_array(RNG.standard_normal((4, 3, 1, 1)).astype(np.float32), "w"),
+             numpy_helper.from_array(RNG.standard_normal((2, 4, 1, 1)).astype(np.float32), "w2")]
+    graph = helper.make_graph(
+        nodes, "silu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2, 5, 5])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    rules = ng.parse_rules("op ZooSilu(x) = x * Sigmoid(x)\npass fuse\n"
+                           "rule silu: x * Sigmoid(x) => ZooSilu(x)\n")
+    imported = import_model(model)
+    result = ng.rewrite(imported.outputs, rules)
+    assert result.fired() == {"silu": 1}
+    written = to_onnx(result.outputs, output_names=imported.output_names)
+    x = RNG.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    np.testing.assert_allclose(run_ort(written, {"x": x})[0], run_ort(model, {"x": x})[0],
+                               rtol=1e-5, atol=1e-5)
+    assert [n.op_type for n in written.graph.node] == ["Conv", "ZooSilu", "Conv"]

@@ -134,19 +134,23 @@ VIEWS = ("Broadcast", "ReorderAxes", "Transpose", "ExpandDims", "AxesCast")
 
 
 def window_operands(order: Sequence[Node]) -> set[Node]:
-    """The nodes a Conv or pooling (or an ONNX op kept whole) reads as its data, and the nodes
-    under their views: a reduction read there keeps its unit dimensions."""
+    """The nodes a Conv or pooling reads as its data, and the nodes under their views: a
+    reduction read there keeps its unit dimensions. An ONNX op kept whole reads its operands
+    as ONNX has them: a reduction under views that add dimensions keeps them too, one it
+    reads in its own axes does not (a CNN's head: one ReduceMean, then the Gemm, no Squeeze
+    between)."""
     from ngrules.ir.composite import is_composite
 
     read: set[Node] = set()
     for n in order:
-        whole = is_composite(n.op)  # an ONNX op kept whole reads its operands as ONNX has them
+        whole = is_composite(n.op)
         if n.op in ("Convolution", "Pooling") or whole:
             for node in n.args if whole else n.args[:1]:
-                read.add(node)
-                while node.op in VIEWS:
-                    node = node.args[0]
-                    read.add(node)
+                chain = [node]
+                while chain[-1].op in VIEWS:
+                    chain.append(chain[-1].args[0])
+                if not whole or len(node.axes) > len(chain[-1].axes):
+                    read.update(chain)
     return read
 
 

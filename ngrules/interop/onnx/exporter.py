@@ -119,7 +119,7 @@ def _emit(em: Emitter, n: Node) -> None:
         return
     fn = POSITIONAL.get(n.op)
     if fn is None and declared.is_declared(n.op):  # an `op` of a rules file
-        em.values[n] = _positional(em, n, _declared)
+        em.values[n] = _declared_in_place(em, n) or _positional(em, n, _declared)
         return
     if fn is None and n.op in EXPANSIONS:
         em.values[n] = _expanded(em, n)
@@ -136,6 +136,31 @@ def _declared(em: Emitter, n: Node, args: list[str]):
     """A declared op over its operands in their own order: its ONNX op or a function call (a
     function's body is exported with a fresh Emitter at this export's opset)."""
     return declared.export(em, n, args, _emit, lambda: Emitter(em.opset), em.opset)
+
+
+def _declared_in_place(em: Emitter, n: Node) -> Value | None:
+    """A declared op over operands holding its axes in one order their values share (a SiLU
+    after a Conv, in NCHW): the op on views of them in that order, its result left there. In
+    the node's own order, a Transpose went in and out of each (EfficientNet with a SiLU op:
+    98 Transposes, 33 Reshapes)."""
+    from ngrules.ir.frontend import axes_with_order
+    from ngrules.ir.graph import make_node
+
+    values = [em.values[a] for a in n.args]
+    order = values[0].dims if values else ()
+    if (n.outputs is not None or not values or order == tuple(n.axes)
+            or set(order) != set(n.axes) or len(order) != len(n.axes)):
+        return None
+    if any(v.dims != order or v.array is not None or not v.has_all(a.axes)
+           or set(a.axes) != set(order) for v, a in zip(values, n.args)):
+        return None
+    views = [axes_with_order(a, order) for a in n.args]
+    moved = make_node(n.op, tuple(views), **n.attrs)  # inferred again: the views' order
+    if tuple(moved.axes) != order:
+        return None
+    for view, v in zip(views, values):
+        em.values[view] = full_value(v.name, order)
+    return _positional(em, moved, _declared)
 
 
 def _composite(em: Emitter, n: Node) -> Value:
