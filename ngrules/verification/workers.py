@@ -6,11 +6,19 @@ wall-clock ones, for queries z3 gives up on), so N forked workers give the verdi
 process gives; the report keeps the rules' order. Nodes are not picklable: a worker sends
 a verdict back as its figures and its printed text, which the parent shows as they are
 (`Sent`); a counterexample's graphs stay in the worker.
+
+A worker takes neither the parent's SIGTERM handler (`interrupts.terminating_as_interrupts`,
+which raises KeyboardInterrupt) nor Ctrl-C: the pool is ended with SIGTERM once the verdicts
+are in, and a worker still alive then (a loaded machine) used to print a KeyboardInterrupt
+traceback; a Ctrl-C, sent to every process of the terminal's group, stops the parent, which
+ends the workers. Both signals are blocked while the workers fork, so none arrives before
+a worker has set its own handling (`_quiet`).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 
@@ -37,6 +45,28 @@ class Sent(Verdict):
         return self.text
 
 
+#: The signals a worker leaves to the parent: SIGTERM ends it at once, Ctrl-C is ignored.
+_SIGNALS = {signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_DFL}
+
+
+def _quiet() -> None:
+    """A worker's first step: SIGTERM kills it silently, Ctrl-C is the parent's to handle."""
+    for signum, handling in _SIGNALS.items():
+        signal.signal(signum, handling)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+
+
+def _pool(jobs: int):
+    """`jobs` forked workers, forked with SIGINT and SIGTERM blocked (a signal then waits
+    until the worker's `_quiet` or the parent's unblocking, never meets a handler it should
+    not run)."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        return multiprocessing.get_context("fork").Pool(jobs, initializer=_quiet)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
 _FIGURES = [f.name for f in fields(Verdict) if f.name not in ("rule", "counterexample")]
 
 
@@ -60,7 +90,7 @@ def judged(rules: Sequence[Rule], judge: Callable[..., Verdict], args: tuple, jo
     _JOB.update(rules=list(rules), judge=judge, args=args)
     done: dict[int, Verdict] = {}
     following = 0
-    pool = multiprocessing.get_context("fork").Pool(min(jobs, len(rules)))
+    pool = _pool(min(jobs, len(rules)))
     try:
         for index, sent in pool.imap_unordered(_judge, range(len(rules))):
             done[index] = Sent(rules[index], **sent)
