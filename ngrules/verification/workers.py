@@ -12,16 +12,16 @@ which raises KeyboardInterrupt) nor Ctrl-C: the pool is ended with SIGTERM once 
 are in, and a worker still alive then (a loaded machine) used to print a KeyboardInterrupt
 traceback; a Ctrl-C, sent to every process of the terminal's group, stops the parent, which
 ends the workers. Both signals are blocked while the workers fork, so none arrives before
-a worker has set its own handling (`_quiet`).
+a worker has set its own handling (`interrupts.leave_interrupts_to_parent`).
 """
 
 from __future__ import annotations
 
 import multiprocessing
-import signal
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 
+from ngrules.interrupts import held_while_forking, leave_interrupts_to_parent
 from ngrules.lang.rules import Rule
 from ngrules.verification.verdicts import Verdict
 
@@ -43,28 +43,6 @@ class Sent(Verdict):
 
     def __str__(self) -> str:
         return self.text
-
-
-#: The signals a worker leaves to the parent: SIGTERM ends it at once, Ctrl-C is ignored.
-_SIGNALS = {signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_DFL}
-
-
-def _quiet() -> None:
-    """A worker's first step: SIGTERM kills it silently, Ctrl-C is the parent's to handle."""
-    for signum, handling in _SIGNALS.items():
-        signal.signal(signum, handling)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
-
-
-def _pool(jobs: int):
-    """`jobs` forked workers, forked with SIGINT and SIGTERM blocked (a signal then waits
-    until the worker's `_quiet` or the parent's unblocking, never meets a handler it should
-    not run)."""
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-    try:
-        return multiprocessing.get_context("fork").Pool(jobs, initializer=_quiet)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 _FIGURES = [f.name for f in fields(Verdict) if f.name not in ("rule", "counterexample")]
@@ -90,7 +68,9 @@ def judged(rules: Sequence[Rule], judge: Callable[..., Verdict], args: tuple, jo
     _JOB.update(rules=list(rules), judge=judge, args=args)
     done: dict[int, Verdict] = {}
     following = 0
-    pool = _pool(min(jobs, len(rules)))
+    with held_while_forking():
+        pool = multiprocessing.get_context("fork").Pool(min(jobs, len(rules)),
+                                                        initializer=leave_interrupts_to_parent)
     try:
         for index, sent in pool.imap_unordered(_judge, range(len(rules))):
             done[index] = Sent(rules[index], **sent)
