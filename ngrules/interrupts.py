@@ -1,4 +1,5 @@
-"""Ctrl-Cs that Python swallows, kept so that long work still stops; SIGTERM taken as a Ctrl-C.
+"""Ctrl-Cs that Python swallows, kept so that long work still stops; SIGTERM taken as a Ctrl-C;
+forked children that leave both to their parent.
 
 A KeyboardInterrupt raised inside a destructor or a garbage-collector callback (`ZipFile.__del__`
 while a graph loads; hypothesis's gc callback while rules are verified) is "unraisable": Python
@@ -62,3 +63,29 @@ def terminating_as_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+#: What a forked child does with the signals its parent handles: SIGTERM (the parent ending it)
+#: kills it at once, Ctrl-C (sent to every process of the terminal's group) is the parent's.
+CHILD_SIGNALS = {signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_DFL}
+
+
+def leave_interrupts_to_parent() -> None:
+    """A forked child's first step: without it the child runs the parent's handlers
+    (`terminating_as_interrupts`), and a child ended by its parent prints a
+    KeyboardInterrupt traceback. Unblocks what `held_while_forking` blocked."""
+    for signum, handling in CHILD_SIGNALS.items():
+        signal.signal(signum, handling)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, CHILD_SIGNALS)
+
+
+@contextlib.contextmanager
+def held_while_forking() -> Iterator[None]:
+    """SIGINT and SIGTERM blocked while children fork (and threads start, which keep the
+    mask): one arriving then waits for the parent's unblocking or the child's
+    `leave_interrupts_to_parent`, never runs the parent's handler in a child."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, CHILD_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)

@@ -6,6 +6,7 @@ import os
 import pytest
 
 from ngrules.lang import code_cache
+from ngrules.version import __version__
 
 
 @pytest.fixture
@@ -74,3 +75,42 @@ def test_a_full_folder_loses_its_oldest_half_and_keeps_what_is_new(cache, monkey
     assert {"old5.marshal", "old6.marshal", "old7.marshal"} <= names
     assert not names & {"old1.marshal", "old2.marshal", "old3.marshal", "old4.marshal"}
     assert len(names) == 5  # half of 8 kept, and the new file written
+
+
+def test_a_changed_source_of_the_language_layer_misses_the_kept_tree(cache, tmp_path,
+                                                                      monkeypatch):
+    text, path = "pass p\nrule r: x * 1 => x\n", str(tmp_path / "a.rules")
+    first = code_cache.parse_kept(text, path)
+    assert code_cache.parse_kept(text, path) == first and len(list(cache.glob("*.ast"))) == 1
+    monkeypatch.setattr(code_cache, "code_digest", lambda above, root=None: "another parser")
+    assert code_cache.parse_kept(text, path) == first
+    assert len(list(cache.glob("*.ast"))) == 2  # parsed again, kept under the new key
+
+
+def test_the_parse_digest_covers_the_language_layer_and_below(tmp_path):
+    package = tmp_path / "ngrules"
+    for name in ("lang/syntax.py", "ir/ops.py", "engine/match.py", "verification/verify.py",
+                 "cli/main.py", "errors.py"):
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(f"# {name}\n")
+    (tmp_path / "grammar").mkdir()
+    (tmp_path / "grammar" / "ngrules.lark").write_text("start: rule\n")
+    digest = lambda: code_cache.code_digest(code_cache.ABOVE, package)  # noqa: E731
+    assert digest() != code_cache.code_digest(code_cache.ABOVE)  # the fake package is not ours
+
+    def changed(name: str, text: str) -> bool:
+        before = digest()
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+        code_cache.forget_code_digests()  # once per process: a new process sees the change
+        return digest() != before
+
+    for above in ("cli/main.py", "verification/verify.py", "engine/match.py",
+                  "interop/onnx.py"):
+        assert not changed(f"ngrules/{above}", "# changed\n"), above
+    assert changed("ngrules/lang/syntax.py", "# a new node\n")
+    assert changed("ngrules/lang/parser.py", "# a new module\n")
+    assert changed("ngrules/ir/ops.py", "# a new op\n")
+    assert changed("ngrules/errors.py", "# a new error\n")
+    assert changed("grammar/ngrules.lark", "start: rule+\n")
+    assert code_cache.code_digest(code_cache.ABOVE, tmp_path / "no" / "ngrules") == __version__

@@ -13,6 +13,7 @@ from hypothesis import settings
 import ngrules as ng
 from ngrules.cli.main import main
 from ngrules.ir import declared
+from ngrules.lang import code_cache
 from ngrules.verification import cache
 from ngrules.verification import verify as verifying
 from ngrules.verification.verify import verify
@@ -99,7 +100,7 @@ def test_the_code_digest_covers_the_layers_that_decide_a_verdict(tmp_path):
         before = cache.code_digest(package)
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(text)
-        cache._code_digest.cache_clear()  # once per process: a new process sees the change
+        code_cache.forget_code_digests()  # once per process: a new process sees the change
         return cache.code_digest(package) != before
 
     assert not changed("ngrules/cli/verify.py", "# a new option\n")  # above the verifier

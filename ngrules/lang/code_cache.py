@@ -11,16 +11,24 @@ source and the Python version, as Python keeps `.pyc` files; at 4096 files the o
 the thousand never leave the shipped library's syntax trees and code out of the folder (a full
 folder used to keep nothing new: every command parsed the library again). Without a trusted
 folder the code is compiled as before.
+
+A kept syntax tree is keyed also by `code_digest(ABOVE)`, a digest of the sources of this
+layer and the ones below it (and the grammar and the version), so that a developer changing
+how trees are built misses instead of reading trees the old code built. The compiled code
+needs no such key: its key is the generated source itself, whatever generated it.
+`code_digest` is also the verdict cache's (`verification.cache`, with its own `ABOVE`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import marshal
 import os
 import stat
 import sys
+from pathlib import Path
 from types import CodeType
 
 from ngrules.lang.parser_cache import _owned_private, cache_folder
@@ -29,6 +37,9 @@ _MEMO: dict[tuple[str, str], CodeType] = {}
 _MEMO_SIZE = 4096  # the memory kept is bounded (tests generate rules by the thousand)
 _FOLDER: list = []  # [the code folder or None, whether new files may be written]
 _FILES = 4096  # at this many files in the folder, the oldest half is removed
+#: The packages of ngrules above the language layer (pyproject's layer contract, `interop`
+#: beside it): the syntax trees cannot depend on their code.
+ABOVE = ("cli", "lsp", "saturation", "verification", "engine", "interop")
 
 
 def compiled(source: str, filename: str) -> CodeType:
@@ -149,7 +160,7 @@ def parse_kept(text: str, path: str):
 
     if path.startswith("<"):
         return parse(text, path)
-    name = f"{key('rules', lark_version, grammar_text(), path, text)}.ast"
+    name = f"{key('rules', code_digest(ABOVE), lark_version, grammar_text(), path, text)}.ast"
     data = read(name)
     if data is not None:
         try:
@@ -161,3 +172,55 @@ def parse_kept(text: str, path: str):
     tree = parse(text, path)
     write(name, pickle.dumps(tree))
     return tree
+
+
+def code_digest(above: tuple[str, ...], root: Path | None = None) -> str:
+    """A digest of the version, the grammar and every `.py` file of the package `root`
+    (ngrules) outside its packages named in `above`; the version alone when no file can be
+    read (an install without sources). Each file is read once per process (all of them: about
+    10 ms), whichever caches ask."""
+    return _code_digest(above, root or Path(__file__).resolve().parents[1])
+
+
+@functools.lru_cache(maxsize=16)
+def _code_digest(above: tuple[str, ...], root: Path) -> str:
+    from ngrules.version import __version__
+
+    h, read = hashlib.sha256(__version__.encode()), False
+    for name in _entries(root):
+        if name not in above:
+            digest = _entry_digest(root, name)
+            read |= digest is not None
+            h.update(f"\0{name}\0{digest}".encode())
+    return h.hexdigest()[:32] if read else __version__
+
+
+@functools.lru_cache(maxsize=8)
+def _entries(root: Path) -> tuple[str, ...]:
+    """The package's top-level modules and packages, and `grammar` (the file of the folder
+    beside it, where a source tree has it)."""
+    with contextlib.suppress(OSError):
+        return ("grammar", *sorted(e.name for e in os.scandir(root) if e.name != "__pycache__"))
+    return ("grammar",)
+
+
+@functools.lru_cache(maxsize=256)
+def _entry_digest(root: Path, name: str) -> str | None:
+    """The digest of one top-level module or package's sources (`.py`, `.lark`), or None."""
+    top = root.parent / "grammar" / "ngrules.lark" if name == "grammar" else root / name
+    files = [str(top)] if top.is_file() and top.suffix in (".py", ".lark") else []
+    for folder, _, names in os.walk(top):
+        files += [os.path.join(folder, n) for n in names if n.endswith((".py", ".lark"))]
+    h, read = hashlib.sha256(), 0
+    for path in sorted(files):
+        with contextlib.suppress(OSError), open(path, "rb") as f:
+            data = f.read()
+            h.update(f"\0{os.path.relpath(path, root)}\0{len(data)}\0".encode() + data)
+            read += 1
+    return h.hexdigest() if read else None
+
+
+def forget_code_digests() -> None:
+    """Read the sources again at the next `code_digest` (a new process does: for tests)."""
+    for memo in (_code_digest, _entries, _entry_digest):
+        memo.cache_clear()

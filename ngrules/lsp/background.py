@@ -17,10 +17,10 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
-import signal
 import sys
 from collections.abc import Callable
 
+from ngrules.interrupts import leave_interrupts_to_parent
 from ngrules.lsp.analysis import Diagnostic, Document
 
 #: Analyses running at once, over every document (the others wait their turn).
@@ -41,8 +41,7 @@ def _child(send, text: str, path: str) -> None:
     # the server's own handlers (SIGTERM raised as KeyboardInterrupt by the command line) made
     # a child stopped by the server's exit print a traceback on the editor's log (issue 37,
     # F20): a child stopped ends silently, and Ctrl-C at a terminal is the server's to handle
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    leave_interrupts_to_parent()
     try:
         result = diagnose(text, path)
     except BaseException:  # the parent logs a failed analysis; no traceback on the editor's log

@@ -24,7 +24,6 @@ the entry of each key, `last/` keeps the last verdict of each rule text whatever
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import os
@@ -37,6 +36,7 @@ from pathlib import Path
 
 from ngrules.ir import declared
 from ngrules.ir.ops import OPS
+from ngrules.lang import code_cache
 from ngrules.lang.rules import Rule
 from ngrules.verification.verdicts import FAILING, Verdict
 
@@ -79,26 +79,9 @@ ABOVE = ("cli", "lsp", "saturation")
 def code_digest(root: Path | None = None) -> str:
     """A digest of the sources that decide a verdict: every `.py` file of the package `root`
     (ngrules) outside the `ABOVE` packages, and the grammar; the version alone when none can
-    be read (an install without sources). Once per process (about 10 ms)."""
-    return _code_digest(root or Path(__file__).resolve().parents[1])
-
-
-@functools.lru_cache(maxsize=4)
-def _code_digest(root: Path) -> str:
-    from ngrules.version import __version__
-
-    files = [root.parent / "grammar" / "ngrules.lark"]
-    for folder, subfolders, names in os.walk(root):
-        if folder == str(root):
-            subfolders[:] = [d for d in subfolders if d not in ABOVE]
-        files += [os.path.join(folder, n) for n in names if n.endswith((".py", ".lark"))]
-    h, read = hashlib.sha256(__version__.encode()), 0
-    for path in sorted(map(str, files)):
-        with contextlib.suppress(OSError), open(path, "rb") as f:
-            data = f.read()
-            h.update(f"\0{os.path.relpath(path, root)}\0{len(data)}\0".encode() + data)
-            read += 1
-    return h.hexdigest()[:32] if read else __version__
+    be read (an install without sources). Once per process (about 10 ms; the files of the
+    language layer and below are read once for this and the parse cache's key)."""
+    return code_cache.code_digest(ABOVE, root)
 
 
 def _ops_of(rule: Rule) -> set[str]:

@@ -6,6 +6,13 @@ wall-clock ones, for queries z3 gives up on), so N forked workers give the verdi
 process gives; the report keeps the rules' order. Nodes are not picklable: a worker sends
 a verdict back as its figures and its printed text, which the parent shows as they are
 (`Sent`); a counterexample's graphs stay in the worker.
+
+A worker takes neither the parent's SIGTERM handler (`interrupts.terminating_as_interrupts`,
+which raises KeyboardInterrupt) nor Ctrl-C: the pool is ended with SIGTERM once the verdicts
+are in, and a worker still alive then (a loaded machine) used to print a KeyboardInterrupt
+traceback; a Ctrl-C, sent to every process of the terminal's group, stops the parent, which
+ends the workers. Both signals are blocked while the workers fork, so none arrives before
+a worker has set its own handling (`interrupts.leave_interrupts_to_parent`).
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import multiprocessing
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 
+from ngrules.interrupts import held_while_forking, leave_interrupts_to_parent
 from ngrules.lang.rules import Rule
 from ngrules.verification.verdicts import Verdict
 
@@ -60,7 +68,9 @@ def judged(rules: Sequence[Rule], judge: Callable[..., Verdict], args: tuple, jo
     _JOB.update(rules=list(rules), judge=judge, args=args)
     done: dict[int, Verdict] = {}
     following = 0
-    pool = multiprocessing.get_context("fork").Pool(min(jobs, len(rules)))
+    with held_while_forking():
+        pool = multiprocessing.get_context("fork").Pool(min(jobs, len(rules)),
+                                                        initializer=leave_interrupts_to_parent)
     try:
         for index, sent in pool.imap_unordered(_judge, range(len(rules))):
             done[index] = Sent(rules[index], **sent)
