@@ -177,7 +177,7 @@ def run_once(path: Path, pipeline: str, out: Path) -> dict:
 
     import onnx  # noqa: F401
 
-    import ngrules.interop.onnx.converters  # noqa: F401
+    import ngrules.interop.onnx.importing.converters  # noqa: F401
     from ngrules.cli.graphio import save
     from ngrules.engine.driver import rewrite
     from ngrules.interop.onnx.exporter import to_onnx

@@ -32,8 +32,8 @@ def classify(case) -> tuple[str, str, bool]:
     from ngrules.interop.onnx import UnsupportedOp
     from ngrules.interop.onnx.backend import _feeds, _steering
     from ngrules.interop.onnx.exporter import to_onnx
+    from ngrules.interop.onnx.exporting.passes.refused import RefusedAsRead
     from ngrules.interop.onnx.importer import import_model
-    from ngrules.interop.onnx.refused import RefusedAsRead
 
     inputs, _ = case.data_sets[0]
     values = _feeds(case, inputs)

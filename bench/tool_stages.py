@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: (module, function, stage): the stage a call of the function is, timed from the end of the
 #: stage before it (what runs in between is `other`).
 WRAPPED = [
-    ("ngrules.interop.onnx.loading", "require_onnx", "onnx import"),
+    ("ngrules.interop.onnx.importing.loading", "require_onnx", "onnx import"),
     ("ngrules.interop.onnx.weights", "split", "read + parse"),
     ("ngrules.interop.onnx.importer", "check_model", "input check"),
     ("ngrules.interop.onnx.importer", "import_model", "import"),

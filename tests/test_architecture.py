@@ -90,3 +90,21 @@ def test_architecture_page_lists_each_folders_modules_as_they_are():
         packages = {p.name + "/" for p in folder.iterdir() if (p / "__init__.py").exists()}
         missing = (modules | packages) - set(named)
         assert not missing, f"docs/architecture.md does not say what {layer}/{missing} owns"
+
+
+def test_architecture_page_lists_the_onnx_package_as_it_is():
+    """The interop row names every module and folder of `interop/onnx/` (docs/architecture.md),
+    and its family table every converter and every writer."""
+    page = (REPO / "docs" / "architecture.md").read_text()
+    row = next(line for line in page.splitlines() if line.startswith("| `ngrules/interop/`"))
+    named = set(re.findall(r"`([a-z_]+(?:\.py|/))`", row))
+    onnx = PACKAGE / "interop" / "onnx"
+    present = {p.name for p in onnx.rglob("*.py") if p.name != "__init__.py"}
+    present |= {p.parent.name + "/" for p in onnx.rglob("__init__.py") if p.parent != onnx}
+    assert not present - named, f"the interop row does not say what {present - named} own"
+    families = page[page.index("## ONNX: where an op family is read and written"):]
+    families = families[: families.index("\n## ")]
+    for folder in ("importing/converters", "exporting/writers"):
+        modules = {p.name for p in (onnx / folder).glob("*.py")} - {"__init__.py"}
+        missing = {m for m in modules if f"`{m}`" not in families}
+        assert not missing, f"the ONNX family table does not name {folder}/{missing}"

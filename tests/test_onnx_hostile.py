@@ -18,7 +18,7 @@ from test_onnx_import import model, value  # noqa: E402
 
 from ngrules.interop.onnx import OnnxError, UnsupportedOp  # noqa: E402
 from ngrules.interop.onnx.importer import import_model  # noqa: E402
-from ngrules.interop.onnx.loading import Limits  # noqa: E402
+from ngrules.interop.onnx.importing.loading import Limits  # noqa: E402
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 
@@ -291,7 +291,7 @@ def test_a_string_attribute_that_is_not_text_is_located():
 def test_naming_axes_never_assumes_the_ranks_an_op_requires(node):
     """Naming runs before any converter checks its node: a fuzzed Conv reading its 1-D bias
     as weights made it index past the weights' dimensions."""
-    from ngrules.interop.onnx.axes import Shapes, name_axes
+    from ngrules.interop.onnx.importing.axes import Shapes, name_axes
 
     b = numpy_helper.from_array(np.ones(2, np.float32), "b")
     m = model([node], [value("x", [1, 1, 3, 3])], [value("y", [1, 2, 3, 3])], [b])

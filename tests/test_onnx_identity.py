@@ -93,7 +93,7 @@ def test_the_input_order_is_the_last_imports_though_placeholders_are_shared():
 
 def test_unsqueeze_and_squeeze_come_back_as_themselves():
     """The exporter lays out views as Reshapes; one that only inserts (removes) dimensions of
-    length 1 is written as the Unsqueeze (Squeeze) it is (`export_unit_views`)."""
+    length 1 is written as the Unsqueeze (Squeeze) it is (`exporting.passes.unit_views`)."""
     axes = [onnx.numpy_helper.from_array(np.int64(v), n)
             for n, v in (("ua", [0, 2]), ("sa", [0]))]
     nodes = [helper.make_node("Relu", ["x"], ["r"]),

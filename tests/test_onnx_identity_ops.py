@@ -18,8 +18,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx_cases import node_model, run_ort  # noqa: E402
 
 from ngrules.interop.onnx.exporter import to_onnx  # noqa: E402
+from ngrules.interop.onnx.exporting.passes.refused import RefusedAsRead  # noqa: E402
 from ngrules.interop.onnx.importer import import_model  # noqa: E402
-from ngrules.interop.onnx.refused import RefusedAsRead  # noqa: E402
 
 RNG = np.random.default_rng(0)
 

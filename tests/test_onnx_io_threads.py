@@ -12,9 +12,10 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from ngrules.cli.graphio import save  # noqa: E402
-from ngrules.interop.onnx import OnnxError, loading, weights  # noqa: E402
+from ngrules.interop.onnx import OnnxError, weights  # noqa: E402
 from ngrules.interop.onnx.exporter import export_parts  # noqa: E402
 from ngrules.interop.onnx.importer import import_model  # noqa: E402
+from ngrules.interop.onnx.importing import loading  # noqa: E402
 
 BIG = weights.STEERING_SIZE + 1
 
@@ -87,7 +88,7 @@ def test_a_read_that_fails_on_its_thread_is_the_callers_error(tmp_path, monkeypa
 def test_a_model_the_check_refuses_is_written_nowhere(tmp_path, monkeypatch):
     """The check fails while the file is being written: the error is raised once the writing
     has stopped, and the folder holds no output and no temporary."""
-    from ngrules.interop.onnx import refused
+    from ngrules.interop.onnx.exporting.passes import refused
 
     _dense(tmp_path / "m.onnx")
     imported = import_model(str(tmp_path / "m.onnx"))

@@ -1,6 +1,7 @@
-"""A model is written back at its own opset, below 17 too (`interop.onnx.downgrade`): each node
-in the form its opset defines, the values onnxruntime computes unchanged; a node the older
-opset cannot hold is an error naming it, never a model at another opset."""
+"""A model is written back at its own opset, below 17 too
+(`interop.onnx.exporting.passes.downgrade`): each node in the form its opset defines, the values
+onnxruntime computes unchanged; a node the older opset cannot hold is an error naming it, never a
+model at another opset."""
 
 import numpy as np
 import pytest

@@ -9,8 +9,9 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from ngrules.interop.onnx import OnnxError, refused  # noqa: E402
+from ngrules.interop.onnx import OnnxError  # noqa: E402
 from ngrules.interop.onnx.exporter import to_onnx  # noqa: E402
+from ngrules.interop.onnx.exporting.passes import refused  # noqa: E402
 from ngrules.interop.onnx.importer import import_model  # noqa: E402
 
 RNG = np.random.default_rng(0)

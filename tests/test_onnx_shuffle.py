@@ -1,5 +1,5 @@
-"""A channel shuffle read by convolutions absorbed into their weights (`export_shuffle`): the
-Reshape -> Transpose -> Reshape go, the model computes the same under onnxruntime; a shuffle
+"""A channel shuffle read by convolutions absorbed into their weights (`exporting.passes.shuffle`):
+the Reshape -> Transpose -> Reshape go, the model computes the same under onnxruntime; a shuffle
 something else reads is one Gather."""
 
 from collections import Counter

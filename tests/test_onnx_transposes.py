@@ -1,5 +1,6 @@
-"""Transpose -> Reshape -> Transpose written as Reshape -> Transpose (`export_transposes`):
-the same tensor for every split the Reshape may do, and one Transpose fewer in a model."""
+"""Transpose -> Reshape -> Transpose written as Reshape -> Transpose
+(`exporting.passes.transposes`): the same tensor for every split the Reshape may do, and one
+Transpose fewer in a model."""
 
 from collections import Counter
 
@@ -8,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ngrules.interop.onnx.export_transposes import _joined, join_in_model
+from ngrules.interop.onnx.exporting.passes.transposes import _joined, join_in_model
 
 
 @st.composite

@@ -23,7 +23,8 @@ class ReadOptions:
     lengths: Mapping[str, int] = field(default_factory=dict)
     axis_names: Mapping[str, Sequence[str | None]] = field(default_factory=dict)
     max_constant_bytes: int | None = None
-    symbolic: bool = False  # a dimension given no length stays symbolic (`interop.onnx.dynamic`)
+    # a dimension given no length stays symbolic (`interop.onnx.exporting.dynamic`)
+    symbolic: bool = False
     budget: Budget | None = None  # the whole import's (None: `interop.onnx.budget`'s default)
 
 
@@ -41,14 +42,14 @@ def written_opset(asked: int | None, model: int | None) -> int | None:
     """The opset a graph read from a model of opset `model` (None: not from a model) is written
     at: the one asked for (`--opset`), else the model's own within what the exporter writes
     (up to the installed onnx's latest; below 17 in each op's form at that opset,
-    `interop.onnx.downgrade`, which names a node that has none). Every command that writes a
-    graph asks here: an ONNX output is written at it, a graph file records it to be written at
-    it later (None: the exporter's default)."""
+    `interop.onnx.exporting.passes.downgrade`, which names a node that has none). Every command that
+    writes a graph asks here: an ONNX output is written at it, a graph file records it to be written
+    at it later (None: the exporter's default)."""
     if asked is not None or model is None:
         return asked
     from onnx.defs import onnx_opset_version
 
-    from ngrules.interop.onnx.emitter import OPSETS
+    from ngrules.interop.onnx.exporting.emitter import OPSETS
 
     return min(model, OPSETS.stop - 1, onnx_opset_version())
 
@@ -58,7 +59,7 @@ def load_with_opset(path: str, options: ReadOptions | None = None):
     options = options or ReadOptions()
     if is_onnx(path):
         from ngrules.interop.onnx.importer import import_model
-        from ngrules.interop.onnx.loading import DEFAULT_LIMITS, Limits
+        from ngrules.interop.onnx.importing.loading import DEFAULT_LIMITS, Limits
 
         limits = DEFAULT_LIMITS
         if options.max_constant_bytes is not None:
@@ -91,7 +92,7 @@ def _declare_composites(path: str) -> None:
     except (OSError, ValueError, TypeError, AttributeError, KeyError):
         return  # the graph file reader says what is wrong with it
     if names:
-        from ngrules.interop.onnx.composites import declare
+        from ngrules.interop.onnx.composites.whole import declare
 
         for name in sorted(names):
             declare(name)
@@ -213,7 +214,7 @@ def _said(write) -> None:
     import sys
     import warnings
 
-    from ngrules.interop.onnx.refused import RefusedAsRead
+    from ngrules.interop.onnx.exporting.passes.refused import RefusedAsRead
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RefusedAsRead)

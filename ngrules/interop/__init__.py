@@ -1,5 +1,5 @@
-"""Interchange with other formats, reading and writing only the IR: `onnx/` (import, export,
-axes, converters by op family).
+"""Interchange with other formats, reading and writing only the IR: `onnx/` (the drivers
+`importer` and `exporter`; `importing/`, `composites/`, `exporting/`).
 
 Nothing here is imported by `import ngrules`: the facade serves `from_onnx` and `to_onnx`
 lazily, so the `onnx` package is needed only when they are used (`pip install 'ngrules[onnx]'`).

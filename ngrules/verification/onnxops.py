@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ngrules.interop.onnx import declared as onnx_declared
+from ngrules.interop.onnx.composites import declared as onnx_declared
 from ngrules.interop.onnx.exporter import OPSET, to_onnx
 from ngrules.ir import declared
 from ngrules.ir.graph import Node, make_node

@@ -1,5 +1,10 @@
 """Interchange with other formats (ONNX), reading and writing only the IR.
 
+`importer` (`from_onnx`) and `exporter` (`to_onnx`) drive `importing/` (the model read, its
+axes named, the converters by op family), `composites/` (ops kept whole) and `exporting/` (the
+op writers, the passes over the written model); `budget`, `weights` and `written` serve both.
+docs/architecture.md names each op family's converter and writers.
+
 Nothing here is imported by `import ngrules`: the facade serves `from_onnx` and `to_onnx`
 lazily, so the `onnx` package is needed only when they are used (`pip install 'ngrules[onnx]'`).
 """

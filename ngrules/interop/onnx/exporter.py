@@ -3,12 +3,12 @@
 Every value is written in an order of dimensions the exporter chooses (`layout`): views cost
 nothing, ONNX's broadcasting replaces `Expand`, and Conv and pooling read and write NCHW, so a
 model read from ONNX comes back in its own order, with no transposes it did not have. Ops go
-out as the ONNX op they came from where there is one (`export_layout`, `export_nn`: MatMul,
+out as the ONNX op they came from where there is one (`elementwise`, `products`: MatMul,
 Gemm, Flatten, Softmax with its axis, BatchNormalization, LayerNormalization, Gelu, ...); the
-rest as before over their operands in their own order (`export_positional`, with the network
-ops of `exporter_ops`). Fused ops without a standard twin are ONNX functions of the `ngrules`
+rest as before over their operands in their own order (`positional`, with the network
+ops of `positional_ops`). Fused ops without a standard twin are ONNX functions of the `ngrules`
 domain (`functions`); ops declared in rules files go out through `declared` (their named ONNX op,
-or a function of their body). A last pass (`export_finish`) drops what no output reads and names
+or a function of their body). A last pass (`finish`) drops what no output reads and names
 the outputs; `dynamic` then writes symbolic dimensions back as dim_params.
 """
 
@@ -20,26 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ngrules.interop.onnx import (
-    OnnxError,
-    as_read,
-    composites,
-    declared,
-    downgrade,
-    dynamic,
-    export_constants,
-    export_shuffle,
-    export_transposes,
-    export_unit_views,
-    gelu_chains,
-    ort_target,
-    refused,
-    require_onnx,
-    weights,
-)
+from ngrules.interop.onnx import OnnxError, require_onnx, weights
 from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget, Meter
-from ngrules.interop.onnx.context import INPUT_ORDER
-from ngrules.interop.onnx.emitter import (
+from ngrules.interop.onnx.composites import declared, whole
+from ngrules.interop.onnx.exporting import as_read, dynamic
+from ngrules.interop.onnx.exporting.emitter import (
     LAYOUT,
     OPSET,
     OPSETS,
@@ -47,13 +32,24 @@ from ngrules.interop.onnx.emitter import (
     preferred_orders,
     window_operands,
 )
-from ngrules.interop.onnx.export_forms import LOADED as _FORMS
-from ngrules.interop.onnx.export_layout import LOADED as _LAYOUT_OPS
-from ngrules.interop.onnx.export_nn import LOADED as _NN_OPS
-from ngrules.interop.onnx.export_positional import POSITIONAL, elem_type
-from ngrules.interop.onnx.export_recurrent import LOADED as _RECURRENT
-from ngrules.interop.onnx.functions import DOMAIN, FUNCTIONS
-from ngrules.interop.onnx.layout import Value, constant_value, full_value
+from ngrules.interop.onnx.exporting.functions import DOMAIN, FUNCTIONS
+from ngrules.interop.onnx.exporting.layout import Value, constant_value, full_value
+from ngrules.interop.onnx.exporting.passes import (
+    constants,
+    downgrade,
+    gelu_chains,
+    ort_target,
+    refused,
+    shuffle,
+    transposes,
+    unit_views,
+)
+from ngrules.interop.onnx.exporting.writers.elementwise import LOADED as _LAYOUT_OPS
+from ngrules.interop.onnx.exporting.writers.forms import LOADED as _FORMS
+from ngrules.interop.onnx.exporting.writers.positional import POSITIONAL, elem_type
+from ngrules.interop.onnx.exporting.writers.products import LOADED as _NN_OPS
+from ngrules.interop.onnx.exporting.writers.recurrent import LOADED as _RECURRENT
+from ngrules.interop.onnx.importing.context import INPUT_ORDER
 from ngrules.ir import composite, symbolic
 from ngrules.ir.graph import Node, toposort
 from ngrules.ir.ops import get_op
@@ -165,9 +161,9 @@ def _declared_in_place(em: Emitter, n: Node) -> Value | None:
 
 def _composite(em: Emitter, n: Node) -> Value:
     """The ONNX node a composite stands for, or its body where the opset cannot hold it."""
-    out = composites.write(em, n)
+    out = whole.write(em, n)
     if out is not None:
-        return full_value(out[0], composites.positional(n, out[1]))
+        return full_value(out[0], whole.positional(n, out[1]))
     return em.write([composite.body(n)])[0]
 
 
@@ -266,8 +262,8 @@ def export_parts(
     from onnx import helper
     from onnx.defs import onnx_opset_version
 
-    from ngrules.interop.onnx import origins, recipe_writer
-    from ngrules.interop.onnx.export_finish import finish
+    from ngrules.interop.onnx.exporting.passes.finish import finish
+    from ngrules.interop.onnx.exporting.writers import origins, recipe_writer
 
     if opset not in range(downgrade.OLDEST, OPSETS.stop) or opset > onnx_opset_version():
         raise OnnxError(f"to_onnx writes opsets {downgrade.OLDEST} to {OPSETS.stop - 1}, "
@@ -276,7 +272,7 @@ def export_parts(
         raise OnnxError(f"to_onnx targets {' or '.join(ort_target.TARGETS)}, not {target!r}")
     outputs = composite.recompose(outputs)  # bodies no rule changed: the ops as read
     outputs = composite.decompose(outputs, record=False,  # those the opset cannot hold: bodies
-                                  where=lambda n: not composites.writable(n, opset))
+                                  where=lambda n: not whole.writable(n, opset))
     names = list(output_names) if output_names else [f"output_{i}" for i in range(len(outputs))]
     if len(names) != len(outputs):
         raise OnnxError(f"{len(outputs)} outputs but {len(names)} output names")
@@ -308,19 +304,19 @@ def export_parts(
     if functions:
         opsets.append(helper.make_opsetid(DOMAIN, 1))
     declared.add_to_model(em, functions, opsets)
-    composites.add_domains(em, opsets)
+    whole.add_domains(em, opsets)
     model = helper.make_model(graph, opset_imports=opsets, functions=functions,
                               producer_name="ngrules")
     model.ir_version = min(model.ir_version, 8 if opset < 19 else 9 if opset < 21 else 10)
-    export_constants.join_in_model(model, lambda: em.fresh("c"))  # (x + c1) + c2: x + c
-    export_transposes.join_in_model(model, em.weights, lambda: em.fresh("c"))
-    export_shuffle.absorb_in_model(model, em.weights, lambda: em.fresh("c"))  # into the convs
+    constants.join_in_model(model, lambda: em.fresh("c"))  # (x + c1) + c2: x + c
+    transposes.join_in_model(model, em.weights, lambda: em.fresh("c"))
+    shuffle.absorb_in_model(model, em.weights, lambda: em.fresh("c"))  # into the convs
     gelu_chains.join_in_model(model, em.opset)  # GELU in elementwise nodes as one node
     dynamic.restore(model, em.weights)  # dim_params back, run-time shapes, no stand-in left
     em.meter.check_time("checking the written model")
     if target == "onnxruntime":
         ort_target.for_onnxruntime(model, em.weights, lambda: em.fresh("c"))
-    export_unit_views.name_in_model(model, em.weights, lambda: em.fresh("c"))  # Unsqueeze
+    unit_views.name_in_model(model, em.weights, lambda: em.fresh("c"))  # Unsqueeze
     downgrade.to_opset(model, opset, em.weights)  # an older opset's forms
     if check:
         refused.check(model, em.weights, source)  # onnx's checker, onnxruntime's rules, session

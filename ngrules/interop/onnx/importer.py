@@ -16,21 +16,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ngrules.interop.onnx import (
-    OnnxError,
-    ShapeMismatch,
-    UnsupportedOp,
-    as_read,
-    composites,
-    dynamic,
-    origins,
-    recipes,
-    require_onnx,
-    weights,
-)
-from ngrules.interop.onnx.axes import Naming, name_axes
+from ngrules.interop.onnx import OnnxError, ShapeMismatch, UnsupportedOp, require_onnx, weights
 from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget, Meter
-from ngrules.interop.onnx.context import (
+from ngrules.interop.onnx.composites import whole
+from ngrules.interop.onnx.exporting import as_read, dynamic
+from ngrules.interop.onnx.exporting.writers import origins
+from ngrules.interop.onnx.importing import recipes
+from ngrules.interop.onnx.importing.axes import Naming, name_axes
+from ngrules.interop.onnx.importing.context import (
     CONVERTERS,
     DOMAINS,
     INPUT_ORDER,
@@ -38,9 +31,9 @@ from ngrules.interop.onnx.context import (
     elem_name,
     graph_dtype,
 )
-from ngrules.interop.onnx.folding import Folding, np_elem
-from ngrules.interop.onnx.loading import DEFAULT_LIMITS, Limits, check_model, read_model
-from ngrules.interop.onnx.shaping import Tensor, conform
+from ngrules.interop.onnx.importing.folding import Folding, np_elem
+from ngrules.interop.onnx.importing.loading import DEFAULT_LIMITS, Limits, check_model, read_model
+from ngrules.interop.onnx.importing.shaping import Tensor, conform
 from ngrules.ir import builders as F
 from ngrules.ir.graph import Node
 
@@ -51,7 +44,7 @@ def supported_ops() -> list[str]:
 
 
 def _load_converters() -> None:
-    import ngrules.interop.onnx.converters  # noqa: F401
+    import ngrules.interop.onnx.importing.converters  # noqa: F401
 
 
 @dataclass
@@ -176,7 +169,7 @@ class Importer:
                 f"unsupported ONNX op {node.op_type} (node {node.name or node.output[0]!r}); "
                 f"supported: {', '.join(sorted(CONVERTERS))}"
             )
-        kept = composites.convert(self, node, self.used) if self.composites else None
+        kept = whole.convert(self, node, self.used) if self.composites else None
         try:
             outs = fn(ctx) if kept is None else kept
         except ShapeMismatch as e:

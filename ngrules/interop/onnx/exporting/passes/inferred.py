@@ -1,0 +1,26 @@
+"""The static shapes of a written model's values, by onnx's shape inference (for the passes
+that rewrite written nodes: `transposes`, `ort_target`), with data propagation: a
+Reshape to a shape the graph computes (`recipes`) has a known output shape."""
+
+from __future__ import annotations
+
+
+def value_shapes(model, arrays) -> dict[str, tuple]:
+    """Every value's shape (a dimension onnx cannot infer as its dim_param, or ''), by onnx's
+    inference over the model with its separate weights as typed inputs."""
+    from onnx import helper, shape_inference
+
+    probe = type(model)()
+    probe.CopyFrom(model)  # without its separate weights: small
+    for name, array in arrays.items():
+        probe.graph.input.append(helper.make_tensor_value_info(
+            name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape))
+    inferred = shape_inference.infer_shapes(probe, data_prop=True).graph  # through Shape, Concat
+    shapes = {}
+    for vi in [*inferred.input, *inferred.value_info, *inferred.output]:
+        dims = vi.type.tensor_type.shape.dim
+        shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else d.dim_param
+                                for d in dims)
+    for t in inferred.initializer:
+        shapes[t.name] = tuple(t.dims)
+    return shapes

@@ -1,0 +1,179 @@
+"""Reading an ONNX model as untrusted input: the file, its tensors, its structure.
+
+A model path must name a regular file (a FIFO, a device or a folder is refused before anything
+is read) of at most `Limits.model_bytes`, and a file of 0 bytes is not a model. Tensors kept in
+external files are read only from regular files inside the model's folder. Every model then
+passes onnx's checker (single assignment, unique initializer names, topological order, tensor
+data against dims), so a malformed model is one line naming what is wrong, never a traceback
+from deeper in the importer. `tensor_array` reads one tensor, checking its data against its dims.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ngrules.errors import FileError, printable
+from ngrules.interop.onnx import OnnxError, require_onnx, weights
+from ngrules.interop.onnx.budget import Meter
+from ngrules.interop.onnx.importing import external
+from ngrules.ir.fileio import open_regular
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What an import may cost: the model file's size, and the size of any constant the
+    importer computes (a folded shape computation, a ConstantOfShape, a Range, a Tile...)."""
+
+    model_bytes: int = 1 << 31  # protobuf's own limit for one message
+    constant_bytes: int = 1 << 28  # 256 MiB
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def one_line(text: object) -> str:
+    return " ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
+def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
+               meter: Meter | None = None):
+    """The ModelProto in a file, its external tensors loaded, but its large weights left out
+    (`weights.split`: graph inputs in their place), and those weights as arrays viewing the
+    file's bytes (or the external files'). The file's bytes, and what is read of external
+    files, are charged to the import's `meter` before they are read. The file is read on a
+    thread of its own while onnx is imported (`weights.Background`): the read waits on the
+    kernel, the import on the interpreter, so on two cores the two take the longer's time."""
+    meter = meter or Meter()
+    where = os.fspath(path)
+    try:
+        f = open_regular(path, limits.model_bytes)
+    except Exception as e:
+        require_onnx()  # without onnx, how to install it is the first thing to say
+        if isinstance(e, FileError):
+            raise OnnxError(f"{where}: {e.message}") from None
+        raise
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        try:
+            meter.charge(size, f"{printable(where)}: the model file")
+        except Exception:
+            require_onnx()
+            raise
+        reading = weights.Background(lambda: f.read(size + 1))
+        try:
+            require_onnx()
+        finally:
+            data = reading.result()
+    if len(data) > size:
+        raise OnnxError(f"{where}: it grew past its size of {size} bytes while it was read")
+    if not data:
+        raise OnnxError(f"{where}: an empty file (0 bytes) is not an ONNX model")
+    try:
+        model, arrays = weights.split(data, where, meter)
+    except OnnxError:
+        raise
+    except Exception as e:  # protobuf's DecodeError and friends
+        reason = one_line(e) or type(e).__name__
+        raise OnnxError(f"{where}: not a readable ONNX model ({reason})") from None
+    arrays.update(external.load(model, Path(where).parent, where, limits.model_bytes, meter))
+    return model, arrays
+
+
+def check_model(model, where: str) -> None:
+    """onnx's checker (the same rules as `onnx.checker.check_model`), as one located line."""
+    onnx = require_onnx()
+    if not model.graph.node and not model.graph.output:
+        raise OnnxError(f"{where}: the model has no graph (no nodes and no outputs)")
+    _check_what_onnx_trusts(model, where)
+    try:
+        onnx.checker.check_model(model)
+    except Exception as e:  # ValidationError, or a C++ error surfaced as another type
+        raise OnnxError(f"{where}: invalid ONNX model: {one_line(e)}") from None
+
+
+#: Attribute values onnx's shape inference (C++) reads without a bound check, crashing the
+#: whole process: (op_type, attribute) -> the least value the ONNX spec allows.
+_LEAST_VALUES = {("GatherND", "batch_dims"): 0}
+
+
+def _check_what_onnx_trusts(model, where: str) -> None:
+    """What onnx's own checks do not bound, before they run. A `num_outputs` attribute must
+    count the node's outputs (onnx allocates that many outputs first: 2**31 of them take
+    minutes and gigabytes); an attribute in `_LEAST_VALUES` must not be below its least
+    value (a GatherND with batch_dims -5 is a segmentation fault in shape inference). Every
+    name and string attribute must be text: protobuf hands a string field that is not UTF-8
+    back as bytes, and onnx's shape inference loops forever on some (`_check_text`)."""
+    _check_names(_graph_names(model.graph), f"{where}: the graph")
+    for node in _nodes(model):
+        name = printable(repr(node.name or node.output[:1]))
+        label = f"{where}: {printable(node.op_type)} node {name}"
+        _check_names([node.name, node.op_type, node.domain, *node.input, *node.output], label)
+        for a in node.attribute:
+            _check_text(a, label)
+            if a.name == "num_outputs" and a.i != len(node.output):
+                raise OnnxError(f"{label}: num_outputs is {a.i} for {len(node.output)} outputs")
+            least = _LEAST_VALUES.get((node.op_type, a.name))
+            if least is not None and a.i < least:
+                raise OnnxError(f"{label}: {a.name} is {a.i}, less than {least}")
+
+
+def _graph_names(graph) -> list:
+    """The names the graph gives its values and their symbolic dimensions."""
+    values = [*graph.input, *graph.output, *graph.value_info]
+    dims = [d.dim_param for v in values for d in v.type.tensor_type.shape.dim]
+    return [*(v.name for v in values), *(t.name for t in graph.initializer), *dims]
+
+
+def _check_text(attribute, label: str) -> None:
+    """A string attribute must be UTF-8 text: onnx's shape inference loops without end (and
+    without a signal stopping it) on an Einsum equation holding byte 0xff."""
+    texts = [attribute.s] if attribute.type == 3 else list(attribute.strings)  # STRING(S)
+    for text in texts:
+        try:
+            text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise OnnxError(f"{label}: attribute {printable(attribute.name)} is not UTF-8 "
+                            "text") from None
+
+
+def _check_names(names, label: str) -> None:
+    bad = next((n for n in names if not isinstance(n, str)), None)
+    if bad is not None:
+        raise OnnxError(f"{label}: a name is not UTF-8 text ({bytes(bad)[:40]!r})")
+
+
+def _nodes(model):
+    """Every node of the model: its graph's, its subgraphs' (If, Loop, Scan) and functions'."""
+    from onnx import AttributeProto
+
+    pending = [list(model.graph.node)] + [list(f.node) for f in model.functions]
+    while pending:
+        for node in pending.pop():
+            yield node
+            for a in node.attribute:
+                if a.type == AttributeProto.GRAPH:
+                    pending.append(list(a.g.node))
+                elif a.type == AttributeProto.GRAPHS:
+                    pending.extend(list(g.node) for g in a.graphs)
+
+
+def tensor_array(tensor, where: str) -> np.ndarray:
+    """A TensorProto's value, after checking that its data fills its dims exactly."""
+    from onnx import numpy_helper
+
+    dims = tuple(tensor.dims)
+    if any(d < 0 for d in dims):
+        raise OnnxError(f"{where}: tensor {tensor.name!r} has a negative dimension {dims}")
+    try:
+        value = numpy_helper.to_array(tensor)
+    except Exception as e:  # a data field shorter or longer than the dims say, a bad type
+        raise OnnxError(f"{where}: tensor {tensor.name!r}: its data does not match its dims "
+                        f"{list(dims)} and type ({one_line(e)})") from None
+    if value.shape != dims:
+        raise OnnxError(f"{where}: tensor {tensor.name!r}: data of shape {value.shape} for "
+                        f"dims {list(dims)}")
+    return value
