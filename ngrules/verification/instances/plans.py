@@ -185,33 +185,70 @@ def _plan_pad(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
     return [arg], {"paddings": np.array(pads, np.int64), "axes": want}
 
 
+def relabelled(b: Builder, want: Axes) -> list:
+    """want's axes, or (one time in two) with those of equal lengths >= 2 rotated among
+    their positions: the operand of an op whose `axes` attribute names its result position by
+    position (TensorSlice, AxesCast) may hold the result's axes in another order, and such an
+    op then transposes. A guard that checks names but not order (`t.axes == x.axes` where
+    `t.axes == b.axes & x.axes` is meant) is wrong only there."""
+    out = list(want)
+    if len(want) < 2 or b.draw(st.booleans()):
+        return out
+    groups: dict[int, list[int]] = {}
+    for i, a in enumerate(want):
+        if a.length >= 2:
+            groups.setdefault(a.length, []).append(i)
+    for at in (g for g in groups.values() if len(g) >= 2):
+        turn = b.draw(st.integers(1, len(at) - 1))  # a rotation: never the order itself
+        for i, j in zip(at, at[turn:] + at[:turn]):
+            out[i] = want[j]
+    return out
+
+
 def _plan_tensor_slice(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
-    """An operand with the output's axes, each kept whole or a part of a longer one, and
-    (three times in four) one more axis of length 1 that an index drops: the view an imported
-    convolution's output is read through, which the op's generator rarely draws."""
+    """An operand with the output's axes (or the same ones relabelled, `relabelled`), each
+    kept whole or a part of a longer one, and (three times in four) one more axis of length 1
+    that an index drops: the view an imported convolution's output is read through, which the
+    op's generator rarely draws."""
     from ngrules.ir.axes import Axis
 
     if forced[0] is not None:
         raise Reject("TensorSlice is planned only for an operand not built yet")
     drop = b.draw(st.integers(0, len(want))) if b.draw(st.integers(0, 3)) else None
-    axes, rows = [], []
+    axes, rows, named = [], [], relabelled(b, want)
+    parts = b.draw(st.booleans())  # else every axis whole, as an operand built already has
     for i, a in enumerate([*want, None]):
         if i == drop:
             axes.append(Axis(b.fresh(1)[0].name, 1))
             rows.append((0, 1, 0))
         if a is None:
             break
-        extra = 0 if a.is_flattened else b.draw(st.sampled_from((0, 0, 1, 2)))
+        extra = 0 if a.is_flattened or not parts else b.draw(st.sampled_from((0, 0, 1, 2)))
         start = b.draw(st.integers(0, extra))
-        axes.append(a if not extra else Axis(b.fresh(1)[0].name, a.length + extra))
+        axes.append(named[i] if not extra else Axis(b.fresh(1)[0].name, a.length + extra))
         rows.append((start, start + a.length, 1))
     return [Axes(axes)], {"slices": np.array(rows, np.int64), "axes": want}
+
+
+def _plan_axes_cast(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
+    """An operand of the output's lengths: the one built already, new axes (a rename, as the
+    op's generator draws), or the output's own axes relabelled (`relabelled`)."""
+    from ngrules.ir.axes import Axis
+
+    if forced[0] is not None:
+        return [forced[0]], {"axes": want}
+    named = relabelled(b, want)
+    if named == list(want):
+        named = [a if a.is_flattened else Axis(n.name, a.length)
+                 for a, n in zip(want, b.fresh(len(want)))]
+    return [Axes(named)], {"axes": want}
 
 
 PLANS: dict[str, Plan] = {
     "Pad": _plan_pad,
     "Slice": _plan_slice,
     "TensorSlice": _plan_tensor_slice,
+    "AxesCast": _plan_axes_cast,
     "Concat": _plan_concat,
     "Transpose": _plan_transpose,
     "ReorderAxes": _plan_reorder,
