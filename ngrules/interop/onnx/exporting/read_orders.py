@@ -72,8 +72,9 @@ def slice_sources(order: Sequence[Node], outputs: Sequence[Node], reads: Reads,
 
 def written_orders(order: Sequence[Node], makes: Makes) -> dict:
     """Node -> the order of the dimensions its value will have, where that is known before
-    writing: fixed by the node (`makes`), or kept from its operands by a view, a slice, a
-    unary op, or a concatenation or binary op whose operands known agree."""
+    writing: fixed by the node (`makes`), or kept from its operand by a view or a unary op,
+    or from those known of a concatenation or a binary op where they agree (not a slice's:
+    that is the order being chosen)."""
     made: dict[Node, tuple] = {}
     for n in order:
         axes = makes(n)
@@ -94,8 +95,8 @@ def _kept(n: Node, made: dict) -> tuple | None:
         orders = {_long(k) for k in known}
         return known[0] if len(orders) == 1 else None
     back = _axis_map(n, 0)
-    if back is None or n.args[0] not in made:
-        return None
+    if back is None or n.op in SLICES or n.args[0] not in made:
+        return None  # a slice's order is what is being chosen
     ahead = {b: a for a, b in back.items()}
     return tuple(ahead[a] for a in made[n.args[0]] if a in ahead)
 
