@@ -23,7 +23,7 @@ import numpy as np
 
 from ngrules.interop.onnx import OnnxError, require_onnx, weights
 from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget, Meter
-from ngrules.interop.onnx.composites import declared, whole
+from ngrules.interop.onnx.composites import declared, orders, whole
 from ngrules.interop.onnx.exporting import as_read, dynamic
 from ngrules.interop.onnx.exporting.emitter import (
     LAYOUT,
@@ -235,21 +235,21 @@ def _read_orders(order: Sequence[Node], outputs: Sequence[Node]) -> dict:
     writes its own."""
     if not any(n.op in SLICES for n in order):
         return {}
-    whole_ = functools.cache(whole.writes_whole)
+    whole_ = functools.cache(orders.writes_whole)
 
     def reads(n: Node, want: tuple | None):
         if n.op in LAYOUT:
             return None
         if composite.is_composite(n.op):
-            fixed = whole_(n) or (want is not None and same_order(want, whole.output_order(n)))
-            return whole.operand_orders(n) if fixed else []
+            fixed = whole_(n) or (want is not None and same_order(want, orders.output_order(n)))
+            return orders.operand_orders(n) if fixed else []
         return [(a, tuple(a.axes)) for a in n.args] if n.op in POSITIONAL else []
 
     def makes(n: Node) -> tuple | None:
         if not n.args or (n.op not in LAYOUT and n.op in POSITIONAL):
             return tuple(n.axes)
         if n.op not in LAYOUT and composite.is_composite(n.op) and whole_(n):
-            return whole.output_order(n)
+            return orders.output_order(n)
         return None
 
     return slice_sources(order, outputs, reads, makes)

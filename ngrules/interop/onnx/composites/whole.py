@@ -358,27 +358,6 @@ def _needs_transpose(em, n: Node, spec, orders) -> bool:
     return False
 
 
-def operand_orders(n: Node) -> list[tuple[Node, tuple]]:
-    """Each argument of composite n with the order of its axes the ONNX node reads it in
-    (what `write` asks of the exporter when it writes the node whole)."""
-    graph = _spec_graph(n.attrs["spec"])
-    orders = {v.name: _perm(v) for v in graph.input}
-    return [(n.args[int(name[1:])], positional(n.args[int(name[1:])], orders[name]))
-            for name in graph.node[0].input if name.startswith("a")]
-
-
-def output_order(n: Node) -> tuple:
-    """Composite n's axes in the order its ONNX node writes them."""
-    outputs = {int(v.name[1:]): v for v in _spec_graph(n.attrs["spec"]).output}
-    return positional(n, _perm(outputs[n.attrs["output"]]))
-
-
-def writes_whole(n: Node) -> bool:
-    """Whether composite n is written as its ONNX node whatever order its operands are in
-    (else, where they are not in that order, its body in theirs)."""
-    return not (n.op in RAISED or _one_node(n))
-
-
 def _one_node(n: Node) -> bool:
     """Whether the composite's body computes with one primitive (views aside)."""
     return composite.simple(composite.body(n), n.args)
