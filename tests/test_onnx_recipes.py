@@ -158,3 +158,21 @@ def test_a_zero_pad_cast_like_the_input_comes_back():
     assert _ops(written) == _ops(model)
     x = np.random.default_rng(4).standard_normal((2, 3, 4)).astype(np.float32)
     np.testing.assert_allclose(_run(written, x), np.concatenate([np.zeros((2, 3, 2)), x], 2))
+
+
+def test_a_rewrite_that_folds_constants_writes_the_folded_values_not_the_chain():
+    """`fold_constants` (which every shipped pipeline runs) makes shape values constants on
+    purpose: after it, the chain is not written back (as onnxsim folds it), the numbers stay."""
+    model = _chain()
+    imported = import_model(model)
+    rewritten = ng.rewrite(imported.outputs, ng.parse_rules("pipeline p: fold_constants"),
+                           pipeline="p")
+    written = to_onnx(rewritten.outputs, output_names=imported.output_names, opset=18)
+    ops = _ops(written)
+    assert not ops["Shape"] and not ops["Size"] and not ops["Range"], ops
+    assert sum(ops.values()) < sum(_ops(model).values())
+    x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+    np.testing.assert_allclose(_run(written, x), _expected(x), rtol=1e-5)
+    again = import_model(model)  # a new import of the model keeps its records again
+    round_trip = to_onnx(again.outputs, output_names=again.output_names, opset=18)
+    assert _ops(round_trip) == _ops(model)

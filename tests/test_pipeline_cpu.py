@@ -76,6 +76,7 @@ def test_each_pass_of_the_pipeline_is_declared_in_ngraphs_order(rules):
         "decompose_MatMul",
         "decompose_Einsum",
         "decompose_ReduceMean",
+        "decompose_GlobalAveragePool",
         "decompose_Mul",
         "fold_batchnorm",
         "relu_fusion",

@@ -21,6 +21,7 @@ import numpy as np
 
 from ngrules.budget import DEFAULT_BUDGET, Meter
 from ngrules.ir import symbolic
+from ngrules.ir.folded import folded
 from ngrules.ir.graph import Node, creation_order, make_node
 from ngrules.ir.ops import get_op
 from ngrules.ir.values import constant_source
@@ -50,6 +51,7 @@ class Folding:
         for node in creation_order(outputs):
             rebuilt = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
             memo[node] = self._fold(rebuilt) if self._foldable(rebuilt) else rebuilt
+        folded(outputs)  # records of the values folded at import: dropped (`ir.folded`)
         return [memo[o] for o in outputs]
 
     def fold(self, node: Node) -> Node | None:

@@ -1,7 +1,7 @@
 """A graph evaluated on tensors of z3 terms: numpy object arrays of `Sym`, one per element.
 
-Views (the `view` trait), Slice, Concat, Dot and DotLowDimension run their own numpy kernels on
-the object arrays (they only move, add and multiply elements); Sum, Prod, Max and Min are
+Views (the `view` trait), Slice, TensorSlice, Concat, Dot and DotLowDimension run their own numpy
+kernels on the object arrays (they only move, add and multiply elements); Sum, Prod, Max and Min are
 unrolled here (Max and Min with z3's If); elementwise ops map their scalar encoding
 (`scalars.ENCODINGS`) over the elements. This unrolls every tensor op of a concrete instance
 into scalar terms.
@@ -22,7 +22,7 @@ from ngrules.verification.prove.scalars import ENCODINGS, Sym
 from ngrules.verification.prove.tensor_ops import TENSOR_OPS, grouped, pick, through_body
 
 #: Ops whose numpy kernel works on object arrays unchanged (it adds, multiplies or moves).
-OBJECT_KERNELS = frozenset({"Dot", "DotLowDimension", "Slice", "Concat"})
+OBJECT_KERNELS = frozenset({"Dot", "DotLowDimension", "Slice", "TensorSlice", "Concat"})
 #: Reductions, unrolled here (their kernels may ask numpy for a float accumulator).
 _REDUCTIONS = {
     "Sum": lambda a, b: a + b,
@@ -105,7 +105,7 @@ def _element(names, idx) -> str:
 #: reals do not: such instances have no encoding.
 _INTEGER_SAFE = frozenset({"Constant", "Greater", "Less", "GreaterEqual", "LessEqual", "Equal",
                            "NotEqual", "Argmax", "Argmin", "Cast", "Select", "Where", "Slice",
-                           "Concat", "Pad", "Output"})
+                           "TensorSlice", "Concat", "Pad", "Output"})
 
 
 #: Logic ops, encoded on bools (0 or 1) only: on integers they are bitwise.

@@ -30,7 +30,13 @@ import numpy as np
 
 from ngrules.interop.onnx import OnnxError
 from ngrules.interop.onnx.exporting.passes.downgrade import AS_READ
-from ngrules.interop.onnx.importing.context import CONVERTERS, Context, graph_dtype
+from ngrules.interop.onnx.importing.context import (
+    CONVERTERS,
+    READ_TRANSPOSED,
+    Context,
+    graph_dtype,
+    transposed_pair,
+)
 from ngrules.interop.onnx.importing.folding import np_elem
 from ngrules.interop.onnx.importing.shaping import Tensor, conform, temp_axis
 from ngrules.ir import builders as F
@@ -250,7 +256,13 @@ def convert(importer, node, used: set[str]) -> list | None:
     if name != op and not whole and _one_primitive(op, results, args):
         return None
     _make_op(name)
-    return _composite(importer, node, ctx, results, name)
+    outs = _composite(importer, node, ctx, results, name)
+    if outs and op in FLATTENING:  # the model's Transpose pair around it (nodes are shared:
+        source = transposed_pair(importer, node)  # the last import's reading counts)
+        READ_TRANSPOSED.pop(outs[0].node, None)
+        if source is not None and set(source) == set(outs[0].node.axes) == set(args[0].axes):
+            READ_TRANSPOSED[outs[0].node] = source
+    return outs
 
 
 def _composite(importer, node, ctx: _Recording, results: dict, op: str) -> list | None:
@@ -320,7 +332,8 @@ def _write(em, n: Node) -> list | None:
     orders = {v.name: _perm(v) for v in [*graph.input, *graph.output]}
     target = getattr(em, "target", em.opset)  # older than em.opset: as read (`downgrade`)
     spec = _at_opset(n.attrs["spec"], n.attrs["opset"], min(target, em.opset))
-    if spec is None or (_needs_transpose(em, n, spec, orders)
+    source = READ_TRANSPOSED.get(n)  # between the model's Transpose pair: written with it
+    if spec is None or (source is None and _needs_transpose(em, n, spec, orders)
                         and (n.op in RAISED or _one_node(n))):
         return None  # the body: its writers choose the operands' order (and raise the form)
     consts = {t.name: t for t in graph.initializer}
@@ -328,7 +341,12 @@ def _write(em, n: Node) -> list | None:
     for name in spec.input:
         if name.startswith("a"):
             arg = n.args[int(name[1:])]
-            inputs.append(em.exact(arg, positional(arg, orders[name])))
+            order = positional(arg, orders[name])
+            if source is not None and name == "a0":
+                inputs.append(em.node("Transpose", [em.exact(arg, source)],
+                                      perm=[source.index(a) for a in order]))
+                continue
+            inputs.append(em.exact(arg, order))
         elif name.startswith("c"):
             value = numpy_helper.to_array(consts[f"k{name[1:]}"])
             inputs.append(em.const(value, dtype=value.dtype))
@@ -344,7 +362,12 @@ def _write(em, n: Node) -> list | None:
     em.nodes.append(written)
     if spec.domain not in ("", "ai.onnx"):
         _DOMAINS.setdefault(em, set()).add(spec.domain)
-    return [(out, orders.get(f"y{i}")) for i, out in enumerate(outs)]
+    written = [(out, orders.get(f"y{i}")) for i, out in enumerate(outs)]
+    if source is not None:  # the inverse Transpose: the value in the order before the pair
+        read = positional(n, written[0][1])
+        back = em.node("Transpose", [outs[0]], perm=[read.index(a) for a in source])
+        written[0] = (back, tuple(list(n.axes).index(a) for a in source))
+    return written
 
 
 def _needs_transpose(em, n: Node, spec, orders) -> bool:

@@ -49,6 +49,31 @@ READ_AS_RESHAPE: weakref.WeakSet = weakref.WeakSet()
 #: `exporting.layout.KEPT_FLATTEN`, and `unit_views` writes it as the Flatten it is where one can
 #: be.
 READ_AS_FLATTEN: weakref.WeakSet = weakref.WeakSet()
+#: A model's Softmax, LogSoftmax or Hardmax composite read between a Transpose and its inverse
+#: (ONNX's expanded softmax cross-entropy): node -> its operand's axes in the order before the
+#: Transpose. The exporter writes the pair back around the op (`composites.whole`); a rule that
+#: rewrites the op or what it reads makes a new node, which the pair does not follow.
+READ_TRANSPOSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def transposed_pair(importer: Importer, node) -> tuple | None:
+    """The axes of `node`'s first operand in the order before the model's Transpose it reads,
+    when the only reader of its output is the inverse Transpose; else None."""
+    before = importer._producers().get(node.input[0])
+    readers = [n for n in importer.graph.node if node.output[0] in n.input]
+    if (before is None or before.op_type != "Transpose" or len(readers) != 1
+            or readers[0].op_type != "Transpose" or before.input[0] not in importer.values
+            or any(o.name == node.output[0] for o in importer.graph.output)):
+        return None
+    source = importer.values[before.input[0]].axes
+    perm, back = (_perm_of(n, len(source)) for n in (before, readers[0]))
+    return source if [perm[i] for i in back] == list(range(len(source))) else None
+
+
+def _perm_of(node, rank: int) -> list[int]:
+    """A Transpose node's permutation (reversal by default)."""
+    perm = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
+    return perm or list(range(rank))[::-1]
 
 
 def converter(*op_types: str, domain: str = ""):

@@ -12,8 +12,10 @@ read by an op of the kind that read the value in the model, is replaced by the r
 with the shape it had: the same value, computed as the model computed it. A value a rule
 rewrote is not written again: its initializer holds another value, or another op reads it.
 Values from symbolic lengths are left to `dynamic`; nothing is written back at an opset other
-than the one read. Recipes hang on the import's placeholders, which are interned: the latest
-import of equal graph inputs is the one whose recipes an export of them writes.
+than the one read, nor after a rewrite that ran `fold_constants` (as every shipped pipeline
+does: it makes such values constants on purpose). Recipes hang on the import's placeholders,
+which are interned: the latest import of equal graph inputs is the one whose recipes an export
+of them writes.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ngrules.ir.graph import Node
+from ngrules.ir.folded import on_fold
+from ngrules.ir.graph import Node, toposort
 
 #: values of more elements are not recorded (nor compared): recipes stay cheap to keep.
 LIMIT = 4096
@@ -204,6 +207,17 @@ def _from_constants(node: Node, memo: dict) -> bool:
         memo[n] = all(memo[a] for a in n.args)
         stack.pop()
     return memo[node]
+
+
+def _forget(outputs) -> None:
+    """A rewrite folded the constants of this graph: its values are constants on purpose, so
+    the records of its import are dropped (the round trip with no rule keeps them)."""
+    for n in toposort(outputs):
+        if n.op == "Placeholder":
+            _BOOKS.pop(n, None)
+
+
+on_fold(_forget)
 
 
 def books(order) -> list[Book]:

@@ -22,13 +22,13 @@ def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
     from onnx import numpy_helper
 
     graph = model.graph
-    kept, flattens = set(), []
+    kept, flattens = {}, []  # (the nodes held: an id is a protobuf wrapper's, while it lives)
     for node in graph.node:
         if node.doc_string in (KEPT_RESHAPE, KEPT_FLATTEN):  # a model's own: stays one
             if node.doc_string == KEPT_FLATTEN:
                 flattens.append(node)
             node.doc_string = ""
-            kept.add(id(node))
+            kept[id(node)] = node
     targets = {t.name: t for t in graph.initializer}
     candidates = [n for n in graph.node if n.op_type == "Reshape" and n.input[1] in targets
                   and n.doc_string != AS_READ  # a model's own Reshape, written as read
