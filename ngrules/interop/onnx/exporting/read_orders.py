@@ -8,7 +8,9 @@ readers want is wanted of their operands too. A value read in one order by two o
 (through such ops) is sliced in that order: one Transpose before the slices, where slicing in
 the value's order and transposing each part wrote one per part. Phi's partial rotary
 embedding: the model moves the heads ahead of the sequence once, then slices the rotated part
-from the rest and each half of it.
+from the rest and each half of it. A concatenation no reader wants in one order asks its
+operands for the order those known before writing have (the rotated part, written by ONNX ops
+kept whole, beside the part passed through).
 """
 
 from __future__ import annotations
