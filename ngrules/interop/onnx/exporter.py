@@ -14,6 +14,7 @@ the outputs; `dynamic` then writes symbolic dimensions back as dim_params.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -22,7 +23,7 @@ import numpy as np
 
 from ngrules.interop.onnx import OnnxError, require_onnx, weights
 from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget, Meter
-from ngrules.interop.onnx.composites import declared, whole
+from ngrules.interop.onnx.composites import declared, orders, whole
 from ngrules.interop.onnx.exporting import as_read, dynamic
 from ngrules.interop.onnx.exporting.emitter import (
     LAYOUT,
@@ -44,6 +45,7 @@ from ngrules.interop.onnx.exporting.passes import (
     transposes,
     unit_views,
 )
+from ngrules.interop.onnx.exporting.read_orders import SLICES, same_order, slice_sources
 from ngrules.interop.onnx.exporting.writers.elementwise import LOADED as _LAYOUT_OPS
 from ngrules.interop.onnx.exporting.writers.forms import LOADED as _FORMS
 from ngrules.interop.onnx.exporting.writers.positional import POSITIONAL, elem_type
@@ -226,6 +228,33 @@ def exportable_ops() -> set[str]:
     return set(POSITIONAL) | set(LAYOUT)
 
 
+def _read_orders(order: Sequence[Node], outputs: Sequence[Node]) -> dict:
+    """`read_orders.slice_sources` with what the writers here fix: an ONNX op kept whole
+    reads its operands in the model's order and writes in it (one whose body is written
+    where they are not only when its readers want that order); a positional writer reads and
+    writes its own."""
+    if not any(n.op in SLICES for n in order):
+        return {}
+    whole_ = functools.cache(orders.writes_whole)
+
+    def reads(n: Node, want: tuple | None):
+        if n.op in LAYOUT:
+            return None
+        if composite.is_composite(n.op):
+            fixed = whole_(n) or (want is not None and same_order(want, orders.output_order(n)))
+            return orders.operand_orders(n) if fixed else []
+        return [(a, tuple(a.axes)) for a in n.args] if n.op in POSITIONAL else []
+
+    def makes(n: Node) -> tuple | None:
+        if not n.args or (n.op not in LAYOUT and n.op in POSITIONAL):
+            return tuple(n.axes)
+        if n.op not in LAYOUT and composite.is_composite(n.op) and whole_(n):
+            return orders.output_order(n)
+        return None
+
+    return slice_sources(order, outputs, reads, makes)
+
+
 def _users(order: Sequence[Node]) -> dict[Node, int]:
     users: dict[Node, int] = {}
     for n in order:
@@ -283,6 +312,7 @@ def export_parts(
     em.emit = _emit
     em.prefer = preferred_orders(order, outputs, em.users)
     em.window_read = window_operands(order)
+    em.slice_source = _read_orders(order, outputs)
     for n in order:
         em.meter.check_time(f"writing {n.op}")
         _check_lengths(n)

@@ -376,7 +376,7 @@ def _needs_transpose(em, n: Node, spec, orders) -> bool:
         if name.startswith("a"):
             arg = n.args[int(name[1:])]
             value, order = em.values[arg], positional(arg, orders[name])
-            if value.array is None and em._in_order(value, order) is not value:
+            if value.array is None and not em.ordered(value, order):
                 return True
     return False
 

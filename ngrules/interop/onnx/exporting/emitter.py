@@ -47,6 +47,8 @@ class Emitter(Layouts):
         self.slice_extent: dict[str, int] = {}
         #: node -> the order of axes its reader wants (for ops free to choose, as Einsum).
         self.prefer: dict[Node, tuple] = {}
+        #: slice node -> the order to slice its operand in (`read_orders.slice_sources`).
+        self.slice_source: dict[Node, tuple] = {}
         #: nodes a Conv or pooling reads (through views): a reduction keeps its unit dims.
         self.window_read: set[Node] = set()
         #: the exporter's own `emit(em, node)` (set by `to_onnx`), for writers that write a

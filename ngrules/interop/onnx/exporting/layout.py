@@ -128,15 +128,20 @@ class Layouts:
         """v transposed so that its dimensions longer than 1 come in `order`'s relative order;
         dimensions of length 1 stay where they are (a reshape moves those), so the Transpose
         moves no more dimensions than it must (onnxruntime's is slower for every extra one)."""
-        rank = {a: i for i, a in enumerate(order)}
-        long = sorted((i for i, d in enumerate(v.dims) if d in rank and v.shape[i] > 1),
-                      key=lambda i: rank[v.dims[i]])
+        long = _long_positions(v, order)
         if long == sorted(long):
             return v
         perm = list(range(len(v.dims)))
         for slot, i in zip(sorted(long), long):
             perm[slot] = i
         return self.permuted(v, perm)
+
+    @staticmethod
+    def ordered(v: Value, order: Sequence[Axis]) -> bool:
+        """Whether v's dimensions longer than 1 already come in `order`'s relative order
+        (`_in_order` would write nothing); writes nothing itself."""
+        long = _long_positions(v, order)
+        return long == sorted(long)
 
     def aligned(self, node: Node, target: Sequence[Axis], rank: bool = False) -> str:
         """The node's data shaped to broadcast against `target` (numpy's rule: right-aligned,
@@ -175,6 +180,14 @@ class Layouts:
         order = tuple(d for d in v.dims if d in node.axes)
         order += tuple(a for a in node.axes if a not in order)
         return full_value(self.exact(node, order), order)
+
+
+def _long_positions(v: Value, order: Sequence[Axis]) -> list[int]:
+    """The positions in v of its dimensions longer than 1 that `order` holds, in `order`'s
+    order."""
+    rank = {a: i for i, a in enumerate(order)}
+    return sorted((i for i, d in enumerate(v.dims) if d in rank and v.shape[i] > 1),
+                  key=lambda i: rank[v.dims[i]])
 
 
 def _strip(shape: Sequence[int]) -> tuple[int, ...]:

@@ -30,6 +30,11 @@ _UNARY = {
     "Tanh": "Tanh", "Erf": "Erf", "Absolute": "Abs", "Sign": "Sign", "Sigmoid": "Sigmoid",
 }
 
+#: Ops written in their operand's order of dimensions, whatever order that is (`read_orders`).
+ORDER_KEEPING = frozenset({*_UNARY, "Cast", "Relu", "Square"})
+#: Ops written over ONNX's broadcasting in the order of their fullest operand.
+BROADCASTING = frozenset({*_BINARY, *_LOGICAL})
+
 
 def target_dims(em: Emitter, n: Node) -> tuple:
     """The result's dimension order: its fullest operand's, with the axes only other operands
@@ -140,6 +145,16 @@ def _axes_cast(em: Emitter, n: Node) -> Value:
     return Value(tuple(renamed.get(d, d) for d in v.dims), v.shape, v.name, v.array)
 
 
+def _source(em: Emitter, n: Node, axes) -> Value:
+    """The value slice n reads: its operand in the order `read_orders` chose for it (one
+    Transpose shared by the slices), else as it is with `axes` at full length."""
+    x = n.args[0]
+    order = em.slice_source.get(n)
+    if order is not None and not em.ordered(em.values[x], order):
+        return full_value(em.exact(x, order), order)
+    return em.complete(x, axes) if axes else em.values[x]
+
+
 @layout_exporter("TensorSlice")
 def _tensor_slice(em: Emitter, n: Node) -> Value:
     """A Slice over the positions the axes have; integer-indexed axes stay as length-1
@@ -149,7 +164,7 @@ def _tensor_slice(em: Emitter, n: Node) -> Value:
     kept = iter(n.axes)
     renamed = {a: (None if r[2] == 0 else next(kept)) for r, a in zip(rows, x.axes)}
     moving = [(r, a) for r, a in zip(rows, x.axes) if not _whole(r, a)]
-    v = em.values[x] if not moving else em.complete(x, [a for _, a in moving])
+    v = _source(em, n, [a for _, a in moving])
     if moving:
         starts = [r[0] for r, _ in moving]
         stops = [r[0] + 1 if r[2] == 0 else r[1] for r, _ in moving]
@@ -198,7 +213,7 @@ def _sliced_shape(v: Value, moving) -> tuple:
 def _slice(em: Emitter, n: Node) -> Value:
     x, at = n.args[0], n.attrs
     axis = x.axes[at["position"]]
-    v = em.complete(x, [axis])
+    v = _source(em, n, [axis])
     pos = v.dims.index(axis)
     name = sliced(em, x, v, ([at["start"]], [at["stop"]], [pos], [1]))
     dims = tuple(at["axis"] if d == axis else d for d in v.dims)
