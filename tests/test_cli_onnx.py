@@ -305,3 +305,50 @@ def test_import_and_export_write_the_models_own_opset(cli, tmp_path):
     ng.save_graph(tmp_path / "plain.json", ng.load_graph(tmp_path / "g.json"))
     assert cli("export", "plain.json", "-o", "plain.onnx", cwd=tmp_path).returncode == 0
     assert _written_opset_and_ops(tmp_path / "plain.onnx")[0][0] == ("", 17)
+
+
+def _opset9_with_a_shape_chain(path):
+    """Relu, then a Flatten written the legacy way: Shape, Gather, Unsqueeze, Concat, Reshape."""
+    x = helper.make_tensor_value_info("x", 1, [2, 3, 4])
+    y = helper.make_tensor_value_info("y", 1, [2, 12])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Shape", ["r"], ["s"]),
+        helper.make_node("Constant", [], ["zero"], value=helper.make_tensor("z", 7, [], [0])),
+        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n"], ["n1"], axes=[0]),
+        helper.make_node("Constant", [], ["rest"], value=helper.make_tensor("m", 7, [1], [-1])),
+        helper.make_node("Concat", ["n1", "rest"], ["target"], axis=0),
+        helper.make_node("Reshape", ["r", "target"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "g", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)]), path)
+
+
+def test_apply_no_rules_writes_the_model_back_as_itself(cli, tmp_path):
+    """`--no-rules`: no rewrite (the default runs the library's `cpu` pipeline): the same
+    nodes at the same opset, the same values; with the pipeline the shape chain is folded."""
+    from collections import Counter
+
+    _opset9_with_a_shape_chain(tmp_path / "m.onnx")
+    proc = cli("apply", "m.onnx", "--no-rules", "-o", "same.onnx", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "no rules" in proc.stdout
+    model, written = onnx.load(tmp_path / "m.onnx"), onnx.load(tmp_path / "same.onnx")
+    assert Counter(n.op_type for n in written.graph.node) == \
+        Counter(n.op_type for n in model.graph.node)
+    assert written.opset_import[0].version == 9
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(ort_run(tmp_path / "same.onnx", x),
+                                  ort_run(tmp_path / "m.onnx", x))
+    proc = cli("apply", "m.onnx", "-o", "cpu.onnx", cwd=tmp_path)
+    folded = onnx.load(tmp_path / "cpu.onnx")
+    assert proc.returncode == 0 and not [n for n in folded.graph.node if n.op_type == "Shape"]
+
+
+def test_apply_no_rules_with_a_pipeline_is_refused(cli, tmp_path):
+    _opset9_with_a_shape_chain(tmp_path / "m.onnx")
+    proc = cli("apply", "m.onnx", "--no-rules", "--pipeline", "cpu", "-o", "o.onnx",
+               cwd=tmp_path)
+    assert_bad_input(proc, "--no-rules", "--pipeline")
+    assert not (tmp_path / "o.onnx").exists()

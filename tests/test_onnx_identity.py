@@ -210,3 +210,17 @@ def test_a_graph_input_nothing_reads_is_written_back_in_its_place():
              "v": np.arange(4)}
     got = ort.InferenceSession(out.SerializeToString()).run(None, feeds)[0]
     np.testing.assert_array_equal(got, np.zeros((2, 3), np.float32))
+
+
+def test_an_output_dimension_named_by_the_model_alone_keeps_its_name():
+    """An exporter names an output dimension it could not infer (`Reshapey_dim_2`, always
+    768 in GPT-2): written back under that name, not as the length; an input's symbol stays."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "width"])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    imported = import_model(model, symbolic=True)
+    written = to_onnx(imported.outputs, output_names=imported.output_names, opset=18)
+    (out,) = written.graph.output
+    assert [d.dim_param or d.dim_value for d in out.type.tensor_type.shape.dim] == \
+        ["batch", "width"]

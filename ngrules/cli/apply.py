@@ -53,15 +53,19 @@ def run(args) -> int:
     from ngrules.ir.fileio import staged_files
 
     check_saturate_options(args)
+    _check_no_rules(args)
     _check_paths(args)
-    rules = without_rules(rules_or_library(args.rules, args.import_path), args.disable)
+    rules = None if args.no_rules else \
+        without_rules(rules_or_library(args.rules, args.import_path), args.disable)
     # ONNX in and out: a dimension given no --length stays symbolic (a dynamic batch)
     symbolic = graphio.is_onnx(args.graph) and graphio.is_onnx(args.output)
     outputs, names, opset = graphio.load_with_opset(  # may use its ops
         args.graph, replace(graphio.read_options(args), symbolic=symbolic))
     opset = graphio.written_opset(args.opset, opset)
-    pipeline = default_pipeline(rules, args.pipeline, args.passes)
-    if args.saturate:
+    pipeline = None if rules is None else default_pipeline(rules, args.pipeline, args.passes)
+    if rules is None:  # the round trip: the graph written back as read
+        new, stopped, code, egraph = outputs, "stopped: no rules (--no-rules)", 0, None
+    elif args.saturate:
         from ngrules.cli.saturating import run_saturation
         from ngrules.engine.passes import pass_names
 
@@ -90,6 +94,20 @@ def run(args) -> int:
         print("e-graph " + picture_line(egraph, args.egraph))
     print(stopped)
     return code
+
+
+def _check_no_rules(args) -> None:
+    """`--no-rules` with an option that names rules or how to run them is a mistake."""
+    from ngrules.errors import NgrulesError
+
+    if not args.no_rules:
+        return
+    given = [name for name, value in (("--rules", args.rules), ("--pipeline", args.pipeline),
+                                      ("--passes", args.passes), ("--disable", args.disable),
+                                      ("--saturate", args.saturate)) if value]
+    if given:
+        raise NgrulesError(f"--no-rules writes the graph back with no rewrite: it takes no "
+                           f"{', '.join(given)}")
 
 
 def _rewrite(outputs, rules, pipeline, args) -> tuple[list, str, int]:
@@ -171,6 +189,9 @@ def register(sub) -> None:
                    help="default: the rules' only pipeline, or cpu among several; with "
                         "neither, every pass (the passes run are printed on stderr)")
     p.add_argument("--passes", nargs="+", metavar="PASS", help="run these passes instead")
+    p.add_argument("--no-rules", action="store_true",
+                   help="no rewrite: the graph written back as read (an ONNX model comes back "
+                        "as itself, at its opset)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="do not print the pipeline and passes run (stderr)")
     p.add_argument("--fold-limit", type=_elements, default=None, metavar="N",

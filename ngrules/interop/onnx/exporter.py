@@ -343,6 +343,7 @@ def export_parts(
     shuffle.absorb_in_model(model, em.weights, lambda: em.fresh("c"))  # into the convs
     gelu_chains.join_in_model(model, em.opset)  # GELU in elementwise nodes as one node
     dynamic.restore(model, em.weights)  # dim_params back, run-time shapes, no stand-in left
+    as_read.name_outputs(model, source)  # outputs' own symbols (`Reshapey_dim_2`) back
     em.meter.check_time("checking the written model")
     if target == "onnxruntime":
         ort_target.for_onnxruntime(model, em.weights, lambda: em.fresh("c"))

@@ -79,6 +79,25 @@ def add_unread(em, source: Source | None) -> None:
     em.inputs[:] = sorted(written.values(), key=lambda vi: rank.get(vi.name, len(rank)))
 
 
+def name_outputs(model, source: Source | None) -> None:
+    """Output dimensions the model read left symbolic under names of its own (no graph input's:
+    an exporter's `Reshapey_dim_2`) written under those names again where the written model
+    knows their length, so the outputs keep the model's dim_params. An input's symbol the import
+    was given a length for (`--length`) stays that length."""
+    if source is None:
+        return
+    graph = source.model.graph
+    read = {vi.name: vi.type.tensor_type.shape.dim for vi in graph.output}
+    given = {d.dim_param for vi in graph.input for d in vi.type.tensor_type.shape.dim}
+    for vi in model.graph.output:
+        dims = vi.type.tensor_type.shape.dim
+        if len(read.get(vi.name, ())) != len(dims):
+            continue
+        for dim, was in zip(dims, read[vi.name]):
+            if was.dim_param and was.dim_param not in given and dim.HasField("dim_value"):
+                dim.dim_param = was.dim_param  # (one of the two: the length is cleared)
+
+
 # -- onnxruntime's refusals -------------------------------------------------------------------
 #: The op a refusal for want of a kernel names: "implementation for Max(13)", "kernel for
 #: Swish(24)", "ai.onnx.preview.training:Adam(-1) is not a registered function/op".
