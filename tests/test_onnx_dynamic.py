@@ -120,3 +120,29 @@ def test_stand_ins_are_primes_above_every_static_length_and_factor_back():
 def test_without_symbolic_a_symbolic_dimension_still_needs_a_length():
     with pytest.raises(ng.NgrulesError, match="give the length of 'N'"):
         import_model(examples.mlp())
+
+
+def test_a_models_own_minus_one_beside_a_symbolic_length_stays_one_minus_one():
+    """GPT-2's `input_ids.view(-1, seq)` with symbolic batch and seq: the target keeps the
+    model's -1 and reads seq at run time (it was written `[-1, -1]`, which onnx refuses)."""
+    from onnx import TensorProto, helper
+
+    def const(name, values):
+        return helper.make_node("Constant", [], [name], value=helper.make_tensor(
+            name, TensorProto.INT64, [len(values)], values))
+
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), const("one", [1]),
+             helper.make_node("Gather", ["s", "one"], ["seq"], axis=0), const("rest", [-1]),
+             helper.make_node("Concat", ["rest", "seq"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["r"]),
+             helper.make_node("Relu", ["r"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq"])
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    imported = import_model(model, symbolic=True)
+    written = to_onnx(imported.outputs, output_names=imported.output_names, opset=17)
+    session = ort.InferenceSession(written.SerializeToString())
+    for shape in [(1, 5), (3, 11)]:
+        value = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        np.testing.assert_array_equal(session.run(None, {"x": value})[0], np.maximum(value, 0))

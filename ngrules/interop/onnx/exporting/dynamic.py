@@ -212,8 +212,8 @@ def _symbolic_constants(nodes, constants: Mapping[str, np.ndarray]) -> dict[str,
 
 def _rewired(nodes, shapes: _Shapes, found: Mapping[str, np.ndarray]) -> list:
     """The nodes with each symbolic shape input replaced by its run-time computation (one per
-    distinct shape), or, for a Reshape whose target counts a symbol in one entry only, by
-    the target with -1 there (no node at all)."""
+    distinct shape), or, for a Reshape whose target counts a symbol in one entry only and has
+    no -1 already (a model's own `view(-1, seq)`), by the target with -1 there (no node)."""
     by_value: dict[tuple, str] = {}
     for node in nodes:
         i = SHAPE_INPUTS.get(node.op_type)
@@ -221,7 +221,7 @@ def _rewired(nodes, shapes: _Shapes, found: Mapping[str, np.ndarray]) -> list:
             continue
         value = found[node.input[i]]
         symbolic_entries = [bool(symbolic.factor(int(v))[1]) for v in value.ravel()]
-        if node.op_type == "Reshape" and sum(symbolic_entries) == 1:
+        if node.op_type == "Reshape" and sum(symbolic_entries) == 1 and -1 not in value:
             target = np.where(symbolic_entries, -1, value.ravel())
             key = ("-1", *target.tolist())
             if key not in by_value:
