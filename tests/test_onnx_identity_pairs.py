@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_cases import run_ort  # noqa: E402
 
 from ngrules.interop.onnx.exporter import to_onnx  # noqa: E402
 from ngrules.interop.onnx.importer import import_model  # noqa: E402
@@ -55,7 +56,7 @@ def test_the_models_transpose_pair_comes_back(shape, op="LogSoftmax"):
     out = to_onnx(imported.outputs, output_names=imported.output_names)
     assert _ops(out) == _ops(model)
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    got = ort.InferenceSession(out.SerializeToString()).run(None, {"x": x})[0]
+    got = run_ort(out, {"x": x})[0]
     np.testing.assert_allclose(got, _normalised(x, op), rtol=1e-5, atol=1e-6)
 
 
@@ -64,10 +65,9 @@ def test_a_transpose_that_is_not_the_inverse_is_laid_out_as_before():
     imported = import_model(model)
     out = to_onnx(imported.outputs, output_names=imported.output_names)
     x = np.random.default_rng(1).standard_normal((3, 5, 2)).astype(np.float32)
-    got = ort.InferenceSession(out.SerializeToString()).run(None, {"x": x})[0]
+    got = run_ort(out, {"x": x})[0]
     want = _normalised(x, "LogSoftmax").transpose(0, 2, 1).transpose(1, 2, 0)
-    np.testing.assert_allclose(got, want,
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert _ops(out)["Transpose"] <= 1
 
 
