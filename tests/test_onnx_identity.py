@@ -11,9 +11,10 @@ import pytest
 import ngrules as ng
 
 onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_cases import run_ort  # noqa: E402
 
 from ngrules.interop.onnx.exporter import to_onnx  # noqa: E402
 from ngrules.interop.onnx.importer import import_model  # noqa: E402
@@ -40,8 +41,8 @@ def test_inputs_and_outputs_keep_their_order_names_and_dim_params():
     assert _dims(out.graph.output) == _dims(model.graph.output)
     feeds = {n: np.random.default_rng(i).standard_normal((3, 5)).astype(np.float32)
              for i, n in enumerate("ab")}
-    want = ort.InferenceSession(model.SerializeToString()).run(None, feeds)
-    got = ort.InferenceSession(out.SerializeToString()).run(None, feeds)
+    want = run_ort(model, feeds)
+    got = run_ort(out, feeds)
     for w, g in zip(want, got):
         np.testing.assert_allclose(g, w, rtol=1e-6)
 
@@ -63,7 +64,7 @@ def test_ops_that_give_back_their_input_come_back_as_themselves():
     out = to_onnx(imported.outputs, output_names=imported.output_names)
     assert [n.op_type for n in out.graph.node] == [n.op_type for n in model.graph.node]
     x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
-    got = ort.InferenceSession(out.SerializeToString()).run(None, {"x": x})[0]
+    got = run_ort(out, {"x": x})[0]
     np.testing.assert_allclose(got, np.maximum(x, 0))
 
 
@@ -108,7 +109,7 @@ def test_unsqueeze_and_squeeze_come_back_as_themselves():
     ops = Counter(n.op_type for n in out.graph.node)
     assert ops == Counter(n.op_type for n in model.graph.node), ops
     x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
-    got = ort.InferenceSession(out.SerializeToString()).run(None, {"x": x})[0]
+    got = run_ort(out, {"x": x})[0]
     np.testing.assert_allclose(got, -np.maximum(x, 0)[:, None, :])
 
 
@@ -130,7 +131,7 @@ def test_a_graph_output_folded_to_a_constant_comes_back_as_the_node_that_made_it
     assert [(n.op_type, list(n.input), list(n.output)) for n in out.graph.node] == \
         [("Shape", ["x"], ["y"])]
     feeds = {"x": np.zeros((2, 3, 4), np.float32)}
-    got = ort.InferenceSession(out.SerializeToString()).run(None, feeds)[0]
+    got = run_ort(out, feeds)[0]
     np.testing.assert_array_equal(got, [3, 4])
 
 
@@ -143,7 +144,7 @@ def test_a_window_over_a_fixed_size_and_a_constant_come_back_as_themselves():
     imported = import_model(hann, constants={"n": np.array(10, np.int32)})
     out = to_onnx(imported.outputs, output_names=imported.output_names)
     assert [n.op_type for n in out.graph.node] == ["HannWindow"]
-    got = ort.InferenceSession(out.SerializeToString()).run(None, {})[0]
+    got = run_ort(out, {})[0]
     np.testing.assert_allclose(got, np.sin(np.pi * np.arange(10) / 10) ** 2, atol=1e-6)
     const = _one_node_model(
         helper.make_node("Constant", [], ["y"], value=helper.make_tensor(
@@ -152,8 +153,7 @@ def test_a_window_over_a_fixed_size_and_a_constant_come_back_as_themselves():
     imported = import_model(const)
     out = to_onnx(imported.outputs, output_names=imported.output_names)
     assert [n.op_type for n in out.graph.node] == ["Constant"]
-    np.testing.assert_array_equal(ort.InferenceSession(out.SerializeToString()).run(None, {})[0],
-                                  [1.5, -2.0])
+    np.testing.assert_array_equal(run_ort(out, {})[0], [1.5, -2.0])
 
 
 def test_a_models_reshape_adding_a_unit_dimension_stays_a_reshape():
@@ -169,7 +169,7 @@ def test_a_models_reshape_adding_a_unit_dimension_stays_a_reshape():
     out = to_onnx(imported.outputs, output_names=imported.output_names)
     assert [(n.op_type, n.doc_string) for n in out.graph.node] == [("Reshape", "")]
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
-    got = ort.InferenceSession(out.SerializeToString()).run(None, {"x": x})[0]
+    got = run_ort(out, {"x": x})[0]
     np.testing.assert_array_equal(got, x.reshape(2, 3, 4, 1))
 
 
@@ -184,7 +184,7 @@ def test_a_folded_output_read_at_an_older_opset_is_written_back_in_that_opsets_f
     (node,) = out.graph.node
     assert (node.op_type, [a.name for a in node.attribute], node.doc_string) == \
         ("Unsqueeze", ["axes"], "")
-    got = ort.InferenceSession(out.SerializeToString()).run(None, {})[0]
+    got = run_ort(out, {})[0]
     np.testing.assert_array_equal(got, [[4, 5, 6]])
 
 
@@ -208,7 +208,7 @@ def test_a_graph_input_nothing_reads_is_written_back_in_its_place():
     assert _dims(out.graph.input) == [("u", [2, 3]), ("a", [2, 3]), ("v", [4])]
     feeds = {"u": np.ones((2, 3), np.float32), "a": np.full((2, 3), -1.0, np.float32),
              "v": np.arange(4)}
-    got = ort.InferenceSession(out.SerializeToString()).run(None, feeds)[0]
+    got = run_ort(out, feeds)[0]
     np.testing.assert_array_equal(got, np.zeros((2, 3), np.float32))
 
 
