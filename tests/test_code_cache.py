@@ -18,7 +18,7 @@ def cache(tmp_path, monkeypatch):
     yield tmp_path / "ngrules" / "code"
 
 
-def test_generated_code_is_compiled_once_and_read_back(cache):
+def test_generated_code_is_compiled_once_and_read_back(cache, monkeypatch):
     source = "def f(x):\n    return x * 2 + 1\n"
     code = code_cache.compiled(source, "<ngrules test>")
     namespace = {}
@@ -27,6 +27,11 @@ def test_generated_code_is_compiled_once_and_read_back(cache):
     files = list(cache.glob("*.marshal"))
     assert len(files) == 1 and (files[0].stat().st_mode & 0o777) == 0o600
     code_cache._MEMO.clear()
+
+    def no_compile(*args):
+        raise AssertionError("compiled again: not read from the file")
+
+    monkeypatch.setattr(code_cache, "compile", no_compile, raising=False)
     again = code_cache.compiled(source, "<ngrules test>")
     assert again.co_consts == code.co_consts  # the same code, from the file
 
