@@ -268,4 +268,5 @@ def test_ops_that_name_their_result_by_position_get_operands_in_another_order(te
     inst = first(text, _relabelled)
     before = ng.execute(inst.outputs, inst.feeds)[0]
     x = next(n for n in inst.feeds if n.name == "x")
+    assert before.shape == inst.feeds[x].shape  # so that the next line compares values
     assert not np.array_equal(before, inst.feeds[x])  # the values moved: a transpose
