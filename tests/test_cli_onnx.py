@@ -352,3 +352,13 @@ def test_apply_no_rules_with_a_pipeline_is_refused(cli, tmp_path):
                cwd=tmp_path)
     assert_bad_input(proc, "--no-rules", "--pipeline")
     assert not (tmp_path / "o.onnx").exists()
+
+
+@pytest.mark.parametrize("option", [["--trace"], ["--stats"], ["--fold-limit", "0"],
+                                    ["--rewrite-seconds", "3"], ["--import-path", "."]])
+def test_apply_no_rules_with_a_rewrite_option_is_refused(cli, tmp_path, option):
+    """An option that steers the rewrite is not silently ignored when there is none."""
+    _opset9_with_a_shape_chain(tmp_path / "m.onnx")
+    proc = cli("apply", "m.onnx", "--no-rules", *option, "-o", "o.onnx", cwd=tmp_path)
+    assert_bad_input(proc, "--no-rules", option[0])
+    assert not (tmp_path / "o.onnx").exists()

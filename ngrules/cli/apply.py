@@ -96,18 +96,29 @@ def run(args) -> int:
     return code
 
 
+#: the options that name rules or steer the rewrite: none is meaningful with --no-rules
+#: (a saturation option is already refused without --saturate).
+_REWRITE_OPTIONS = ("rules", "pipeline", "passes", "disable", "saturate", "import_path",
+                    "trace", "stats", "fold_limit", "rewrite_memory", "rewrite_seconds")
+
+
 def _check_no_rules(args) -> None:
     """`--no-rules` with an option that names rules or how to run them is a mistake."""
     from ngrules.errors import NgrulesError
 
     if not args.no_rules:
         return
-    given = [name for name, value in (("--rules", args.rules), ("--pipeline", args.pipeline),
-                                      ("--passes", args.passes), ("--disable", args.disable),
-                                      ("--saturate", args.saturate)) if value]
+    given = ["--" + k.replace("_", "-") for k in _REWRITE_OPTIONS
+             if _given(getattr(args, k))]
     if given:
         raise NgrulesError(f"--no-rules writes the graph back with no rewrite: it takes no "
                            f"{', '.join(given)}")
+
+
+def _given(value) -> bool:
+    """Whether an option was given: not its default (None, False or []; `--fold-limit 0`
+    is given, so not `value in (None, False)`, which 0 equals)."""
+    return value is not None and value is not False and value != []
 
 
 def _rewrite(outputs, rules, pipeline, args) -> tuple[list, str, int]:

@@ -48,10 +48,16 @@ class Folding:
     def apply(self, outputs: Sequence[Node]) -> list[Node]:
         """The outputs with every foldable node replaced by its constant."""
         memo: dict[Node, Node] = {}
+        inputs: list[Node] = []
         for node in creation_order(outputs):
-            rebuilt = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
+            if node.args:
+                rebuilt = node.with_args(tuple(memo[a] for a in node.args))
+            else:
+                rebuilt = node
+                if node.op == "Placeholder":
+                    inputs.append(node)
             memo[node] = self._fold(rebuilt) if self._foldable(rebuilt) else rebuilt
-        folded(outputs)  # records of the values folded at import: dropped (`ir.folded`)
+        folded(inputs)  # records of the values folded at import: dropped (`ir.folded`)
         return [memo[o] for o in outputs]
 
     def fold(self, node: Node) -> Node | None:

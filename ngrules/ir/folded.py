@@ -16,12 +16,14 @@ _HOOKS: list[Callable[[Sequence[Node]], None]] = []
 
 
 def on_fold(hook: Callable[[Sequence[Node]], None]) -> None:
-    """Call `hook(outputs)` each time constants are folded in the graph of `outputs`."""
+    """Call `hook(inputs)` each time constants are folded in a graph, with its graph inputs
+    (its Placeholders, which the folding walk visits: the hook need not walk the graph)."""
     if hook not in _HOOKS:
         _HOOKS.append(hook)
 
 
-def folded(outputs: Sequence[Node]) -> None:
-    """Tell every hook that the graph of `outputs` had its constants folded."""
+def folded(inputs: Sequence[Node]) -> None:
+    """Tell every hook that the graph whose Placeholders are `inputs` had its constants
+    folded."""
     for hook in _HOOKS:
-        hook(outputs)
+        hook(inputs)

@@ -242,8 +242,7 @@ def _write(file, message: bytes, arrays, sync: bool = False) -> None:
     """The file's bytes; with `sync`, synced (the file is put in place only once on disk)."""
     from onnx import TensorProto
 
-    out = file
-    out.write(message)
+    file.write(message)
     for name, array in arrays.items():
         header = TensorProto(name=name, data_type=elem_of(array), dims=array.shape)
         raw = _encode_varint(_RAW << 3 | 2) + _encode_varint(array.nbytes)
@@ -251,9 +250,9 @@ def _write(file, message: bytes, arrays, sync: bool = False) -> None:
         size = len(tensor) + array.nbytes
         init = _encode_varint(_GRAPH_INIT << 3 | 2) + _encode_varint(size)
         graph = _encode_varint(_MODEL_GRAPH << 3 | 2) + _encode_varint(len(init) + size)
-        out.write(graph + init + tensor)
+        file.write(graph + init + tensor)
         for block in _blocks(array):
-            out.write(memoryview(_little(block).reshape(-1).view(np.uint8)))
+            file.write(memoryview(_little(block).reshape(-1).view(np.uint8)))
     if sync:
         file.flush()
         os.fsync(file.fileno())

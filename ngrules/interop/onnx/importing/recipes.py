@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ngrules.ir.folded import on_fold
-from ngrules.ir.graph import Node, toposort
+from ngrules.ir.graph import Node
 
 #: values of more elements are not recorded (nor compared): recipes stay cheap to keep.
 LIMIT = 4096
@@ -209,11 +209,12 @@ def _from_constants(node: Node, memo: dict) -> bool:
     return memo[node]
 
 
-def _forget(outputs) -> None:
-    """A rewrite folded the constants of this graph: its values are constants on purpose, so
-    the records of its import are dropped (the round trip with no rule keeps them)."""
-    for n in toposort(outputs):
-        if n.op == "Placeholder":
+def _forget(inputs) -> None:
+    """A rewrite folded the constants of the graph of these placeholders: its values are
+    constants on purpose, so the records of its import are dropped (the round trip with no
+    rule keeps them)."""
+    if _BOOKS:
+        for n in inputs:
             _BOOKS.pop(n, None)
 
 
