@@ -39,7 +39,6 @@ from ngrules.ir.axes import Axes
 from ngrules.ir.frontend import placeholder
 from ngrules.ir.graph import Node, format_graph, make_node, substitute, toposort
 from ngrules.lang.rules import Rule
-from ngrules.lang.syntax import PVar, walk
 from ngrules.verification.instances import generic, plans
 from ngrules.verification.instances.assumed import assumed_nodes
 from ngrules.verification.instances.builder import Builder
@@ -345,8 +344,3 @@ def symbolic_constants(inst: Instance) -> Instance:
 
 def has_symbols(inst: Instance) -> bool:
     return any(_mark(n) is not None for n in toposort(inst.outputs))
-
-
-def typed_constants(rule: Rule) -> bool:
-    """Whether the pattern types a constant (`c: Constant`): its values are then variables."""
-    return any(isinstance(p, PVar) and p.kind in ("Constant", "constant") for p in walk(rule.roots))
