@@ -328,7 +328,8 @@ def _mark(node: Node) -> int | None:
 def symbolic_constants(inst: Instance) -> Instance:
     """The instance with each typed constant of its graph (a marker value) a placeholder: the
     prover then reads each of its elements as a variable. A constant the rewrite made is left
-    as it is (equal to a marker or not)."""
+    as it is (equal to a marker or not). Without typed constants: `inst` itself (`within`
+    tells the two apart by identity)."""
     before = toposort(inst.outputs)
     marks = {n: placeholder(n.axes, dtype=n.dtype, name=f"const{k}")
              for n in before if (k := _mark(n)) is not None}
@@ -340,7 +341,3 @@ def symbolic_constants(inst: Instance) -> Instance:
                    "fixpoint", inst.message, inst.error)
     out.assumed = tuple((a, marks.get(n, n)) for a, n in inst.assumed)
     return out
-
-
-def has_symbols(inst: Instance) -> bool:
-    return any(_mark(n) is not None for n in toposort(inst.outputs))
