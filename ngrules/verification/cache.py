@@ -38,12 +38,14 @@ from ngrules.ir import declared
 from ngrules.ir.ops import OPS
 from ngrules.lang import code_cache
 from ngrules.lang.rules import Rule
-from ngrules.verification.verdicts import FAILING, Verdict
+from ngrules.verification.verdicts import FAILING, STATUSES, Verdict
 
 #: The environment variable naming the folder of the verdict cache instead of the default.
 ENV = "NGRULES_VERDICT_CACHE"
 #: An entry is at most this many bytes (a verdict's text); a larger file is not read.
 LIMIT = 1 << 20
+#: The statuses an entry may hold: every verdict's but a failure's (failures are not cached).
+KEPT_STATUSES = frozenset(STATUSES) - FAILING
 #: The figures of a verdict an entry keeps (its counterexample stays out: failures are not
 #: cached).
 FIGURES = ("status", "examples", "attempts", "reason", "seconds", "out_of_time", "semantics",
@@ -138,9 +140,7 @@ def _read(path: Path) -> dict | None:
         entry = json.loads(read_regular(path, LIMIT))
     except (OSError, ValueError, Exception):  # noqa: BLE001 - a bad entry is no entry
         return None
-    ok = isinstance(entry, dict) and entry.get("status") in ("verified", "proved",
-                                                             "proved-reals", "proved-bounded",
-                                                             "loops", "unverified")
+    ok = isinstance(entry, dict) and entry.get("status") in KEPT_STATUSES
     return entry if ok and all(isinstance(entry.get(k), str) for k in ("head", "text")) else None
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from hypothesis import strategies as st
 
-from ngrules.ir.axes import Axes
+from ngrules.ir.axes import Axes, Axis
 from ngrules.ir.ops import OPS
 from ngrules.lang.syntax import PNamed, POp, PVar
 from ngrules.verification.instances.choices import Reject, interleave, regroup, same_axes
@@ -163,8 +163,6 @@ def _plan_pad(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
     """The operand's axes are the output's, each shorter by its padding (0-2 on each side,
     leaving at least one element; none on a flattened axis): a pad fits any position, as
     under a convolution's or pooling's 5 axes, where its generator's samples rarely do."""
-    from ngrules.ir.axes import Axis
-
     if not len(want):
         raise Reject("Pad needs at least one axis to pad")
     pads = []
@@ -210,8 +208,6 @@ def _plan_tensor_slice(b: Builder, want: Axes, forced: list) -> tuple[list[Axes]
     kept whole or a part of a longer one, and (three times in four) one more axis of length 1
     that an index drops: the view an imported convolution's output is read through, which the
     op's generator rarely draws."""
-    from ngrules.ir.axes import Axis
-
     if forced[0] is not None:
         raise Reject("TensorSlice is planned only for an operand not built yet")
     drop = b.draw(st.integers(0, len(want))) if b.draw(st.integers(0, 3)) else None
@@ -233,8 +229,6 @@ def _plan_tensor_slice(b: Builder, want: Axes, forced: list) -> tuple[list[Axes]
 def _plan_axes_cast(b: Builder, want: Axes, forced: list) -> tuple[list[Axes], dict]:
     """An operand of the output's lengths: the one built already, new axes (a rename, as the
     op's generator draws), or the output's own axes relabelled (`relabelled`)."""
-    from ngrules.ir.axes import Axis
-
     if forced[0] is not None:
         return [forced[0]], {"axes": want}
     named = relabelled(b, want)

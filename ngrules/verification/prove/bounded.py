@@ -39,7 +39,6 @@ from ngrules.ir.axes import Axes
 from ngrules.ir.frontend import placeholder
 from ngrules.ir.graph import Node, format_graph, make_node, substitute, toposort
 from ngrules.lang.rules import Rule
-from ngrules.lang.syntax import PVar, walk
 from ngrules.verification.instances import generic, plans
 from ngrules.verification.instances.assumed import assumed_nodes
 from ngrules.verification.instances.builder import Builder
@@ -329,7 +328,8 @@ def _mark(node: Node) -> int | None:
 def symbolic_constants(inst: Instance) -> Instance:
     """The instance with each typed constant of its graph (a marker value) a placeholder: the
     prover then reads each of its elements as a variable. A constant the rewrite made is left
-    as it is (equal to a marker or not)."""
+    as it is (equal to a marker or not). Without typed constants: `inst` itself (`within`
+    tells the two apart by identity)."""
     before = toposort(inst.outputs)
     marks = {n: placeholder(n.axes, dtype=n.dtype, name=f"const{k}")
              for n in before if (k := _mark(n)) is not None}
@@ -341,12 +341,3 @@ def symbolic_constants(inst: Instance) -> Instance:
                    "fixpoint", inst.message, inst.error)
     out.assumed = tuple((a, marks.get(n, n)) for a, n in inst.assumed)
     return out
-
-
-def has_symbols(inst: Instance) -> bool:
-    return any(_mark(n) is not None for n in toposort(inst.outputs))
-
-
-def typed_constants(rule: Rule) -> bool:
-    """Whether the pattern types a constant (`c: Constant`): its values are then variables."""
-    return any(isinstance(p, PVar) and p.kind in ("Constant", "constant") for p in walk(rule.roots))
