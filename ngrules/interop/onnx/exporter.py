@@ -338,16 +338,17 @@ def export_parts(
     model = helper.make_model(graph, opset_imports=opsets, functions=functions,
                               producer_name="ngrules")
     model.ir_version = min(model.ir_version, 8 if opset < 19 else 9 if opset < 21 else 10)
-    constants.join_in_model(model, lambda: em.fresh("c"))  # (x + c1) + c2: x + c
-    transposes.join_in_model(model, em.weights, lambda: em.fresh("c"))
-    shuffle.absorb_in_model(model, em.weights, lambda: em.fresh("c"))  # into the convs
+    fresh = functools.partial(em.fresh, "c")  # the new constants' names
+    constants.join_in_model(model, fresh)  # (x + c1) + c2: x + c
+    transposes.join_in_model(model, em.weights, fresh)
+    shuffle.absorb_in_model(model, em.weights, fresh)  # into the convs
     gelu_chains.join_in_model(model, em.opset)  # GELU in elementwise nodes as one node
     dynamic.restore(model, em.weights)  # dim_params back, run-time shapes, no stand-in left
     as_read.name_outputs(model, source)  # outputs' own symbols (`Reshapey_dim_2`) back
     em.meter.check_time("checking the written model")
     if target == "onnxruntime":
-        ort_target.for_onnxruntime(model, em.weights, lambda: em.fresh("c"))
-    unit_views.name_in_model(model, em.weights, lambda: em.fresh("c"))  # Unsqueeze
+        ort_target.for_onnxruntime(model, em.weights, fresh)
+    unit_views.name_in_model(model, em.weights, fresh)  # Unsqueeze
     downgrade.to_opset(model, opset, em.weights)  # an older opset's forms
     if check:
         refused.check(model, em.weights, source)  # onnx's checker, onnxruntime's rules, session

@@ -11,12 +11,13 @@ values that steer shapes), external, typed-field or exotic-typed tensors stay in
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -204,6 +205,22 @@ def _little(array: np.ndarray) -> np.ndarray:
 def elem_of(array: np.ndarray) -> int:
     """The ONNX element type of an array the exporter keeps separate."""
     return _ELEMS[array.dtype.newbyteorder("<").str]
+
+
+@contextlib.contextmanager
+def as_inputs(model, arrays: Mapping[str, np.ndarray]) -> Iterator[None]:
+    """The model with its separate arrays as typed graph inputs while inside (onnx's checker
+    and shape inference see their types and shapes, not their values); removed after."""
+    from onnx import helper
+
+    graph = model.graph
+    count = len(graph.input)
+    graph.input.extend(helper.make_tensor_value_info(name, elem_of(a), a.shape)
+                       for name, a in arrays.items())
+    try:
+        yield
+    finally:
+        del graph.input[count:]
 
 
 def add_to(model, arrays) -> None:

@@ -117,6 +117,13 @@ def attribute(node, name: str, default=None):
                 default)
 
 
+def attributes(node) -> dict:
+    """A written node's attributes, name -> value (to copy onto the node replacing it)."""
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
 def is_standard(node, *ops: str) -> bool:
     """Whether `node` is one of the standard-domain ops `ops`."""
     return node is not None and node.domain in ("", "ai.onnx") and node.op_type in ops

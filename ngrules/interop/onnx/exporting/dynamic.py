@@ -254,8 +254,8 @@ def restore(model, arrays: Mapping[str, np.ndarray] | None = None) -> None:
     for name, array in [*(arrays or {}).items(),
                         *((t.name, t.dims) for t in model.graph.initializer)]:
         dims = array.shape if isinstance(array, np.ndarray) else tuple(array)
-        if symbolic.symbols_of(tuple(int(d) for d in dims)):
-            symbol = symbolic.symbols_of(tuple(int(d) for d in dims))[0]
+        if held := symbolic.symbols_of(tuple(int(d) for d in dims)):
+            symbol = held[0]
             raise OnnxError(f"cannot keep {symbol!r} symbolic: the constant {name!r} would have "
                             f"its stand-in length {tuple(dims)} (give its length: --length "
                             f"{symbol}=N)")

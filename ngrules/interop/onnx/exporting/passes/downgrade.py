@@ -243,20 +243,15 @@ def _elem(ranks, node) -> int:
 def _ranks(model, arrays: Mapping[str, np.ndarray]) -> dict[str, tuple]:
     """Value name -> (rank, dimensions: an int, or None where not known, element type) where
     inferred."""
-    from onnx import helper, shape_inference
+    from onnx import shape_inference
 
-    from ngrules.interop.onnx.weights import elem_of
+    from ngrules.interop.onnx.weights import as_inputs, elem_of
 
-    graph = model.graph
-    count = len(graph.input)
-    graph.input.extend(helper.make_tensor_value_info(name, elem_of(a), a.shape)
-                       for name, a in arrays.items())
-    try:
-        inferred = shape_inference.infer_shapes(model).graph
-    except Exception:  # noqa: BLE001  ranks stay unknown: the nodes that need one say so
-        inferred = None
-    finally:
-        del graph.input[count:]
+    with as_inputs(model, arrays):
+        try:
+            inferred = shape_inference.infer_shapes(model).graph
+        except Exception:  # noqa: BLE001  ranks stay unknown: the nodes that need one say so
+            inferred = None
     out: dict[str, tuple[int, list]] = {}
     if inferred is None:
         return out

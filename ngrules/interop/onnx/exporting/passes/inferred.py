@@ -8,14 +8,12 @@ from __future__ import annotations
 def value_shapes(model, arrays) -> dict[str, tuple]:
     """Every value's shape (a dimension onnx cannot infer as its dim_param, or ''), by onnx's
     inference over the model with its separate weights as typed inputs."""
-    from onnx import helper, shape_inference
+    from onnx import shape_inference
 
-    probe = type(model)()
-    probe.CopyFrom(model)  # without its separate weights: small
-    for name, array in arrays.items():
-        probe.graph.input.append(helper.make_tensor_value_info(
-            name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape))
-    inferred = shape_inference.infer_shapes(probe, data_prop=True).graph  # through Shape, Concat
+    from ngrules.interop.onnx.weights import as_inputs
+
+    with as_inputs(model, arrays):
+        inferred = shape_inference.infer_shapes(model, data_prop=True).graph  # Shape, Concat
     shapes = {}
     for vi in [*inferred.input, *inferred.value_info, *inferred.output]:
         dims = vi.type.tensor_type.shape.dim

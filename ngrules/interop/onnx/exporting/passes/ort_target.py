@@ -27,6 +27,7 @@ from ngrules.interop.onnx.written import (
     Weights,
     WrittenGraph,
     attribute,
+    attributes,
     is_standard,
     read,
     replace,
@@ -61,7 +62,7 @@ def _fused_conv(g: WrittenGraph, conv, make_node) -> None:
     act = _activation(nxt)
     if act is None:
         return
-    attrs = {a.name: attribute(conv, a.name) for a in conv.attribute}
+    attrs = attributes(conv)
     fused = make_node("FusedConv", list(conv.input), [nxt.output[0]], name=conv.name,
                       domain=MS, **attrs, **_activation_attrs(act, "activation_params"))
     replace(g, [conv, nxt], fused, at=nxt)
@@ -84,7 +85,7 @@ def _folded_batchnorm(g: WrittenGraph, conv, weights: Weights, make_node):
     s = gamma / np.sqrt(var + np.float64(attribute(bn, "epsilon", 1e-5)))
     scaled = (w * s.reshape(-1, *[1] * (w.ndim - 1))).astype(w.dtype)
     bias = ((b - mean) * s + beta).astype(w.dtype)
-    attrs = {a.name: attribute(conv, a.name) for a in conv.attribute}
+    attrs = attributes(conv)
     folded = make_node("Conv", [conv.input[0], weights.add(scaled), weights.add(bias)],
                        [bn.output[0]], name=conv.name, **attrs)
     replace(g, [conv, bn], folded, at=bn)
@@ -96,7 +97,7 @@ def _fused_gemm(g: WrittenGraph, gemm, make_node) -> None:
     if act is None:
         return
     nxt = g.only_reader(gemm.output[0])
-    attrs = {a.name: attribute(gemm, a.name) for a in gemm.attribute}
+    attrs = attributes(gemm)
     fused = make_node("FusedGemm", list(gemm.input), [nxt.output[0]], name=gemm.name, domain=MS,
                       **attrs, **_activation_attrs(act, "activation_"))
     replace(g, [gemm, nxt], fused, at=nxt)

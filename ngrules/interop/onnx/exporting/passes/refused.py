@@ -33,21 +33,13 @@ def check(model, arrays: Mapping[str, np.ndarray], source=None) -> None:
     """Raise `OnnxError` naming the node if onnx or onnxruntime would refuse the model
     completed by `arrays` (its large initializers, not in the message); warn instead where
     onnxruntime refuses the model read (`source`, an `as_read.Source`) for the same op."""
-    from onnx import helper
+    from ngrules.interop.onnx.weights import as_inputs
 
-    from ngrules.interop.onnx.weights import elem_of
-
-    graph = model.graph
-    count = len(graph.input)
-    for name, array in arrays.items():
-        graph.input.append(helper.make_tensor_value_info(name, elem_of(array), array.shape))
-    try:
+    with as_inputs(model, arrays):
         inferred = _checked(model, source)
         if inferred is not None:
             _check_rules(inferred)
         _check_session(model, source)
-    finally:
-        del graph.input[count:]
 
 
 def _strict(model):

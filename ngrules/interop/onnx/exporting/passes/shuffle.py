@@ -22,6 +22,7 @@ from ngrules.interop.onnx.written import (
     Weights,
     WrittenGraph,
     attribute,
+    attributes,
     is_standard,
     read,
     replace,
@@ -105,7 +106,7 @@ def _absorb(g: WrittenGraph, weights: Weights, last, make_node) -> bool:
         inputs[1] = weights.add(w)
         if bias is not None:
             inputs[2] = weights.add(bias)
-        attrs = {a.name: attribute(conv, a.name) for a in conv.attribute}
+        attrs = attributes(conv)
         replace(g, [conv], make_node("Conv", inputs, list(conv.output), name=conv.name, **attrs),
                 at=conv)
     r1, t, r2 = chain

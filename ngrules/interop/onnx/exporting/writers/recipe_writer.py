@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from ngrules.interop.onnx.importing.recipes import LIMIT, Book, books
+from ngrules.interop.onnx.written import attribute
 from ngrules.ir.graph import Node
 
 
@@ -83,7 +84,7 @@ class _Writer:
 
     def _targets(self, value: np.ndarray, readers: list) -> list[str]:
         """Recorded Reshape targets (with 0 and -1) that give `value` where it is read."""
-        if value.ndim != 1 or any(i != 1 or _attr(n, "allowzero") for n, i in readers):
+        if value.ndim != 1 or any(i != 1 or attribute(n, "allowzero", 0) for n, i in readers):
             return []
         shapes = self._shapes()
         found = []
@@ -215,18 +216,13 @@ def _propagate(em, shapes: dict[str, tuple]) -> None:
         if node.op_type in ("Identity", "Cast"):
             shapes[node.output[0]] = shape
         elif node.op_type == "Transpose":
-            perm = next((list(a.ints) for a in node.attribute if a.name == "perm"),
-                        list(range(len(shape)))[::-1])
+            perm = attribute(node, "perm", list(range(len(shape)))[::-1])
             shapes[node.output[0]] = tuple(shape[p] for p in perm)
         elif node.op_type == "Reshape" and len(node.input) > 1 and node.input[1] in inits:
             target = numpy_helper.to_array(inits[node.input[1]])
-            resolved = _resolved(target, shape) if not _attr(node, "allowzero") else None
+            resolved = _resolved(target, shape) if not attribute(node, "allowzero", 0) else None
             if resolved is not None:
                 shapes[node.output[0]] = tuple(resolved)
-
-
-def _attr(node, name: str) -> int:
-    return next((a.i for a in node.attribute if a.name == name), 0)
 
 
 def _resolved(target: np.ndarray, shape: tuple | None) -> list[int] | None:
