@@ -62,6 +62,18 @@ def test_pooling_matches_direct_loops_and_routes_gradients(mode):
     _fd_check(cost, x, {x: xv})
 
 
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int32])
+def test_max_pooling_pads_booleans_and_integers_with_their_lowest_value(dtype):
+    x = ng.placeholder(_axes("CDHWN", (1, 1, 3, 4, 2)), dtype, name="x")
+    params = {"op": "max", "R": 2, "S": 2, "pad_h": 1, "pad_w": 1}
+    xv = RNG.integers(0, 2, size=x.axes.lengths).astype(dtype)
+    (got,) = ng.execute([ng.pooling(params, x)], {x: xv})
+    attrs = {"mode": "max", "window": [1, 2, 2], "padding": [0, 1, 1], "strides": [1, 1, 1]}
+    want = pool_reference(xv.astype(np.float64), attrs)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got.astype(np.float64), want)
+
+
 def test_pooling_refuses_channel_pooling_and_unknown_modes():
     x = ng.placeholder(_axes("CDHWN", (2, 1, 3, 3, 1)), name="x")
     for channel in ({"J": 2}, {"pad_c": 1}, {"str_c": 2}):

@@ -61,7 +61,10 @@ def _bprop_infer(args, attrs):
 
 
 def _lowest(dtype):
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    """The padding of a max window: below every value of `dtype` (False for booleans)."""
+    if dtype.kind == "f":
+        return -np.inf
+    return False if dtype.kind == "b" else np.iinfo(dtype).min
 
 
 def _windows(node, out_spatial):
