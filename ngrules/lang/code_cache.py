@@ -153,14 +153,12 @@ def parse_kept(text: str, path: str):
     command); a text with no file (`<string>`) is parsed as it is."""
     import pickle
 
-    from lark import __version__ as lark_version
-
-    from ngrules.lang.parser import grammar_text, parse
+    from ngrules.lang.grammar import grammar_text, lark_digest
     from ngrules.lang.syntax import RulesFile
 
     if path.startswith("<"):
-        return parse(text, path)
-    name = f"{key('rules', code_digest(ABOVE), lark_version, grammar_text(), path, text)}.ast"
+        return _parse(text, path)
+    name = f"{key('rules', code_digest(ABOVE), lark_digest(), grammar_text(), path, text)}.ast"
     data = read(name)
     if data is not None:
         try:
@@ -169,9 +167,16 @@ def parse_kept(text: str, path: str):
                 return tree
         except Exception:  # a stale or truncated file: parsed again
             pass
-    tree = parse(text, path)
+    tree = _parse(text, path)
     write(name, pickle.dumps(tree))
     return tree
+
+
+def _parse(text: str, path: str):
+    """`parser.parse`, lark imported only now: a file read from the cache needs none."""
+    from ngrules.lang.parser import parse
+
+    return parse(text, path)
 
 
 def code_digest(above: tuple[str, ...], root: Path | None = None) -> str:

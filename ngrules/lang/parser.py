@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import functools
 import threading
-from importlib import resources
-from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
 from lark import __version__ as lark_version
@@ -18,6 +16,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 
 from ngrules.errors import RuleSyntaxError, Span
 from ngrules.lang.bounds import MAX_INT_BITS
+from ngrules.lang.grammar import grammar_text
 from ngrules.lang.lexical import prescan, quotable, redacted, unquote
 from ngrules.lang.opsyntax import OpDeclarations
 from ngrules.lang.parser_cache import cache_file, seal
@@ -70,14 +69,6 @@ KEYWORDS = frozenset(
         "onnx",
     ]
 )
-
-
-def grammar_text() -> str:
-    """The grammar, from the installed package or else from a source checkout."""
-    packaged = resources.files("ngrules").joinpath("grammar/ngrules.lark")
-    if packaged.is_file():
-        return packaged.read_text(encoding="utf-8")
-    return (Path(__file__).parents[2] / "grammar" / "ngrules.lark").read_text(encoding="utf-8")
 
 
 class _Source:
