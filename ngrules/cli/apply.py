@@ -49,20 +49,12 @@ def _check_paths(args) -> None:
 
 def run(args) -> int:
     from ngrules.cli import graphio
-    from ngrules.interop.onnx.exporting import ort_child
+    from ngrules.cli.picture import draw, picture_line, stage_picture
+    from ngrules.ir.fileio import staged_files
 
     check_saturate_options(args)
     _check_no_rules(args)
     _check_paths(args)
-    with ort_child.started(graphio.is_onnx(args.output)):  # onnxruntime imported meanwhile
-        return _run(args)
-
-
-def _run(args) -> int:
-    from ngrules.cli import graphio
-    from ngrules.cli.picture import draw, picture_line, stage_picture
-    from ngrules.ir.fileio import staged_files
-
     rules = None if args.no_rules else \
         without_rules(rules_or_library(args.rules, args.import_path), args.disable)
     # ONNX in and out: a dimension given no --length stays symbolic (a dynamic batch)

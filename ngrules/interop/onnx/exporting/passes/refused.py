@@ -128,11 +128,14 @@ class RefusedAsRead(UserWarning):
 
 
 def _check_session(model, source=None) -> None:
-    answer = as_read.session_error(model)
-    if answer is None or answer[1] is None:  # not installed (the checks above are all), or taken
+    try:
+        import onnxruntime as ort
+    except ImportError:  # not installed: the checks above are all there is
         return
-    version, message = answer
-    text = _session_message(model, message, version)
+    message = as_read.session_error(model)
+    if message is None:
+        return
+    text = _session_message(model, message, ort.__version__)
     why = as_read.reason(message)
     if source is None or as_read.refusal(source) != why:
         raise OnnxError(text)
