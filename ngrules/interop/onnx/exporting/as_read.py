@@ -164,6 +164,7 @@ def session_error(model) -> str | None:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.log_severity_level = 4
+        options.intra_op_num_threads = options.inter_op_num_threads = 1  # no pool to start
         ort.InferenceSession(model.SerializeToString(), options,
                              providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime's errors, of its own types
