@@ -119,3 +119,36 @@ def test_the_parse_digest_covers_the_language_layer_and_below(tmp_path):
     assert changed("ngrules/errors.py", "# a new error\n")
     assert changed("grammar/ngrules.lark", "start: rule+\n")
     assert code_cache.code_digest(code_cache.ABOVE, tmp_path / "no" / "ngrules") == __version__
+
+
+def test_another_lark_misses_the_kept_tree(cache, tmp_path, monkeypatch):
+    """The key names the installed lark (a digest of its `__init__.py`, read without importing
+    it): another version may parse the same text otherwise."""
+    from ngrules.lang import grammar
+
+    text, path = "pass p\nrule r: x * 1 => x\n", str(tmp_path / "a.rules")
+    first = code_cache.parse_kept(text, path)
+    assert len(grammar.lark_digest()) == 16  # lark is installed: its file was read
+    monkeypatch.setattr(grammar, "lark_digest", lambda: "another lark")
+    assert code_cache.parse_kept(text, path) == first
+    assert len(list(cache.glob("*.ast"))) == 2  # parsed again, kept under the new key
+
+
+def test_rules_read_from_the_cache_import_no_lark(tmp_path):
+    """`ngrules apply` reads the shipped library's trees from the cache: lark (30-40 ms of the
+    command's start) is imported only by the first run, which parses and keeps them."""
+    import subprocess
+    import sys
+
+    graph = tmp_path / "g.json"
+    code = ("import sys; from ngrules.cli import main; from ngrules.ir import frontend as F; "
+            "from ngrules.ir.axes import make_axis; from ngrules.ir.graphfile import save_graph; "
+            "x = F.placeholder([make_axis(3, 'N')], name='x'); "
+            f"save_graph({str(graph)!r}, [F.add(x, F.constant(0.0))]); "
+            f"code = main(['apply', {str(graph)!r}, '-o', {str(tmp_path / 'out.json')!r}]); "
+            "print(code, 'lark' in sys.modules)")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                           cwd=tmp_path) for _ in range(2)]
+    assert [r.stdout.split()[-2:] for r in runs] == [["0", "True"], ["0", "False"]], \
+        [r.stderr[-500:] for r in runs]
