@@ -92,7 +92,11 @@ def main(argv=None) -> None:
     parser.add_argument("--base", type=Path, default=None,
                         help="a tree of another revision, run as `ngrules-base`")
     args = parser.parse_args(argv)
-    out = Path(tempfile.mkdtemp(prefix="ngrules-speed-"))
+    with tempfile.TemporaryDirectory(prefix="ngrules-speed-") as folder:  # GBs of outputs
+        _measure(args, Path(folder))
+
+
+def _measure(args, out: Path) -> None:
     print(f"load average before: {os.getloadavg()}")
     for name in args.models.split(","):
         path = model_file(name)

@@ -79,14 +79,18 @@ def run_once(model: Path, out: Path) -> dict[str, float]:
 
 
 def main(argv=None) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from tool_speed import model_file
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="resnet50,vgg19")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
-    out = Path(tempfile.mkdtemp(prefix="ngrules-stages-")) / "out.onnx"
+    with tempfile.TemporaryDirectory(prefix="ngrules-stages-") as folder:  # the outputs removed
+        _measure(args, Path(folder) / "out.onnx")
+
+
+def _measure(args, out: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from tool_speed import model_file
+
     for name in args.models.split(","):
         path = model_file(name)
         run_once(path, out)  # warm: bytecode, caches, the file in memory
