@@ -9,6 +9,7 @@ Any other pyproject.toml is ignored with a one-line warning (docs/security.md).
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 from dataclasses import dataclass, field
@@ -154,6 +155,8 @@ def import_ops_module(name: str, base: Path | str = ".") -> None:
 def entry_point_ops() -> list[str]:
     """Load every `ngrules.ops` entry point of the installed packages (a module, or a function
     called with no arguments); their names, in the order loaded."""
+    if not _may_declare_ops():
+        return []
     from importlib.metadata import entry_points
 
     loaded = []
@@ -170,6 +173,42 @@ def entry_point_ops() -> list[str]:
             ) from None
         loaded.append(ep.name)
     return loaded
+
+
+#: A section header of the group in an `entry_points.txt`.
+_GROUP_HEADER = re.compile(rb"^\s*\[\s*" + re.escape(ENTRY_POINT_GROUP.encode()) + rb"\s*\]", re.M)
+
+
+def _may_declare_ops() -> bool:
+    """Whether an installed distribution may declare `ngrules.ops` entry points: the
+    `entry_points.txt` of the `*.dist-info` and `*.egg-info` folders of `sys.path`'s folders
+    searched for the group's header, as importlib.metadata finds them (which costs 10-25 ms
+    to import and scan, and is asked only when one is found). True where this search
+    cannot tell: an archive on the path, or an import finder that finds distributions."""
+    import importlib.machinery
+
+    finders = (importlib.machinery.PathFinder, importlib.machinery.BuiltinImporter,
+               importlib.machinery.FrozenImporter)
+    if any(hasattr(f, "find_distributions") and not (f in finders or isinstance(f, finders))
+           for f in sys.meta_path):
+        return True
+    for entry in sys.path:
+        folder = entry or "."
+        if os.path.isfile(folder) or folder.endswith(".egg"):
+            return True  # a zip or an egg: importlib.metadata reads inside it
+        try:
+            names = [e.name for e in os.scandir(folder) if e.name.endswith((".dist-info",
+                                                                           ".egg-info"))]
+        except OSError:
+            continue
+        for name in names:
+            try:
+                with open(os.path.join(folder, name, "entry_points.txt"), "rb") as f:
+                    if _GROUP_HEADER.search(f.read()):
+                        return True
+            except OSError:
+                continue
+    return False
 
 
 def load_ops(modules: list[str] | tuple[str, ...] = (), start: Path | str = ".") -> ProjectConfig:

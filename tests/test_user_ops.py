@@ -104,6 +104,29 @@ def test_installed_packages_offer_ops_through_entry_points(project, monkeypatch,
     assert ng.OPS["Silu"].doc == "x * sigmoid(x), one kernel"
 
 
+def test_the_entry_point_search_finds_the_group_before_importlib_metadata(tmp_path,
+                                                                         monkeypatch):
+    """importlib.metadata (10-25 ms to import and scan) is asked only where a folder of
+    sys.path has a distribution whose entry_points.txt names the group, or where the quick
+    search cannot tell (an archive on the path)."""
+    from ngrules import config
+
+    site = tmp_path / "site"
+    other = site / "other-1.0.dist-info"
+    other.mkdir(parents=True)
+    (other / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    monkeypatch.setattr(sys, "path", [str(site), str(tmp_path / "missing")])
+    assert not config._may_declare_ops()
+    egg = site / "old.egg-info"
+    egg.mkdir()
+    (egg / "entry_points.txt").write_text("[x]\na = b\n\n[ ngrules.ops ]\nsilu = m:f\n")
+    assert config._may_declare_ops()
+    (egg / "entry_points.txt").unlink()
+    (tmp_path / "deps.zip").write_bytes(b"PK\x05\x06" + bytes(18))  # an empty archive
+    monkeypatch.setattr(sys, "path", [str(site), str(tmp_path / "deps.zip")])
+    assert config._may_declare_ops()
+
+
 def test_pytest_plugin_loads_pyproject_ops(project):
     (project / "pyproject.toml").write_text('[tool.ngrules]\nops = ["silu_ops"]\n')
     cmd = [sys.executable, "-m", "pytest", "fuse.rules", "-p", "no:cacheprovider",
