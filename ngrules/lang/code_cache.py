@@ -184,7 +184,12 @@ def code_digest(above: tuple[str, ...], root: Path | None = None) -> str:
     (ngrules) outside its packages named in `above`; the version alone when no file can be
     read (an install without sources). Each file is read once per process (all of them: about
     10 ms), whichever caches ask."""
-    return _code_digest(above, root or Path(__file__).resolve().parents[1])
+    return _code_digest(above, root or _package())
+
+
+@functools.lru_cache(maxsize=1)
+def _package() -> Path:
+    return Path(__file__).resolve().parents[1]
 
 
 @functools.lru_cache(maxsize=16)

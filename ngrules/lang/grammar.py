@@ -10,8 +10,10 @@ from importlib import resources
 from pathlib import Path
 
 
+@functools.lru_cache(maxsize=1)
 def grammar_text() -> str:
-    """The grammar, from the installed package or else from a source checkout."""
+    """The grammar, from the installed package or else from a source checkout (read once per
+    process: every rules file's cache key names it)."""
     packaged = resources.files("ngrules").joinpath("grammar/ngrules.lark")
     if packaged.is_file():
         return packaged.read_text(encoding="utf-8")

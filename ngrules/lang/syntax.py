@@ -337,11 +337,13 @@ def children(node) -> tuple:
 
 def walk(nodes):
     """Every node under (and including) each of nodes, in source order, without recursion."""
-    stack = list(nodes)[::-1]
+    stack, under = list(nodes)[::-1], _CHILDREN.get  # (the checker walks every rule often)
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(reversed(children(node)))
+        found = under(type(node))
+        if found is not None:
+            stack.extend(reversed(found(node)))
 
 
 _LEVEL = {"+": 1, "-": 1, "*": 2, "/": 2, "Add": 1, "Subtract": 1, "Multiply": 2, "Divide": 2}
