@@ -48,6 +48,18 @@ def _shape(p: Pattern) -> tuple:
     return tuple(out)
 
 
+def _alike(a: Pattern, b: Pattern) -> bool:
+    """Whether a and b may have one `_shape`, from their roots alone (most operands of a
+    commutative op differ there: their shapes are not computed)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, POp):
+        return (a.op, a.optional, len(a.args)) == (b.op, b.optional, len(b.args))
+    if isinstance(a, PVar):
+        return a.kind == b.kind
+    return not isinstance(a, PLit) or a.value == b.value
+
+
 def one_order(roots: Sequence[Pattern], read: Iterable[str]) -> tuple[Pattern, ...]:
     """The roots with each commutative op whose swap cannot matter marked `one_order`;
     `read` names what the clauses read."""
@@ -65,7 +77,7 @@ def one_order(roots: Sequence[Pattern], read: Iterable[str]) -> tuple[Pattern, .
         if not isinstance(p, POp):
             return p
         args = tuple(mark(a) for a in p.args)
-        single = (_commutative(p) and _shape(args[0]) == _shape(args[1])
+        single = (_commutative(p) and _alike(*args) and _shape(args[0]) == _shape(args[1])
                   and private(args[0]) and private(args[1]))
         if not single and all(a is b for a, b in zip(args, p.args)):
             return p
