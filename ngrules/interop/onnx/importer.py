@@ -226,7 +226,7 @@ def _load_model(model_or_path, limits: Limits, meter: Meter | None = None):
     """The model, read from its file when given a path, and checked, without its large
     weights; and those weights as arrays sharing the file's (or serialised model's) bytes."""
     meter = meter or Meter()
-    if isinstance(model_or_path, (str, os.PathLike)):  # onnx imported while the file is read
+    if isinstance(model_or_path, (str, os.PathLike)):  # onnx loaded while the file is read
         model, arrays = read_model(model_or_path, limits, meter)
         where = os.fspath(model_or_path)
     elif isinstance(model_or_path, proto.ModelProto):

@@ -45,8 +45,8 @@ def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
     (`weights.split`: graph inputs in their place), and those weights as arrays viewing the
     file's bytes (or the external files'). The file's bytes, and what is read of external
     files, are charged to the import's `meter` before they are read. The file is read on a
-    thread of its own while onnx is imported (`weights.Background`): the read waits on the
-    kernel, the import on the interpreter, so on two cores the two take the longer's time."""
+    thread of its own while onnx's protobuf module and C++ extension load (`proto.load`,
+    `weights.Background`): the read waits on the kernel, the loading on the interpreter."""
     meter = meter or Meter()
     where = os.fspath(path)
     try:
