@@ -144,18 +144,14 @@ def test_the_classes_and_errors_are_onnxs_own():
 
 
 def _tiny_model(path: Path) -> None:
-    """x[2, 96] -> Gemm with a weight kept apart (weights.split) -> Relu, opset 13."""
-    rows = weights.STEERING_SIZE // 8 + 1
-    w = np.random.default_rng(0).standard_normal((8, rows)).astype(np.float32)
-    graph = helper.make_graph(
-        [helper.make_node("Gemm", ["x", "w"], ["h"], transB=1),
-         helper.make_node("Relu", ["h"], ["y"])], "dense",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, rows])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
-        [numpy_helper.from_array(w, "w")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
+    """x[1, 16, 8, 8] -> Conv with a weight kept apart (weights.split) -> Relu, opset 13."""
+    w = np.random.default_rng(0).standard_normal((16, 16, 5, 5)).astype(np.float32)
+    assert w.size > weights.STEERING_SIZE
+    conv = helper.make_node("Conv", ["x", "w"], ["h"], pads=[2, 2, 2, 2])
+    x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 16, 8, 8]) for n in "xy")
+    graph = helper.make_graph([conv, helper.make_node("Relu", ["h"], ["y"])], "conv", [x], [y],
+                              [numpy_helper.from_array(w, "w")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
 
 
 APPLY = """
@@ -183,7 +179,7 @@ def test_apply_on_an_onnx_model_never_imports_the_onnx_package(tmp_path):
     assert "ngrules.interop.onnx.proto" in modules  # onnx's protobuf module, loaded alone
     written = onnx.load(str(tmp_path / "out.onnx"))
     onnx.checker.check_model(written, full_check=True)
-    assert [n.op_type for n in written.graph.node] == ["Gemm", "Relu"]
+    assert [n.op_type for n in written.graph.node] == ["Conv", "Relu"]
 
 
 AFTER = """
