@@ -24,6 +24,7 @@ import importlib.util
 import numbers
 import os
 import sys
+import threading
 from typing import Any
 
 from ngrules.interop.onnx import INSTALL_HINT, OnnxError
@@ -32,6 +33,7 @@ from ngrules.interop.onnx import INSTALL_HINT, OnnxError
 _PB, _CPP = "onnx.onnx_ml_pb2", "onnx.onnx_cpp2py_export"
 
 _loaded: dict[str, Any] = {}
+_LOCK = threading.Lock()
 
 #: protobuf's limit for one serialised message (onnx's `checker.MAXIMUM_PROTOBUF`).
 MAXIMUM_PROTOBUF = 2147483647
@@ -86,6 +88,12 @@ def load() -> None:
     to install onnx. A copy that does not load alone is imported with onnx."""
     if _PB in _loaded:
         return
+    with _LOCK:  # the extension must not be loaded twice, by two threads at once
+        if _PB not in _loaded:
+            _load()
+
+
+def _load() -> None:
     if all(n in sys.modules for n in (_PB, _CPP)):  # onnx imported already
         _loaded.update({n: sys.modules[n] for n in (_PB, _CPP)})
         return
