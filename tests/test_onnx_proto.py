@@ -1,8 +1,9 @@
 """ngrules' ONNX path without the `onnx` package's Python layer (issue 34, item 6): `proto`
 loads onnx's protobuf classes and C++ checker alone, `ndarrays` converts tensors. What they
 build is what `onnx.helper` and `onnx.numpy_helper` build (compared byte for byte); `ngrules
-apply` on a model never imports `onnx`, `onnx.helper` or `ml_dtypes`; and an `import onnx` after
-ngrules has loaded them works in full, on the same classes and error types."""
+apply` on a model (a shape computation folded at import included) never imports `onnx`,
+`onnx.helper` or `ml_dtypes`; and an `import onnx` after ngrules has loaded them works in full,
+on the same classes and error types."""
 
 import json
 import os
@@ -15,6 +16,7 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from ngrules.interop.onnx import ndarrays, proto, weights  # noqa: E402
 
@@ -144,13 +146,22 @@ def test_the_classes_and_errors_are_onnxs_own():
 
 
 def _tiny_model(path: Path) -> None:
-    """x[1, 16, 8, 8] -> Conv with a weight kept apart (weights.split) -> Relu, opset 13."""
+    """x[1, 16, 8, 8] -> Conv with a weight kept apart (weights.split) -> Relu -> Reshape to
+    [1, -1] by a shape computation the importer folds (Shape, Gather, Unsqueeze, Concat)."""
     w = np.random.default_rng(0).standard_normal((16, 16, 5, 5)).astype(np.float32)
     assert w.size > weights.STEERING_SIZE
-    conv = helper.make_node("Conv", ["x", "w"], ["h"], pads=[2, 2, 2, 2])
-    x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 16, 8, 8]) for n in "xy")
-    graph = helper.make_graph([conv, helper.make_node("Relu", ["h"], ["y"])], "conv", [x], [y],
-                              [numpy_helper.from_array(w, "w")])
+    consts = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(0), "zero"),
+              numpy_helper.from_array(np.array([0]), "axes"),
+              numpy_helper.from_array(np.array([-1]), "rest")]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["h"], pads=[2, 2, 2, 2]),
+             helper.make_node("Relu", ["h"], ["r"]), helper.make_node("Shape", ["r"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"]),
+             helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+             helper.make_node("Concat", ["n1", "rest"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["r", "shape"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1024])
+    graph = helper.make_graph(nodes, "conv", [x], [y], consts)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
 
 
@@ -179,7 +190,11 @@ def test_apply_on_an_onnx_model_never_imports_the_onnx_package(tmp_path):
     assert "ngrules.interop.onnx.proto" in modules  # onnx's protobuf module, loaded alone
     written = onnx.load(str(tmp_path / "out.onnx"))
     onnx.checker.check_model(written, full_check=True)
-    assert [n.op_type for n in written.graph.node] == ["Conv", "Relu"]
+    assert {"Conv", "Relu", "Reshape"} <= {n.op_type for n in written.graph.node}
+    x = np.random.default_rng(1).standard_normal((1, 16, 8, 8)).astype(np.float32)
+    (want,) = ReferenceEvaluator(onnx.load(str(tmp_path / "m.onnx"))).run(None, {"x": x})
+    (got,) = ReferenceEvaluator(written).run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 AFTER = """

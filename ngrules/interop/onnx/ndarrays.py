@@ -17,7 +17,7 @@ from ngrules.interop.onnx.proto import onnx_module, utf8
 
 #: The element types numpy has: (its dtype, the TensorProto field holding its values when they
 #: are not raw bytes, that field's dtype).
-_PLAIN = {1: ("float32", "float_data", "float32"), 2: ("uint8", "int32_data", "int32"),
+PLAIN = {1: ("float32", "float_data", "float32"), 2: ("uint8", "int32_data", "int32"),
           3: ("int8", "int32_data", "int32"), 4: ("uint16", "int32_data", "int32"),
           5: ("int16", "int32_data", "int32"), 6: ("int32", "int32_data", "int32"),
           7: ("int64", "int64_data", "int64"), 8: ("object", "string_data", "object"),
@@ -25,15 +25,15 @@ _PLAIN = {1: ("float32", "float_data", "float32"), 2: ("uint8", "int32_data", "i
           11: ("float64", "double_data", "float64"), 12: ("uint32", "uint64_data", "uint64"),
           13: ("uint64", "uint64_data", "uint64"), 14: ("complex64", "float_data", "float32"),
           15: ("complex128", "double_data", "float64")}
-_ELEMS = {np.dtype(dtype): elem for elem, (dtype, _, _) in _PLAIN.items()}
+_ELEMS = {np.dtype(dtype): elem for elem, (dtype, _, _) in PLAIN.items()}
 _STRING, _EXTERNAL = 8, 1
 _BITS = {9: np.uint8, 10: np.uint16, 14: np.float32, 15: np.float64}
 
 
 def tensor_dtype_to_np_dtype(elem: int) -> np.dtype:
     """The numpy dtype of an ONNX element type (KeyError for one onnx does not know)."""
-    if elem in _PLAIN:
-        return np.dtype(_PLAIN[elem][0])
+    if elem in PLAIN:
+        return np.dtype(PLAIN[elem][0])
     return onnx_module("helper").tensor_dtype_to_np_dtype(elem)
 
 
@@ -52,10 +52,10 @@ def np_dtype_to_tensor_dtype(dtype) -> int:
 def to_array(tensor, base_dir: str = "") -> np.ndarray:
     """A TensorProto's values (`onnx.numpy_helper.to_array`); raw data viewed, read-only."""
     elem, dims = tensor.data_type, tuple(tensor.dims)
-    if (elem not in _PLAIN or sys.byteorder != "little" or tensor.HasField("segment")
+    if (elem not in PLAIN or sys.byteorder != "little" or tensor.HasField("segment")
             or tensor.data_location == _EXTERNAL):
         return onnx_module("numpy_helper").to_array(tensor, base_dir)
-    dtype, field, stored = _PLAIN[elem]
+    dtype, field, stored = PLAIN[elem]
     if elem == _STRING:
         return np.asarray([s.decode("utf-8") for s in tensor.string_data]).astype(object) \
             .reshape(dims)
@@ -81,7 +81,7 @@ def from_array(array: np.ndarray, name: str | None = None):
             tensor.string_data.append(utf8(e))
     else:
         elem = np_dtype_to_tensor_dtype(array.dtype)
-        if elem not in _PLAIN:
+        if elem not in PLAIN:
             return onnx_module("numpy_helper").from_array(array, name)
         tensor = proto.TensorProto(dims=array.shape, data_type=elem,
                                    raw_data=np.asarray(array, array.dtype.newbyteorder("<"))
@@ -94,10 +94,10 @@ def from_array(array: np.ndarray, name: str | None = None):
 def make_tensor(name: str, data_type: int, dims, vals, raw: bool = False):
     """A TensorProto of the values (`onnx.helper.make_tensor`): in the field of its type, or
     with `raw`, `vals` (bytes or an array) as its raw data."""
-    if data_type not in _PLAIN or (raw and data_type == _STRING):
+    if data_type not in PLAIN or (raw and data_type == _STRING):
         return onnx_module("helper").make_tensor(name, data_type, dims, vals, raw)
     tensor = proto.TensorProto(name=name, data_type=data_type, dims=dims)
-    dtype, field, _ = _PLAIN[data_type]
+    dtype, field, _ = PLAIN[data_type]
     count = math.prod(dims)
     if raw:
         if isinstance(vals, np.ndarray):

@@ -25,7 +25,7 @@ import numpy as np
 from ngrules.errors import printable
 from ngrules.interop.onnx import OnnxError, UnsupportedOp, ndarrays, proto
 from ngrules.interop.onnx.budget import BudgetExceeded, Meter
-from ngrules.interop.onnx.importing import symbolic_slices
+from ngrules.interop.onnx.importing import fold_kernels, symbolic_slices
 from ngrules.interop.onnx.importing.axes import Shapes
 from ngrules.interop.onnx.importing.loading import Limits, one_line, tensor_array
 from ngrules.interop.onnx.weights import STEERING_SIZE
@@ -194,14 +194,17 @@ class Folding:
             self.consts[name] = value
 
     def _evaluate(self, node, values: list) -> list:
-        """The node's outputs: numpy's where onnx's reference evaluator is wrong (`_KERNELS`),
-        else the evaluator's."""
+        """The node's outputs: numpy's where onnx's reference evaluator is wrong (`_KERNELS`)
+        or computes the same (`fold_kernels`: no `import onnx` for them), else the evaluator's."""
         own = _KERNELS.get(node.op_type)
         if own is not None:
             return own(node, *values)
+        inputs = [n for n in node.input if n]
+        computed = fold_kernels.run(node, self._opset(), dict(zip(inputs, values)))
+        if computed is not None:
+            return computed
         from onnx.reference import ReferenceEvaluator
 
-        inputs = [n for n in node.input if n]
         return ReferenceEvaluator(self._single_node_model(node)).run(
             None, dict(zip(inputs, values)))
 
@@ -242,6 +245,10 @@ class Folding:
         except (ArithmeticError, ValueError, TypeError, IndexError):
             sizes.append(math.inf)
         return max(sizes)
+
+    def _opset(self) -> int | None:
+        return next((o.version for o in self.base.opset_import if o.domain in ("", "ai.onnx")),
+                    None)
 
     def _single_node_model(self, node):
         inputs = [n for n in node.input if n]
