@@ -86,7 +86,6 @@ class Weights:
         return None if t is None else ndarrays.to_array(t)
 
     def add(self, array) -> str:
-
         from ngrules.interop.onnx.weights import separable
 
         name = self.fresh()

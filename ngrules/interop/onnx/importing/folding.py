@@ -125,7 +125,6 @@ class Folding:
             return False
         nodes, consts = found
         if self.base is self._given:  # never the caller's model
-
             self.base = proto.ModelProto()
             self.base.CopyFrom(self._given)
         graph = self.base.graph
