@@ -127,7 +127,7 @@ class _Shapes:
     """Nodes computing shapes at run time, from the inputs that hold each symbol."""
 
     def __init__(self, sources: Sequence[tuple[str, Sequence[int]]], prefix: str,
-                 initializers: list | None = None):
+                 initializers: list | None = None, read: Mapping[tuple, str] | None = None):
         self.where: dict[str, tuple[str, int]] = {}  # symbol -> (input, position)
         for name, lengths in sources:
             for i, length in enumerate(lengths):
@@ -137,6 +137,7 @@ class _Shapes:
         self.nodes: list = []
         self.initializers = initializers  # where static parts go (a function: Constant nodes)
         self.prefix = prefix
+        self.read = read or {}  # (input, start, end) -> a Shape the graph has already
         self._dims: dict[str, str] = {}
         self._count = 0
 
@@ -165,7 +166,8 @@ class _Shapes:
     def _dim(self, symbol: str) -> str:
         if symbol not in self._dims:
             name, i = self.where[symbol]
-            self._dims[symbol] = self._node("Shape", [name], start=i, end=i + 1)
+            self._dims[symbol] = self.read.get((name, i, i + 1)) or self._node(
+                "Shape", [name], start=i, end=i + 1)
         return self._dims[symbol]
 
     def can(self, values: np.ndarray) -> bool:
@@ -264,12 +266,16 @@ def restore(model, arrays: Mapping[str, np.ndarray] | None = None) -> None:
     graph = model.graph
     sources = [(vi.name, [d.dim_value for d in vi.type.tensor_type.shape.dim])
                for vi in graph.input]
+    held = any(symbolic.symbols_of(d) for _, dims in sources for d in dims)
+    read = _shared_input_shapes(graph, dict(sources)) if held else {}
     constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     constants.update(_constant_nodes(graph.node))
     found = _symbolic_constants(graph.node, constants)
     if found:
         added: list = []
-        nodes = _rewired(list(graph.node), _Shapes(sources, "dyn_shape", added), found)
+        nodes = _rewired(list(graph.node), _Shapes(sources, "dyn_shape", added, read), found)
+        ranks = dict(sources)  # the inputs' Shapes first: the new shapes read the model's
+        nodes.sort(key=lambda n: _input_shape(n, ranks) is None)
         del graph.node[:]
         graph.node.extend(nodes)
         used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
@@ -281,6 +287,45 @@ def restore(model, arrays: Mapping[str, np.ndarray] | None = None) -> None:
     _relabel(graph.input)
     _relabel(graph.output)
     _check_no_stand_ins(graph.node, {t.name: t for t in graph.initializer}, symbols)
+
+
+def _input_shape(node, ranks: Mapping[str, Sequence[int]]) -> tuple | None:
+    """(input, start, end) of a Shape node of a graph input, its bounds resolved."""
+    if node.op_type != "Shape" or node.domain not in ("", "ai.onnx") or \
+            node.input[0] not in ranks:
+        return None
+    from onnx import helper
+
+    rank = len(ranks[node.input[0]])
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    start, end = (min(max(v + rank if v < 0 else v, 0), rank)
+                  for v in (attrs.get("start", 0), attrs.get("end", rank)))
+    return node.input[0], start, end
+
+
+def _shared_input_shapes(graph, ranks: Mapping[str, Sequence[int]]) -> dict[tuple, str]:
+    """Shapes of graph inputs (the model's, and those the exporter wrote for a symbolic
+    length) read from one node each, placed first (they read inputs only); those nodes'
+    outputs by (input, start, end), for `_Shapes` to read rather than write them again."""
+    outputs = {o.name for o in graph.output}
+    read: dict[tuple, str] = {}
+    renamed: dict[str, str] = {}
+    shapes, rest = [], []
+    for node in graph.node:
+        for i, x in enumerate(node.input):
+            node.input[i] = renamed.get(x, x)
+        key = _input_shape(node, ranks)
+        if key is None:
+            rest.append(node)
+        elif key in read and node.output[0] not in outputs:
+            renamed[node.output[0]] = read[key]
+        else:
+            read.setdefault(key, node.output[0])
+            shapes.append(node)
+    if shapes:
+        del graph.node[:]
+        graph.node.extend(shapes + rest)
+    return read
 
 
 #: A stand-in length, or one a few steps from it (a symbolic axis concatenated with a static
