@@ -67,7 +67,7 @@ def measure(path: Path, mode: str, out: Path) -> dict:
                           text=True)
     row = {"model": path.stem, "mode": mode}
     if done.returncode != 0:
-        row["error"] = (done.stderr.strip().splitlines() or ["exit %d" % done.returncode])[-1]
+        row["error"] = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         return row
     model = onnx.load(str(path), load_external_data=False)
     written = onnx.load(str(out), load_external_data=False)

@@ -34,14 +34,37 @@ def _axis_index(em: Emitter, n: Node) -> Value:
     axis = n.attrs["axis"]
     if not symbolic.symbols_of(axis.length):
         return constant_value(np.arange(axis.length, dtype=np.int64), (axis,))
-    x = n.args[0]
+    length = em.node("Squeeze", [_run_time_length(em, n), em.const([0])])
+    return full_value(em.node("Range", [em.const(0), length, em.const(1)]), (axis,))
+
+
+def _run_time_length(em: Emitter, index: Node) -> str:
+    """The length of an AxisIndex's symbolic axis as a 1-D value: the Shape of the tensor
+    that has it, read at run time."""
+    x, axis = index.args[0], index.attrs["axis"]
     v = em.values[x]
     if not v.full(axis):
         v = em.complete(x, (axis,))
     i = v.dims.index(axis)
-    length = em.node("Shape", [em.name_of(v)], start=i, end=i + 1)
-    length = em.node("Squeeze", [length, em.const([0])])
-    return full_value(em.node("Range", [em.const(0), length, em.const(1)]), (axis,))
+    return em.node("Shape", [em.name_of(v)], start=i, end=i + 1)
+
+
+def slice_back(em: Emitter, n: Node, args: Sequence[str]) -> str | None:
+    """A Gather that a model's Slice to a symbolic length became (`symbolic_slices`), as that
+    Slice: from 0 to the run-time length along the gathered axis; None for any other Gather."""
+    from ngrules.interop.onnx.importing.symbolic_slices import SLICED, positions
+
+    inputs = SLICED.get(n)
+    index = positions(n) if inputs else None
+    if index is None or not symbolic.symbols_of(index.attrs["axis"].length):
+        return None
+    axis = n.args[0].axes.index(n.attrs["axis"])
+    bounds = [em.const([0]), _run_time_length(em, index)]
+    if inputs > 3 or axis:
+        bounds.append(em.const([axis]))
+    if inputs > 4:
+        bounds.append(em.const([1]))
+    return em.node("Slice", [args[0], *bounds])
 
 
 def run_time_constant(placeholders, value: np.ndarray, axes) -> Node | None:
