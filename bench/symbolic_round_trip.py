@@ -4,7 +4,8 @@ the command line, then check the written model keeps the input's and output's `d
 computes what the input computes under onnxruntime at two (batch, sequence) shapes; print node
 counts in and out and the op types that differ.
 
-Run: `python bench/symbolic_round_trip.py [--dir /tmp/ngr-tf] [--only bert_mask_dynamo ...]`
+Run: `python bench/symbolic_round_trip.py [--dir /tmp/ngr-tf] [--only bert_mask_dynamo ...]
+[--tree ANOTHER_TREE]`
 (a developer measurement, not run by CI; the models are large files never committed).
 """
 
@@ -57,14 +58,14 @@ def _run(path: Path, feeds: dict) -> list:
     return session.run(None, feeds)
 
 
-def measure(path: Path, mode: str, out: Path) -> dict:
+def measure(path: Path, mode: str, out: Path, tree: Path = ROOT) -> dict:
     import onnx
 
     args = ["--no-rules"] if mode == "no-rules" else ["--pipeline", mode]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run([sys.executable, "-c", "from ngrules.cli import main; main()", "apply",
                            str(path), *args, "-o", str(out)], env=env, capture_output=True,
-                          text=True)
+                          text=True, cwd=tree)  # (`-c` reads the working folder first)
     row = {"model": path.stem, "mode": mode}
     if done.returncode != 0:
         row["error"] = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
@@ -91,6 +92,7 @@ def main() -> None:
     parser.add_argument("--dir", default="/tmp/ngr-tf")
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--modes", nargs="*", default=MODES)
+    parser.add_argument("--tree", default=str(ROOT), help="the ngrules tree to run (a revision's)")
     args = parser.parse_args()
     paths = sorted(Path(args.dir).glob("*.onnx"))
     print("| model | mode | nodes in | nodes out | dim_params | max abs diff | ops out - in "
@@ -101,7 +103,7 @@ def main() -> None:
             if args.only and path.stem not in args.only:
                 continue
             for mode in args.modes:
-                row = measure(path, mode, Path(tmp) / "out.onnx")
+                row = measure(path, mode, Path(tmp) / "out.onnx", Path(args.tree))
                 if "error" in row:
                     print(f"| {row['model']} | {row['mode']} | error: {row['error']} |")
                 else:

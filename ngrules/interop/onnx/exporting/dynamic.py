@@ -54,7 +54,8 @@ def slice_back(em: Emitter, n: Node, args: Sequence[str]) -> str | None:
     Slice: from 0 to the run-time length along the gathered axis; None for any other Gather."""
     from ngrules.interop.onnx.importing.symbolic_slices import SLICED, positions
 
-    inputs = SLICED.get(n)
+    slicing = getattr(em, "target", em.opset) >= 10  # a Slice reads its bounds as inputs
+    inputs = SLICED.get(n) if slicing else None
     index = positions(n) if inputs else None
     if index is None or not symbolic.symbols_of(index.attrs["axis"].length):
         return None
