@@ -4,7 +4,8 @@ models use for these two (torch's exporters, ONNX's function bodies) come back a
 A Reshape written back for a model's own Reshape (`layout.KEPT_RESHAPE`) stays a Reshape; one
 written back for a model's Flatten (`layout.KEPT_FLATTEN`) is that Flatten where its input's
 shape and its 2-D target give one (a Flatten with axis 0 is a Reshape to (1, n) to the
-layout). One node for one node; run last, after the passes that join Reshapes."""
+layout). One node for one node; run after the passes that join Reshapes, before `dynamic`
+computes shapes over a symbolic length at run time (its targets are constants until then)."""
 
 from __future__ import annotations
 
