@@ -3,6 +3,8 @@ or sequence stay graph computations, nothing is allocated at a stand-in length, 
 written back has the same `dim_param`s and computes the same values at two (batch, sequence)
 shapes under onnxruntime, with no rule and through every shipped pipeline."""
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -115,6 +117,21 @@ def positions():
     return _model(nodes, [_io("x", ["batch", "seq", D])], [_io("y", ["batch", "seq", D])], inits)
 
 
+def sliced(inputs: int = 5):
+    """A buffer sliced to the sequence length as torch's dynamo exporter writes it
+    (`Slice(buffer, [0], Shape(ids)[1:2], [axis], [1])`), with 3, 4 or 5 inputs (a 1-D buffer
+    with 3: no axes), then gathered from an embedding table and added to the input."""
+    axis, buffer = (1, np.arange(32).reshape(1, 32)) if inputs > 3 else (0, np.arange(32))
+    bounds = ["zero", "n", "axis", "one"][:inputs - 1]
+    nodes = [helper.make_node("Shape", ["x"], ["n"], start=1, end=2),
+             helper.make_node("Slice", ["ids", *bounds], ["pos"]),
+             helper.make_node("Gather", ["table", "pos"], ["p_emb"]),
+             helper.make_node("Add", ["x", "p_emb"], ["y"])]
+    inits = {"ids": buffer, "zero": [0], "one": [1], "axis": [axis],
+             "table": RNG.standard_normal([32, D]).astype(np.float32)}
+    return _model(nodes, [_io("x", ["batch", "seq", D])], [_io("y", ["batch", "seq", D])], inits)
+
+
 def last_token():
     """GPT-2's last token: rows flattened, row b*S + S - 1 gathered (the sequence length used
     as data: computed at run time)."""
@@ -158,8 +175,8 @@ def mask_by_index():
     return _model(nodes, inputs, [_io("y", ["batch", "seq", D])], inits)
 
 
-MODELS = [causal_mask, reshape_batch, attention_mask, padding_ones, positions, last_token,
-          mask_by_index]
+MODELS = [causal_mask, reshape_batch, attention_mask, padding_ones, positions, sliced,
+          last_token, mask_by_index]
 
 
 #: The shipped pipelines (named here: loading the library while collecting would declare its
@@ -262,3 +279,43 @@ def test_a_size_read_after_a_model_with_symbolic_lengths_writes_no_message(monke
     x = ng.placeholder([ng.make_axis(3, "C")], name="x")
     monkeypatch.setattr(graph.Node, "__repr__", lambda self: pytest.fail("a repr written"))
     assert size_of(x) == size_of(x.axes) == 3
+
+
+def _ops(model):
+    return Counter(n.op_type for n in model.graph.node)
+
+
+@pytest.mark.parametrize("build", [positions, mask_by_index, reshape_batch, sliced,
+                                   pytest.param(lambda: sliced(4), id="sliced4"),
+                                   pytest.param(lambda: sliced(3), id="sliced3")])
+def test_with_no_rule_a_symbolic_model_comes_back_as_its_own_nodes(build):
+    """A Slice to the sequence length comes back a Slice (it was Shape, Squeeze, Range and
+    Gather), a Shape of an input the exporter needs for a symbolic length is the model's own
+    (it was written again), and a Reshape of a Range to that length that inserts a 1 is an
+    Unsqueeze: `positions` grew 7 -> 9 nodes, `mask_by_index` 18 -> 21, `sliced` 4 -> 6."""
+    model = build()
+    imported = import_model(model, symbolic=True)
+    out = to_onnx(imported.outputs, output_names=imported.output_names)
+    assert _ops(out) == _ops(model)
+    assert _dims(out) == _dims(model)
+    feeds = _feeds(model, 3, 7)
+    np.testing.assert_allclose(_run(out, feeds), _run(model, feeds), rtol=1e-4, atol=1e-5)
+
+
+def test_a_models_own_gather_of_positions_stays_a_gather():
+    """Only the Gather read from a Slice is written back a Slice: the model's own
+    `Gather(table, Range(0, S))` (GPT-2's position embedding) comes back as it was."""
+    nodes = [helper.make_node("Shape", ["x"], ["n"], start=1, end=2),
+             helper.make_node("Squeeze", ["n"], ["s"]),
+             helper.make_node("Range", ["zero", "s", "one"], ["r"]),
+             helper.make_node("Gather", ["table", "r"], ["p_emb"]),
+             helper.make_node("Add", ["x", "p_emb"], ["y"])]
+    inits = {"zero": np.int64(0), "one": np.int64(1),
+             "table": RNG.standard_normal([32, D]).astype(np.float32)}
+    model = _model(nodes, [_io("x", ["batch", "seq", D])], [_io("y", ["batch", "seq", D])],
+                   inits)
+    imported = import_model(model, symbolic=True)
+    out = to_onnx(imported.outputs, output_names=imported.output_names)
+    assert _ops(out) == _ops(model)
+    feeds = _feeds(model, 2, 9)
+    np.testing.assert_allclose(_run(out, feeds), _run(model, feeds), rtol=1e-4, atol=1e-5)

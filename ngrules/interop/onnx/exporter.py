@@ -341,12 +341,14 @@ def export_parts(
     transposes.join_in_model(model, em.weights, fresh)
     shuffle.absorb_in_model(model, em.weights, fresh)  # into the convs
     gelu_chains.join_in_model(model, em.opset)  # GELU in elementwise nodes as one node
+    if target != "onnxruntime":  # while shapes are constants, a symbolic length's too
+        unit_views.name_in_model(model, em.weights, fresh)  # Unsqueeze
     dynamic.restore(model, em.weights)  # dim_params back, run-time shapes, no stand-in left
     as_read.name_outputs(model, source)  # outputs' own symbols (`Reshapey_dim_2`) back
     em.meter.check_time("checking the written model")
     if target == "onnxruntime":
         ort_target.for_onnxruntime(model, em.weights, fresh)
-    unit_views.name_in_model(model, em.weights, fresh)  # Unsqueeze
+        unit_views.name_in_model(model, em.weights, fresh)  # after its joins
     downgrade.to_opset(model, opset, em.weights)  # an older opset's forms
     if check:
         refused.check(model, em.weights, source)  # onnx's checker, onnxruntime's rules, session

@@ -28,7 +28,7 @@ from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget, Meter
 from ngrules.interop.onnx.composites import whole
 from ngrules.interop.onnx.exporting import as_read, dynamic
 from ngrules.interop.onnx.exporting.writers import origins
-from ngrules.interop.onnx.importing import recipes
+from ngrules.interop.onnx.importing import recipes, symbolic_slices
 from ngrules.interop.onnx.importing.axes import Naming, name_axes
 from ngrules.interop.onnx.importing.context import (
     CONVERTERS,
@@ -291,6 +291,7 @@ def import_model(
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     origins.record(importer, names, outputs, opset)  # outputs folded: the nodes that made them
     recipes.record(importer, opset)  # values folded: the nodes that made them
+    symbolic_slices.record(importer)  # Slices to a symbolic length: written back as Slices
     as_read.remember(importer, model, arrays, outputs)  # for the exporter: inputs, refusals
     return Imported(outputs, names, dict(importer.placeholders), importer.naming, opset)
 

@@ -34,14 +34,38 @@ def _axis_index(em: Emitter, n: Node) -> Value:
     axis = n.attrs["axis"]
     if not symbolic.symbols_of(axis.length):
         return constant_value(np.arange(axis.length, dtype=np.int64), (axis,))
-    x = n.args[0]
+    length = em.node("Squeeze", [_run_time_length(em, n), em.const([0])])
+    return full_value(em.node("Range", [em.const(0), length, em.const(1)]), (axis,))
+
+
+def _run_time_length(em: Emitter, index: Node) -> str:
+    """The length of an AxisIndex's symbolic axis as a 1-D value: the Shape of the tensor
+    that has it, read at run time."""
+    x, axis = index.args[0], index.attrs["axis"]
     v = em.values[x]
     if not v.full(axis):
         v = em.complete(x, (axis,))
     i = v.dims.index(axis)
-    length = em.node("Shape", [em.name_of(v)], start=i, end=i + 1)
-    length = em.node("Squeeze", [length, em.const([0])])
-    return full_value(em.node("Range", [em.const(0), length, em.const(1)]), (axis,))
+    return em.node("Shape", [em.name_of(v)], start=i, end=i + 1)
+
+
+def slice_back(em: Emitter, n: Node, args: Sequence[str]) -> str | None:
+    """A Gather that a model's Slice to a symbolic length became (`symbolic_slices`), as that
+    Slice: from 0 to the run-time length along the gathered axis; None for any other Gather."""
+    from ngrules.interop.onnx.importing.symbolic_slices import SLICED, positions
+
+    slicing = getattr(em, "target", em.opset) >= 10  # a Slice reads its bounds as inputs
+    inputs = SLICED.get(n) if slicing else None
+    index = positions(n) if inputs else None
+    if index is None or not symbolic.symbols_of(index.attrs["axis"].length):
+        return None
+    axis = n.args[0].axes.index(n.attrs["axis"])
+    bounds = [em.const([0]), _run_time_length(em, index)]
+    if inputs > 3 or axis:
+        bounds.append(em.const([axis]))
+    if inputs > 4:
+        bounds.append(em.const([1]))
+    return em.node("Slice", [args[0], *bounds])
 
 
 def run_time_constant(placeholders, value: np.ndarray, axes) -> Node | None:
@@ -127,7 +151,7 @@ class _Shapes:
     """Nodes computing shapes at run time, from the inputs that hold each symbol."""
 
     def __init__(self, sources: Sequence[tuple[str, Sequence[int]]], prefix: str,
-                 initializers: list | None = None):
+                 initializers: list | None = None, read: Mapping[tuple, str] | None = None):
         self.where: dict[str, tuple[str, int]] = {}  # symbol -> (input, position)
         for name, lengths in sources:
             for i, length in enumerate(lengths):
@@ -137,6 +161,7 @@ class _Shapes:
         self.nodes: list = []
         self.initializers = initializers  # where static parts go (a function: Constant nodes)
         self.prefix = prefix
+        self.read = read or {}  # (input, start, end) -> a Shape the graph has already
         self._dims: dict[str, str] = {}
         self._count = 0
 
@@ -161,7 +186,8 @@ class _Shapes:
     def _dim(self, symbol: str) -> str:
         if symbol not in self._dims:
             name, i = self.where[symbol]
-            self._dims[symbol] = self._node("Shape", [name], start=i, end=i + 1)
+            self._dims[symbol] = self.read.get((name, i, i + 1)) or self._node(
+                "Shape", [name], start=i, end=i + 1)
         return self._dims[symbol]
 
     def can(self, values: np.ndarray) -> bool:
@@ -257,12 +283,16 @@ def restore(model, arrays: Mapping[str, np.ndarray] | None = None) -> None:
     graph = model.graph
     sources = [(vi.name, [d.dim_value for d in vi.type.tensor_type.shape.dim])
                for vi in graph.input]
+    held = any(symbolic.symbols_of(d) for _, dims in sources for d in dims)
+    read = _shared_input_shapes(graph, dict(sources)) if held else {}
     constants = {t.name: ndarrays.to_array(t) for t in graph.initializer}
     constants.update(_constant_nodes(graph.node))
     found = _symbolic_constants(graph.node, constants)
     if found:
         added: list = []
-        nodes = _rewired(list(graph.node), _Shapes(sources, "dyn_shape", added), found)
+        nodes = _rewired(list(graph.node), _Shapes(sources, "dyn_shape", added, read), found)
+        ranks = dict(sources)  # the inputs' Shapes first: the new shapes read the model's
+        nodes.sort(key=lambda n: _input_shape(n, ranks) is None)
         del graph.node[:]
         graph.node.extend(nodes)
         used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
@@ -274,6 +304,43 @@ def restore(model, arrays: Mapping[str, np.ndarray] | None = None) -> None:
     _relabel(graph.input)
     _relabel(graph.output)
     _check_no_stand_ins(graph.node, {t.name: t for t in graph.initializer}, symbols)
+
+
+def _input_shape(node, ranks: Mapping[str, Sequence[int]]) -> tuple | None:
+    """(input, start, end) of a Shape node of a graph input, its bounds resolved."""
+    if node.op_type != "Shape" or node.domain not in ("", "ai.onnx") or \
+            node.input[0] not in ranks:
+        return None
+    rank = len(ranks[node.input[0]])
+    attrs = {a.name: proto.get_attribute_value(a) for a in node.attribute}
+    start, end = (min(max(v + rank if v < 0 else v, 0), rank)
+                  for v in (attrs.get("start", 0), attrs.get("end", rank)))
+    return node.input[0], start, end
+
+
+def _shared_input_shapes(graph, ranks: Mapping[str, Sequence[int]]) -> dict[tuple, str]:
+    """Shapes of graph inputs (the model's, and those the exporter wrote for a symbolic
+    length) read from one node each, placed first (they read inputs only); those nodes'
+    outputs by (input, start, end), for `_Shapes` to read rather than write them again."""
+    outputs = {o.name for o in graph.output}
+    read: dict[tuple, str] = {}
+    renamed: dict[str, str] = {}
+    shapes, rest = [], []
+    for node in graph.node:
+        for i, x in enumerate(node.input):
+            node.input[i] = renamed.get(x, x)
+        key = _input_shape(node, ranks)
+        if key is None:
+            rest.append(node)
+        elif key in read and node.output[0] not in outputs:
+            renamed[node.output[0]] = read[key]
+        else:
+            read.setdefault(key, node.output[0])
+            shapes.append(node)
+    if shapes:
+        del graph.node[:]
+        graph.node.extend(shapes + rest)
+    return read
 
 
 #: A stand-in length, or one a few steps from it (a symbolic axis concatenated with a static

@@ -61,6 +61,7 @@ class Folding:
         self.consts: dict[str, np.ndarray] = dict(arrays or {})  # weights left out of `model`
         self.base = self._given = model
         self.symbolic: set[str] = set()  # values computed from a stand-in length
+        self.sliced: dict[str, int] = {}  # a Slice read as Gathers: its output -> its inputs
         self.done: set[int] = set()
         self.shapes = self._infer()
         for _ in range(_MAX_ROUNDS):
@@ -124,6 +125,7 @@ class Folding:
         if found is None:
             return False
         nodes, consts = found
+        self.sliced[node.output[0]] = len(node.input)
         if self.base is self._given:  # never the caller's model
             self.base = proto.ModelProto()
             self.base.CopyFrom(self._given)

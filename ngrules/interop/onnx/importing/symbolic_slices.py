@@ -7,15 +7,44 @@ it is wrong. So before inference such a Slice (bounds known, computed from a sym
 becomes, per sliced axis, `Gather(x, Range(start, end, 1), axis)`: inference then gives the
 symbolic length, the importer makes the Range positions along the input's axis of that length
 (`AxisIndex`), and the model written back slices at run time (correct for any S the buffer
-holds).
+holds). A Slice of one axis from 0 is recorded (`record`) on the Gather node it became, and
+the exporter writes that node back as a Slice whose end is the run-time length
+(`dynamic.slice_back`): the model's own node. A rule that rewrites the Gather, its data or
+its positions makes another node, which is written as what it is.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
 from ngrules.interop.onnx import proto
 from ngrules.ir import symbolic
+from ngrules.ir.graph import Node
+
+#: a Gather node read from a model's Slice of one axis from 0 to a symbolic length -> the
+#: number of inputs that Slice had (3 to 5: axes and steps are written where it had them).
+SLICED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def record(importer) -> None:
+    """Note the Gather each symbolic Slice of one axis from 0 became (`SLICED`)."""
+    for name, inputs in importer.folding.sliced.items():
+        t = importer.values.get(name)
+        node = getattr(t, "node", None)
+        while node is not None and node.op == "AxesCast":
+            node = node.args[0]
+        if node is not None and node.op == "Gather" and positions(node) is not None:
+            SLICED[node] = inputs
+
+
+def positions(gather: Node) -> Node | None:
+    """The `AxisIndex` a Gather reads its positions from (through renamings), or None."""
+    index = gather.args[1]
+    while index.op == "AxesCast":
+        index = index.args[0]
+    return index if index.op == "AxisIndex" else None
 
 
 def as_gathers(folding, node) -> tuple[list, dict[str, np.ndarray]] | None:

@@ -4,10 +4,12 @@ models use for these two (torch's exporters, ONNX's function bodies) come back a
 A Reshape written back for a model's own Reshape (`layout.KEPT_RESHAPE`) stays a Reshape; one
 written back for a model's Flatten (`layout.KEPT_FLATTEN`) is that Flatten where its input's
 shape and its 2-D target give one (a Flatten with axis 0 is a Reshape to (1, n) to the
-layout). One node for one node; run last, after the passes that join Reshapes."""
+layout). One node for one node; run after the passes that join Reshapes, before `dynamic`
+computes shapes over a symbolic length at run time (its targets are constants until then)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -49,11 +51,11 @@ def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
                 o.name for o in graph.output):
             graph.initializer.remove(targets[target])  # its target: read by nothing now
     for node in candidates:
-        before = shapes.get(node.input[0])
         after = [int(v) for v in ndarrays.to_array(targets[node.input[1]]).ravel()]
-        if before is None or not all(isinstance(d, int) and d > 0 for d in before):
-            continue
         if any(v <= 0 for v in after):
+            continue
+        before = _completed(shapes.get(node.input[0]), after)
+        if before is None:
             continue
         found = _unit_change(list(before), after)
         if found is None:
@@ -64,6 +66,20 @@ def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
         node.op_type = op
         node.input[1] = name
         del node.attribute[:]  # a Reshape's allowzero=0
+
+
+def _completed(before, after: Sequence[int]) -> list[int] | None:
+    """The input's shape, a dimension inference left open (a Range to a symbolic length, at
+    its stand-in while written) worked out from the target: the Reshape keeps the count."""
+    if before is None:
+        return None
+    known = [d for d in before if isinstance(d, int) and d > 0]
+    if len(known) == len(before):
+        return list(before)
+    rest, count = math.prod(after), math.prod(known)  # (stand-ins: Python's integers)
+    if len(known) + 1 != len(before) or rest % count:
+        return None
+    return [d if isinstance(d, int) and d > 0 else rest // count for d in before]
 
 
 def _unit_change(before: Sequence[int], after: Sequence[int]):

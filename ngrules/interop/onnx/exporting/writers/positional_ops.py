@@ -17,9 +17,12 @@ def _same(op: str):
 
 def _gather(em, n, a):
     """ONNX Gather (negative indices count from the end, as the op's; the op clips indices
-    still out of range, which ONNX leaves undefined)."""
+    still out of range, which ONNX leaves undefined); a model's Slice to a symbolic length
+    that the import read as a Gather is written back a Slice."""
+    from ngrules.interop.onnx.exporting.dynamic import slice_back
+
     x = n.args[0]
-    return em.node("Gather", a, axis=x.axes.index(n.attrs["axis"]))
+    return slice_back(em, n, a) or em.node("Gather", a, axis=x.axes.index(n.attrs["axis"]))
 
 
 def _scatter_add(em, n, a):
