@@ -45,6 +45,7 @@ from ngrules.engine.results import RewriteResult, Run, stopped_by_cycle
 from ngrules.ir import composite
 from ngrules.ir.canonical import PASS_NAME as CANONICAL
 from ngrules.ir.canonical import canonical_layout
+from ngrules.ir.filebytes import FileBytes
 from ngrules.ir.graph import (
     Node,
     creation_order,
@@ -382,6 +383,7 @@ def rewrite(
     stats: bool = False,
     fold_limit: int | None = None,
     budget: Budget | None = None,
+    spend: FileBytes | None = None,
 ) -> RewriteResult:
     """Apply passes of rules to the graph of `outputs`; the input graph is never changed.
 
@@ -394,14 +396,17 @@ def rewrite(
     bounds the whole call (`ngrules.budget`; default 2 GiB, 120 s): past it, `BudgetExceeded`.
     Unless the passes name `decompose*`, `canonical_layout` or `recompose`, each pass reads an
     imported model as its rules are written (`reading`: the ONNX ops they name lowered).
+    spend: a model file's bytes (`Imported.spendable`) from a caller done with the input graph:
+    folding may write a weight over the one it is made from, in the input (`spending`).
     """
     ruleset = as_ruleset(rules)
     names = pass_names(ruleset, pipeline, passes)
     with paused_gc():
-        return _rewrite(outputs, ruleset, names, Run(fuel, checked, stats, budget), fold_limit)
+        return _rewrite(outputs, ruleset, names, Run(fuel, checked, stats, budget), fold_limit,
+                        spend)
 
 
-def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=None):
+def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=None, spend=None):
     current = list(outputs)
     checked = run.checked
     if checked:
@@ -422,7 +427,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
             current = canonical_layout(current)
             continue
         if name in BUILTIN_PASSES and name not in ruleset.passes:
-            folding = Folding(fold_limit, run.budget.meter)
+            folding = Folding(fold_limit, run.budget.meter, spend)
             current = folding.apply(current)
             result.folded.extend(folding.folded)
             continue
