@@ -39,7 +39,7 @@ from ngrules.engine.dispatch import first_in_order, first_match, first_on_view
 from ngrules.engine.folding import Folding
 from ngrules.engine.multiroot import Context, apply_together
 from ngrules.engine.normalize import Cycle, Normalizing
-from ngrules.engine.passes import as_ruleset, pass_names
+from ngrules.engine.passes import Lowering, as_ruleset, pass_names, steps
 from ngrules.engine.pending import Pending
 from ngrules.engine.results import RewriteResult, Run, stopped_by_cycle
 from ngrules.ir import composite
@@ -414,11 +414,10 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
     stats: dict[str, RuleStats] = {}
     result = RewriteResult(current, run, stats, names)
     auto = reading.by_default(ruleset, names)  # composites lowered as each pass's rules read
-    for name in names:
+    for name in steps(names, ruleset):
         run.budget.settle(f"before pass {name}")
-        lowered = composite.pass_ops(name) if name not in ruleset.passes else False
-        if lowered is not False:  # the built-in `decompose` or `decompose_<Op>`
-            current = composite.decompose(current, lowered)
+        if isinstance(name, Lowering):  # built-in `decompose` or `decompose_<Op>` passes
+            current = composite.decompose(current, name.ops)
             continue
         if name == composite.RECOMPOSE and name not in ruleset.passes:
             current = composite.recompose(current)
