@@ -81,28 +81,33 @@ def run_once(model: Path, out: Path) -> dict[str, list[float]]:
 
 def main(argv=None) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from tool_speed import model_file
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="resnet50,vgg19")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
-    out = Path(tempfile.mkdtemp(prefix="ngrules-memory-")) / "out.onnx"
-    for name in args.models.split(","):
-        path = model_file(name)
-        size = path.stat().st_size / 2**20
-        run_once(path, out)  # warm: bytecode, caches, the file in memory
-        runs = [run_once(path, out) for _ in range(args.rounds)]
-        print(f"{name} ({size:.0f} MiB file): median of {args.rounds} fresh runs, MiB "
-              f"(load average {os.getloadavg()[0]:.1f})")
-        print(f"  {'stage':14s} {'peak':>7s} {'at end':>7s} {'minor faults':>13s}")
-        for stage in runs[0]:
-            peak, rss, faults = (statistics.median(r[stage][i] for r in runs if stage in r)
-                                 for i in range(3))
-            print(f"  {stage:14s} {peak:7.1f} {rss:7.1f} {faults:13.0f}")
-        peaks = [r["= whole run"][0] for r in runs]
-        print(f"  peak / file: median {statistics.median(peaks) / size:.2f}x, "
-              f"min {min(peaks) / size:.2f}x, max {max(peaks) / size:.2f}x")
+    with tempfile.TemporaryDirectory(prefix="ngrules-memory-") as folder:  # removed after
+        for name in args.models.split(","):
+            report(name, Path(folder) / "out.onnx", args.rounds)
+
+
+def report(name: str, out: Path, rounds: int) -> None:
+    """One model's table: each stage's median peak, resident set at its end, minor faults."""
+    from tool_speed import model_file
+
+    path = model_file(name)
+    size = path.stat().st_size / 2**20
+    run_once(path, out)  # warm: bytecode, caches, the file in memory
+    runs = [run_once(path, out) for _ in range(rounds)]
+    print(f"{name} ({size:.0f} MiB file): median of {rounds} fresh runs, MiB "
+          f"(load average {os.getloadavg()[0]:.1f})")
+    print(f"  {'stage':14s} {'peak':>7s} {'at end':>7s} {'minor faults':>13s}")
+    for stage in runs[0]:
+        peak, rss, faults = (statistics.median(r[stage][i] for r in runs if stage in r)
+                             for i in range(3))
+        print(f"  {stage:14s} {peak:7.1f} {rss:7.1f} {faults:13.0f}")
+    peaks = [r["= whole run"][0] for r in runs]
+    print(f"  peak / file: median {statistics.median(peaks) / size:.2f}x, "
+          f"min {min(peaks) / size:.2f}x, max {max(peaks) / size:.2f}x")
 
 
 if __name__ == "__main__":
