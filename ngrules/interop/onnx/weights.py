@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ngrules.interop.onnx import OnnxError
+from ngrules.ir.filebytes import FileBytes
 
 #: Initializers of at most this many elements stay in the parsed model (folding's bound on
 #: values that steer shapes).
@@ -131,19 +132,19 @@ class _Tensor:
         return array if dtype.isnative else array.astype(dtype.newbyteorder("="))
 
 
-def split(data: bytes | bytearray, where: str, meter=None):
+def split(data: bytes | FileBytes, where: str, meter=None):
     """(the model without its large initializers, {name: read-only array viewing `data`}).
     The parsed message's bytes are charged to `meter` (a `budget.Meter`) before it is parsed."""
     onnx = __import__("onnx")
     light, found = data, []
-    if sys.byteorder == "little" and isinstance(data, (bytes, bytearray)):
+    if sys.byteorder == "little" and isinstance(data, (bytes, FileBytes)):
         try:
             light, found = _strip(data)
         except ValueError:  # not a well-formed message: protobuf says why
             light, found = data, []
     if meter is not None:
         meter.charge(len(light), f"{where}: the model's message")
-    if isinstance(light, bytearray):  # (not stripped: read whole by protobuf, which wants bytes)
+    if not isinstance(light, bytes):  # (not stripped: read whole by protobuf, which wants bytes)
         light = bytes(light)
     model = onnx.load_model_from_string(light)
     if not found:
