@@ -12,18 +12,18 @@ Run: `python bench/tool_memory.py [--models resnet50,vgg19] [--rounds 3]`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-CHILD = """
-import importlib, json, os, resource, sys
+#: Run before `tool_stages.CHILD`, whose `lap(stage)` at each stage's end then calls
+#: `memory(stage)`; its last line prints `rows` instead of its CPU seconds.
+MEMORY = """
+import resource
 def status():
     found = {}
     with open("/proc/self/status") as f:
@@ -32,51 +32,37 @@ def status():
             if key in ("VmHWM", "VmRSS"):
                 found[key] = int(line.split()[1]) / 1024
     return found["VmHWM"], found["VmRSS"]
-def reset():
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
 rows, total = {}, [0.0]
-def lap(stage):
+def memory(stage):
     peak, rss = status()
     total[0] = max(total[0], peak)
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     row = rows.setdefault(stage, [0.0, 0.0, 0])
     row[0], row[1], row[2] = max(row[0], peak), rss, faults
-    reset()
-import ngrules.cli.main
-lap("cli import")
-def wrapped(f, stage):
-    def g(*a, **k):
-        lap("other")
-        try:
-            return f(*a, **k)
-        finally:
-            lap(stage)
-    return g
-for module, name, stage in json.loads(sys.argv[1]):
-    m = importlib.import_module(module)
-    setattr(m, name, wrapped(getattr(m, name), stage))
-try:
-    sys.modules["ngrules.cli.main"].main(sys.argv[2:])
-except SystemExit:
-    pass
-lap("other")
-rows["= whole run"] = [total[0], status()[1], resource.getrusage(resource.RUSAGE_SELF).ru_minflt]
-print(json.dumps(rows), file=sys.stderr)
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # the peak (VmHWM) from here on
+def whole_run():
+    rows["= whole run"] = [total[0], status()[1],
+                           resource.getrusage(resource.RUSAGE_SELF).ru_minflt]
+    return rows
 """
 
 
-def run_once(model: Path, out: Path) -> dict[str, list[float]]:
-    from tool_stages import WRAPPED
+def child() -> str:
+    """`tool_stages.CHILD`, each lap also recording memory, printing the memory rows."""
+    from tool_stages import CHILD
 
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = str(ROOT)
-    cmd = [sys.executable, "-P", "-c", CHILD, json.dumps(WRAPPED), "apply", str(model),
-           "--pipeline", "inference", "-o", str(out), "-q"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr[-500:])
-    return json.loads(proc.stderr.strip().splitlines()[-1])
+    text = CHILD.replace("def lap(stage):\n", "def lap(stage):\n    memory(stage)\n", 1)
+    text = text.replace("print(json.dumps(cpu)", "print(json.dumps(whole_run())", 1)
+    if text.count("memory(stage)") != 1 or "whole_run()" not in text:
+        raise RuntimeError("tool_stages.CHILD changed: its lap or its last print not found")
+    return MEMORY + text
+
+
+def run_once(model: Path, out: Path) -> dict[str, list[float]]:
+    import tool_stages
+
+    return tool_stages.run_once(model, out, child())
 
 
 def main(argv=None) -> None:
