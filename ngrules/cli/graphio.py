@@ -47,9 +47,8 @@ def written_opset(asked: int | None, model: int | None) -> int | None:
     at it later (None: the exporter's default)."""
     if asked is not None or model is None:
         return asked
-    from onnx.defs import onnx_opset_version
-
     from ngrules.interop.onnx.exporting.emitter import OPSETS
+    from ngrules.interop.onnx.proto import onnx_opset_version
 
     return min(model, OPSETS.stop - 1, onnx_opset_version())
 

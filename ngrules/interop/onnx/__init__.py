@@ -7,6 +7,8 @@ docs/architecture.md names each op family's converter and writers.
 
 Nothing here is imported by `import ngrules`: the facade serves `from_onnx` and `to_onnx`
 lazily, so the `onnx` package is needed only when they are used (`pip install 'ngrules[onnx]'`).
+Even then `import onnx` is not run: `proto` loads its protobuf classes and C++ checker alone,
+`ndarrays` converts tensors.
 """
 
 from ngrules.errors import NgrulesError
@@ -27,10 +29,9 @@ class UnsupportedOp(OnnxError):
     """An ONNX op (or an attribute value of one) the importer has no translation for."""
 
 
-def require_onnx():
-    """The `onnx` module, or an error saying how to install it."""
-    try:
-        import onnx
-    except ImportError:
-        raise OnnxError(f"ONNX support needs the onnx extra: {INSTALL_HINT}") from None
-    return onnx
+def require_onnx() -> None:
+    """onnx's protobuf classes and C++ checks loaded (`proto`, not the whole `onnx` package),
+    or an error saying how to install onnx."""
+    from ngrules.interop.onnx import proto
+
+    proto.load()

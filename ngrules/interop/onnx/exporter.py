@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, require_onnx, weights
+from ngrules.interop.onnx import OnnxError, proto, require_onnx, weights
 from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget, Meter
 from ngrules.interop.onnx.composites import declared, orders, whole
 from ngrules.interop.onnx.exporting import as_read, dynamic
@@ -80,7 +80,7 @@ def _expanded(em: Emitter, n: Node) -> Value:
 def _leaf(em: Emitter, n: Node) -> Value:
     if n.op == "Placeholder":
         name = n.attrs["name"]
-        em.inputs.append(em.helper.make_tensor_value_info(name, elem_type(n.dtype), n.axes.lengths))
+        em.inputs.append(proto.make_tensor_value_info(name, elem_type(n.dtype), n.axes.lengths))
         return full_value(name, n.axes)
     value = np.asarray(get_op(n.op).kernel(n)())  # as the executor: a variable is `initial`
     if n.op == "Constant":
@@ -288,13 +288,11 @@ def export_parts(
     the values it folds and the time it takes. With `check=False` the caller runs the check,
     `checker(outputs)`, itself (`weights.write` does, while the file is written)."""
     require_onnx()
-    from onnx import helper
-    from onnx.defs import onnx_opset_version
 
     from ngrules.interop.onnx.exporting.passes.finish import finish
     from ngrules.interop.onnx.exporting.writers import origins, recipe_writer
 
-    if opset not in range(downgrade.OLDEST, OPSETS.stop) or opset > onnx_opset_version():
+    if opset not in range(downgrade.OLDEST, OPSETS.stop) or opset > proto.onnx_opset_version():
         raise OnnxError(f"to_onnx writes opsets {downgrade.OLDEST} to {OPSETS.stop - 1}, "
                         f"not {opset}")
     if target not in ort_target.TARGETS:
@@ -326,16 +324,16 @@ def export_parts(
     as_read.add_unread(em, source)
     renames = finish(em, results, names, written)
     recipe_writer.write_back(em, order, opset, renames)  # shape computations: their nodes
-    graph_outputs = [helper.make_tensor_value_info(out, elem_type(node.dtype), node.axes.lengths)
+    graph_outputs = [proto.make_tensor_value_info(out, elem_type(node.dtype), node.axes.lengths)
                      for node, out in zip(outputs, names)]
-    graph = helper.make_graph(em.nodes, name, em.inputs, graph_outputs, em.inits)
-    opsets = [helper.make_opsetid("", em.opset)]
+    graph = proto.make_graph(em.nodes, name, em.inputs, graph_outputs, em.inits)
+    opsets = [proto.make_opsetid("", em.opset)]
     functions = [FUNCTIONS[f](em.opset) for f in sorted(em.functions)]
     if functions:
-        opsets.append(helper.make_opsetid(DOMAIN, 1))
+        opsets.append(proto.make_opsetid(DOMAIN, 1))
     declared.add_to_model(em, functions, opsets)
     whole.add_domains(em, opsets)
-    model = helper.make_model(graph, opset_imports=opsets, functions=functions,
+    model = proto.make_model(graph, opset_imports=opsets, functions=functions,
                               producer_name="ngrules")
     model.ir_version = min(model.ir_version, 8 if opset < 19 else 9 if opset < 21 else 10)
     fresh = functools.partial(em.fresh, "c")  # the new constants' names

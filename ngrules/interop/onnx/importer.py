@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, ShapeMismatch, UnsupportedOp, require_onnx, weights
+from ngrules.interop.onnx import (
+    OnnxError,
+    ShapeMismatch,
+    UnsupportedOp,
+    ndarrays,
+    proto,
+    weights,
+)
 from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Budget, Meter
 from ngrules.interop.onnx.composites import whole
 from ngrules.interop.onnx.exporting import as_read, dynamic
@@ -206,15 +213,13 @@ class Importer:
 def _bind_constants(model, constants: Mapping[str, np.ndarray], weights: Iterable[str] = ()):
     """A copy of the model with the given inputs turned into initializers (not the inputs that
     stand for `weights` left out of the model)."""
-    from onnx import ModelProto, numpy_helper
-
-    copy = ModelProto()
+    copy = proto.ModelProto()
     copy.CopyFrom(model)
     names = {i.name for i in copy.graph.input} - set(weights)
     for name, value in constants.items():
         if name not in names:
             raise OnnxError(f"constants: the model has no input {name!r}")
-        copy.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+        copy.graph.initializer.append(ndarrays.from_array(np.asarray(value), name))
     kept = [i for i in copy.graph.input if i.name not in constants]
     del copy.graph.input[:]
     copy.graph.input.extend(kept)
@@ -225,10 +230,10 @@ def _load_model(model_or_path, limits: Limits, meter: Meter | None = None):
     """The model, read from its file when given a path, and checked, without its large
     weights; and those weights as arrays sharing the file's (or serialised model's) bytes."""
     meter = meter or Meter()
-    if isinstance(model_or_path, (str, os.PathLike)):  # onnx imported while the file is read
+    if isinstance(model_or_path, (str, os.PathLike)):  # onnx loaded while the file is read
         model, arrays = read_model(model_or_path, limits, meter)
         where = os.fspath(model_or_path)
-    elif isinstance(model_or_path, require_onnx().ModelProto):
+    elif isinstance(model_or_path, proto.ModelProto):
         model, arrays, where = model_or_path, {}, "the model"
         try:
             data = model.SerializeToString()

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx import OnnxError, proto
 from ngrules.ir.filebytes import FileBytes
 
 #: Initializers of at most this many elements stay in the parsed model (folding's bound on
@@ -135,7 +135,6 @@ class _Tensor:
 def split(data: bytes | FileBytes, where: str, meter=None):
     """(the model without its large initializers, {name: read-only array viewing `data`}).
     The parsed message's bytes are charged to `meter` (a `budget.Meter`) before it is parsed."""
-    onnx = __import__("onnx")
     light, found = data, []
     if sys.byteorder == "little" and isinstance(data, (bytes, FileBytes)):
         try:
@@ -146,7 +145,7 @@ def split(data: bytes | FileBytes, where: str, meter=None):
         meter.charge(len(light), f"{where}: the model's message")
     if not isinstance(light, bytes):  # (not stripped: read whole by protobuf, which wants bytes)
         light = bytes(light)
-    model = onnx.load_model_from_string(light)
+    model = proto.load_model(light)
     if not found:
         return model, {}
     weights = {t.name: t.array(data, where) for t in found}
@@ -183,13 +182,11 @@ def _strip_graph(data: bytes, span, found: list[_Tensor]) -> bytes:
 
 def _as_inputs(model, tensors: list[_Tensor]) -> None:
     """Each viewed weight as a graph input of its type and shape (unless it is one already)."""
-    from onnx import helper
-
     graph = model.graph
     inputs = {i.name for i in graph.input}
     for t in tensors:
         if t.name not in inputs:
-            graph.input.append(helper.make_tensor_value_info(t.name, t.elem, t.dims))
+            graph.input.append(proto.make_tensor_value_info(t.name, t.elem, t.dims))
             inputs.add(t.name)
 
 
@@ -216,11 +213,9 @@ def elem_of(array: np.ndarray) -> int:
 def as_inputs(model, arrays: Mapping[str, np.ndarray]) -> Iterator[None]:
     """The model with its separate arrays as typed graph inputs while inside (onnx's checker
     and shape inference see their types and shapes, not their values); removed after."""
-    from onnx import helper
-
     graph = model.graph
     count = len(graph.input)
-    graph.input.extend(helper.make_tensor_value_info(name, elem_of(a), a.shape)
+    graph.input.extend(proto.make_tensor_value_info(name, elem_of(a), a.shape)
                        for name, a in arrays.items())
     try:
         yield
@@ -262,11 +257,9 @@ def write(file, model, arrays, check: Callable[[Any, Any], None] | None = None) 
 
 def _write(file, message: bytes, arrays, sync: bool = False) -> None:
     """The file's bytes; with `sync`, synced (the file is put in place only once on disk)."""
-    from onnx import TensorProto
-
     file.write(message)
     for name, array in arrays.items():
-        header = TensorProto(name=name, data_type=elem_of(array), dims=array.shape)
+        header = proto.TensorProto(name=name, data_type=elem_of(array), dims=array.shape)
         raw = _encode_varint(_RAW << 3 | 2) + _encode_varint(array.nbytes)
         tensor = header.SerializeToString() + raw
         size = len(tensor) + array.nbytes

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ngrules.interop.onnx import ndarrays, proto
+
 
 @dataclass
 class WrittenGraph:
@@ -78,23 +80,19 @@ class Weights:
         self.initializers = {t.name: t for t in model.graph.initializer}
 
     def value(self, name: str):
-        from onnx import numpy_helper
-
         if name in self.arrays:
             return self.arrays[name]
         t = self.initializers.get(name)
-        return None if t is None else numpy_helper.to_array(t)
+        return None if t is None else ndarrays.to_array(t)
 
     def add(self, array) -> str:
-        from onnx import numpy_helper
-
         from ngrules.interop.onnx.weights import separable
 
         name = self.fresh()
         if separable(array):
             self.arrays[name] = array
         else:
-            self.initializers[name] = numpy_helper.from_array(array, name)
+            self.initializers[name] = ndarrays.from_array(array, name)
             self.model.graph.initializer.append(self.initializers[name])
         self.constants[name] = array.shape
         return name
@@ -111,17 +109,13 @@ class Weights:
 
 def attribute(node, name: str, default=None):
     """A written node's attribute `name`, or `default`."""
-    from onnx import helper
-
-    return next((helper.get_attribute_value(a) for a in node.attribute if a.name == name),
+    return next((proto.get_attribute_value(a) for a in node.attribute if a.name == name),
                 default)
 
 
 def attributes(node) -> dict:
     """A written node's attributes, name -> value (to copy onto the node replacing it)."""
-    from onnx import helper
-
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    return {a.name: proto.get_attribute_value(a) for a in node.attribute}
 
 
 def is_standard(node, *ops: str) -> bool:

@@ -17,7 +17,7 @@ import re
 import weakref
 from pathlib import Path
 
-from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx import OnnxError, proto
 from ngrules.interop.onnx.exporting import dynamic
 from ngrules.ir import declared
 from ngrules.ir.graph import Node, toposort
@@ -54,10 +54,8 @@ def domain_of(source: str) -> str:
 
 def standard_op_available(op: str, opset: int) -> bool:
     """Whether the standard ONNX domain has `op` at `opset`."""
-    from onnx import defs
-
     try:
-        defs.get_schema(op, opset, "")
+        proto.get_schema(op, opset, "")
     except Exception:  # onnx raises SchemaError (not exported on every version)
         return False
     return True
@@ -130,7 +128,6 @@ def _function_call(em, n: Node, args, decl: declared.Declaration, emit, new_emit
 
 def _function(em, n: Node, decl, domain: str, name: str, emit, new_emitter, opset):
     """The declaration's body on the node's argument types, as an ONNX function."""
-    from onnx import helper
 
     from ngrules.interop.onnx.exporting.layout import full_value
     from ngrules.interop.onnx.exporting.passes.finish import finish
@@ -147,28 +144,24 @@ def _function(em, n: Node, decl, domain: str, name: str, emit, new_emitter, opse
     finish(sub, [sub.value(o) for o in outputs], results)  # outputs named, unread nodes dropped
     nodes = [_constant_node(t) for t in sub.inits] + list(sub.nodes)
     em.functions.update(sub.functions)
-    imports = [helper.make_opsetid("", opset)]
+    imports = [proto.make_opsetid("", opset)]
     used = {d.domain for d in sub.nodes if d.domain} | set(_written(em).domains)
-    imports += [helper.make_opsetid(d, 1) for d in sorted(used)]
-    function = helper.make_function(domain, name, inputs, results, nodes, opset_imports=imports)
+    imports += [proto.make_opsetid(d, 1) for d in sorted(used)]
+    function = proto.make_function(domain, name, inputs, results, nodes, opset_imports=imports)
     dynamic.restore_function(function, [s.axes.lengths for s in stand_ins])
     return function
 
 
 def _constant_node(tensor):
-    from onnx import helper
-
-    return helper.make_node("Constant", [], [tensor.name], value=tensor)
+    return proto.make_node("Constant", [], [tensor.name], value=tensor)
 
 
 def add_to_model(em, functions: list, opsets: list) -> None:
     """Append the functions and domains declared ops used in this export."""
-    from onnx import helper
-
     state = _WRITTEN.get(em)
     if state is None:
         return
     functions.extend(state.functions.values())
     known = {o.domain for o in opsets}
-    opsets.extend(helper.make_opsetid(d, v) for d, v in sorted(state.domains.items())
+    opsets.extend(proto.make_opsetid(d, v) for d, v in sorted(state.domains.items())
                   if d not in known)

@@ -28,7 +28,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx import OnnxError, ndarrays, proto
 from ngrules.interop.onnx.exporting.passes.downgrade import AS_READ
 from ngrules.interop.onnx.importing.context import (
     CONVERTERS,
@@ -166,15 +166,11 @@ def _order(node: Node, axes) -> str:
 @functools.lru_cache(maxsize=4096)
 def _spec_graph(text: str):
     from google.protobuf import text_format
-    from onnx import GraphProto
-
-    return text_format.Parse(text, GraphProto())
+    return text_format.Parse(text, proto.GraphProto())
 
 
 def _constants(graph) -> dict[int, np.ndarray]:
-    from onnx import numpy_helper
-
-    return {int(t.name[1:]): numpy_helper.to_array(t) for t in graph.initializer}
+    return {int(t.name[1:]): ndarrays.to_array(t) for t in graph.initializer}
 
 
 def _result(outs, want, i: int = 0) -> Tensor:
@@ -267,16 +263,14 @@ def convert(importer, node, used: set[str]) -> list | None:
 
 def _composite(importer, node, ctx: _Recording, results: dict, op: str) -> list | None:
     from google.protobuf import text_format
-    from onnx import GraphProto, NodeProto, helper, numpy_helper
-
-    spec, graph = NodeProto(), GraphProto()
+    spec, graph = proto.NodeProto(), proto.GraphProto()
     spec.CopyFrom(node)
     del spec.input[:], spec.output[:]
     spec.name = ""
     last = max(results)
     spec.output.extend(f"y{i}" if i in results else "" for i in range(last + 1))
     for i, (axes, result) in results.items():
-        graph.output.append(helper.make_tensor_value_info(
+        graph.output.append(proto.make_tensor_value_info(
             f"y{i}", np_elem(result.dtype), [a.length for a in axes], _order(result, axes)))
     args, size = [], 0
     for i, name in enumerate(node.input):
@@ -286,11 +280,11 @@ def _composite(importer, node, ctx: _Recording, results: dict, op: str) -> list 
             continue
         if i in ctx.constants or (value is not None and i not in ctx.tensors):
             size += value.size
-            graph.initializer.append(numpy_helper.from_array(np.asarray(value), f"k{i}"))
+            graph.initializer.append(ndarrays.from_array(np.asarray(value), f"k{i}"))
         if i in ctx.tensors or value is None:
             t = importer.tensor(name, ctx)
             spec.input.append(f"a{len(args)}")
-            graph.input.append(helper.make_empty_tensor_value_info(f"a{len(args)}"))
+            graph.input.append(proto.make_empty_tensor_value_info(f"a{len(args)}"))
             graph.input[-1].doc_string = _order(t.node, t.axes)
             args.append(t.node if graph.input[-1].doc_string else t.ordered())
         else:
@@ -326,8 +320,6 @@ def write(em, n: Node) -> tuple[str, tuple[int, ...]] | None:
 
 
 def _write(em, n: Node) -> list | None:
-    from onnx import numpy_helper
-
     graph = _spec_graph(n.attrs["spec"])
     orders = {v.name: _perm(v) for v in [*graph.input, *graph.output]}
     target = getattr(em, "target", em.opset)  # older than em.opset: as read (`downgrade`)
@@ -348,7 +340,7 @@ def _write(em, n: Node) -> list | None:
                 continue
             inputs.append(em.exact(arg, order))
         elif name.startswith("c"):
-            value = numpy_helper.to_array(consts[f"k{name[1:]}"])
+            value = ndarrays.to_array(consts[f"k{name[1:]}"])
             inputs.append(em.const(value, dtype=value.dtype))
         else:
             inputs.append(name)
@@ -392,10 +384,8 @@ _DOMAINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def add_domains(em, opsets: list) -> None:
     """The opset imports of the other domains composites were written in (version 1)."""
-    from onnx import helper
-
     known = {o.domain for o in opsets}
-    opsets.extend(helper.make_opsetid(d, 1) for d in sorted(_DOMAINS.get(em, ())) if d not in known)
+    opsets.extend(proto.make_opsetid(d, 1) for d in sorted(_DOMAINS.get(em, ())) if d not in known)
 
 
 def writable(n: Node, opset: int) -> bool:
@@ -409,11 +399,10 @@ def _at_opset(text: str, source: int, target: int):
     node = _spec_graph(text).node[0]
     if source == target or node.domain not in ("", "ai.onnx"):
         return node
-    from onnx import defs
 
     try:
-        if (defs.get_schema(node.op_type, source).since_version
-                == defs.get_schema(node.op_type, target).since_version):
+        if (proto.get_schema(node.op_type, source).since_version
+                == proto.get_schema(node.op_type, target).since_version):
             return node
     except Exception:  # noqa: BLE001  no schema at one of them
         return None
@@ -421,15 +410,15 @@ def _at_opset(text: str, source: int, target: int):
 
 
 def _converted(text: str, source: int, target: int):
-    from onnx import defs, helper, version_converter
+    from onnx import version_converter
 
     graph = type(_spec_graph(text))()
     graph.CopyFrom(_spec_graph(text))
     names = [i for i in graph.node[0].input if i and not i.startswith("c")]
-    graph.input.extend(helper.make_empty_tensor_value_info(i) for i in names)
+    graph.input.extend(proto.make_empty_tensor_value_info(i) for i in names)
     for t in graph.initializer:  # inputs named c<i> read initializers k<i>
         t.name = "c" + t.name[1:]
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", source)])
+    model = proto.make_model(graph, opset_imports=[proto.make_opsetid("", source)])
     try:
         converted = version_converter.convert_version(model, target)
     except Exception:  # noqa: BLE001  no adapter: the body is written
@@ -437,7 +426,7 @@ def _converted(text: str, source: int, target: int):
     nodes = converted.graph.node
     if len(nodes) != 1 or nodes[0].op_type != graph.node[0].op_type:
         return None
-    schema = defs.get_schema(nodes[0].op_type, target)
+    schema = proto.get_schema(nodes[0].op_type, target)
     if any(a.name not in schema.attributes for a in nodes[0].attribute):
         return None  # the converter kept an attribute the target's op does not have
     if any(i.startswith("c") and i not in {t.name for t in graph.initializer}

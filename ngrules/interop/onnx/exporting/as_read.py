@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ngrules.interop.onnx import proto
 from ngrules.ir.graph import Node
 
 #: placeholder or output node of an import -> its `Source` (the last import's, as INPUT_ORDER).
@@ -74,7 +75,7 @@ def add_unread(em, source: Source | None) -> None:
     written = {vi.name: vi for vi in em.inputs}
     for name, (elem, lengths) in source.inputs.items():
         if name not in written:
-            written[name] = em.helper.make_tensor_value_info(name, elem, list(lengths))
+            written[name] = proto.make_tensor_value_info(name, elem, list(lengths))
     rank = {name: i for i, name in enumerate(source.inputs)}
     em.inputs[:] = sorted(written.values(), key=lambda vi: rank.get(vi.name, len(rank)))
 
@@ -135,12 +136,10 @@ def refusal(source: Source, check=None) -> str | None:
 
 
 def _ask(source: Source, check) -> str | None:
-    from onnx import ModelProto, helper
-
-    model = ModelProto()
+    model = proto.ModelProto()
     model.CopyFrom(source.model)
     for name, (elem, shape) in source.weights.items():
-        model.graph.input.append(helper.make_tensor_value_info(name, elem, list(shape)))
+        model.graph.input.append(proto.make_tensor_value_info(name, elem, list(shape)))
     if check is None:
         message = session_error(model)
     else:

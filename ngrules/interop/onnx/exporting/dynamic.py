@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx import OnnxError, ndarrays, proto
 from ngrules.interop.onnx.exporting.emitter import Emitter, layout_exporter
 from ngrules.interop.onnx.exporting.layout import Value, constant_value, full_value
 from ngrules.ir import symbolic
@@ -145,21 +145,17 @@ class _Shapes:
         return f"{self.prefix}{self._count}"
 
     def _node(self, op: str, inputs: list[str], **attrs) -> str:
-        from onnx import helper
-
         out = self._fresh()
-        self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        self.nodes.append(proto.make_node(op, inputs, [out], **attrs))
         return out
 
     def _const(self, values) -> str:
-        from onnx import helper, numpy_helper
-
         out = self._fresh()
         if self.initializers is not None:
-            self.initializers.append(numpy_helper.from_array(np.asarray(values, np.int64), out))
+            self.initializers.append(ndarrays.from_array(np.asarray(values, np.int64), out))
             return out
-        tensor = numpy_helper.from_array(np.asarray(values, np.int64), out + "_v")
-        self.nodes.append(helper.make_node("Constant", [], [out], value=tensor))
+        tensor = ndarrays.from_array(np.asarray(values, np.int64), out + "_v")
+        self.nodes.append(proto.make_node("Constant", [], [out], value=tensor))
         return out
 
     def _dim(self, symbol: str) -> str:
@@ -237,12 +233,10 @@ def _rewired(nodes, shapes: _Shapes, found: Mapping[str, np.ndarray]) -> list:
 
 
 def _constant_nodes(nodes) -> dict[str, np.ndarray]:
-    from onnx import numpy_helper
-
     out = {}
     for node in nodes:
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
-            out[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+            out[node.output[0]] = ndarrays.to_array(node.attribute[0].t)
     return out
 
 
@@ -259,12 +253,11 @@ def restore(model, arrays: Mapping[str, np.ndarray] | None = None) -> None:
             raise OnnxError(f"cannot keep {symbol!r} symbolic: the constant {name!r} would have "
                             f"its stand-in length {tuple(dims)} (give its length: --length "
                             f"{symbol}=N)")
-    from onnx import numpy_helper
 
     graph = model.graph
     sources = [(vi.name, [d.dim_value for d in vi.type.tensor_type.shape.dim])
                for vi in graph.input]
-    constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    constants = {t.name: ndarrays.to_array(t) for t in graph.initializer}
     constants.update(_constant_nodes(graph.node))
     found = _symbolic_constants(graph.node, constants)
     if found:
@@ -308,12 +301,11 @@ def _check_no_stand_ins(nodes, initializers, symbols: set[str]) -> None:
     length as a value, which no run-time shape replaced."""
     if not symbols:
         return
-    from onnx import numpy_helper
 
     constants = dict(_constant_nodes(nodes))
     for name, tensor in initializers.items():
         if tensor.data_type in (6, 7) and np.prod(tensor.dims) <= 4096:  # int32, int64
-            constants[name] = numpy_helper.to_array(tensor)
+            constants[name] = ndarrays.to_array(tensor)
     bad = {}
     for name, value in constants.items():
         if value.dtype.kind == "i" and value.size <= 4096:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ngrules.interop.onnx import ndarrays, proto
 from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Meter
 from ngrules.interop.onnx.exporting.layout import Layouts, Value
 from ngrules.interop.onnx.weights import separable
@@ -24,9 +25,6 @@ class Emitter(Layouts):
     """Collects ONNX nodes, initializers and each ngrules value's `Value`."""
 
     def __init__(self, opset: int = OPSET, users: dict | None = None, separate: bool = False):
-        from onnx import helper, numpy_helper
-
-        self.helper, self.numpy_helper = helper, numpy_helper
         self.opset = opset
         self.meter = Meter(DEFAULT_BUDGET, "export")  # the job's, set by `export_parts`
         self.users: dict[Node, int] = users or {}
@@ -62,7 +60,7 @@ class Emitter(Layouts):
 
     def node(self, op: str, inputs: Sequence[str], n_out: int = 1, domain: str = "", **attrs):
         outs = [self.fresh() for _ in range(n_out)]
-        self.nodes.append(self.helper.make_node(op, list(inputs), outs, domain=domain, **attrs))
+        self.nodes.append(proto.make_node(op, list(inputs), outs, domain=domain, **attrs))
         return outs[0] if n_out == 1 else outs
 
     def const(self, value, dtype=np.int64) -> str:
@@ -74,7 +72,7 @@ class Emitter(Layouts):
         if self.weights is not None and separable(array):
             self.weights[name] = array
         else:
-            self.inits.append(self.numpy_helper.from_array(array, name))
+            self.inits.append(ndarrays.from_array(array, name))
 
     def value(self, node: Node) -> str:
         """The node's data in its own order of axes."""

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ngrules.errors import printable
-from ngrules.interop.onnx import OnnxError, UnsupportedOp
+from ngrules.interop.onnx import OnnxError, UnsupportedOp, proto
 from ngrules.interop.onnx.importing import flattened
 from ngrules.interop.onnx.importing.unify import unify_node
 from ngrules.ir.axes import Axis, FlattenedAxis
@@ -43,11 +43,9 @@ def _infer(model, lengths: Mapping[str, int]):
     `flattened` computes what inference cannot compute without them. No data
     propagation: onnx's materialises values (a Range to 1e8) without bound; the importer's
     folding computes shape values within its budget."""
-    from onnx import shape_inference
-
     given = _with_lengths(model, lengths) or model
     try:
-        return shape_inference.infer_shapes(given, strict_mode=True), [], {}
+        return proto.infer_shapes(given, strict_mode=True), [], {}
     except Exception as e:  # InferenceError: its text lists the nodes
         errors = _inference_errors(str(e))
         guesses = {k: v for k, v in lengths.items() if v in STAND_INS}
@@ -57,7 +55,7 @@ def _infer(model, lengths: Mapping[str, int]):
             rest = {k: v for k, v in lengths.items() if k not in guesses}
             return flattened.completed(lambda m: _infer(m, rest)[:2], model, lengths)
     try:
-        return shape_inference.infer_shapes(given, strict_mode=False), errors, {}
+        return proto.infer_shapes(given, strict_mode=False), errors, {}
     except Exception as e:
         raise OnnxError(f"ONNX shape inference failed: {e}") from None
 
@@ -65,13 +63,11 @@ def _infer(model, lengths: Mapping[str, int]):
 def _with_lengths(model, lengths: Mapping[str, int]):
     """A copy whose inputs and outputs have the given lengths for their symbolic dimensions
     (None when no dimension is given one)."""
-    from onnx import ModelProto
-
     infos = list(model.graph.input) + list(model.graph.output)
     dims = [d for v in infos for d in v.type.tensor_type.shape.dim]
     if not any(d.HasField("dim_param") and d.dim_param in lengths for d in dims):
         return None
-    copy = ModelProto()
+    copy = proto.ModelProto()
     copy.CopyFrom(model)
     for v in list(copy.graph.input) + list(copy.graph.output):
         for d in v.type.tensor_type.shape.dim:

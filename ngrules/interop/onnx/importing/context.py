@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError, UnsupportedOp
+from ngrules.interop.onnx import OnnxError, UnsupportedOp, ndarrays, proto
 from ngrules.interop.onnx.importing.shaping import Tensor, broadcast_to
 from ngrules.ir.axes import Axis
 from ngrules.ir.graph import Node, make_node
@@ -19,12 +19,11 @@ if TYPE_CHECKING:
 #: ONNX element types the graph can hold (float ones), as numpy dtypes.
 def graph_dtype(elem) -> np.dtype | None:
     """The numpy dtype of an ONNX element type, when an ngrules tensor can hold it."""
-    from onnx import helper
 
     from ngrules.ir.builtin.common import DTYPES
 
     try:
-        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+        dtype = np.dtype(ndarrays.tensor_dtype_to_np_dtype(elem))
     except (KeyError, TypeError, ValueError):
         return None
     return dtype if dtype in DTYPES else None
@@ -145,9 +144,8 @@ class Context:
         a = self._attrs.get(name)
         if a is None:
             return default
-        from onnx import helper
 
-        value = helper.get_attribute_value(a)
+        value = proto.get_attribute_value(a)
         if not isinstance(value, bytes):
             return value
         try:
@@ -174,10 +172,8 @@ class Context:
 
 
 def elem_name(elem) -> str:
-    from onnx import TensorProto
-
     try:
-        return TensorProto.DataType.Name(elem)
+        return proto.TensorProto.DataType.Name(elem)
     except (ValueError, TypeError):
         return str(elem)
 

@@ -12,6 +12,7 @@ other tensors get their bytes copied into the message.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from pathlib import Path
@@ -19,16 +20,44 @@ from pathlib import Path
 import numpy as np
 
 from ngrules.errors import FileError, printable
-from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx import OnnxError, proto
 from ngrules.interop.onnx.budget import Meter
 from ngrules.interop.onnx.weights import _DTYPES, STEERING_SIZE
 from ngrules.ir.fileio import open_regular
 
 
 def _tensors(model) -> list:
-    from onnx.external_data_helper import _get_all_tensors, uses_external_data
+    """The tensors kept in external files, in the order onnx's `external_data_helper` walks
+    them: initializers (subgraphs' too), then attribute tensors (subgraphs' and functions')."""
+    functions = (t for f in model.functions for t in _attribute_tensors(f))
+    walked = itertools.chain(_initializers(model.graph), _attribute_tensors(model.graph),
+                             functions)
+    external = proto.TensorProto.EXTERNAL
+    return [t for t in walked if t.HasField("data_location") and t.data_location == external]
 
-    return [t for t in _get_all_tensors(model) if uses_external_data(t)]
+
+def _subgraphs(attribute) -> list:
+    if attribute.type == proto.AttributeProto.GRAPH:
+        return [attribute.g]
+    return list(attribute.graphs) if attribute.type == proto.AttributeProto.GRAPHS else []
+
+
+def _initializers(graph):
+    yield from graph.initializer
+    for node in graph.node:
+        for a in node.attribute:
+            for g in _subgraphs(a):
+                yield from _initializers(g)
+
+
+def _attribute_tensors(graph):
+    for node in graph.node:
+        for a in node.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            for g in _subgraphs(a):
+                yield from _attribute_tensors(g)
 
 
 class _Request:
@@ -119,8 +148,6 @@ def _merged(group: list[_Request]):
 
 
 def _fill(model, requests: list[_Request], views: dict[int, tuple[bytes, int]], meter: Meter):
-    from onnx import TensorProto, helper
-
     graph = model.graph
     initializers = {id(t) for t in graph.initializer}
     arrays: dict[str, np.ndarray] = {}
@@ -131,7 +158,7 @@ def _fill(model, requests: list[_Request], views: dict[int, tuple[bytes, int]], 
             continue
         meter.charge(r.length, f"{r.label}: external data {r.shown}")  # copied into t
         t.raw_data = data[start:start + r.length]
-        t.data_location = TensorProto.DEFAULT
+        t.data_location = proto.TensorProto.DEFAULT
         del t.external_data[:]
     names = [t.name for t in graph.initializer]
     twice = next((n for n in arrays if names.count(n) > 1), None)
@@ -145,7 +172,7 @@ def _fill(model, requests: list[_Request], views: dict[int, tuple[bytes, int]], 
         for name, array in arrays.items():
             if name not in inputs:
                 elem = next(e for e, d in _DTYPES.items() if np.dtype(d) == array.dtype)
-                graph.input.append(helper.make_tensor_value_info(name, elem, array.shape))
+                graph.input.append(proto.make_tensor_value_info(name, elem, array.shape))
     return arrays
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ngrules.interop.onnx import ndarrays, proto
 from ngrules.interop.onnx.written import attribute
 from ngrules.ir import symbolic
 
@@ -47,9 +48,7 @@ def completed(infer, model, lengths: Mapping[str, int]):
 def _outputs_open(model, lengths: Mapping[str, int]):
     """A copy whose outputs leave open each dimension named by a `dim_param` of no known
     length (`n` of an output [a, n]), which inference would otherwise keep unknown."""
-    from onnx import ModelProto
-
-    copy = ModelProto()
+    copy = proto.ModelProto()
     copy.CopyFrom(model)
     for v in copy.graph.output:
         for d in v.type.tensor_type.shape.dim:
@@ -110,12 +109,10 @@ def _flatten(node, source: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _reshape(node, source: tuple[int, ...], values) -> tuple[int, ...] | None:
-    from onnx import numpy_helper
-
     target = values.get(node.input[1]) if len(node.input) > 1 else None
     if target is None or len(target.dims) != 1:
         return None
-    shape = [int(d) for d in np.ravel(numpy_helper.to_array(target))]
+    shape = [int(d) for d in np.ravel(ndarrays.to_array(target))]
     keep_zero = attribute(node, "allowzero")
     dims = [source[i] if d == 0 and not keep_zero and i < len(source) else d
             for i, d in enumerate(shape)]
@@ -130,9 +127,7 @@ def _reshape(node, source: tuple[int, ...], values) -> tuple[int, ...] | None:
 
 def _with_dims(model, name: str, dims: tuple[int, ...], elem: int, labels: dict[str, int]):
     """A copy of model in which value `name` has these dims (symbolic ones as labels)."""
-    from onnx import ModelProto, helper
-
-    copy = ModelProto()
+    copy = proto.ModelProto()
     copy.CopyFrom(model)
     graph = copy.graph
     info = next((v for v in graph.output if v.name == name), None)
@@ -140,7 +135,7 @@ def _with_dims(model, name: str, dims: tuple[int, ...], elem: int, labels: dict[
         info = next((v for v in graph.value_info if v.name == name), None)
         if info is None:
             info = graph.value_info.add()
-            info.CopyFrom(helper.make_tensor_value_info(name, elem, None))
+            info.CopyFrom(proto.make_tensor_value_info(name, elem, None))
     info.type.tensor_type.elem_type = info.type.tensor_type.elem_type or elem
     shape = info.type.tensor_type.shape
     del shape.dim[:]

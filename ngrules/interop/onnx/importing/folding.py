@@ -23,9 +23,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from ngrules.errors import printable
-from ngrules.interop.onnx import OnnxError, UnsupportedOp
+from ngrules.interop.onnx import OnnxError, UnsupportedOp, ndarrays, proto
 from ngrules.interop.onnx.budget import BudgetExceeded, Meter
-from ngrules.interop.onnx.importing import symbolic_slices
+from ngrules.interop.onnx.importing import fold_kernels, symbolic_slices
 from ngrules.interop.onnx.importing.axes import Shapes
 from ngrules.interop.onnx.importing.loading import Limits, one_line, tensor_array
 from ngrules.interop.onnx.weights import STEERING_SIZE
@@ -44,10 +44,8 @@ def node_label(node) -> str:
 
 def np_elem(dtype) -> int:
     """The ONNX element type of a numpy dtype (0 when there is none)."""
-    from onnx import helper
-
     try:
-        return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+        return ndarrays.np_dtype_to_tensor_dtype(np.dtype(dtype))
     except (KeyError, TypeError, ValueError):
         return 0
 
@@ -86,9 +84,8 @@ class Folding:
         """The model without the folded nodes, their values as initializers."""
         if not self.done:
             return self.base
-        from onnx import ModelProto
 
-        model = ModelProto()
+        model = proto.ModelProto()
         model.CopyFrom(self.base)
         graph = model.graph
         kept = [n for i, n in enumerate(self.base.graph.node) if i not in self.done]
@@ -128,9 +125,7 @@ class Folding:
             return False
         nodes, consts = found
         if self.base is self._given:  # never the caller's model
-            from onnx import ModelProto
-
-            self.base = ModelProto()
+            self.base = proto.ModelProto()
             self.base.CopyFrom(self._given)
         graph = self.base.graph
         for name, value in consts.items():
@@ -198,14 +193,17 @@ class Folding:
             self.consts[name] = value
 
     def _evaluate(self, node, values: list) -> list:
-        """The node's outputs: numpy's where onnx's reference evaluator is wrong (`_KERNELS`),
-        else the evaluator's."""
+        """The node's outputs: numpy's where onnx's reference evaluator is wrong (`_KERNELS`)
+        or computes the same (`fold_kernels`: no `import onnx` for them), else the evaluator's."""
         own = _KERNELS.get(node.op_type)
         if own is not None:
             return own(node, *values)
+        inputs = [n for n in node.input if n]
+        computed = fold_kernels.run(node, self._opset(), dict(zip(inputs, values)))
+        if computed is not None:
+            return computed
         from onnx.reference import ReferenceEvaluator
 
-        inputs = [n for n in node.input if n]
         return ReferenceEvaluator(self._single_node_model(node)).run(
             None, dict(zip(inputs, values)))
 
@@ -247,15 +245,17 @@ class Folding:
             sizes.append(math.inf)
         return max(sizes)
 
-    def _single_node_model(self, node):
-        from onnx import helper
+    def _opset(self) -> int | None:
+        return next((o.version for o in self.base.opset_import if o.domain in ("", "ai.onnx")),
+                    None)
 
+    def _single_node_model(self, node):
         inputs = [n for n in node.input if n]
-        ins = [helper.make_tensor_value_info(n, np_elem(self.consts[n].dtype), None)
+        ins = [proto.make_tensor_value_info(n, np_elem(self.consts[n].dtype), None)
                for n in inputs]
-        outs = [helper.make_tensor_value_info(n, 0, None) for n in node.output if n]
-        graph = helper.make_graph([node], "fold", ins, outs)
-        return helper.make_model(graph, opset_imports=self.base.opset_import)
+        outs = [proto.make_tensor_value_info(n, 0, None) for n in node.output if n]
+        graph = proto.make_graph([node], "fold", ins, outs)
+        return proto.make_model(graph, opset_imports=self.base.opset_import)
 
 
 def _check_stand_ins(node, values: list) -> None:
@@ -286,13 +286,11 @@ _INT64_MAX = 2**63 - 1
 def _known(graph, name: str, value: np.ndarray, ir_version: int) -> None:
     """A folded value for shape inference: small ones as initializers (their values steer
     shapes), large ones (weights a ConstantOfShape made) by their type alone, as an input."""
-    from onnx import helper, numpy_helper
-
     if value.size <= _STEERING_SIZE:
-        graph.initializer.append(numpy_helper.from_array(value, name))
+        graph.initializer.append(ndarrays.from_array(value, name))
     if value.size > _STEERING_SIZE or ir_version < 4:  # before IR 4 initializers are inputs
         elem = np_elem(value.dtype)
-        graph.input.append(helper.make_tensor_value_info(name, elem, value.shape))
+        graph.input.append(proto.make_tensor_value_info(name, elem, value.shape))
 
 
 def _elements(op: str, values: list) -> float:
@@ -324,10 +322,8 @@ def _elements(op: str, values: list) -> float:
 
 
 def _itemsize(elem) -> float:
-    from onnx import helper
-
     try:
-        return float(np.dtype(helper.tensor_dtype_to_np_dtype(elem)).itemsize)
+        return float(np.dtype(ndarrays.tensor_dtype_to_np_dtype(elem)).itemsize)
     except (KeyError, TypeError, ValueError):
         return 8.0
 

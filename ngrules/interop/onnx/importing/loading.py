@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ngrules.errors import FileError, printable
-from ngrules.interop.onnx import OnnxError, require_onnx, weights
+from ngrules.interop.onnx import OnnxError, ndarrays, proto, require_onnx, weights
 from ngrules.interop.onnx.budget import Meter
 from ngrules.interop.onnx.importing import external
 from ngrules.ir.filebytes import read_into
@@ -46,8 +46,8 @@ def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
     (`weights.split`: graph inputs in their place), and those weights as arrays viewing the
     file's bytes (or the external files'). The file's bytes, and what is read of external
     files, are charged to the import's `meter` before they are read. The file is read on a
-    thread of its own while onnx is imported (`weights.Background`): the read waits on the
-    kernel, the import on the interpreter, so on two cores the two take the longer's time."""
+    thread of its own while onnx's protobuf module and C++ extension load (`proto.load`,
+    `weights.Background`): the read waits on the kernel, the loading on the interpreter."""
     meter = meter or Meter()
     where = os.fspath(path)
     try:
@@ -85,13 +85,13 @@ def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
 
 
 def check_model(model, where: str) -> None:
-    """onnx's checker (the same rules as `onnx.checker.check_model`), as one located line."""
-    onnx = require_onnx()
+    """onnx's checker (`onnx.checker.check_model`, run by `proto`), as one located line."""
+    require_onnx()
     if not model.graph.node and not model.graph.output:
         raise OnnxError(f"{where}: the model has no graph (no nodes and no outputs)")
     _check_what_onnx_trusts(model, where)
     try:
-        onnx.checker.check_model(model)
+        proto.check_model(model)
     except Exception as e:  # ValidationError, or a C++ error surfaced as another type
         raise OnnxError(f"{where}: invalid ONNX model: {one_line(e)}") from None
 
@@ -149,28 +149,25 @@ def _check_names(names, label: str) -> None:
 
 def _nodes(model):
     """Every node of the model: its graph's, its subgraphs' (If, Loop, Scan) and functions'."""
-    from onnx import AttributeProto
-
+    graph, graphs = proto.AttributeProto.GRAPH, proto.AttributeProto.GRAPHS
     pending = [list(model.graph.node)] + [list(f.node) for f in model.functions]
     while pending:
         for node in pending.pop():
             yield node
             for a in node.attribute:
-                if a.type == AttributeProto.GRAPH:
+                if a.type == graph:
                     pending.append(list(a.g.node))
-                elif a.type == AttributeProto.GRAPHS:
+                elif a.type == graphs:
                     pending.extend(list(g.node) for g in a.graphs)
 
 
 def tensor_array(tensor, where: str) -> np.ndarray:
     """A TensorProto's value, after checking that its data fills its dims exactly."""
-    from onnx import numpy_helper
-
     dims = tuple(tensor.dims)
     if any(d < 0 for d in dims):
         raise OnnxError(f"{where}: tensor {tensor.name!r} has a negative dimension {dims}")
     try:
-        value = numpy_helper.to_array(tensor)
+        value = ndarrays.to_array(tensor)
     except Exception as e:  # a data field shorter or longer than the dims say, a bad type
         raise OnnxError(f"{where}: tensor {tensor.name!r}: its data does not match its dims "
                         f"{list(dims)} and type ({one_line(e)})") from None

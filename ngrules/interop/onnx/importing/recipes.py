@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ngrules.interop.onnx import proto
 from ngrules.ir.folded import on_fold
 from ngrules.ir.graph import Node
 
@@ -129,9 +130,8 @@ def _recipe_node(importer, known: _Known, node, made: set[str], inits: set[str],
             book.inputs[x] = what
         else:
             book.live[x] = what
-    from onnx import NodeProto
 
-    copy = NodeProto()
+    copy = proto.NodeProto()
     copy.CopyFrom(node)
     for o in outs:
         book.nodes[o] = copy

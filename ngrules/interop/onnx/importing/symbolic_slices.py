@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ngrules.interop.onnx import proto
 from ngrules.ir import symbolic
 
 
@@ -36,7 +37,6 @@ def as_gathers(folding, node) -> tuple[list, dict[str, np.ndarray]] | None:
         return None
     if any(v < 0 and symbolic.symbols_of(abs(v)) for v in lows + highs):
         return None
-    from onnx import helper
 
     nodes, consts, current = [], {}, data
     out = node.output[0]
@@ -51,8 +51,8 @@ def as_gathers(folding, node) -> tuple[list, dict[str, np.ndarray]] | None:
             high = min(high, length)
         names = [f"{out}__range{k}_{part}" for part in ("start", "end", "step", "at", "out")]
         consts.update({names[0]: np.array(low), names[1]: np.array(high), names[2]: np.array(1)})
-        nodes.append(helper.make_node("Range", names[:3], [names[3]]))
-        nodes.append(helper.make_node("Gather", [current, names[3]], [names[4]], axis=dim))
+        nodes.append(proto.make_node("Range", names[:3], [names[3]]))
+        nodes.append(proto.make_node("Gather", [current, names[3]], [names[4]], axis=dim))
         current = names[4]
     nodes[-1].output[0] = out
     return nodes, consts

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ngrules.interop.onnx import ndarrays
+
 _JOINABLE = {"Add": np.add, "Mul": np.multiply}
 
 
@@ -28,8 +30,6 @@ def _constant_operand(node, consts) -> tuple[str, str] | None:
 def join_in_model(model, fresh) -> None:
     """Join the model's chains of two constant Adds or Muls (in place); new constants are
     named by `fresh()`."""
-    from onnx import numpy_helper
-
     graph = model.graph
     consts = {t.name: t for t in graph.initializer}
     producer = {y: n for n in graph.node for y in n.output}
@@ -47,13 +47,13 @@ def join_in_model(model, fresh) -> None:
         inner_pair = _constant_operand(inner, consts)
         if inner_pair is None or id(inner) in gone:
             continue
-        c1, c2 = (numpy_helper.to_array(consts[c]) for c in (inner_pair[1], pair[1]))
+        c1, c2 = (ndarrays.to_array(consts[c]) for c in (inner_pair[1], pair[1]))
         if c1.dtype != c2.dtype:
             continue
         total = _JOINABLE[op](c1, c2).astype(c1.dtype)
         if total.size > c1.size + c2.size:
             continue
-        tensor = numpy_helper.from_array(total, fresh())
+        tensor = ndarrays.from_array(total, fresh())
         graph.initializer.append(tensor)
         consts[tensor.name] = tensor
         outer.input[:] = [inner_pair[0], tensor.name]

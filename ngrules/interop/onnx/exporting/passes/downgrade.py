@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx import OnnxError, ndarrays, proto
 from ngrules.interop.onnx.written import attribute
 
 #: The form every writer uses; models are rewritten from it down to `OLDEST`.
@@ -86,16 +86,14 @@ def to_opset(model, opset: int, arrays: Mapping[str, np.ndarray]) -> None:
 
 def _node(node, opset: int, consts) -> bool:
     """One node in the target opset's form; True when that needs its input's shape."""
-    from onnx import defs
-
     if node.doc_string == AS_READ:
         node.doc_string = ""
         return False
     if node.domain not in ("", "ai.onnx"):
         return False
     try:
-        old = defs.get_schema(node.op_type, opset).since_version
-        new = defs.get_schema(node.op_type, WRITTEN).since_version
+        old = proto.get_schema(node.op_type, opset).since_version
+        new = proto.get_schema(node.op_type, WRITTEN).since_version
     except Exception:  # noqa: BLE001  onnx has no such op at that opset
         raise OnnxError(_no_form(node, opset, "the op does not exist there")) from None
     if old != new and _adapt(node, opset, consts):
@@ -104,8 +102,6 @@ def _node(node, opset: int, consts) -> bool:
 
 
 def _with_shapes(model, node, opset: int, ranks) -> None:
-    from onnx import helper
-
     op = node.op_type
     if op in ("Softmax", "LogSoftmax", "Hardmax") and opset < 13:
         _softmax(node, opset, ranks)
@@ -115,7 +111,7 @@ def _with_shapes(model, node, opset: int, ranks) -> None:
             raise OnnxError(_no_form(node, opset, "it broadcasts its inputs from opset 8"))
     elif op == "Gemm" and len(node.input) == 2:  # C is optional from 11
         zero = f"{node.output[0]}_no_bias"
-        model.graph.initializer.append(helper.make_tensor(zero, _elem(ranks, node), [], [0]))
+        model.graph.initializer.append(ndarrays.make_tensor(zero, _elem(ranks, node), [], [0]))
         node.input.append(zero)
     if opset < 11:
         _positive_axis(node, ranks, opset)
@@ -225,13 +221,11 @@ def _positive_axis(node, ranks, opset: int) -> None:
 
 # -- helpers ----------------------------------------------------------------------------------
 def _constants(model_or_function) -> dict[str, np.ndarray]:
-    from onnx import numpy_helper
-
     graph = getattr(model_or_function, "graph", model_or_function)
-    found = {t.name: numpy_helper.to_array(t) for t in getattr(graph, "initializer", ())}
+    found = {t.name: ndarrays.to_array(t) for t in getattr(graph, "initializer", ())}
     for node in graph.node:
         if node.op_type == "Constant" and len(node.attribute) == 1 and node.attribute[0].t.dims:
-            found[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+            found[node.output[0]] = ndarrays.to_array(node.attribute[0].t)
     return found
 
 
@@ -243,13 +237,12 @@ def _elem(ranks, node) -> int:
 def _ranks(model, arrays: Mapping[str, np.ndarray]) -> dict[str, tuple]:
     """Value name -> (rank, dimensions: an int, or None where not known, element type) where
     inferred."""
-    from onnx import shape_inference
 
     from ngrules.interop.onnx.weights import as_inputs, elem_of
 
     with as_inputs(model, arrays):
         try:
-            inferred = shape_inference.infer_shapes(model).graph
+            inferred = proto.infer_shapes(model).graph
         except Exception:  # noqa: BLE001  ranks stay unknown: the nodes that need one say so
             inferred = None
     out: dict[str, tuple[int, list]] = {}
@@ -284,10 +277,8 @@ def _input_to_attr(node, i: int, name: str, consts, opset: int, scalar: bool = F
 
 
 def _set(node, name: str, value) -> None:
-    from onnx import helper
-
     _drop_attrs(node, name)
-    node.attribute.append(helper.make_attribute(name, value))
+    node.attribute.append(proto.make_attribute(name, value))
 
 
 def _drop_attrs(node, *names: str) -> None:

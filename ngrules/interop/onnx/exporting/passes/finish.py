@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from ngrules.interop.onnx import proto
 from ngrules.ir.symbolic import symbols_of
 
 
@@ -27,7 +28,7 @@ def finish(em, results: Sequence[str], names: Sequence[str],
         if result in produced and result not in renames and result not in names:
             renames[result] = name
         else:
-            em.nodes.append(em.helper.make_node("Identity", [renames.get(result, result)], [name]))
+            em.nodes.append(proto.make_node("Identity", [renames.get(result, result)], [name]))
     for node in em.nodes:
         for i, x in enumerate(node.input):
             if x in renames:
@@ -85,7 +86,7 @@ def _slices_as_split(em) -> None:
             outputs.append(em.fresh("unread"))
         if any(size <= 0 for size in sizes) or symbols_of(tuple(sizes)):
             continue  # (a symbolic length is computed at run time: Slices keep it so)
-        split = em.helper.make_node("Split", [source, em.const(sizes)], outputs, axis=axis)
+        split = proto.make_node("Split", [source, em.const(sizes)], outputs, axis=axis)
         first = min(em.nodes.index(node) for _, node in pieces)
         gone = {id(node) for _, node in pieces}
         em.nodes[first] = split

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from ngrules.interop.onnx import ndarrays, proto
 from ngrules.interop.onnx.written import WrittenGraph, read, replace
 
 _ELEMENTWISE = ("Add", "Sub", "Mul", "Div", "Pow", "Erf", "Tanh")
@@ -37,17 +38,15 @@ def _gelu_tanh(x):
 
 def scalar_constants(model) -> dict[str, float]:
     """The model's one-element constants (initializers and Constant nodes) as floats."""
-    from onnx import numpy_helper
-
     out = {}
     for t in model.graph.initializer:
         if math.prod(t.dims) == 1:
-            out[t.name] = float(numpy_helper.to_array(t).reshape(()))
+            out[t.name] = float(ndarrays.to_array(t).reshape(()))
     for n in model.graph.node:
         if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
             t = n.attribute[0].t
             if math.prod(t.dims) == 1:
-                out[n.output[0]] = float(numpy_helper.to_array(t).reshape(()))
+                out[n.output[0]] = float(ndarrays.to_array(t).reshape(()))
     return out
 
 
@@ -137,7 +136,6 @@ def find(g, squash, scalars) -> tuple[list, str, str] | None:
 
 def join_in_model(model, opset: int) -> None:
     """Each GELU chain of the model's graph as one node (in place)."""
-    from onnx import helper
 
     from ngrules.interop.onnx.exporting.functions import DOMAIN, FUNCTIONS
 
@@ -155,10 +153,10 @@ def join_in_model(model, opset: int) -> None:
         chain, x, form = found
         y = chain[-1].output[0]
         if opset >= 20:
-            gelu = helper.make_node("Gelu", [x], [y], approximate=form)
+            gelu = proto.make_node("Gelu", [x], [y], approximate=form)
         else:
             name = "GeluTanh" if form == "tanh" else "Gelu"
-            gelu = helper.make_node(name, [x], [y], domain=DOMAIN)
+            gelu = proto.make_node(name, [x], [y], domain=DOMAIN)
             called.add(name)
         replace(g, chain, gelu, at=chain[-1])
     if not g.dropped:
@@ -169,7 +167,7 @@ def join_in_model(model, opset: int) -> None:
     have = {(f.domain, f.name) for f in model.functions}
     model.functions.extend(FUNCTIONS[f](opset) for f in sorted(called) if (DOMAIN, f) not in have)
     if called and DOMAIN not in {o.domain for o in model.opset_import}:
-        model.opset_import.append(helper.make_opsetid(DOMAIN, 1))
+        model.opset_import.append(proto.make_opsetid(DOMAIN, 1))
     used = {x for n in nodes for x in n.input}
     kept = [t for t in model.graph.initializer if t.name in used]
     del model.graph.initializer[:]

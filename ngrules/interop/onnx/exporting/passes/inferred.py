@@ -4,16 +4,17 @@ Reshape to a shape the graph computes (`recipes`) has a known output shape."""
 
 from __future__ import annotations
 
+from ngrules.interop.onnx import proto
+
 
 def value_shapes(model, arrays) -> dict[str, tuple]:
     """Every value's shape (a dimension onnx cannot infer as its dim_param, or ''), by onnx's
     inference over the model with its separate weights as typed inputs."""
-    from onnx import shape_inference
 
     from ngrules.interop.onnx.weights import as_inputs
 
     with as_inputs(model, arrays):
-        inferred = shape_inference.infer_shapes(model, data_prop=True).graph  # Shape, Concat
+        inferred = proto.infer_shapes(model, data_prop=True).graph  # Shape, Concat
     shapes = {}
     for vi in [*inferred.input, *inferred.value_info, *inferred.output]:
         dims = vi.type.tensor_type.shape.dim

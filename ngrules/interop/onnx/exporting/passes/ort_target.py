@@ -22,6 +22,7 @@ rule may still write any contrib op through a declared op, `op ... onnx com.micr
 
 from __future__ import annotations
 
+from ngrules.interop.onnx import proto
 from ngrules.interop.onnx.exporting.passes.inferred import value_shapes
 from ngrules.interop.onnx.written import (
     Weights,
@@ -153,8 +154,6 @@ def _is_gelu(node) -> bool:
 def for_onnxruntime(model, arrays: dict, fresh) -> None:
     """Join the model's nodes into onnxruntime's contrib ops, in place (new constants named
     by `fresh()`, a folded convolution's weights added to `arrays` where they are kept)."""
-    from onnx import helper
-
     shapes = value_shapes(model, arrays)
     constants = {t.name: tuple(t.dims) for t in model.graph.initializer}
     constants.update((name, a.shape) for name, a in arrays.items())
@@ -165,20 +164,20 @@ def for_onnxruntime(model, arrays: dict, fresh) -> None:
         if id(node) in g.dropped:
             continue
         if is_standard(node, "Conv"):
-            _fused_conv(g, _folded_batchnorm(g, node, weights, helper.make_node), helper.make_node)
+            _fused_conv(g, _folded_batchnorm(g, node, weights, proto.make_node), proto.make_node)
         elif is_standard(node, "Gemm"):
-            _fused_gemm(g, node, helper.make_node)
+            _fused_gemm(g, node, proto.make_node)
         elif is_standard(node, "Add"):
-            _skip_layer_norm(g, node, helper.make_node)
+            _skip_layer_norm(g, node, proto.make_node)
     for node in list(g.nodes):
         if id(node) not in g.dropped and _is_gelu(node):
-            _gelu(g, node, helper.make_node)
+            _gelu(g, node, proto.make_node)
     kept = read(g, [n for n in g.nodes if id(n) not in g.dropped])
     del model.graph.node[:]
     model.graph.node.extend(kept)
     weights.drop_unread(kept)
     if any(n.domain == MS for n in kept):
-        model.opset_import.append(helper.make_opsetid(MS, 1))
+        model.opset_import.append(proto.make_opsetid(MS, 1))
     _drop_unused_functions(model)
 
 

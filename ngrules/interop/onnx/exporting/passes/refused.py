@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx import OnnxError, proto
 from ngrules.interop.onnx.exporting import as_read
 
 
@@ -44,10 +44,8 @@ def check(model, arrays: Mapping[str, np.ndarray], source=None) -> None:
 
 def _strict(model):
     """The model checked by onnx's checker and inferred in strict mode (raising on either)."""
-    from onnx import checker, shape_inference
-
-    checker.check_model(model)
-    return shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+    proto.check_model(model)
+    return proto.infer_shapes(model, check_type=True, strict_mode=True)
 
 
 def _checked(model, source):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ngrules.interop.onnx import proto
 from ngrules.interop.onnx.exporting.passes.inferred import value_shapes
 from ngrules.interop.onnx.written import (
     Weights,
@@ -136,8 +137,6 @@ def _gathered(g: WrittenGraph, weights: Weights, chain, p, make_node) -> bool:
 def absorb_in_model(model, arrays: dict, fresh) -> None:
     """Absorb the model's channel shuffles into the convolutions reading them (in place; new
     weights named by `fresh()`, added to `arrays` where the exporter keeps such arrays)."""
-    from onnx import helper
-
     if not any(is_standard(n, "Transpose") for n in model.graph.node):
         return
     try:
@@ -152,7 +151,7 @@ def absorb_in_model(model, arrays: dict, fresh) -> None:
     changed = False
     for node in list(g.nodes):
         if id(node) not in g.dropped and is_standard(node, "Reshape"):
-            changed |= _absorb(g, weights, node, helper.make_node)
+            changed |= _absorb(g, weights, node, proto.make_node)
     if changed:
         kept = read(g, [n for n in g.nodes if id(n) not in g.dropped])
         del model.graph.node[:]

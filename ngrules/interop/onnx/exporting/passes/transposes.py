@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ngrules.interop.onnx import ndarrays, proto
 from ngrules.interop.onnx.exporting.passes.inferred import value_shapes
 
 
@@ -91,16 +92,12 @@ def join(nodes: list, shapes: dict, const_of, make_node, new_const) -> bool:
 
 
 def _perm(node) -> list[int]:
-    from onnx import helper
-
-    return list(helper.get_attribute_value(node.attribute[0]))
+    return list(proto.get_attribute_value(node.attribute[0]))
 
 
 def join_in_model(model, arrays, fresh) -> None:
     """`join` over a written model (its separate weights `arrays` given for the shapes; new
     constants named by `fresh()`), unread initializers dropped after."""
-    from onnx import helper, numpy_helper
-
     if not any(n.op_type == "Transpose" for n in model.graph.node):
         return
     try:
@@ -112,15 +109,15 @@ def join_in_model(model, arrays, fresh) -> None:
 
     def const_of(name):
         t = consts.get(name)
-        return None if t is None or len(t.dims) != 1 else numpy_helper.to_array(t).tolist()
+        return None if t is None or len(t.dims) != 1 else ndarrays.to_array(t).tolist()
 
     def new_const(ints):
-        tensor = numpy_helper.from_array(np.asarray(ints, dtype=np.int64), fresh())
+        tensor = ndarrays.from_array(np.asarray(ints, dtype=np.int64), fresh())
         graph.initializer.append(tensor)
         return tensor.name
 
     nodes = list(graph.node)
-    if join(nodes, shapes, const_of, helper.make_node, new_const):
+    if join(nodes, shapes, const_of, proto.make_node, new_const):
         del graph.node[:]
         graph.node.extend(nodes)
         read = {x for n in nodes for x in n.input} | {o.name for o in graph.output}

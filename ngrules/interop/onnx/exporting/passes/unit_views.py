@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ngrules.interop.onnx import ndarrays, proto
 from ngrules.interop.onnx.exporting.layout import KEPT_FLATTEN, KEPT_RESHAPE
 from ngrules.interop.onnx.exporting.passes.downgrade import AS_READ
 from ngrules.interop.onnx.written import attribute
@@ -19,8 +20,6 @@ from ngrules.interop.onnx.written import attribute
 
 def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
     """Rewrite each such Reshape in place (its target read from a small initializer)."""
-    from onnx import numpy_helper
-
     graph = model.graph
     kept, flattens = {}, []  # (the nodes held: an id is a protobuf wrapper's, while it lives)
     for node in graph.node:
@@ -45,13 +44,13 @@ def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
         return
     for node in flattens:
         target = node.input[1]
-        _as_flatten(node, shapes.get(node.input[0]), numpy_helper.to_array(targets[target]))
+        _as_flatten(node, shapes.get(node.input[0]), ndarrays.to_array(targets[target]))
         if not any(target in n.input for n in graph.node) and target not in (
                 o.name for o in graph.output):
             graph.initializer.remove(targets[target])  # its target: read by nothing now
     for node in candidates:
         before = shapes.get(node.input[0])
-        after = [int(v) for v in numpy_helper.to_array(targets[node.input[1]]).ravel()]
+        after = [int(v) for v in ndarrays.to_array(targets[node.input[1]]).ravel()]
         if before is None or not all(isinstance(d, int) and d > 0 for d in before):
             continue
         if any(v <= 0 for v in after):
@@ -61,7 +60,7 @@ def name_in_model(model, arrays: Mapping[str, np.ndarray], fresh) -> None:
             continue
         op, axes = found
         name = fresh()
-        graph.initializer.append(numpy_helper.from_array(np.asarray(axes, np.int64), name))
+        graph.initializer.append(ndarrays.from_array(np.asarray(axes, np.int64), name))
         node.op_type = op
         node.input[1] = name
         del node.attribute[:]  # a Reshape's allowzero=0
@@ -95,8 +94,6 @@ def _extra_ones(short: Sequence[int], long: Sequence[int]) -> list[int] | None:
 def _as_flatten(node, before, target) -> None:
     """The Reshape written as the Flatten it is, when `before` (its input's shape) flattened
     at some axis is the 2-D `target`."""
-    from onnx import helper
-
     after = [int(v) for v in np.ravel(target)]
     if before is None or len(after) != 2 or not all(isinstance(d, int) and d > 0 for d in before):
         return
@@ -105,5 +102,5 @@ def _as_flatten(node, before, target) -> None:
             node.op_type = "Flatten"
             del node.input[1:]
             del node.attribute[:]
-            node.attribute.append(helper.make_attribute("axis", k))
+            node.attribute.append(proto.make_attribute("axis", k))
             return

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ngrules.interop.onnx import proto
 from ngrules.ir.graph import Node
 
 
@@ -58,7 +59,6 @@ def record(importer, names: Sequence[str], outputs: Sequence[Node], opset: int |
 def write_back(em, outputs: Sequence[Node], names: Sequence[str], opset: int) -> set[str]:
     """Write each recorded output's node, its output named as the graph output; the names
     written (`finish` leaves them as they are)."""
-    from onnx import NodeProto
 
     from ngrules.interop.onnx.exporting.passes.downgrade import AS_READ
     from ngrules.interop.onnx.exporting.writers.positional import elem_type
@@ -69,14 +69,14 @@ def write_back(em, outputs: Sequence[Node], names: Sequence[str], opset: int) ->
         origin = _ORIGINS.get(out)
         if origin is None or origin.opset != opset or name in written:
             continue
-        node = NodeProto()
+        node = proto.NodeProto()
         node.ParseFromString(origin.spec)
         for i, x in enumerate(origin.inputs):
             if isinstance(x, Node):
                 node.input[i] = x.attrs["name"]
                 if node.input[i] not in declared:
                     declared.add(node.input[i])
-                    em.inputs.append(em.helper.make_tensor_value_info(
+                    em.inputs.append(proto.make_tensor_value_info(
                         node.input[i], elem_type(x.dtype), x.axes.lengths))
             elif x is not None:
                 node.input[i] = em.fresh("c")

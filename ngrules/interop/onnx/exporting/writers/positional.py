@@ -13,16 +13,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx import OnnxError, ndarrays
 from ngrules.interop.onnx.exporting.functions import DOMAIN
 from ngrules.interop.onnx.exporting.writers.positional_ops import EXPORTERS as NETWORK_OPS
 
 
 def elem_type(dtype) -> int:
     """The ONNX element type of a numpy dtype."""
-    from onnx import helper
-
-    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    return ndarrays.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
 
 def _elementwise(op: str):

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx import OnnxError, ndarrays
 
 
 def _same(op: str):
@@ -39,7 +39,7 @@ def _scatter_add(em, n, a):
     others = [ax for ax in n.axes if ax != axis]
     shape = em.const([size] + [ax.length for ax in others])
     zeros = em.node("ConstantOfShape", [shape],
-                    value=em.numpy_helper.from_array(np.zeros(1, n.dtype)))
+                    value=ndarrays.from_array(np.zeros(1, n.dtype)))
     out = em.node("ScatterND", [zeros, index, updates], reduction="add")
     return _transposed(em, out, _inverse([pos] + [i for i in range(len(n.axes)) if i != pos]))
 
@@ -132,9 +132,7 @@ def _one_hot(em, n, a):
 
 
 def _elem(dtype) -> int:
-    from onnx import helper
-
-    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    return ndarrays.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
 
 def _conv_bprop_data(em, n, a):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import string
 
-from ngrules.interop.onnx import OnnxError
+from ngrules.interop.onnx import OnnxError, proto
 from ngrules.interop.onnx.exporting.emitter import Emitter, layout_exporter
 from ngrules.interop.onnx.exporting.layout import Value, full_value
 from ngrules.interop.onnx.exporting.writers.elementwise import reduction, regroup
@@ -287,7 +287,7 @@ def _rewritten(em: Emitter, index: int, op: str, bias: str) -> None:
     """The product at `index` written again after the bias (which may be computed after it),
     with the bias as its last input; the first one, renamed, is left for the pruning."""
     old = em.nodes[index]
-    new = em.helper.make_node(op, [*old.input, bias], list(old.output))
+    new = proto.make_node(op, [*old.input, bias], list(old.output))
     new.attribute.extend(old.attribute)  # a Conv's geometry, a Gemm's transA and transB
     old.output[0] = em.fresh("unread")
     em.nodes.append(new)

@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 
+from ngrules.interop.onnx import ndarrays, proto
 from ngrules.interop.onnx.importing.recipes import LIMIT, Book, books
 from ngrules.interop.onnx.written import attribute
 from ngrules.ir.graph import Node
@@ -50,8 +51,6 @@ class _Writer:
         self.added: list = []
 
     def run(self) -> int:
-        from onnx import numpy_helper
-
         readers: dict[str, list] = {}
         for node in self.em.nodes:
             for i, x in enumerate(node.input):
@@ -61,7 +60,7 @@ class _Writer:
             if t.name not in readers or int(np.prod(t.dims)) > LIMIT:
                 continue
             ops = {node.op_type for node, _ in readers[t.name]}
-            value = numpy_helper.to_array(t)
+            value = ndarrays.to_array(t)
             found = [n for n in self.book.lookup(value) if self.book.readers.get(n, set()) & ops]
             if not found and ops == {"Reshape"}:
                 found = self._targets(value, readers[t.name])
@@ -136,9 +135,8 @@ class _Writer:
             inputs = [x for x in original.input if x]
             if not all(self._plan(x, plan) for x in inputs):
                 return False
-            from onnx import NodeProto
 
-            node = NodeProto()
+            node = proto.NodeProto()
             node.CopyFrom(original)
             node.name = ""
             ready = max((self.ready[x] for x in inputs), default=-1)
@@ -158,7 +156,7 @@ class _Writer:
         book = self.book
         if name in book.inits:
             written = self._claim(name)
-            self.em.inits.append(self.em.numpy_helper.from_array(book.inits[name], written))
+            self.em.inits.append(ndarrays.from_array(book.inits[name], written))
             self.position[written] = -1
             return written
         if name in book.inputs:
@@ -206,8 +204,6 @@ class _Writer:
 def _propagate(em, shapes: dict[str, tuple]) -> None:
     """The shapes of the values a written Transpose, Reshape (to an initializer), Identity or
     Cast makes, from their inputs' (the layout's own moves, not recorded as values)."""
-    from onnx import numpy_helper
-
     inits = {t.name: t for t in em.inits}
     for node in em.nodes:
         if not node.input or node.output[0] in shapes or node.input[0] not in shapes:
@@ -219,7 +215,7 @@ def _propagate(em, shapes: dict[str, tuple]) -> None:
             perm = attribute(node, "perm", list(range(len(shape)))[::-1])
             shapes[node.output[0]] = tuple(shape[p] for p in perm)
         elif node.op_type == "Reshape" and len(node.input) > 1 and node.input[1] in inits:
-            target = numpy_helper.to_array(inits[node.input[1]])
+            target = ndarrays.to_array(inits[node.input[1]])
             resolved = _resolved(target, shape) if not attribute(node, "allowzero", 0) else None
             if resolved is not None:
                 shapes[node.output[0]] = tuple(resolved)

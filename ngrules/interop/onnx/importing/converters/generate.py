@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ngrules.interop.onnx import ndarrays
 from ngrules.interop.onnx.importing.context import Context, converter
 from ngrules.interop.onnx.importing.converters.shape import cut
 from ngrules.interop.onnx.importing.shaping import Tensor, conform, fit, squeeze, temp_axis
@@ -76,9 +77,7 @@ def _constant_of_shape(ctx: Context):
 
 
 def _tensor_value(proto) -> np.ndarray:
-    from onnx import numpy_helper
-
-    return numpy_helper.to_array(proto)
+    return ndarrays.to_array(proto)
 
 
 @converter("EyeLike")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ngrules.interop.onnx import ndarrays
 from ngrules.interop.onnx.importing.context import Context, converter
 from ngrules.interop.onnx.importing.converters.arithmetic import matmul
 from ngrules.interop.onnx.importing.converters.padmodes import gather_positions
@@ -55,9 +56,7 @@ def _quantize(ctx: Context):
     work = x.node.dtype
     precision = ctx.attr("precision", 0)
     if precision:
-        from onnx import helper
-
-        work = np.dtype(helper.tensor_dtype_to_np_dtype(precision))
+        work = np.dtype(ndarrays.tensor_dtype_to_np_dtype(precision))
     steps = _round(F.cast(x.node, work) / _spread(ctx, 1, x, work))
     value = F.cast(steps, np.float64)
     if ctx.has(2):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ngrules.interop.onnx import ndarrays, proto
 from ngrules.interop.onnx.importing.context import Context, converter
 from ngrules.interop.onnx.importing.shaping import Tensor, conform, temp_axis
 from ngrules.ir import builders as F
@@ -18,18 +19,17 @@ _KEPT_ATTRS = ("mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclu
 
 def _resize_matrix(ctx: Context, n: int, m: int, scale: float, roi) -> np.ndarray:
     """The (m, n) matrix of the node's resize of one dimension from n to m elements."""
-    from onnx import TensorProto, helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
 
     attrs = {k: ctx.attr(k) for k in _KEPT_ATTRS if ctx.attr(k) is not None}
     roi_value = np.array([roi[0], 0.0, roi[1], 1.0] if roi is not None else [], np.float32)
-    inits = [numpy_helper.from_array(roi_value, "roi"),
-             numpy_helper.from_array(np.array([scale, 1.0], np.float32), "scales")]
-    node = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], **attrs)
-    graph = helper.make_graph(
-        [node], "resize", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [n, n])],
-        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ctx.importer.opset)])
+    inits = [ndarrays.from_array(roi_value, "roi"),
+             ndarrays.from_array(np.array([scale, 1.0], np.float32), "scales")]
+    node = proto.make_node("Resize", ["x", "roi", "scales"], ["y"], **attrs)
+    graph = proto.make_graph(
+        [node], "resize", [proto.make_tensor_value_info("x", proto.TensorProto.DOUBLE, [n, n])],
+        [proto.make_tensor_value_info("y", proto.TensorProto.DOUBLE, None)], inits)
+    model = proto.make_model(graph, opset_imports=[proto.make_opsetid("", ctx.importer.opset)])
     try:
         (matrix,) = ReferenceEvaluator(model).run(None, {"x": np.eye(n)})
     except Exception as e:  # onnx's evaluator, on attribute values it refuses
