@@ -173,6 +173,21 @@ def test_decompose_passes_in_a_row_lower_in_one_walk_as_they_would_in_turn(monke
     assert sorted(built) == ["LRN", "MaxPool"]
 
 
+def test_a_spec_kept_as_made_is_the_graph_its_text_parses_to():
+    """The importer keeps each composite's spec graph as it made it (decompose then parses no
+    text): it must be what the text, which a graph file carries, parses to."""
+    from google.protobuf import text_format
+
+    from ngrules.interop.onnx.composites import whole
+
+    (y,) = import_model(_lrn_pool_model()).outputs  # LRN's alpha: a float attribute
+    specs = {n.attrs["spec"] for n in toposort([y]) if "spec" in n.attrs}
+    assert len(specs) == 2
+    for text in specs:
+        kept = whole._SPECS[text]
+        assert kept == text_format.Parse(text, type(kept)())
+
+
 def _text(outputs) -> str:
     """The graph's text, its fresh axes (`tmp<n>`) numbered in order of appearance."""
     import re
