@@ -67,10 +67,12 @@ print(json.dumps(cpu), file=sys.stderr)
 """
 
 
-def run_once(model: Path, out: Path) -> dict[str, float]:
+def run_once(model: Path, out: Path, child: str = CHILD) -> dict:
+    """The last line the child code printed, from a fresh process (`tool_memory` gives its own
+    child code)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(ROOT)
-    cmd = [sys.executable, "-P", "-c", CHILD, json.dumps(WRAPPED), "apply", str(model),
+    cmd = [sys.executable, "-P", "-c", child, json.dumps(WRAPPED), "apply", str(model),
            "--pipeline", "inference", "-o", str(out), "-q"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:

@@ -151,6 +151,54 @@ def test_the_decompose_passes_are_built_in():
         _load_text("pass decompose\nrule r: x * 1 => x\n")
 
 
+def test_decompose_passes_in_a_row_lower_in_one_walk_as_they_would_in_turn(monkeypatch):
+    """`decompose_simple, decompose_LRN, decompose_MaxPool` run as one walk, each composite's
+    body built once (not again after the LRN under the MaxPool is lowered), and give the graph
+    the three passes give one after another; a pass of rules between them splits the run."""
+    from ngrules.engine.passes import Lowering, steps
+
+    (y,) = import_model(_lrn_pool_model()).outputs
+    names = ["decompose_simple", "decompose_LRN", "decompose_MaxPool"]
+    in_turn = [y]
+    for name in names:
+        in_turn = composite.decompose(in_turn, composite.pass_ops(name))
+    rules = _load_text("pass p1\nrule r: x * 1 => x\n")
+    (step,) = steps(names, rules)
+    assert isinstance(step, Lowering) and step.ops == ["simple", "LRN", "MaxPool"]
+    assert len(steps([names[0], "p1", names[1]], rules)) == 3
+    built, body = [], composite.body
+    monkeypatch.setattr(composite, "body", lambda *a: built.append(a[0].op) or body(*a))
+    got = ng.rewrite([y], rules, passes=names).outputs
+    assert _text(got) == _text(in_turn)  # the same graph (a body's fresh axes named anew)
+    assert sorted(built) == ["LRN", "MaxPool"]
+
+
+def test_a_spec_kept_as_made_is_the_graph_its_text_parses_to():
+    """The importer keeps each composite's spec graph as it made it (decompose then parses no
+    text): it must be what the text, which a graph file carries, parses to."""
+    from google.protobuf import text_format
+
+    from ngrules.interop.onnx.composites import whole
+
+    (y,) = import_model(_lrn_pool_model()).outputs  # LRN's alpha: a float attribute
+    specs = {n.attrs["spec"] for n in toposort([y]) if "spec" in n.attrs}
+    assert len(specs) == 2
+    for text in specs:
+        kept = whole._SPECS[text]
+        assert kept == text_format.Parse(text, type(kept)())
+
+
+def _text(outputs) -> str:
+    """The graph's text, its fresh axes (`tmp<n>`) numbered in order of appearance."""
+    import re
+
+    from ngrules.ir.graph import format_graph
+
+    names: dict[str, str] = {}
+    return re.sub(r"tmp\d+", lambda m: names.setdefault(m[0], f"tmp{len(names)}"),
+                  format_graph(outputs))
+
+
 def _load_text(text):
     import tempfile
     from pathlib import Path

@@ -18,6 +18,8 @@ from ngrules.interop.onnx.exporter import export_parts, to_onnx  # noqa: E402
 from ngrules.interop.onnx.importer import import_model  # noqa: E402
 from ngrules.ir import builders as F  # noqa: E402
 from ngrules.ir.axes import Axis  # noqa: E402
+from ngrules.ir.filebytes import FileBytes  # noqa: E402
+from ngrules.ir.filebytes import root as bytes_of  # noqa: E402
 from ngrules.ir.graph import creation_order  # noqa: E402
 from ngrules.lang.library import load_library  # noqa: E402
 
@@ -48,12 +50,6 @@ def constants(outputs):
     return [n for n in creation_order(outputs) if n.op == "Constant"]
 
 
-def root(array):
-    while isinstance(array, np.ndarray):
-        array = array.base
-    return array
-
-
 def run(model, feeds):
     session = ort.InferenceSession(model.SerializeToString() if not isinstance(model, str)
                                    else model, providers=["CPUExecutionProvider"])
@@ -71,7 +67,10 @@ def test_an_imported_weight_views_the_models_bytes(tmp_path, from_file):
     big = [c for c in constants(imported.outputs) if c.attrs["value"].size >= BIG]
     assert len(big) == 1
     value = big[0].attrs["value"]
-    assert isinstance(root(value), bytes) and not value.flags.writeable  # no copy was made
+    # no copy was made (an equal weight of an earlier import, hash-consed, views its bytes)
+    assert isinstance(bytes_of(value), (bytes, FileBytes)) and not value.flags.writeable
+    # a file's bytes are the importer's, to give to a rewrite (`spend`); a caller's are not
+    assert isinstance(imported.spendable, FileBytes) if from_file else imported.spendable is None
     np.testing.assert_array_equal(value, w)
     assert model.SerializeToString() == before  # the caller's model is left as it was
 

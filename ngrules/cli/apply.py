@@ -59,7 +59,7 @@ def run(args) -> int:
         without_rules(rules_or_library(args.rules, args.import_path), args.disable)
     # ONNX in and out: a dimension given no --length stays symbolic (a dynamic batch)
     symbolic = graphio.is_onnx(args.graph) and graphio.is_onnx(args.output)
-    outputs, names, opset = graphio.load_with_opset(  # may use its ops
+    outputs, names, opset, spendable = graphio.load_spendable(  # may use its ops
         args.graph, replace(graphio.read_options(args), symbolic=symbolic))
     opset = graphio.written_opset(args.opset, opset)
     pipeline = None if rules is None else default_pipeline(rules, args.pipeline, args.passes)
@@ -74,8 +74,11 @@ def run(args) -> int:
             line = _passes_line(pipeline, args.pipeline, names_run)
             print(f"{line} (saturated together)", file=sys.stderr)
         new, stopped, code, egraph = run_saturation(outputs, rules, pipeline, args)
-    else:
-        (new, stopped, code), egraph = _rewrite(outputs, rules, pipeline, args), None
+    else:  # the graph read is not read again: its file's bytes are the rewrite's to spend,
+        # unless the trace shows what the rules matched (weights folded over would show)
+        spend = None if args.trace else spendable
+        (new, stopped, code), egraph = _rewrite(outputs, rules, pipeline, args, spend), None
+    del outputs, spendable  # only the result is read from here on
     sys.stdout.flush()
     picture = None
     if args.picture is not None:
@@ -121,14 +124,15 @@ def _given(value) -> bool:
     return value is not None and value is not False and value != []
 
 
-def _rewrite(outputs, rules, pipeline, args) -> tuple[list, str, int]:
-    """A greedy rewrite, its passes, firings (and trace, statistics) printed."""
+def _rewrite(outputs, rules, pipeline, args, spend=None) -> tuple[list, str, int]:
+    """A greedy rewrite, its passes, firings (and trace, statistics) printed; `spend`: the
+    model file's bytes, when nothing reads the graph read again (`rewrite`)."""
     from ngrules.cli import graphio
     from ngrules.engine.driver import rewrite
 
     result = rewrite(
         outputs, rules, pipeline=pipeline, passes=args.passes or None, stats=args.stats,
-        fold_limit=args.fold_limit, budget=graphio.budget_of(args, "rewrite"),
+        fold_limit=args.fold_limit, budget=graphio.budget_of(args, "rewrite"), spend=spend,
     )
     if not args.quiet:
         print(_passes_line(pipeline, args.pipeline, result.passes), file=sys.stderr)

@@ -55,6 +55,13 @@ def written_opset(asked: int | None, model: int | None) -> int | None:
 
 def load_with_opset(path: str, options: ReadOptions | None = None):
     """`load`, and the model's standard opset (for a graph file, the one it recorded, if any)."""
+    return load_spendable(path, options)[:3]
+
+
+def load_spendable(path: str, options: ReadOptions | None = None):
+    """`load_with_opset`, and the model file's bytes that its weights view (None for a graph
+    file): a caller that reads none of the graph's nodes again may let the rewrite of it
+    write over them (`rewrite(..., spend=...)`)."""
     options = options or ReadOptions()
     if is_onnx(path):
         from ngrules.interop.onnx.importer import import_model
@@ -66,7 +73,7 @@ def load_with_opset(path: str, options: ReadOptions | None = None):
         budget = {} if options.budget is None else {"budget": options.budget}
         imported = import_model(path, lengths=options.lengths, axis_names=options.axis_names,
                                 limits=limits, symbolic=options.symbolic, **budget)
-        return imported.outputs, imported.output_names, imported.opset
+        return imported.outputs, imported.output_names, imported.opset, imported.spendable
     from ngrules.errors import NgrulesError
     from ngrules.ir.graphfile import load_graph_and_opset
 
@@ -75,7 +82,7 @@ def load_with_opset(path: str, options: ReadOptions | None = None):
                            "axes have their lengths (--length is for ONNX models)")
     _declare_composites(path)
     outputs, opset = load_graph_and_opset(path)
-    return outputs, None, opset
+    return outputs, None, opset, None
 
 
 def _declare_composites(path: str) -> None:

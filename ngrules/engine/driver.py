@@ -39,12 +39,13 @@ from ngrules.engine.dispatch import first_in_order, first_match, first_on_view
 from ngrules.engine.folding import Folding
 from ngrules.engine.multiroot import Context, apply_together
 from ngrules.engine.normalize import Cycle, Normalizing
-from ngrules.engine.passes import as_ruleset, pass_names
+from ngrules.engine.passes import Lowering, as_ruleset, pass_names, steps
 from ngrules.engine.pending import Pending
 from ngrules.engine.results import RewriteResult, Run, stopped_by_cycle
 from ngrules.ir import composite
 from ngrules.ir.canonical import PASS_NAME as CANONICAL
 from ngrules.ir.canonical import canonical_layout
+from ngrules.ir.filebytes import FileBytes
 from ngrules.ir.graph import (
     Node,
     creation_order,
@@ -382,6 +383,7 @@ def rewrite(
     stats: bool = False,
     fold_limit: int | None = None,
     budget: Budget | None = None,
+    spend: FileBytes | None = None,
 ) -> RewriteResult:
     """Apply passes of rules to the graph of `outputs`; the input graph is never changed.
 
@@ -394,14 +396,17 @@ def rewrite(
     bounds the whole call (`ngrules.budget`; default 2 GiB, 120 s): past it, `BudgetExceeded`.
     Unless the passes name `decompose*`, `canonical_layout` or `recompose`, each pass reads an
     imported model as its rules are written (`reading`: the ONNX ops they name lowered).
+    spend: a model file's bytes (`Imported.spendable`) from a caller done with the input graph:
+    folding may write a weight over the one it is made from, in the input (`spending`).
     """
     ruleset = as_ruleset(rules)
     names = pass_names(ruleset, pipeline, passes)
     with paused_gc():
-        return _rewrite(outputs, ruleset, names, Run(fuel, checked, stats, budget), fold_limit)
+        return _rewrite(outputs, ruleset, names, Run(fuel, checked, stats, budget), fold_limit,
+                        spend)
 
 
-def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=None):
+def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=None, spend=None):
     current = list(outputs)
     checked = run.checked
     if checked:
@@ -409,11 +414,10 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
     stats: dict[str, RuleStats] = {}
     result = RewriteResult(current, run, stats, names)
     auto = reading.by_default(ruleset, names)  # composites lowered as each pass's rules read
-    for name in names:
+    for name in steps(names, ruleset):
         run.budget.settle(f"before pass {name}")
-        lowered = composite.pass_ops(name) if name not in ruleset.passes else False
-        if lowered is not False:  # the built-in `decompose` or `decompose_<Op>`
-            current = composite.decompose(current, lowered)
+        if isinstance(name, Lowering):  # built-in `decompose` or `decompose_<Op>` passes
+            current = composite.decompose(current, name.ops)
             continue
         if name == composite.RECOMPOSE and name not in ruleset.passes:
             current = composite.recompose(current)
@@ -422,7 +426,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
             current = canonical_layout(current)
             continue
         if name in BUILTIN_PASSES and name not in ruleset.passes:
-            folding = Folding(fold_limit, run.budget.meter)
+            folding = Folding(fold_limit, run.budget.meter, spend)
             current = folding.apply(current)
             result.folded.extend(folding.folded)
             continue

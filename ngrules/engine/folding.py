@@ -20,7 +20,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ngrules.budget import DEFAULT_BUDGET, Meter
+from ngrules.engine.spending import Spending
 from ngrules.ir import symbolic
+from ngrules.ir.filebytes import FileBytes
 from ngrules.ir.folded import folded
 from ngrules.ir.graph import Node, creation_order, make_node
 from ngrules.ir.ops import get_op
@@ -37,26 +39,39 @@ PASS_NAME = "fold_constants"  # in lang.rules.BUILTIN_PASSES
 class Folding:
     """One folding walk; `folded` lists (original node, constant) for each node folded. Each
     value computed is charged to `meter` (the rewrite's budget) before it is computed, and
-    the time is checked before each."""
+    the time is checked before each. With `spend` (a model file's bytes that the caller reads
+    no more, `engine.spending`), a value may be computed over the weight it is made from."""
 
-    def __init__(self, limit: int | None = None, meter: Meter | None = None):
+    def __init__(self, limit: int | None = None, meter: Meter | None = None,
+                 spend: FileBytes | None = None):
         self.limit = DEFAULT_LIMIT if limit is None else int(limit)
         self.meter = meter or Meter(DEFAULT_BUDGET, "rewrite")
         self.folded: list[tuple[Node, Node]] = []
         self._values: dict[Node, np.ndarray] = {}
+        self._spend = spend
+        self._spending: Spending | None = None
+        self._memo: dict[Node, Node] = {}
 
     def apply(self, outputs: Sequence[Node]) -> list[Node]:
         """The outputs with every foldable node replaced by its constant."""
         memo: dict[Node, Node] = {}
         inputs: list[Node] = []
-        for node in creation_order(outputs):
-            if node.args:
-                rebuilt = node.with_args(tuple(memo[a] for a in node.args))
-            else:
-                rebuilt = node
-                if node.op == "Placeholder":
-                    inputs.append(node)
-            memo[node] = self._fold(rebuilt) if self._foldable(rebuilt) else rebuilt
+        order = creation_order(outputs)
+        if self._spend is not None:
+            self._spending, self._memo = Spending(self._spend, order, outputs), memo
+        try:
+            for node in order:
+                if node.args:
+                    rebuilt = node.with_args(tuple(memo[a] for a in node.args))
+                else:
+                    rebuilt = node
+                    if node.op == "Placeholder":
+                        inputs.append(node)
+                memo[node] = self._fold(rebuilt) if self._foldable(rebuilt) else rebuilt
+        finally:
+            if self._spending is not None:
+                self._spending.finish()
+            self._spending, self._memo = None, {}
         folded(inputs)  # records of the values folded at import: dropped (`ir.folded`)
         return [memo[o] for o in outputs]
 
@@ -85,21 +100,28 @@ class Folding:
         value = value.reshape(node.axes.lengths)
         _freeze_fresh(value)
         folded = make_node("Constant", value=value, axes=node.axes)
+        if self._spending is not None:
+            self._spending.taken(folded)
         self.folded.append((node, folded))
         return folded
 
     def _value(self, node: Node) -> np.ndarray:
-        """The node's value, evaluated through views down to its constants."""
+        """The node's value, evaluated through views down to its constants (over a spent
+        weight when it can be, `engine.spending`)."""
         if node.op == "Constant":
             return node.attrs["value"]
         value = self._values.get(node)
         if value is None:
             what = f"folding a {node.op} of {node.axes.size} elements"
             self.meter.check_time(what)
-            self.meter.charge(node.axes.size * np.dtype(node.dtype).itemsize, what)
-            kernel = get_op(node.op).kernel(node)
-            with np.errstate(all="ignore"):  # as at run time: inf and nan are values
-                value = kernel(*[self._value(a) for a in node.args])
+            args = [self._value(a) for a in node.args]
+            spending = self._spending
+            value = None if spending is None else spending.fold(node, args, self._memo)
+            if value is None:
+                self.meter.charge(node.axes.size * np.dtype(node.dtype).itemsize, what)
+                kernel = get_op(node.op).kernel(node)
+                with np.errstate(all="ignore"):  # as at run time: inf and nan are values
+                    value = kernel(*args)
             self._values[node] = value
         return value
 

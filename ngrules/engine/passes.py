@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ngrules.errors import NgrulesError
+from ngrules.ir.composite import pass_ops
 from ngrules.ir.ops import did_you_mean
 from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet, builtin_pass
 
@@ -36,3 +37,35 @@ def as_ruleset(rules: RuleSet | Rule | Iterable[Rule]) -> RuleSet:
         grouped.setdefault(r.pass_name, []).append(r)
     passes = {k: tuple(sorted(v, key=lambda r: (-r.priority, r.order))) for k, v in grouped.items()}
     return RuleSet(rules, passes, {})
+
+
+class Lowering(str):
+    """Built-in `decompose` or `decompose_<Op>` passes in a row (their names, comma-separated),
+    run as one walk that lowers what they lower (`ops`, None: every composite)."""
+
+    ops: list[str] | None
+
+    def __new__(cls, names: str, ops: list[str] | None) -> Lowering:
+        self = super().__new__(cls, names)
+        self.ops = ops
+        return self
+
+
+def steps(names: Sequence[str], rules: RuleSet) -> list[str]:
+    """The passes as a rewrite runs them: consecutive built-in `decompose*` passes as one
+    `Lowering`. Each pass lowers composites into primitives, which no other composite is built
+    of, so lowering all their ops in one walk gives the graph lowering them in turn gives, with
+    each body built once, on its final arguments (not again each time a later pass lowers a
+    composite it reads)."""
+    found: list[str] = []
+    for name in names:
+        ops = pass_ops(name) if name not in rules.passes else False
+        last = found[-1] if found else None
+        if ops is False:
+            found.append(name)
+        elif isinstance(last, Lowering):
+            both = None if last.ops is None or ops is None else [*last.ops, *ops]
+            found[-1] = Lowering(f"{last}, {name}", both)
+        else:
+            found.append(Lowering(name, ops))
+    return found

@@ -14,12 +14,13 @@ composite node back instead (`recorded`).
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from ngrules.errors import NgrulesError, OpError
 from ngrules.ir.graph import Node, creation_order, make_node
 from ngrules.ir.ops import OPS, READ_FROM_MODELS, AttrSpec, register_op
+from ngrules.ir.values import constant_source
 
 #: The name of the built-in pass lowering every composite; `decompose_<Op>` lowers one op.
 PASS_NAME = "decompose"
@@ -190,6 +191,16 @@ def record(node: Node, whole: Node) -> None:
     """Record `node` (of whole's value, its body's structure) as standing for composite
     `whole`."""
     _RECORDED[node] = whole
+
+
+def forget(constants: Collection[Node]) -> None:
+    """Forget the bodies recorded for composites that read any of `constants` (through views):
+    a rewrite wrote other values over them (`engine.spending`), so no pass may bring a
+    composite over them back."""
+    gone = set(constants)
+    for node, whole in list(_RECORDED.items()):
+        if any(constant_source(a) in gone for a in whole.args):
+            del _RECORDED[node]
 
 
 def carry(old: Node, new: Node, memo) -> None:

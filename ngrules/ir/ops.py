@@ -16,6 +16,7 @@ import numpy as np
 
 from ngrules.errors import OpError
 from ngrules.ir.axes import Axis, make_axes
+from ngrules.ir.filebytes import FileBytes
 
 #: Traits an op may carry; the matcher, checker and test generators read them.
 TRAITS = frozenset(
@@ -250,12 +251,15 @@ def frozen_array(value) -> np.ndarray:
 
 
 def _immutable(array: np.ndarray) -> bool:
-    """Whether neither the array nor anything it views can be written through numpy."""
+    """Whether neither the array nor anything it views can be written through numpy (the
+    bytes it views are `bytes`, or `FileBytes` that only a rewrite given them writes)."""
     while isinstance(array, np.ndarray):
         if array.flags.writeable:
             return False
         array = array.base
-    return array is None or isinstance(array, bytes)
+    if isinstance(array, memoryview):
+        array = array.obj
+    return array is None or isinstance(array, (bytes, FileBytes))
 
 
 def _check_known(op: OpDef, attrs: Mapping[str, Any]) -> None:

@@ -28,8 +28,11 @@ def scalar_value(node: Node) -> float | None:
     if value is None or value.size == 0:
         return None
     first = value.flat[0]
-    if value.size > 1 and not np.all(value == first):
-        return None
+    if value.size > 1:  # two elements first: a weight is told from a fill without a pass
+        if value.flat[-1] != first or value.flat[value.size // 2] != first:
+            return None
+        if not np.all(value == first):
+            return None
     return float(first)
 
 

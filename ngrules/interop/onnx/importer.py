@@ -42,6 +42,7 @@ from ngrules.interop.onnx.importing.folding import Folding, np_elem
 from ngrules.interop.onnx.importing.loading import DEFAULT_LIMITS, Limits, check_model, read_model
 from ngrules.interop.onnx.importing.shaping import Tensor, conform
 from ngrules.ir import builders as F
+from ngrules.ir.filebytes import FileBytes, root
 from ngrules.ir.graph import Node
 
 
@@ -63,6 +64,9 @@ class Imported:
     inputs: dict[str, Node] = field(default_factory=dict)
     naming: Naming | None = None
     opset: int | None = None  # the model's standard-domain opset
+    #: the file's bytes its weights view (`ir.filebytes`), which a caller that reads none of
+    #: these nodes again may give to the rewrite of them (`rewrite(..., spend=...)`)
+    spendable: FileBytes | None = None
 
 
 class Importer:
@@ -293,7 +297,9 @@ def import_model(
     recipes.record(importer, opset)  # values folded: the nodes that made them
     symbolic_slices.record(importer)  # Slices to a symbolic length: written back as Slices
     as_read.remember(importer, model, arrays, outputs)  # for the exporter: inputs, refusals
-    return Imported(outputs, names, dict(importer.placeholders), importer.naming, opset)
+    spendable = next((b for a in arrays.values() if isinstance(b := root(a), FileBytes)), None)
+    return Imported(outputs, names, dict(importer.placeholders), importer.naming, opset,
+                    spendable)
 
 
 def from_onnx(model_or_path, **options) -> list[Node]:

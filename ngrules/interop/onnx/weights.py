@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ngrules.interop.onnx import OnnxError, proto
+from ngrules.ir.filebytes import FileBytes
 
 #: Initializers of at most this many elements stay in the parsed model (folding's bound on
 #: values that steer shapes).
@@ -125,21 +126,25 @@ class _Tensor:
         if end - start != math.prod(self.dims) * dtype.itemsize:
             raise OnnxError(f"{where}: tensor {self.name!r}: its data does not match its dims "
                             f"{self.dims} and type ({end - start} bytes of raw data)")
-        array = np.frombuffer(data, dtype, math.prod(self.dims), start).reshape(self.dims)
+        array = np.frombuffer(data, dtype, math.prod(self.dims), start)
+        array.flags.writeable = False  # of `FileBytes` too: only a rewrite given them writes
+        array = array.reshape(self.dims)
         return array if dtype.isnative else array.astype(dtype.newbyteorder("="))
 
 
-def split(data: bytes, where: str, meter=None):
+def split(data: bytes | FileBytes, where: str, meter=None):
     """(the model without its large initializers, {name: read-only array viewing `data`}).
     The parsed message's bytes are charged to `meter` (a `budget.Meter`) before it is parsed."""
     light, found = data, []
-    if sys.byteorder == "little" and isinstance(data, bytes):
+    if sys.byteorder == "little" and isinstance(data, (bytes, FileBytes)):
         try:
             light, found = _strip(data)
         except ValueError:  # not a well-formed message: protobuf says why
             light, found = data, []
     if meter is not None:
         meter.charge(len(light), f"{where}: the model's message")
+    if not isinstance(light, bytes):  # (not stripped: read whole by protobuf, which wants bytes)
+        light = bytes(light)
     model = proto.load_model(light)
     if not found:
         return model, {}

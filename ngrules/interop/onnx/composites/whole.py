@@ -163,10 +163,24 @@ def _order(node: Node, axes) -> str:
     return " ".join(str(names.index(a.name)) for a in axes)
 
 
-@functools.lru_cache(maxsize=4096)
+#: spec text -> its graph (read-only), as `_composite` made it or as parsed: a body is built
+#: again (each `decompose`) without parsing text; forgotten whole past 4,096 specs.
+_SPECS: dict[str, object] = {}
+
+
 def _spec_graph(text: str):
-    from google.protobuf import text_format
-    return text_format.Parse(text, proto.GraphProto())
+    graph = _SPECS.get(text)
+    if graph is None:
+        from google.protobuf import text_format
+        graph = _keep_spec(text, text_format.Parse(text, proto.GraphProto()))
+    return graph
+
+
+def _keep_spec(text: str, graph):
+    if len(_SPECS) >= 4096:
+        _SPECS.clear()
+    _SPECS[text] = graph
+    return graph
 
 
 def _constants(graph) -> dict[int, np.ndarray]:
@@ -293,6 +307,7 @@ def _composite(importer, node, ctx: _Recording, results: dict, op: str) -> list 
         return None
     graph.node.append(spec)
     text = text_format.MessageToString(graph, as_one_line=True)
+    _keep_spec(text, graph)  # (the text parses back to it)
     outs = [None] * (last + 1)
     for i, (axes, result) in results.items():
         whole = make_node(op, args, spec=text, opset=importer.opset,

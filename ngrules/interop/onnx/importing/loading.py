@@ -20,6 +20,7 @@ from ngrules.errors import FileError, printable
 from ngrules.interop.onnx import OnnxError, ndarrays, proto, require_onnx, weights
 from ngrules.interop.onnx.budget import Meter
 from ngrules.interop.onnx.importing import external
+from ngrules.ir.filebytes import read_into
 from ngrules.ir.fileio import open_regular
 
 
@@ -63,7 +64,7 @@ def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
         except Exception:
             require_onnx()
             raise
-        reading = weights.Background(lambda: f.read(size + 1))
+        reading = weights.Background(lambda: read_into(f, size))
         try:
             require_onnx()
         finally:
