@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ngrules.interop.onnx import OnnxError, proto
+from ngrules.ir import directwrite
 from ngrules.ir.filebytes import FileBytes
 
 #: Initializers of at most this many elements stay in the parsed model (folding's bound on
@@ -256,8 +257,24 @@ def write(file, model, arrays, check: Callable[[Any, Any], None] | None = None) 
 
 
 def _write(file, message: bytes, arrays, sync: bool = False) -> None:
-    """The file's bytes; with `sync`, synced (the file is put in place only once on disk)."""
-    file.write(message)
+    """The file's bytes; with `sync`, synced (the file is put in place only once on disk).
+    A file of `DIRECT_BYTES` or more is written past the page cache (`ir.directwrite`)."""
+    total = len(message) + sum(a.nbytes for a in arrays.values())
+    with directwrite.writing(file) if total >= DIRECT_BYTES else \
+            contextlib.nullcontext(file) as out:
+        _write_parts(out, message, arrays)
+    if sync:
+        file.flush()
+        os.fsync(file.fileno())
+
+
+#: The size from which a written model skips the page cache (`ir.directwrite`): below it, a
+#: write to the cache costs less than waiting on the disk.
+DIRECT_BYTES = 1 << 24
+
+
+def _write_parts(out, message: bytes, arrays) -> None:
+    out.write(message)
     for name, array in arrays.items():
         header = proto.TensorProto(name=name, data_type=elem_of(array), dims=array.shape)
         raw = _encode_varint(_RAW << 3 | 2) + _encode_varint(array.nbytes)
@@ -265,12 +282,9 @@ def _write(file, message: bytes, arrays, sync: bool = False) -> None:
         size = len(tensor) + array.nbytes
         init = _encode_varint(_GRAPH_INIT << 3 | 2) + _encode_varint(size)
         graph = _encode_varint(_MODEL_GRAPH << 3 | 2) + _encode_varint(len(init) + size)
-        file.write(graph + init + tensor)
+        out.write(graph + init + tensor)
         for block in _blocks(array):
-            file.write(memoryview(_little(block).reshape(-1).view(np.uint8)))
-    if sync:
-        file.flush()
-        os.fsync(file.fileno())
+            out.write(memoryview(_little(block).reshape(-1).view(np.uint8)))
 
 
 class Background:
