@@ -26,7 +26,7 @@ import numpy as np
 ALIGN = mmap.PAGESIZE
 
 #: The buffer each write copies into and writes from (a multiple of `ALIGN`).
-BUFFER_BYTES = 1 << 23
+BUFFER_BYTES = 1 << 21
 
 _DIRECT = getattr(os, "O_DIRECT", 0)
 
