@@ -24,7 +24,7 @@ import numpy as np
 
 from ngrules.interop.onnx import OnnxError, proto
 from ngrules.ir import directwrite
-from ngrules.ir.filebytes import FileBytes
+from ngrules.ir.filebytes import FileBytes, changed, root
 
 #: Initializers of at most this many elements stay in the parsed model (folding's bound on
 #: values that steer shapes).
@@ -244,16 +244,29 @@ def write(file, model, arrays, check: Callable[[Any, Any], None] | None = None) 
     checks, and the check's error is raised once the writing has stopped (the caller's
     `staged_files` then removes the file, so a refused model is never in place)."""
     message = model.SerializeToString()  # before the check, which changes the model a moment
+    _check_unchanged(arrays)  # a file cut shorter is not read past its end (a bus error)
     if check is None:
         _write(file, message, arrays)
-        return
-    writing = Background(lambda: _write(file, message, arrays, sync=True))
-    try:
-        check(model, arrays)
-    except BaseException:
-        writing.wait()  # the refusal is the error to report, not what the writing met
-        raise
-    writing.result()
+    else:
+        writing = Background(lambda: _write(file, message, arrays, sync=True))
+        try:
+            check(model, arrays)
+        except BaseException:
+            writing.wait()  # the refusal is the error to report, not what the writing met
+            raise
+        writing.result()
+    _check_unchanged(arrays)
+
+
+def _check_unchanged(arrays) -> None:
+    """Raise if a model file the arrays view (mapped: `ir.filebytes`) has changed since it was
+    mapped: the weights written may then be some of each version (after writing), or some
+    not there any more (before)."""
+    sources = {id(b): b for a in arrays.values() if isinstance(b := root(a), FileBytes)}
+    for source in sources.values():
+        name = changed(source)
+        if name is not None:
+            raise OnnxError(f"{name}: the model file changed while it was read; not written")
 
 
 def _write(file, message: bytes, arrays, sync: bool = False) -> None:

@@ -20,7 +20,7 @@ from ngrules.errors import FileError, printable
 from ngrules.interop.onnx import OnnxError, ndarrays, proto, require_onnx, weights
 from ngrules.interop.onnx.budget import Meter
 from ngrules.interop.onnx.importing import external
-from ngrules.ir.filebytes import read_into
+from ngrules.ir.filebytes import MAP_BYTES, map_file, read_into
 from ngrules.ir.fileio import open_regular
 
 
@@ -64,13 +64,13 @@ def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
         except Exception:
             require_onnx()
             raise
-        reading = weights.Background(lambda: read_into(f, size))
+        reading = weights.Background(lambda: _bytes_of(f, size, where))
         try:
             require_onnx()
         finally:
             data = reading.result()
-    if len(data) > size:
-        raise OnnxError(f"{where}: it grew past its size of {size} bytes while it was read")
+    if data is None or len(data) > size:
+        raise OnnxError(f"{where}: it changed (from {size} bytes) while it was read")
     if not data:
         raise OnnxError(f"{where}: an empty file (0 bytes) is not an ONNX model")
     try:
@@ -82,6 +82,11 @@ def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
         raise OnnxError(f"{where}: not a readable ONNX model ({reason})") from None
     arrays.update(external.load(model, Path(where).parent, where, limits.model_bytes, meter))
     return model, arrays
+
+
+def _bytes_of(f, size: int, where: str):
+    """The file's bytes: mapped if large, else read (`ir.filebytes`); None if it changed."""
+    return map_file(f, size, printable(where)) if size >= MAP_BYTES else read_into(f, size)
 
 
 def check_model(model, where: str) -> None:
