@@ -1,4 +1,5 @@
-"""A file's bytes read whole into memory its reader owns, which weights view read-only.
+"""A file's bytes read whole into memory its reader owns (or mapped), which weights view
+read-only.
 
 A model's large weights are read-only arrays viewing the bytes of its file (no copy). When
 those bytes are `FileBytes` rather than `bytes`, the reader may later *spend* them: give them
@@ -45,6 +46,9 @@ class FileBytes(mmap.mmap):
 #: a ResNet-50 (98 MiB) costs the same either way, a VGG-19 (548 MiB) read costs 0.3-0.5 s of
 #: system time more than mapped.
 MAP_BYTES = 1 << 28
+
+#: Whether files can be mapped copy-on-write here (not on Windows: read there).
+CAN_MAP = bool(_PRIVATE)
 
 #: `madvise` advice mapping every page of a range at once (Linux 5.14), where `mmap` lacks it.
 _POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)

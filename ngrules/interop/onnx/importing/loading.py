@@ -20,7 +20,7 @@ from ngrules.errors import FileError, printable
 from ngrules.interop.onnx import OnnxError, ndarrays, proto, require_onnx, weights
 from ngrules.interop.onnx.budget import Meter
 from ngrules.interop.onnx.importing import external
-from ngrules.ir.filebytes import MAP_BYTES, map_file, read_into
+from ngrules.ir.filebytes import CAN_MAP, MAP_BYTES, map_file, read_into
 from ngrules.ir.fileio import open_regular
 
 
@@ -86,7 +86,9 @@ def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
 
 def _bytes_of(f, size: int, where: str):
     """The file's bytes: mapped if large, else read (`ir.filebytes`); None if it changed."""
-    return map_file(f, size, printable(where)) if size >= MAP_BYTES else read_into(f, size)
+    if size >= max(MAP_BYTES, 1) and CAN_MAP:  # (an empty file cannot be mapped)
+        return map_file(f, size, printable(where))
+    return read_into(f, size)
 
 
 def check_model(model, where: str) -> None:
