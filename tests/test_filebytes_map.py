@@ -22,20 +22,24 @@ from ngrules.interop.onnx.importer import import_model  # noqa: E402
 from ngrules.interop.onnx.importing import loading  # noqa: E402
 
 
-def conv_batchnorm(path, seed):
-    """Conv then BatchNormalization: the Conv's weight (4,608 elements) is folded over."""
+def conv_batchnorm(path, seed) -> int:
+    """Conv, BatchNormalization, Conv: the first Conv's weight (4,608 elements) is folded
+    over, the second's (9,216) is written as read. Returns the second's bytes."""
     rng = np.random.default_rng(seed)
     w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    w2 = rng.standard_normal((32, 32, 3, 3)).astype(np.float32)
     scale, bias, mean = rng.standard_normal((3, 32)).astype(np.float32)
     var = rng.uniform(0.5, 2.0, 32).astype(np.float32)
     inits = [numpy_helper.from_array(a, n) for a, n in
-             [(w, "w"), (scale, "s"), (bias, "b"), (mean, "m"), (var, "v")]]
+             [(w, "w"), (scale, "s"), (bias, "b"), (mean, "m"), (var, "v"), (w2, "w2")]]
     graph = helper.make_graph(
         [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
-         helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["y"])], "g",
+         helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"]),
+         helper.make_node("Conv", ["n", "w2"], ["y"], pads=[1, 1, 1, 1])], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 6, 6])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 6, 6])], inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return w2.nbytes
 
 
 def digest(path) -> str:
@@ -45,24 +49,34 @@ def digest(path) -> str:
 
 def test_apply_folding_into_a_mapped_file_writes_the_same_model_and_not_the_file(
         tmp_path, monkeypatch):
+    """The weight written as read is copied from the file by the kernel; the one folded over
+    is written from this process's copy of its pages (the file's bytes are the old ones)."""
     path = str(tmp_path / "m.onnx")
-    conv_batchnorm(path, 5)
+    unchanged = conv_batchnorm(path, 5)
     before = digest(path)
-    given, rewrite = [], driver.rewrite
+    given, rewrite, copied, copy = [], driver.rewrite, [], os.copy_file_range
 
     def spy(*args, **kwargs):
         given.append(kwargs.get("spend"))
         return rewrite(*args, **kwargs)
 
+    def copy_spy(src, dst, count, offset_src=None, *rest):
+        copied.append(count)
+        return copy(src, dst, count, offset_src, *rest)
+
     monkeypatch.setattr(driver, "rewrite", spy)
+    monkeypatch.setattr(os, "copy_file_range", copy_spy)
     outputs = []
-    for map_bytes in (1 << 62, 0):  # read, then mapped
+    for map_bytes in (0, 1 << 62):  # mapped, then read (the folded weight's node is new)
         monkeypatch.setattr(loading, "MAP_BYTES", map_bytes)
         outputs.append(str(tmp_path / f"out{len(outputs)}.onnx"))
         assert main(["apply", path, "--pipeline", "inference", "-o", outputs[-1], "-q"]) == 0
-    read, mapped = given
+        assert copied == [unchanged]  # the second weight, by the first run
+        monkeypatch.delattr(os, "copy_file_range", raising=False)  # the read run: memory
+    mapped, read = given
     assert getattr(read, "source", None) is None
     assert getattr(mapped, "source", None) is not None  # the file mapped, its bytes spent
+    assert len(mapped.written) == 1  # the folded weight
     assert digest(outputs[0]) == digest(outputs[1])  # byte for byte
     assert digest(path) == before  # the weight folded over is this process's copy only
     with open(path, "rb") as f:
@@ -110,3 +124,29 @@ def test_a_mapped_file_changed_before_it_is_written_is_an_error(tmp_path, monkey
             pytest.raises(OnnxError, match="m.onnx: the model file changed while it was read"):
         weights.write(out, model, arrays, check=lambda m, a: None)
     assert os.path.getsize(tmp_path / "out.onnx") == 0  # nothing of it read or written
+
+
+@pytest.mark.parametrize("copies", [0, 1000])  # bytes copied before the kernel refuses
+def test_a_weight_the_kernel_cannot_copy_is_written_from_memory(tmp_path, monkeypatch, copies):
+    """Another file system (EXDEV), an old kernel (ENOSYS): the same bytes, from memory."""
+    import errno
+
+    path = str(tmp_path / "m.onnx")
+    conv_batchnorm(path, 20 + copies)
+    copy, calls = os.copy_file_range, []
+
+    def refuse(src, dst, count, offset_src=None, *rest):
+        calls.append(count)
+        if len(calls) == 1 and copies:
+            return copy(src, dst, copies, offset_src, *rest)
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(loading, "MAP_BYTES", 0)
+    monkeypatch.setattr(os, "copy_file_range", refuse)
+    out = str(tmp_path / "mapped.onnx")
+    assert main(["apply", path, "--no-rules", "-o", out, "-q"]) == 0
+    assert len(calls) == (3 if copies else 2)  # every large weight tried (w, w2)
+    monkeypatch.delattr(os, "copy_file_range")
+    expected = str(tmp_path / "memory.onnx")  # (the same nodes, hash-consed: from memory)
+    assert main(["apply", path, "--no-rules", "-o", expected, "-q"]) == 0
+    assert digest(out) == digest(expected)

@@ -17,7 +17,9 @@ folded such that:
 - the node's kernel is a numpy ufunc, which computes in place exactly as into new memory.
 A Constant a folded value turns out equal to (hash-consing returns it) is read again, so it is
 never written after that; once folded, the composites recorded over a written Constant are
-forgotten (`composite.forget`), so no later pass brings the old node back.
+forgotten (`composite.forget`), so no later pass brings the old node back. Each range written
+is noted on the buffer (`FileBytes.wrote`): the writer, which copies a mapped file's unchanged
+weights from the file itself, writes those ranges from memory.
 """
 
 from __future__ import annotations
@@ -64,10 +66,12 @@ class Spending:
             return None
         for arg, value in zip(node.args, values):
             source = self._source(arg, memo)
-            out = None if source is None else self._over(value, shape, self.candidates[source])
+            bounds = None if source is None else self.candidates[source]
+            out = None if bounds is None else self._over(value, shape, bounds)
             if out is not None:
                 del self.candidates[source]
                 self.spent.append(source)
+                self.buffer.wrote(bounds[0] - self.address, bounds[1] - self.address)
                 with np.errstate(all="ignore"):  # as at run time: inf and nan are values
                     kernel(*values, out=out)
                 out.flags.writeable = False

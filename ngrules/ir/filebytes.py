@@ -39,7 +39,16 @@ class FileBytes(mmap.mmap):
     """The bytes of a file read once (see the module): writable only by a rewrite they were
     given to; every array of them a node holds is a read-only view."""
 
-    __slots__ = ("source",)  # a mapped file's (descriptor, identity when mapped, name)
+    #: source: a mapped file's (descriptor, identity when mapped, name);
+    #: written: the (start, end) offsets of the bytes a rewrite wrote (`wrote`)
+    __slots__ = ("source", "written")
+
+    def wrote(self, start: int, end: int) -> None:
+        """Note that a rewrite wrote bytes [start, end): they are no longer the file's."""
+        try:
+            self.written.append((start, end))
+        except AttributeError:
+            self.written = [(start, end)]
 
 
 #: Files of at least this many bytes are mapped (`map_file`), smaller ones read (`read_into`):
@@ -118,3 +127,18 @@ def changed(data: FileBytes | bytes) -> str | None:
     (None for bytes read)."""
     source = getattr(data, "source", None)
     return source[2] if source is not None and _identity(source[0]) != source[1] else None
+
+
+def file_span(array: np.ndarray) -> tuple[int, int] | None:
+    """(descriptor, offset) of the bytes of a mapped file that a C-ordered array views, when
+    no rewrite has written them (their own bytes in the file, if it has not changed); else
+    None (an array of bytes read, or of new memory, or in another order)."""
+    data = root(array)
+    source = getattr(data, "source", None)
+    if source is None or data.closed or not array.flags.c_contiguous or not array.nbytes:
+        return None
+    start = array.ctypes.data - np.frombuffer(data, np.uint8).ctypes.data
+    end = start + array.nbytes
+    if any(low < end and start < high for low, high in getattr(data, "written", ())):
+        return None
+    return source[0], start

@@ -12,6 +12,7 @@ values that steer shapes), external, typed-field or exotic-typed tensors stay in
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 import sys
@@ -23,8 +24,7 @@ from typing import Any
 import numpy as np
 
 from ngrules.interop.onnx import OnnxError, proto
-from ngrules.ir import directwrite
-from ngrules.ir.filebytes import FileBytes, changed, root
+from ngrules.ir.filebytes import FileBytes, changed, file_span, root
 
 #: Initializers of at most this many elements stay in the parsed model (folding's bound on
 #: values that steer shapes).
@@ -270,23 +270,15 @@ def _check_unchanged(arrays) -> None:
 
 
 def _write(file, message: bytes, arrays, sync: bool = False) -> None:
-    """The file's bytes; with `sync`, synced (the file is put in place only once on disk).
-    A file of `DIRECT_BYTES` or more is written past the page cache (`ir.directwrite`)."""
-    total = len(message) + sum(a.nbytes for a in arrays.values())
-    with directwrite.writing(file) if total >= DIRECT_BYTES else \
-            contextlib.nullcontext(file) as out:
-        _write_parts(out, message, arrays)
+    """The file's bytes; with `sync`, synced (the file is put in place only once on disk)."""
+    _write_parts(file, message, arrays)
     if sync:
         file.flush()
         os.fsync(file.fileno())
 
 
-#: The size from which a written model skips the page cache (`ir.directwrite`): below it, a
-#: write to the cache costs less than waiting on the disk.
-DIRECT_BYTES = 1 << 24
-
-
 def _write_parts(out, message: bytes, arrays) -> None:
+    """The message, then each array as a message merging into the graph (see `write`)."""
     out.write(message)
     for name, array in arrays.items():
         header = proto.TensorProto(name=name, data_type=elem_of(array), dims=array.shape)
@@ -296,8 +288,46 @@ def _write_parts(out, message: bytes, arrays) -> None:
         init = _encode_varint(_GRAPH_INIT << 3 | 2) + _encode_varint(size)
         graph = _encode_varint(_MODEL_GRAPH << 3 | 2) + _encode_varint(len(init) + size)
         out.write(graph + init + tensor)
+        copied = _copy_from_file(out, array)
+        if copied:
+            out.write(memoryview(array.reshape(-1).view(np.uint8))[copied:])
+            continue
         for block in _blocks(array):
             out.write(memoryview(_little(block).reshape(-1).view(np.uint8)))
+
+
+#: What `copy_file_range` answers where it cannot copy between these two files (another file
+#: system, an old kernel, a file system without it): the bytes are then written from memory.
+_CANNOT_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
+
+
+def _copy_from_file(out, array: np.ndarray) -> int:
+    """How many of the array's bytes the kernel copied into `out` straight from the model
+    file it views (mapped and unchanged there: `filebytes.file_span`), 0 if none.
+
+    A weight no rule changed is the same bytes in the model read and the model written;
+    `copy_file_range` moves them from the one file's page cache to the other's without this
+    process reading them, and on the machine measured at a steady 0.25-0.3 s of system time
+    for 548 MiB where writing them from memory took 0.2-2.3 s. The file's bytes are its
+    bytes now: the writer checks that it has not changed since it was mapped."""
+    span = file_span(array) if hasattr(os, "copy_file_range") else None
+    if span is None or array.dtype != array.dtype.newbyteorder("<"):
+        return 0
+    source, offset = span
+    out.flush()
+    done = 0
+    while done < array.nbytes:
+        try:
+            n = os.copy_file_range(source, out.fileno(), array.nbytes - done, offset + done)
+        except OSError as e:
+            if e.errno in _CANNOT_COPY:
+                return done
+            raise
+        if n == 0:  # the file ends before the weight: it was cut shorter
+            raise OnnxError(f"{changed(root(array)) or 'the model file'}: the model file "
+                            "changed while it was read; not written")
+        done += n
+    return done
 
 
 class Background:
