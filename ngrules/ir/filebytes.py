@@ -59,9 +59,6 @@ MAP_BYTES = 1 << 28
 #: Whether files can be mapped copy-on-write here (not on Windows: read there).
 CAN_MAP = bool(_PRIVATE)
 
-#: `madvise` advice mapping every page of a range at once (Linux 5.14), where `mmap` lacks it.
-_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
-
 
 def root(array: np.ndarray) -> object:
     """The object whose memory an array views (itself when it owns its data): the end of its
@@ -98,9 +95,10 @@ def _identity(fd: int) -> tuple:
 
 
 def map_file(file, size: int, name: str = "") -> FileBytes | None:
-    """The file's `size` bytes mapped private and copy-on-write (see the module), every page
-    mapped at once where the platform can; None when its size is no longer `size`. `name`:
-    what to call the file in an error."""
+    """The file's `size` bytes mapped private and copy-on-write (see the module); None when
+    its size is no longer `size`. `name`: what to call the file in an error. Pages are mapped
+    as they are read (mapping them all at once measured no faster, and a weight copied file
+    to file, `weights._copy_from_file`, is never read into this process at all)."""
     fd = file.fileno()
     try:
         data = FileBytes(fd, size, flags=mmap.MAP_PRIVATE,
@@ -112,13 +110,6 @@ def map_file(file, size: int, name: str = "") -> FileBytes | None:
     if data.source[1][2] != size:
         data.close()
         return None
-    if hasattr(data, "madvise"):
-        try:  # fails where pages past the file's end would be mapped: the file shrank
-            data.madvise(_POPULATE_READ)
-        except OSError:
-            if changed(data) is not None:
-                data.close()
-                return None
     return data
 
 
