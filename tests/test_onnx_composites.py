@@ -188,6 +188,22 @@ def test_a_spec_kept_as_made_is_the_graph_its_text_parses_to():
         assert kept == text_format.Parse(text, type(kept)())
 
 
+def test_computing_stops_at_its_limit_and_agrees_with_the_full_walk():
+    """`computing` with a limit gives the first nodes of the full walk: what the importer and
+    `simple` ask (is there one, are there two) is answered without walking a body that reads
+    past its arguments up to the graph's inputs."""
+    x = ng.placeholder([ng.make_axis(4, "N")], name="x")
+    chain = x
+    for _ in range(50):
+        chain = ng.exp(chain)
+    full = composite.computing(chain, [])
+    assert len(full) == 50
+    assert composite.computing(chain, [], limit=1) == full[:1]
+    assert composite.computing(chain, [], limit=2) == full[:2]
+    assert not composite.simple(chain, []) and composite.simple(ng.exp(x), [])
+    assert composite.computing(chain, [chain.args[0]], limit=2) == [chain]
+
+
 def test_nodes_of_one_spec_print_its_text_once(monkeypatch):
     """Two LRN nodes of the same attributes and shapes share their spec: its text is printed
     once (then found by the graph's bytes) and is what protobuf prints for it."""

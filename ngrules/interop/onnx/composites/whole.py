@@ -210,7 +210,7 @@ def _one_primitive(op: str, results: dict, args) -> bool:
     aside): such a node stays that primitive."""
     if len(results) != 1:
         return False
-    computing = composite.computing(next(iter(results.values()))[1], args)
+    computing = composite.computing(next(iter(results.values()))[1], args, limit=2)
     return len(computing) == 1 and computing[0].op == op
 
 
@@ -240,8 +240,9 @@ def convert(importer, node, used: set[str]) -> list | None:
     name = op_name(op)
     args = [importer.tensor(node.input[i]).node for i in ctx.tensors]
     given = [importer.tensor(node.input[i]) for i in ctx.tensors]
-    if op not in MOVES_DATA and not any(composite.computing(r, args) or _passed(r, axes, given)
-                                  for axes, r in results.values()):
+    if op not in MOVES_DATA and not any(
+            composite.computing(r, args, limit=1) or _passed(r, axes, given)
+            for axes, r in results.values()):
         return None  # views only (Reshape, Squeeze, Transpose): the exporter lays them out
     whole = op in WHOLE or (op in FLATTENING and importer.opset < 13)
     if name != op and not whole and _one_primitive(op, results, args):
