@@ -157,7 +157,7 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
     root = rule.rule.roots[0]
     if rule.returning is not None:
         returns = rule.rule.replacement[0].name
-    elif rule.fused is not None and not on_view:
+    elif rule.fusable and not on_view:  # (`fused` itself is not generated)
         returns = None
     else:
         return None
