@@ -45,3 +45,21 @@ def test_a_lazy_matcher_still_matches_through_apply():
     found = c.apply(F.add(x, x))
     assert found is not None and found[1][0].op == "Multiply"
     assert c.apply(F.add(x, F.constant(1.0))) is None
+
+
+def test_a_rule_whose_clauses_cannot_be_generated_is_applied_unpasted(monkeypatch):
+    """A function gone from the library after the check: the dispatch does not paste the
+    rule (its fused matcher would be None), the rule is tried through `apply`, and the other
+    rules of the pass still fire."""
+    from ngrules.lang.functions import FUNCTIONS
+
+    monkeypatch.setitem(FUNCTIONS, "gone", FUNCTIONS["len"])
+    rules = parse_rules("pass p\nrule odd: x * c if gone(x.axes) == 9 => x\n"
+                        "rule twice: x + x => x * 2.0\n")
+    del FUNCTIONS["gone"]
+    c = CompiledRule(rules.rule("odd"))
+    assert not c.fusable and c.fused is None
+    x = F.placeholder([make_axis(4, "N")], name="x")
+    result = rewrite([F.multiply(F.add(x, x), F.constant(1.0))], rules)
+    assert [f.rule for f in result.trace] == ["twice"]
+    assert result.stats["odd"].attempts >= 1

@@ -157,8 +157,8 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
     root = rule.rule.roots[0]
     if rule.returning is not None:
         returns = rule.rule.replacement[0].name
-    elif rule.fusable and not on_view:  # (`fused` itself is not generated)
-        returns = None
+    elif not rule.is_multi_root and not on_view:  # fused, if its clauses generate (else
+        returns = None  # `_NoClauses`: its `fused` is None too)
     else:
         return None
     enter = ["V[node] = view"] if on_view else []  # a rule fires: the node becomes pending
@@ -190,19 +190,28 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
         return None  # the root's view is read once, at the root's own op
     clause_consts: dict[str, object] = {}
 
-    def clauses(bound: dict[str, str]) -> list[str]:  # rule.fused exists: they generate
-        lines, consts = rule.clause_lines(bound, f"m{i}_x_")
-        clause_consts.update(consts)
-        return lines
+    def clauses(bound: dict[str, str]) -> list[str]:
+        pasted = rule.clause_lines(bound, f"m{i}_x_")
+        if pasted is None:
+            raise _NoClauses
+        clause_consts.update(pasted[1])
+        return pasted[0]
 
     inline = Inline(f"m{i}_", "view" if on_view else None, on_value, on_found, on_wrong, clauses)
-    pasted = inline_matcher(root, inline, returns)
+    try:
+        pasted = inline_matcher(root, inline, returns)
+    except _NoClauses:  # (the same test as `rule.fusable`: its `fused` is None)
+        return None
     if pasted is None:
         return None
     lines, consts = pasted
     consts.update(clause_consts, _set_origin=set_origin)
     consts[f"RULE{i}"] = rule.rule
     return lines, consts
+
+
+class _NoClauses(Exception):
+    """A rule's clauses that cannot be generated (an unknown function): not pasted."""
 
 
 #: A match that `apply` re-finds (a checked run validates; a wrong `=> x` raises, located).
