@@ -63,3 +63,18 @@ def test_a_rule_whose_clauses_cannot_be_generated_is_applied_unpasted(monkeypatc
     result = rewrite([F.multiply(F.add(x, x), F.constant(1.0))], rules)
     assert [f.rule for f in result.trace] == ["twice"]
     assert result.stats["odd"].attempts >= 1
+
+
+def test_a_walk_generates_the_dispatch_of_the_ops_it_meets_only(monkeypatch):
+    from ngrules.engine import dispatch
+
+    generated = []
+    real = dispatch._generate
+    monkeypatch.setattr(dispatch, "_generate",
+                        lambda rules, on_view: generated.append(rules) or real(rules, on_view))
+    rules = parse_rules("pass p\nrule a: x + 0.0 => x\nrule b: x / 1.0 => x\n"
+                        "rule c: Exp(Log(x)) => x\n")
+    x = F.placeholder([make_axis(4, "N")], name="x")
+    result = rewrite([F.add(x, F.constant(0.0))], rules)
+    assert result.outputs == [x]
+    assert {r.name for rs in generated for r in rs} == {"a"}  # no Divide, Exp in the graph

@@ -210,6 +210,29 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
     return lines, consts
 
 
+class AtOp(list):
+    """The rules whose first root can match a node with some op (`rules_at_op`), and `first`
+    and `first_on`, the functions that try them (above), generated when first read: a pass
+    asks which rules are at each op its rules name, most of which a graph may not have."""
+
+    __slots__ = ("first", "first_on")
+
+    def __getattr__(self, name: str):  # only while the slot is unset
+        if name == "first":
+            self.first = first_match(self)
+        elif name == "first_on":
+            returning = self and all(r.returns_a_binding and r.root_ops is not None for r in self)
+            self.first_on = first_on_view(self) if returning else None
+        else:
+            raise AttributeError(name)
+        return getattr(self, name)
+
+
+def rules_at_op(rules: Sequence[CompiledRule], op: str) -> AtOp:
+    """The rules whose first root can match a node with this op, in order."""
+    return AtOp(r for r in rules if r.root_ops is None or op in r.root_ops)
+
+
 class _NoClauses(Exception):
     """A rule's clauses that cannot be generated (an unknown function): not pasted."""
 

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from ngrules.budget import Budget
 from ngrules.engine import reading
 from ngrules.engine.compiled import CompiledRule, RuleCache, RuleStats, inner_ops
-from ngrules.engine.dispatch import first_in_order, first_match, first_on_view
+from ngrules.engine.dispatch import first_in_order, rules_at_op
 from ngrules.engine.folding import Folding
 from ngrules.engine.multiroot import Context, apply_together
 from ngrules.engine.normalize import Cycle, Normalizing
@@ -63,29 +63,6 @@ from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
 
 def _any_pending(args: tuple[Node, ...], pending: Pending) -> bool:
     return not pending.keys().isdisjoint(args)
-
-
-class _AtOp(list):
-    """The rules whose first root can match a node with some op, and `first`, the function
-    that tries them (see `dispatch`), generated when first read: a pass asks which rules
-    are at each op its rules name, most of which the graph may not have."""
-
-    __slots__ = ("first", "first_on")
-
-    def __getattr__(self, name: str):  # only while the slot is unset
-        if name == "first":
-            self.first = first_match(self)
-            return self.first
-        if name == "first_on":
-            returning = self and all(r.returns_a_binding and r.root_ops is not None for r in self)
-            self.first_on = first_on_view(self) if returning else None
-            return self.first_on
-        raise AttributeError(name)
-
-
-def _at_op(rules: list[CompiledRule], op: str) -> _AtOp:
-    """The rules whose first root can match a node with this op."""
-    return _AtOp(r for r in rules if r.root_ops is None or op in r.root_ops)
 
 
 class _Pass(Normalizing):
@@ -125,14 +102,14 @@ class _Pass(Normalizing):
     def rules_for(self, op: str) -> list[CompiledRule]:
         rules = self._index.get(op)
         if rules is None:
-            rules = self._index[op] = _at_op(self.single, op)
+            rules = self._index[op] = rules_at_op(self.single, op)
             self._only_returns[op] = all(r.returns_a_binding for r in rules)
         return rules
 
     def multi_rules_for(self, op: str) -> list[CompiledRule]:
         rules = self._multi_index.get(op)
         if rules is None:
-            rules = self._multi_index[op] = _at_op(self.multi, op)
+            rules = self._multi_index[op] = rules_at_op(self.multi, op)
         return rules
 
     def _on_view(self, order: list[Node]) -> dict[str, object]:
