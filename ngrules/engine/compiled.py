@@ -118,13 +118,16 @@ class CompiledRule:
         #: raises the located error).
         self.returning = compile_returning(rule.roots[0], only.name) if plain else None
         self.builds = not isinstance(only, EVar)  # its replacement is not just a bound node
-        self._needs_nodes = needs_nodes(rule)
 
     # What a walk's generated dispatch does not use (it pastes a rule's matcher and clauses
     # into its own code) is generated at its first use: most compiled rules never need it.
     @cached_property
     def location(self) -> str:
         return self.rule.location
+
+    @cached_property
+    def _needs_nodes(self) -> tuple[str, ...]:
+        return needs_nodes(self.rule)
 
     @cached_property
     def matchers(self) -> list:
