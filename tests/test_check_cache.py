@@ -70,6 +70,11 @@ def test_a_changed_language_layer_or_function_library_misses(checks, tmp_path, m
     assert len(checks) == 3
     load_rules(path)
     assert len(checks) == 3  # the same table: read back
+    from ngrules.lang import grammar
+
+    monkeypatch.setattr(grammar, "lark_digest", lambda: "another lark")
+    load_rules(path)
+    assert len(checks) == 4
 
 
 def test_a_corrupt_cache_file_is_checked_again(checks, tmp_path):
@@ -101,3 +106,13 @@ def test_warnings_are_reported_on_a_warm_load(checks, tmp_path):
     again = load_rules(path)
     assert len(checks) == 1
     assert first.warnings and [str(w) for w in again.warnings] == [str(w) for w in first.warnings]
+
+
+def test_rules_that_cannot_be_kept_are_still_loaded(checks, tmp_path, monkeypatch):
+    def refuse(rules, files):
+        raise TypeError("cannot pickle")
+
+    monkeypatch.setattr(check_cache, "_dumps", refuse)
+    path = _file(tmp_path)
+    assert len(load_rules(path)) == 2 and len(load_rules(path)) == 2
+    assert len(checks) == 2  # nothing kept: checked each time

@@ -42,7 +42,11 @@ def checked_kept(files: Sequence[RulesFile], errors: Sequence[RuleError] = (),
         if rules is not None:
             return rules
     rules = check(files, errors, order)  # raises with every problem found: nothing kept
-    code_cache.write(name, _dumps(rules, files))
+    try:
+        data = _dumps(rules, files)
+    except Exception:  # noqa: BLE001 - something that will not pickle: not kept, still right
+        return rules
+    code_cache.write(name, data)
     return rules
 
 
