@@ -75,6 +75,13 @@ def test_a_changed_language_layer_or_function_library_misses(checks, tmp_path, m
     monkeypatch.setattr(grammar, "lark_digest", lambda: "another lark")
     load_rules(path)
     assert len(checks) == 4
+    from dataclasses import replace
+
+    from ngrules.ir.ops import OPS
+
+    monkeypatch.setitem(OPS, "Zed", replace(OPS["Exp"], name="Zed"))  # as a model's ops are
+    load_rules(path)
+    assert len(checks) == 5
 
 
 def test_a_corrupt_cache_file_is_checked_again(checks, tmp_path):
