@@ -1,0 +1,84 @@
+"""What a command imports at its start (issue 34, item 6: `ngrules apply` on an ONNX model in
+under a second): the modules it does not use stay unimported. A regression here is silent (the
+command still works, only slower), so the module list of a fresh process is checked."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Runs the command line in a fresh process; prints its exit code and the modules it imported.
+RUN = """
+import json, sys
+from ngrules.cli.main import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as e:
+    code = e.code
+print(json.dumps([code, sorted(sys.modules)]))
+"""
+
+#: Modules an apply on an ONNX model never uses: graph files, explanations, stateful execution,
+#: the pictures (and the subprocess they run Graphviz in), a TOML parser for a pyproject.toml
+#: that does not name ngrules.
+UNUSED_BY_APPLY = {
+    "ngrules.cli.picture", "ngrules.engine.explain", "ngrules.ir.graphfile",
+    "ngrules.ir.arraysfile", "ngrules.ir.graphset", "ngrules.ir.stateful", "ngrules.ir.userops",
+    "tomllib", "tomli",
+}
+
+
+def _fresh(folder: Path, *argv: str) -> tuple[object, set[str]]:
+    proc = subprocess.run([sys.executable, "-c", RUN, *argv], cwd=folder, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    code, modules = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert code in (0, None), proc.stderr
+    return code, set(modules)
+
+
+def _model(folder: Path) -> None:
+    import ngrules as ng
+
+    x = ng.placeholder([ng.make_axis(2, "B"), ng.make_axis(3, "F")])
+    model = ng.to_onnx([ng.maximum(x * 1.0, 0.0) * 2.0 + 1.0])
+    (folder / "m.onnx").write_bytes(model.SerializeToString())
+    # the nearest pyproject.toml: a project's that has no [tool.ngrules]
+    (folder / "pyproject.toml").write_text('[project]\nname = "x"\n')
+
+
+def test_apply_on_an_onnx_model_imports_only_what_it_uses(tmp_path):
+    _model(tmp_path)
+    _, modules = _fresh(tmp_path, "apply", "m.onnx", "--pipeline", "inference", "-o",
+                        "out.onnx", "-q")
+    assert not UNUSED_BY_APPLY & modules, sorted(UNUSED_BY_APPLY & modules)
+    assert "ngrules.interop.onnx.exporter" in modules  # the run did write a model
+    import onnxruntime as ort
+
+    x = np.array([[-1.0, 0.5, 2.0], [3.0, -4.0, 0.0]], np.float32)
+    session = ort.InferenceSession(str(tmp_path / "out.onnx"))
+    (got,) = session.run(None, {session.get_inputs()[0].name: x})
+    np.testing.assert_allclose(got, np.maximum(x, 0.0) * 2.0 + 1.0, rtol=1e-6)
+
+
+def test_the_lazy_public_names_are_served(tmp_path):
+    """The names `import ngrules` no longer imports eagerly are still there, and real."""
+    import ngrules as ng
+    from ngrules.engine.explain import explain
+    from ngrules.ir.graphfile import load_graph
+    from ngrules.ir.stateful import Executor
+
+    assert ng.explain is explain and ng.load_graph is load_graph and ng.Executor is Executor
+    x = ng.placeholder([ng.make_axis(2, "B")])
+    ng.save_graph(str(tmp_path / "g.json"), [ng.exp(x)])
+    (out,) = ng.load_graph(str(tmp_path / "g.json"))
+    assert out.op == "Exp"
