@@ -28,10 +28,11 @@ except SystemExit as e:
 print(json.dumps([code, sorted(sys.modules)]))
 """
 
-#: Modules an apply on an ONNX model never uses: graph files, explanations, stateful execution,
-#: the pictures (and the subprocess they run Graphviz in), a TOML parser for a pyproject.toml
-#: that does not name ngrules.
+#: Modules an apply on an ONNX model never uses: the other commands' (their parsers are not
+#: built), graph files, explanations, stateful execution, the pictures (and the subprocess
+#: they run Graphviz in), a TOML parser for a pyproject.toml that does not name ngrules.
 UNUSED_BY_APPLY = {
+    "ngrules.cli.verify", "ngrules.cli.demo", "ngrules.cli.coverage", "ngrules.cli.fmt",
     "ngrules.cli.picture", "ngrules.engine.explain", "ngrules.ir.graphfile",
     "ngrules.ir.arraysfile", "ngrules.ir.graphset", "ngrules.ir.stateful", "ngrules.ir.userops",
     "tomllib", "tomli",
@@ -82,3 +83,16 @@ def test_the_lazy_public_names_are_served(tmp_path):
     ng.save_graph(str(tmp_path / "g.json"), [ng.exp(x)])
     (out,) = ng.load_graph(str(tmp_path / "g.json"))
     assert out.op == "Exp"
+
+
+def test_a_command_s_parser_alone_parses_as_the_whole_one():
+    """Only the command named is registered: its arguments parse as with every command."""
+    from ngrules.cli.main import build_parser
+
+    argv = ["apply", "m.onnx", "-o", "o.onnx", "--pipeline", "inference", "--opset", "17"]
+    whole, alone = build_parser().parse_args(argv), build_parser("apply").parse_args(argv)
+    assert vars(whole).keys() == vars(alone).keys()
+    assert {k: v for k, v in vars(whole).items() if k != "run"} == \
+        {k: v for k, v in vars(alone).items() if k != "run"}
+    sub = next(a for a in build_parser("apply")._actions if a.dest == "command")
+    assert list(sub.choices) == ["apply"]
