@@ -170,7 +170,8 @@ def _print_firings(result, trace: bool, rules) -> None:
     if trace:
         _print_trace(result, rules)
 
-    locations = {f.rule: short_location(f.location) for f in result.trace}
+    locations = {f.rule: f.location for f in result.trace}  # shortened once per rule
+    locations = {rule: short_location(where) for rule, where in locations.items()}
     for name, count in result.fired().items():
         print(f"fired {count:6d}  {name:24s} {locations[name]}")
 

@@ -8,6 +8,7 @@ location reads the same on every machine; user rules keep their own paths.
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 from pathlib import Path
 
@@ -18,6 +19,7 @@ LOCATION_PREFIX = "ngrules:rules"
 LIBRARY_PREFIX = "ngrules:"
 
 
+@functools.cache  # asked for every location shown (~45 us each: a run prints hundreds)
 def library_path() -> Path:
     """The folder of the shipped `.rules` files: inside the installed package, else the repo's."""
     packaged = resources.files("ngrules").joinpath("library")
