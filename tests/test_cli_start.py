@@ -111,10 +111,11 @@ def test_the_library_folder_is_found_once_per_process():
 #: An `--ops` module that leaves marks: at `atexit`, when its module is torn down (`__del__` of
 #: a global), and, with THREAD set, from a thread that is no daemon, after the command is done.
 MARKS = """
-import atexit, os, threading, time
+import atexit, gc, os, threading, time
 from pathlib import Path
 
 HERE = Path(__file__).parent
+(HERE / "gc.txt").write_text(str(gc.get_threshold()[0]))
 atexit.register(lambda: (HERE / "atexit.txt").write_text("ran"))
 
 
@@ -145,7 +146,7 @@ def _program(folder: Path, *argv: str, **env: str) -> subprocess.CompletedProces
 def test_the_program_ends_without_the_interpreter_s_teardown(tmp_path):
     """`command_line` (the `ngrules` script) ends the process once `main` returns: the atexit
     functions run and every line printed is out, but no module is torn down (100-150 ms of
-    CPU after an apply to ResNet-50)."""
+    CPU after an apply to ResNet-50). It ran with the program's garbage collector settings."""
     _model(tmp_path)
     (tmp_path / "marks.py").write_text(MARKS)
     proc = _program(tmp_path, "apply", "m.onnx", "-o", "out.onnx", "--ops", "marks.py")
@@ -153,6 +154,7 @@ def test_the_program_ends_without_the_interpreter_s_teardown(tmp_path):
     assert proc.stdout.splitlines()[-1].startswith("stopped: ")  # flushed into the pipe
     assert (tmp_path / "out.onnx").stat().st_size > 0
     assert (tmp_path / "atexit.txt").exists() and not (tmp_path / "teardown.txt").exists()
+    assert (tmp_path / "gc.txt").read_text() == "50000"  # `as_program`: fewer collections
     proc = _program(tmp_path, "apply", "missing.onnx", "-o", "out.onnx")
     assert proc.returncode == 2 and "missing.onnx" in proc.stderr
 
