@@ -17,16 +17,14 @@ pytest.importorskip("onnxruntime")
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: Runs the command line in a fresh process; prints its exit code and the modules it imported.
+#: The `ngrules` program in a fresh process, printing the modules it imported as it ends.
 RUN = """
-import json, sys
-from ngrules.cli.main import main
-try:
-    code = main(sys.argv[1:])
-except SystemExit as e:
-    code = e.code
-print(json.dumps([code, sorted(sys.modules)]))
+import atexit, json, sys
+from ngrules.cli import command_line
+atexit.register(lambda: print(json.dumps(sorted(sys.modules))))
+command_line()
 """
+
 
 #: Modules an apply on an ONNX model never uses: the other commands' (their parsers are not
 #: built), graph files, explanations, stateful execution, the pictures (and the subprocess
@@ -39,12 +37,11 @@ UNUSED_BY_APPLY = {
 }
 
 
-def _fresh(folder: Path, *argv: str) -> tuple[object, set[str]]:
+def _fresh(folder: Path, *argv: str) -> set[str]:
     proc = subprocess.run([sys.executable, "-c", RUN, *argv], cwd=folder, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    code, modules = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert code in (0, None), proc.stderr
-    return code, set(modules)
+    assert proc.returncode == 0, proc.stderr
+    return set(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 def _model(folder: Path) -> None:
@@ -59,7 +56,7 @@ def _model(folder: Path) -> None:
 
 def test_apply_on_an_onnx_model_imports_only_what_it_uses(tmp_path):
     _model(tmp_path)
-    _, modules = _fresh(tmp_path, "apply", "m.onnx", "--pipeline", "inference", "-o",
+    modules = _fresh(tmp_path, "apply", "m.onnx", "--pipeline", "inference", "-o",
                         "out.onnx", "-q")
     assert not UNUSED_BY_APPLY & modules, sorted(UNUSED_BY_APPLY & modules)
     assert "ngrules.interop.onnx.exporter" in modules  # the run did write a model
