@@ -56,8 +56,8 @@ def _model(folder: Path) -> None:
 
 def test_apply_on_an_onnx_model_imports_only_what_it_uses(tmp_path):
     _model(tmp_path)
-    modules = _fresh(tmp_path, "apply", "m.onnx", "--pipeline", "inference", "-o",
-                        "out.onnx", "-q")
+    modules = _fresh(tmp_path, "apply", "m.onnx", "--pipeline", "inference", "-o", "out.onnx",
+                     "-q")
     assert not UNUSED_BY_APPLY & modules, sorted(UNUSED_BY_APPLY & modules)
     assert "ngrules.interop.onnx.exporter" in modules  # the run did write a model
     import onnxruntime as ort
