@@ -106,9 +106,10 @@ def test_the_library_folder_is_found_once_per_process():
 
 
 #: An `--ops` module that leaves marks: at `atexit`, when its module is torn down (`__del__` of
-#: a global), and, with THREAD set, from a thread that is no daemon, after the command is done.
+#: a global), and, with THREAD set, from a thread that is no daemon, once the main thread is
+#: done (Python's own exit waits for it).
 MARKS = """
-import atexit, gc, os, threading, time
+import atexit, gc, os, threading
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -127,8 +128,8 @@ class _Torn:  # holds what it needs: the module's other names may be gone when i
 
 KEPT = _Torn(str(HERE / "teardown.txt"))
 if os.environ.get("THREAD"):
-    def _late():
-        time.sleep(0.3)
+    def _late():  # alive until the main thread is done: when the program ends, not before
+        threading.main_thread().join()
         (HERE / "thread.txt").write_text("ran")
 
     threading.Thread(target=_late).start()
