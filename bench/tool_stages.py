@@ -57,7 +57,9 @@ for module, name, stage in json.loads(sys.argv[1]):
     m = importlib.import_module(module)
     setattr(m, name, wrapped(getattr(m, name), stage))
 try:
-    sys.modules["ngrules.cli.main"].main(sys.argv[2:])
+    cli = sys.modules["ngrules.cli.main"]
+    getattr(cli, "as_program", lambda: None)()  # as the `ngrules` program runs (older trees: none)
+    cli.main(sys.argv[2:])
 except SystemExit:
     pass
 lap("other")

@@ -2,7 +2,6 @@
 
 from ngrules.budget import Budget, BudgetExceeded
 from ngrules.engine.driver import rewrite
-from ngrules.engine.explain import Explanation, explain
 from ngrules.engine.results import Firing, RewriteResult
 from ngrules.errors import (
     AxesError,
@@ -17,7 +16,6 @@ from ngrules.errors import (
     Span,
 )
 from ngrules.ir import builtin as _builtin  # noqa: F401  (fills the op table)
-from ngrules.ir.autodiff import deriv
 from ngrules.ir.axes import Axes, Axis, FlattenedAxis, make_axes, make_axis
 from ngrules.ir.builders import (
     absolute,
@@ -101,13 +99,8 @@ from ngrules.ir.builders import (
     where,
 )
 from ngrules.ir.declared import register_kernel
-from ngrules.ir.executor import Program, compile_graph, execute
 from ngrules.ir.graph import Node, format_graph, make_node, substitute, toposort, validate
-from ngrules.ir.graphfile import load_graph, save_graph
-from ngrules.ir.graphset import Graph
 from ngrules.ir.ops import OPS, AttrSpec, NotDifferentiable, OpDef
-from ngrules.ir.stateful import Executor, executor
-from ngrules.ir.userops import register_op
 from ngrules.lang import functions
 from ngrules.lang.functions import register_function
 from ngrules.lang.library import load_library
@@ -116,8 +109,21 @@ from ngrules.lang.rules import Rule, RuleSet
 from ngrules.version import __version__  # noqa: F401
 
 #: Names served on first use, so `import ngrules` does not import hypothesis, nor the
-#: command line (the pictures' module is in it).
+#: command line (the pictures' module is in it), nor what a command that reads and rewrites
+#: an ONNX model does not use (graph files, explanations, stateful execution: issue 34).
 _LAZY = {
+    "Explanation": ("ngrules.engine.explain", "Explanation"),
+    "explain": ("ngrules.engine.explain", "explain"),
+    "deriv": ("ngrules.ir.autodiff", "deriv"),
+    "Program": ("ngrules.ir.executor", "Program"),
+    "compile_graph": ("ngrules.ir.executor", "compile_graph"),
+    "execute": ("ngrules.ir.executor", "execute"),
+    "load_graph": ("ngrules.ir.graphfile", "load_graph"),
+    "save_graph": ("ngrules.ir.graphfile", "save_graph"),
+    "Graph": ("ngrules.ir.graphset", "Graph"),
+    "Executor": ("ngrules.ir.stateful", "Executor"),
+    "executor": ("ngrules.ir.stateful", "executor"),
+    "register_op": ("ngrules.ir.userops", "register_op"),
     "render_dot": ("ngrules.cli.picture", "render"),
     "to_dot": ("ngrules.cli.picture", "to_dot"),
     "write_picture": ("ngrules.cli.picture", "write_picture"),

@@ -17,11 +17,6 @@ from pathlib import Path
 
 from ngrules.errors import NgrulesError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
 KNOWN_KEYS = frozenset({"ops", "rules"})
 
 
@@ -90,8 +85,15 @@ def load_config(start: Path | str = ".") -> ProjectConfig:
         _warn_once(path, why)
         return ProjectConfig()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise NgrulesError(f"{path}: cannot read [tool.ngrules]: {e}") from None
+    if not _may_name_ngrules(text):
+        return ProjectConfig(path)
+    tomllib = _tomllib()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
         raise NgrulesError(f"{path}: cannot read [tool.ngrules]: {e}") from None
     table = data.get("tool", {}).get("ngrules", {})
     unknown = sorted(set(table) - KNOWN_KEYS)
@@ -101,6 +103,22 @@ def load_config(start: Path | str = ".") -> ProjectConfig:
             f"(known: {', '.join(sorted(KNOWN_KEYS))})"
         )
     return ProjectConfig(path, _strings(path, table, "ops"), _strings(path, table, "rules"))
+
+
+def _may_name_ngrules(text: str) -> bool:
+    """Whether a TOML text may hold a `[tool.ngrules]` table: it names `ngrules`, or has an
+    escape that could spell it in a quoted key. Most projects' files do not, and are not
+    parsed (tomllib costs ~3 ms to import, at every command's start: issue 34)."""
+    return "ngrules" in text or "\\u" in text or "\\U" in text
+
+
+def _tomllib():
+    """The standard library's TOML parser (tomli before Python 3.11), imported when used."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    return tomllib
 
 
 def _strings(path: Path, table: dict, key: str) -> tuple[str, ...]:

@@ -154,3 +154,17 @@ def test_apply_from_the_cache_imports_no_lark_nor_importlib_metadata(tmp_path):
                            cwd=tmp_path) for _ in range(2)]
     assert [r.stdout.split()[-3:] for r in runs] == [["0", "True", "False"]] + \
         [["0", "False", "False"]], [r.stderr[-500:] for r in runs]  # no ngrules.ops entry point
+
+
+def test_a_run_that_only_reads_never_lists_the_folder(cache, monkeypatch):
+    """Listing a folder of thousands of files costs milliseconds: only a writer does it."""
+    code_cache.compiled("Z = 3\n", "<ngrules test>")
+    code_cache._FOLDER.clear()  # a new process
+    code_cache._MEMO.clear()
+    listed = []
+    monkeypatch.setattr(code_cache, "_room", lambda folder: listed.append(folder) or True)
+    code_cache.compiled("Z = 3\n", "<ngrules test>")  # read back
+    assert not listed
+    code_cache.compiled("W = 4\n", "<ngrules test>")  # new: written, room asked once
+    code_cache.compiled("V = 5\n", "<ngrules test>")
+    assert len(listed) == 1 and len(list(cache.glob("*.marshal"))) == 3

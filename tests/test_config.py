@@ -24,6 +24,18 @@ def test_no_table_is_an_empty_config(tmp_path):
     assert load_config(tmp_path) == ProjectConfig(tmp_path / "pyproject.toml")
 
 
+def test_a_file_that_does_not_name_ngrules_is_not_parsed(tmp_path):
+    """No `ngrules` in the text: no table to read, so no TOML parser to import (issue 34); a
+    broken file of another tool's is that tool's to report."""
+    (tmp_path / "pyproject.toml").write_text("[project\nname = 'x'\n")
+    assert load_config(tmp_path) == ProjectConfig(tmp_path / "pyproject.toml")
+
+
+def test_a_table_named_through_an_escape_is_still_read(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool."\\u006egrules"]\nops = ["m"]\n')
+    assert load_config(tmp_path).ops == ("m",)
+
+
 @pytest.mark.parametrize(
     "text, words",
     [

@@ -25,7 +25,7 @@ from hypothesis import settings
 
 import ngrules as ng
 from ngrules.cli.main import build_parser, main
-from ngrules.config import tomllib  # the standard library's, or tomli before Python 3.11
+from ngrules.config import _tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -184,7 +184,7 @@ def _starts(words: list[str], key: tuple[str, ...]) -> bool:
 
 
 def run_toml(text: str, where: str) -> None:
-    data = tomllib.loads(text)
+    data = _tomllib().loads(text)  # the standard library's, or tomli before 3.11
     tool = data.get("tool", {}).get("ngrules")
     if tool is not None:  # read as ngrules reads it; each module it names is in the folder
         from ngrules.config import load_config

@@ -178,14 +178,55 @@ def test_a_spec_kept_as_made_is_the_graph_its_text_parses_to():
     text): it must be what the text, which a graph file carries, parses to."""
     from google.protobuf import text_format
 
-    from ngrules.interop.onnx.composites import whole
+    from ngrules.interop.onnx.composites import specs as kept_specs
 
     (y,) = import_model(_lrn_pool_model()).outputs  # LRN's alpha: a float attribute
     specs = {n.attrs["spec"] for n in toposort([y]) if "spec" in n.attrs}
     assert len(specs) == 2
     for text in specs:
-        kept = whole._SPECS[text]
+        kept = kept_specs.SPECS[text]
         assert kept == text_format.Parse(text, type(kept)())
+
+
+def test_computing_stops_at_its_limit_and_agrees_with_the_full_walk():
+    """`computing` with a limit gives the first nodes of the full walk: what the importer and
+    `simple` ask (is there one, are there two) is answered without walking a body that reads
+    past its arguments up to the graph's inputs."""
+    x = ng.placeholder([ng.make_axis(4, "N")], name="x")
+    chain = x
+    for _ in range(50):
+        chain = ng.exp(chain)
+    full = composite.computing(chain, [])
+    assert len(full) == 50
+    assert composite.computing(chain, [], limit=1) == full[:1]
+    assert composite.computing(chain, [], limit=2) == full[:2]
+    assert not composite.simple(chain, []) and composite.simple(ng.exp(x), [])
+    assert composite.computing(chain, [chain.args[0]], limit=2) == [chain]
+
+
+def test_nodes_of_one_spec_print_its_text_once(monkeypatch):
+    """Two LRN nodes of the same attributes and shapes share their spec: its text is printed
+    once (then found by the graph's bytes) and is what protobuf prints for it."""
+    from google.protobuf import text_format
+
+    from ngrules.interop.onnx.composites import specs as kept_specs
+
+    xs = [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, 5, 6, 6]) for i in "01"]
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5, 6, 6])
+    nodes = [*(helper.make_node("LRN", [f"x{i}"], [f"t{i}"], size=3, alpha=3e-4) for i in "01"),
+             helper.make_node("Add", ["t0", "t1"], ["y"])]
+    model = helper.make_model(helper.make_graph(nodes, "g", xs, [y]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    printed = []
+    real = text_format.MessageToString
+    monkeypatch.setattr(text_format, "MessageToString",
+                        lambda *a, **k: printed.append(1) or real(*a, **k))
+    monkeypatch.setattr(kept_specs, "_TEXTS", {})
+    (out,) = import_model(model).outputs
+    texts = [n.attrs["spec"] for n in toposort([out]) if "spec" in n.attrs]
+    assert len(texts) == 2 and texts[0] == texts[1] and len(printed) == 1
+    graph = kept_specs.graph_of(texts[0])
+    assert texts[0] == real(graph, as_one_line=True)
 
 
 def _text(outputs) -> str:

@@ -230,3 +230,24 @@ def test_erf_is_the_erf_op_and_matches_math_erf():
     got = ng.execute([y], {"x": x})[0]
     want = np.array([math.erf(v) for v in x])
     assert y.op == "Erf" and np.max(np.abs(got - want)) < 1e-12
+
+
+def test_the_import_pauses_the_cyclic_collector_and_restores_it(monkeypatch):
+    """The collector's scans cost an import a fifth of its time (bench/tool_stages.py): it is
+    off while nodes convert, and as it was afterwards, also when the import fails."""
+    import gc
+
+    from ngrules.interop.onnx import importer
+
+    seen = []
+    real = importer.Importer.convert
+    monkeypatch.setattr(importer.Importer, "convert",
+                        lambda self, node: seen.append(gc.isenabled()) or real(self, node))
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [value("x", [2])], [value("y", [2])])
+    assert gc.isenabled()
+    import_model(m)
+    assert seen == [False] and gc.isenabled()
+    bad = model([helper.make_node("Relu", ["z"], ["y"])], [value("x", [2])], [value("y", [2])])
+    with pytest.raises(OnnxError):
+        import_model(bad)
+    assert gc.isenabled()

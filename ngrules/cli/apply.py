@@ -32,15 +32,15 @@ from ngrules.errors import printable
 
 def _check_paths(args) -> None:
     from ngrules.cli import graphio
-    from ngrules.cli.picture import picture_files
     from ngrules.ir.fileio import check_outputs
     from ngrules.lang.loader import expand_paths
 
     outputs = graphio.output_files(args.output)
-    if args.picture is not None:
-        outputs += picture_files(args.picture)
-    if args.egraph is not None:
-        outputs += picture_files(args.egraph)
+    for picture in (args.picture, args.egraph):
+        if picture is not None:  # the pictures' module (and subprocess) only when drawn
+            from ngrules.cli.picture import picture_files
+
+            outputs += picture_files(picture)
     inputs = [*graphio.files(args.graph), *expand_paths(args.rules or [])]
     check_outputs(outputs, inputs)
     graphio.check_graph_output(args.output)
@@ -49,7 +49,6 @@ def _check_paths(args) -> None:
 
 def run(args) -> int:
     from ngrules.cli import graphio
-    from ngrules.cli.picture import draw, picture_line, stage_picture
     from ngrules.ir.fileio import staged_files
 
     check_saturate_options(args)
@@ -80,23 +79,33 @@ def run(args) -> int:
         (new, stopped, code), egraph = _rewrite(outputs, rules, pipeline, args, spend), None
     del outputs, spendable  # only the result is read from here on
     sys.stdout.flush()
-    picture = None
-    if args.picture is not None:
-        title = Path(args.picture).stem
-        picture = draw(new, title, timeout=args.picture_timeout)
+    pictures = _pictures(args, new, egraph)
     with staged_files() as stage:
         graphio.stage_any(stage, args.output, new, names, args.target, opset,
                           graphio.budget_of(args, "export"))
-        if picture is not None:
-            stage_picture(stage, picture, args.picture)
-        if egraph is not None:
-            stage_picture(stage, egraph, args.egraph)
-    if picture is not None:
-        print(picture_line(picture, args.picture))
-    if egraph is not None:
-        print("e-graph " + picture_line(egraph, args.egraph))
+        for stage_it, _ in pictures:
+            stage_it(stage)
+    for _, line in pictures:
+        print(line)
     print(stopped)
     return code
+
+
+def _pictures(args, new, egraph) -> list:
+    """(stage it, the line said once written) for each picture asked for: the rewritten
+    graph's (`--picture`, drawn here), the e-graph's (`--egraph`). The pictures' module (and
+    subprocess) is imported only then."""
+    if args.picture is None and egraph is None:
+        return []
+    from functools import partial
+
+    from ngrules.cli.picture import draw, picture_line, stage_picture
+
+    drawn = [] if args.picture is None else \
+        [("", draw(new, Path(args.picture).stem, timeout=args.picture_timeout), args.picture)]
+    drawn += [] if egraph is None else [("e-graph ", egraph, args.egraph)]
+    return [(partial(stage_picture, picture=picture, path_dot=path),
+             label + picture_line(picture, path)) for label, picture, path in drawn]
 
 
 #: the options that name rules or steer the rewrite: none is meaningful with --no-rules
@@ -161,7 +170,8 @@ def _print_firings(result, trace: bool, rules) -> None:
     if trace:
         _print_trace(result, rules)
 
-    locations = {f.rule: short_location(f.location) for f in result.trace}
+    locations = {f.rule: f.location for f in result.trace}  # shortened once per rule
+    locations = {rule: short_location(where) for rule, where in locations.items()}
     for name, count in result.fired().items():
         print(f"fired {count:6d}  {name:24s} {locations[name]}")
 

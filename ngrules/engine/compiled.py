@@ -9,11 +9,12 @@ axes against each root. It returns `(roots, replacements, nodes it created)` or 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ngrules.engine.fused import clause_function, clause_lines
 from ngrules.engine.match import compile_pattern
-from ngrules.engine.matchgen import WRONG_TYPE, compile_fused, compile_returning
+from ngrules.engine.matchgen import WRONG_TYPE, compile_fused, compile_returning, names_in
 from ngrules.engine.pending import NONE_PENDING, Pending
 from ngrules.engine.semantics import same_type
 from ngrules.errors import NgrulesError, RuleError
@@ -23,7 +24,7 @@ from ngrules.ir.graph import Node, make_node
 from ngrules.ir.ops import OPS
 from ngrules.lang.bounds import shown
 from ngrules.lang.expr import NotBoolean, compile_expr, guard_truth
-from ngrules.lang.exprgen import compile_clauses
+from ngrules.lang.exprgen import compile_clauses, generate_body
 from ngrules.lang.replacements import bound_names
 from ngrules.lang.rules import Rule
 from ngrules.lang.syntax import EAttr, ECall, EVar, Guard, Let, PNamed, POp, PVar, walk
@@ -105,17 +106,11 @@ class CompiledRule:
     def __init__(self, rule: Rule):
         self.rule = rule
         self.name = rule.name
-        self.location = rule.location
-        self.matchers, self.anchors = self._compile_roots()
         self.root_ops = root_ops(rule.roots[0])
         self.is_multi_root = len(rule.roots) > 1
         self.stats = RuleStats()
-        self._match = self.matchers[0]
         self._exprs: dict[int, object] = {}
         self._finish_single = self._finish_single  # bind once: it runs at every match
-        self._generated = compile_clauses(rule.clauses, rule.replacement)
-        can_fuse = self._generated is not None and not self.is_multi_root
-        self._generated = self._generated or self._interpret
         only = rule.replacement[0] if len(rule.replacement) == 1 else None
         plain = isinstance(only, EVar) and not rule.clauses and not self.is_multi_root
         #: For `=> x` with no clauses: a matcher that returns x itself (no bindings dict, no
@@ -123,11 +118,59 @@ class CompiledRule:
         #: raises the located error).
         self.returning = compile_returning(rule.roots[0], only.name) if plain else None
         self.builds = not isinstance(only, EVar)  # its replacement is not just a bound node
-        self._needs_nodes = needs_nodes(rule)
-        #: For a one-root rule with generated clauses (not `=> x`): a matcher,
-        #: `fused(node, None, None, V)`, that evaluates them at each match itself and returns
-        #: what `apply` would (see `fused`); None otherwise.
-        self.fused = self._fuse() if can_fuse and self.returning is None else None
+
+    # What a walk's generated dispatch does not use (it pastes a rule's matcher and clauses
+    # into its own code) is generated at its first use: most compiled rules never need it.
+    @cached_property
+    def location(self) -> str:
+        return self.rule.location
+
+    @cached_property
+    def _needs_nodes(self) -> tuple[str, ...]:
+        return needs_nodes(self.rule)
+
+    @cached_property
+    def matchers(self) -> list:
+        """One matcher per root (see `_compile_roots`)."""
+        return self._roots[0]
+
+    @cached_property
+    def anchors(self) -> list:
+        """For each later root, the bound name (and its depth) its candidates come from."""
+        return self._roots[1]
+
+    @cached_property
+    def _roots(self) -> tuple[list, list]:
+        return self._compile_roots()
+
+    @cached_property
+    def _match(self):
+        return self.matchers[0]
+
+    @cached_property
+    def _generated(self):
+        """The generated clauses and replacement, `run(b)`; else the interpreter."""
+        return compile_clauses(self.rule.clauses, self.rule.replacement) or self._interpret
+
+    @cached_property
+    def fusable(self) -> bool:
+        """Whether `fused` is a matcher (decided without generating it): a one-root rule, not
+        `=> x`, whose clauses generate reading the pattern's names from locals."""
+        if self.is_multi_root or self.returning is not None:
+            return False
+        params = {name: f"p{i}" for i, name in enumerate(sorted(names_in(self.rule.roots[0])))}
+        try:
+            generate_body(self.rule.clauses, self.rule.replacement, params)
+        except (KeyError, TypeError):
+            return False
+        return True
+
+    @cached_property
+    def fused(self):
+        """For a one-root rule with generated clauses (not `=> x`): a matcher,
+        `fused(node, None, None, V)`, that evaluates them at each match itself and returns
+        what `apply` would (see `fused`); None otherwise."""
+        return self._fuse() if self.fusable else None
 
     def _fuse(self):
         match, names = compile_fused(self.rule.roots[0])

@@ -157,8 +157,8 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
     root = rule.rule.roots[0]
     if rule.returning is not None:
         returns = rule.rule.replacement[0].name
-    elif rule.fused is not None and not on_view:
-        returns = None
+    elif not rule.is_multi_root and not on_view:  # fused, if its clauses generate (else
+        returns = None  # `_NoClauses`: its `fused` is None too)
     else:
         return None
     enter = ["V[node] = view"] if on_view else []  # a rule fires: the node becomes pending
@@ -190,19 +190,51 @@ def _inlined(rule: CompiledRule, i: int, on_view: bool) -> tuple[list[str], dict
         return None  # the root's view is read once, at the root's own op
     clause_consts: dict[str, object] = {}
 
-    def clauses(bound: dict[str, str]) -> list[str]:  # rule.fused exists: they generate
-        lines, consts = rule.clause_lines(bound, f"m{i}_x_")
-        clause_consts.update(consts)
-        return lines
+    def clauses(bound: dict[str, str]) -> list[str]:
+        pasted = rule.clause_lines(bound, f"m{i}_x_")
+        if pasted is None:
+            raise _NoClauses
+        clause_consts.update(pasted[1])
+        return pasted[0]
 
     inline = Inline(f"m{i}_", "view" if on_view else None, on_value, on_found, on_wrong, clauses)
-    pasted = inline_matcher(root, inline, returns)
+    try:
+        pasted = inline_matcher(root, inline, returns)
+    except _NoClauses:  # (the same test as `rule.fusable`: its `fused` is None)
+        return None
     if pasted is None:
         return None
     lines, consts = pasted
     consts.update(clause_consts, _set_origin=set_origin)
     consts[f"RULE{i}"] = rule.rule
     return lines, consts
+
+
+class AtOp(list):
+    """The rules whose first root can match a node with some op (`rules_at_op`), and `first`
+    and `first_on`, the functions that try them (above), generated when first read: a pass
+    asks which rules are at each op its rules name, most of which a graph may not have."""
+
+    __slots__ = ("first", "first_on")
+
+    def __getattr__(self, name: str):  # only while the slot is unset
+        if name == "first":
+            self.first = first_match(self)
+        elif name == "first_on":
+            returning = self and all(r.returns_a_binding and r.root_ops is not None for r in self)
+            self.first_on = first_on_view(self) if returning else None
+        else:
+            raise AttributeError(name)
+        return getattr(self, name)
+
+
+def rules_at_op(rules: Sequence[CompiledRule], op: str) -> AtOp:
+    """The rules whose first root can match a node with this op, in order."""
+    return AtOp(r for r in rules if r.root_ops is None or op in r.root_ops)
+
+
+class _NoClauses(Exception):
+    """A rule's clauses that cannot be generated (an unknown function): not pasted."""
 
 
 #: A match that `apply` re-finds (a checked run validates; a wrong `=> x` raises, located).

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from ngrules.budget import Budget
 from ngrules.engine import reading
 from ngrules.engine.compiled import CompiledRule, RuleCache, RuleStats, inner_ops
-from ngrules.engine.dispatch import first_in_order, first_match, first_on_view
+from ngrules.engine.dispatch import first_in_order, rules_at_op
 from ngrules.engine.folding import Folding
 from ngrules.engine.multiroot import Context, apply_together
 from ngrules.engine.normalize import Cycle, Normalizing
@@ -63,22 +63,6 @@ from ngrules.lang.rules import BUILTIN_PASSES, Rule, RuleSet
 
 def _any_pending(args: tuple[Node, ...], pending: Pending) -> bool:
     return not pending.keys().isdisjoint(args)
-
-
-class _AtOp(list):
-    """The rules whose first root can match a node with some op, and `first`, the function
-    that tries them (see `dispatch`)."""
-
-    __slots__ = ("first", "first_on")
-
-
-def _at_op(rules: list[CompiledRule], op: str) -> _AtOp:
-    """The rules whose first root can match a node with this op."""
-    at = _AtOp(r for r in rules if r.root_ops is None or op in r.root_ops)
-    at.first = first_match(at)
-    returning = at and all(r.returns_a_binding and r.root_ops is not None for r in at)
-    at.first_on = first_on_view(at) if returning else None
-    return at
 
 
 class _Pass(Normalizing):
@@ -118,20 +102,22 @@ class _Pass(Normalizing):
     def rules_for(self, op: str) -> list[CompiledRule]:
         rules = self._index.get(op)
         if rules is None:
-            rules = self._index[op] = _at_op(self.single, op)
+            rules = self._index[op] = rules_at_op(self.single, op)
             self._only_returns[op] = all(r.returns_a_binding for r in rules)
         return rules
 
     def multi_rules_for(self, op: str) -> list[CompiledRule]:
         rules = self._multi_index.get(op)
         if rules is None:
-            rules = self._multi_index[op] = _at_op(self.multi, op)
+            rules = self._multi_index[op] = rules_at_op(self.multi, op)
         return rules
 
-    def _on_view(self) -> dict[str, object]:
-        """For each op whose rules are all `=> x`, their generated `first_on` (see dispatch),
-        which tries them on a node's view before it is built."""
-        found = {op: self.rules_for(op).first_on for op in self.returning}
+    def _on_view(self, order: list[Node]) -> dict[str, object]:
+        """For each op of these nodes whose rules are all `=> x`, their generated `first_on`
+        (see dispatch), which tries them on a node's view before it is built (the walk reads
+        it for the nodes of `order` only)."""
+        ops = {n.op for n in order} if self.returning else ()
+        found = {op: self.rules_for(op).first_on for op in self.returning if op in ops}
         return {op: f for op, f in found.items() if f is not None}
 
     # -- single-root rules: one walk from the leaves up ----------------------------------------
@@ -142,9 +128,9 @@ class _Pass(Normalizing):
         view and rebuilt only if needed. Only a rewrite's result is normalised on the explicit
         stack."""
         memo, pending, lazy, index = self.memo, self.pending, self.lazy, self._index
-        returning, on_view, run, name = self.returning, self._on_view(), self.run, self.name
-        memo_get, bare, direct = memo.get, self.pending.bare, self.direct
         order = creation_order(outputs)
+        returning, on_view, run, name = self.returning, self._on_view(order), self.run, self.name
+        memo_get, bare, direct = memo.get, self.pending.bare, self.direct
         self.run.budget.size_for(len(order))
         for node in run.budget.paced(order, f"matching in pass {name}"):
             args = node.args

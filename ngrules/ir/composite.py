@@ -128,15 +128,17 @@ SIMPLE = "simple"
 def simple(body_root: Node, args) -> bool:
     """Whether a body computes with one node (the rest views and constants): an op the IR has
     one primitive for, which rules read as that primitive."""
-    return len(computing(body_root, args)) <= 1
+    return len(computing(body_root, args, limit=2)) <= 1
 
 
-def computing(body_root: Node, args) -> list[Node]:
-    """The nodes of a body on `args` that compute (not views, not leaves)."""
+def computing(body_root: Node, args, limit: int | None = None) -> list[Node]:
+    """The nodes of a body on `args` that compute (not views, not leaves); the first `limit`
+    found, when given (a body reading past its arguments, as a batchnorm reads the input of a
+    convolution's slice, would otherwise be walked up to the graph's inputs)."""
     from ngrules.ir.ops import get_op
 
     inputs, found, stack, seen = set(args), [], [body_root], set()
-    while stack:
+    while stack and len(found) != limit:
         n = stack.pop()
         if n in seen or n in inputs or not n.args:
             continue

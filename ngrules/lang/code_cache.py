@@ -35,7 +35,7 @@ from ngrules.lang.parser_cache import _owned_private, cache_folder
 
 _MEMO: dict[tuple[str, str], CodeType] = {}
 _MEMO_SIZE = 4096  # the memory kept is bounded (tests generate rules by the thousand)
-_FOLDER: list = []  # [the code folder or None, whether new files may be written]
+_FOLDER: list = []  # [the code folder or None, whether new files may be written (None: unasked)]
 _FILES = 4096  # at this many files in the folder, the oldest half is removed
 #: The packages of ngrules above the language layer (pyproject's layer contract, `interop`
 #: beside it): the syntax trees cannot depend on their code.
@@ -70,7 +70,7 @@ def _folder():
                 st = os.lstat(folder)
                 if not (stat.S_ISDIR(st.st_mode) and _owned_private(st, 0o077)):
                     folder = None
-        _FOLDER.extend([folder, folder is not None and _room(folder)])
+        _FOLDER.extend([folder, None])  # whether there is room: asked at the first write
     return _FOLDER[0]
 
 
@@ -114,7 +114,11 @@ def read(name: str) -> bytes | None:
 def write(name: str, data: bytes) -> None:
     """Keep `data` under `name` (atomically, 0600), unless the folder is full or untrusted."""
     folder = _folder()
-    if folder is None or not _FOLDER[1]:
+    if folder is None:
+        return
+    if _FOLDER[1] is None:  # a run that reads everything from here never lists the folder
+        _FOLDER[1] = _room(folder)
+    if not _FOLDER[1]:
         return
     tmp = folder / f"{name}.{os.getpid()}.tmp"
     try:

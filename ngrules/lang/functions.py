@@ -243,6 +243,8 @@ FUNCTIONS.update(
     (name, FunctionDef(name, _Builder(name), lo, hi, doc, kind="builder"))
     for name, lo, hi, doc in _BUILDERS
 )
+#: The functions ngrules defines (its code decides them), as against those registered later.
+BUILT_IN: dict[str, FunctionDef] = dict(FUNCTIONS)
 
 
 def _arity_of(fn: Callable) -> tuple[int, int | None]:

@@ -23,6 +23,7 @@ from ngrules.errors import FileError, NgrulesError, RuleError, RuleErrors, RuleS
 from ngrules.ir import declared
 from ngrules.ir.fileio import read_regular
 from ngrules.lang import code_cache
+from ngrules.lang.check_cache import checked_kept
 from ngrules.lang.checker import check
 from ngrules.lang.declared_ops import declare_ops
 from ngrules.lang.lexical import bidi_warnings
@@ -224,7 +225,7 @@ def load_rules(
     loader = _Loader(roots, search_path)
     for path in expand_paths(paths):
         loader.load_file(path)
-    return _checked(loader)
+    return _checked(loader, kept=True)
 
 
 def parse_rules(
@@ -242,11 +243,16 @@ def _text_loader(text: str, path: str, search_path) -> _Loader:
     return loader
 
 
-def _checked(loader: _Loader) -> RuleSet:
-    """Declare the files' ops, then check their rules; a failed load declares nothing."""
+def _checked(loader: _Loader, kept: bool = False) -> RuleSet:
+    """Declare the files' ops, then check their rules; a failed load declares nothing.
+    `kept`: files read from disk, whose checked rules the private cache keeps
+    (`check_cache`)."""
     ops = declare_ops(loader.files, loader.errors)
     try:
-        rules = check(loader.files, loader.errors, loader.order)
+        if kept:
+            rules = checked_kept(loader.files, loader.errors, loader.order)
+        else:
+            rules = check(loader.files, loader.errors, loader.order)
     except RuleError:
         ops.rollback()
         raise

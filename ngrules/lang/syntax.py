@@ -62,24 +62,32 @@ Pattern = PVar | PLit | POp | PNamed
 # -- expressions (guards, lets, replacements) -----------------------------------------------------
 @dataclass(frozen=True)
 class ENum:
+    """A number literal."""
+
     value: int | float
     span: Span | None = _span()
 
 
 @dataclass(frozen=True)
 class EStr:
+    """A string literal."""
+
     value: str
     span: Span | None = _span()
 
 
 @dataclass(frozen=True)
 class EBool:
+    """`true` or `false`."""
+
     value: bool
     span: Span | None = _span()
 
 
 @dataclass(frozen=True)
 class EVar:
+    """A name: a pattern variable, a let, or a library constant."""
+
     name: str
     span: Span | None = _span()
 
@@ -95,6 +103,8 @@ class EAttr:
 
 @dataclass(frozen=True)
 class EIndex:
+    """`obj[index]`: an item of a tuple or of a node's axes."""
+
     obj: Expr
     index: Expr
     span: Span | None = _span()
@@ -102,6 +112,8 @@ class EIndex:
 
 @dataclass(frozen=True)
 class ESlice:
+    """`obj[start:stop]`: part of a tuple or of a node's axes."""
+
     obj: Expr
     start: Expr | None
     stop: Expr | None
@@ -140,6 +152,8 @@ class EUnary:
 
 @dataclass(frozen=True)
 class ETuple:
+    """`(a, b, ...)`."""
+
     items: tuple[Expr, ...]
     span: Span | None = _span()
 
@@ -275,6 +289,8 @@ Decl = RuleDecl | PassDecl | PipelineDecl | Import | OpDecl
 
 @dataclass(frozen=True)
 class RulesFile:
+    """A parsed `.rules` file: its declarations in order; `text` is its source."""
+
     path: str
     decls: tuple[Decl, ...]
     text: str = field(default="", compare=False, repr=False)

@@ -29,6 +29,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ngrules.interop.onnx import OnnxError, ndarrays, proto
+from ngrules.interop.onnx.composites.specs import graph_of, text_of
 from ngrules.interop.onnx.exporting.passes.downgrade import AS_READ
 from ngrules.interop.onnx.importing.context import (
     CONVERTERS,
@@ -106,7 +107,7 @@ class BodyContext(Context):
     """A composite node's context: its converter, run again, writes its body on `args`."""
 
     def __init__(self, node: Node, args):
-        graph = _spec_graph(node.attrs["spec"])
+        graph = graph_of(node.attrs["spec"])
         importer = SimpleNamespace(
             opset=node.attrs["opset"], unroll_recurrent=False,
             shapes=SimpleNamespace(known=lambda name: True),
@@ -163,26 +164,6 @@ def _order(node: Node, axes) -> str:
     return " ".join(str(names.index(a.name)) for a in axes)
 
 
-#: spec text -> its graph (read-only), as `_composite` made it or as parsed: a body is built
-#: again (each `decompose`) without parsing text; forgotten whole past 4,096 specs.
-_SPECS: dict[str, object] = {}
-
-
-def _spec_graph(text: str):
-    graph = _SPECS.get(text)
-    if graph is None:
-        from google.protobuf import text_format
-        graph = _keep_spec(text, text_format.Parse(text, proto.GraphProto()))
-    return graph
-
-
-def _keep_spec(text: str, graph):
-    if len(_SPECS) >= 4096:
-        _SPECS.clear()
-    _SPECS[text] = graph
-    return graph
-
-
 def _constants(graph) -> dict[int, np.ndarray]:
     return {int(t.name[1:]): ndarrays.to_array(t) for t in graph.initializer}
 
@@ -229,7 +210,7 @@ def _one_primitive(op: str, results: dict, args) -> bool:
     aside): such a node stays that primitive."""
     if len(results) != 1:
         return False
-    computing = composite.computing(next(iter(results.values()))[1], args)
+    computing = composite.computing(next(iter(results.values()))[1], args, limit=2)
     return len(computing) == 1 and computing[0].op == op
 
 
@@ -259,8 +240,9 @@ def convert(importer, node, used: set[str]) -> list | None:
     name = op_name(op)
     args = [importer.tensor(node.input[i]).node for i in ctx.tensors]
     given = [importer.tensor(node.input[i]) for i in ctx.tensors]
-    if op not in MOVES_DATA and not any(composite.computing(r, args) or _passed(r, axes, given)
-                                  for axes, r in results.values()):
+    if op not in MOVES_DATA and not any(
+            composite.computing(r, args, limit=1) or _passed(r, axes, given)
+            for axes, r in results.values()):
         return None  # views only (Reshape, Squeeze, Transpose): the exporter lays them out
     whole = op in WHOLE or (op in FLATTENING and importer.opset < 13)
     if name != op and not whole and _one_primitive(op, results, args):
@@ -276,7 +258,6 @@ def convert(importer, node, used: set[str]) -> list | None:
 
 
 def _composite(importer, node, ctx: _Recording, results: dict, op: str) -> list | None:
-    from google.protobuf import text_format
     spec, graph = proto.NodeProto(), proto.GraphProto()
     spec.CopyFrom(node)
     del spec.input[:], spec.output[:]
@@ -306,8 +287,7 @@ def _composite(importer, node, ctx: _Recording, results: dict, op: str) -> list 
     if size > CONST_LIMIT:
         return None
     graph.node.append(spec)
-    text = text_format.MessageToString(graph, as_one_line=True)
-    _keep_spec(text, graph)  # (the text parses back to it)
+    text = text_of(graph)
     outs = [None] * (last + 1)
     for i, (axes, result) in results.items():
         whole = make_node(op, args, spec=text, opset=importer.opset,
@@ -335,7 +315,7 @@ def write(em, n: Node) -> tuple[str, tuple[int, ...]] | None:
 
 
 def _write(em, n: Node) -> list | None:
-    graph = _spec_graph(n.attrs["spec"])
+    graph = graph_of(n.attrs["spec"])
     orders = {v.name: _perm(v) for v in [*graph.input, *graph.output]}
     target = getattr(em, "target", em.opset)  # older than em.opset: as read (`downgrade`)
     spec = _at_opset(n.attrs["spec"], n.attrs["opset"], min(target, em.opset))
@@ -411,7 +391,7 @@ def writable(n: Node, opset: int) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _at_opset(text: str, source: int, target: int):
     """The spec's node as the target opset writes it (onnx's version converter), or None."""
-    node = _spec_graph(text).node[0]
+    node = graph_of(text).node[0]
     if source == target or node.domain not in ("", "ai.onnx"):
         return node
 
@@ -427,8 +407,8 @@ def _at_opset(text: str, source: int, target: int):
 def _converted(text: str, source: int, target: int):
     from onnx import version_converter
 
-    graph = type(_spec_graph(text))()
-    graph.CopyFrom(_spec_graph(text))
+    graph = type(graph_of(text))()
+    graph.CopyFrom(graph_of(text))
     names = [i for i in graph.node[0].input if i and not i.startswith("c")]
     graph.input.extend(proto.make_empty_tensor_value_info(i) for i in names)
     for t in graph.initializer:  # inputs named c<i> read initializers k<i>
