@@ -150,3 +150,23 @@ def test_a_weight_the_kernel_cannot_copy_is_written_from_memory(tmp_path, monkey
     expected = str(tmp_path / "memory.onnx")  # (the same nodes, hash-consed: from memory)
     assert main(["apply", path, "--no-rules", "-o", expected, "-q"]) == 0
     assert digest(out) == digest(expected)
+
+
+def test_a_mapped_weight_is_written_into_a_file_object_of_memory(tmp_path, monkeypatch):
+    """io.BytesIO has no descriptor (`fileno` raises): the weights are written from memory."""
+    import io
+
+    from ngrules.interop.onnx import weights
+
+    monkeypatch.setattr(loading, "MAP_BYTES", 0)
+    path = str(tmp_path / "m.onnx")
+    conv_batchnorm(path, 40)
+    imported = import_model(path)
+    model, arrays = export_parts(imported.outputs)
+    assert all(filebytes.file_span(a) is not None for a in arrays.values())
+    buffer = io.BytesIO()
+    weights.write(buffer, model, arrays)
+    read = onnx.load_from_string(buffer.getvalue())
+    got = {t.name: numpy_helper.to_array(t) for t in read.graph.initializer}
+    for name, array in arrays.items():
+        np.testing.assert_array_equal(got[name], array)

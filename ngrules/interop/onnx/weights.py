@@ -314,11 +314,15 @@ def _copy_from_file(out, array: np.ndarray) -> int:
     if span is None or array.dtype != array.dtype.newbyteorder("<"):
         return 0
     source, offset = span
+    try:
+        target = out.fileno()
+    except (AttributeError, OSError):  # not a file of the system (io.BytesIO...)
+        return 0
     out.flush()
     done = 0
     while done < array.nbytes:
         try:
-            n = os.copy_file_range(source, out.fileno(), array.nbytes - done, offset + done)
+            n = os.copy_file_range(source, target, array.nbytes - done, offset + done)
         except OSError as e:
             if e.errno in _CANNOT_COPY:
                 return done
