@@ -10,8 +10,9 @@ from ngrules.ir.ops import OPS
 
 def constant_source(node: Node) -> Node | None:
     """The Constant under any chain of views (ops with the `view` trait, which move values
-    without changing them), or None if the node is not a known constant."""
-    while OPS[node.op].has("view"):
+    without changing them), or None if the node is not a known constant. An op no longer
+    registered (a composite of a model imported earlier) is no view."""
+    while (spec := OPS.get(node.op)) is not None and spec.has("view"):
         node = node.args[0]
     return node if node.op == "Constant" else None
 
