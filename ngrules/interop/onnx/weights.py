@@ -266,7 +266,12 @@ def _check_unchanged(arrays) -> None:
     for source in sources.values():
         name = changed(source)
         if name is not None:
-            raise OnnxError(f"{name}: the model file changed while it was read; not written")
+            raise _changed_error(name)
+
+
+def _changed_error(name: str) -> OnnxError:
+    """The refusal to write a model whose file `name` changed while it was read."""
+    return OnnxError(f"{name}: the model file changed while it was read; not written")
 
 
 def _write(file, message: bytes, arrays, sync: bool = False) -> None:
@@ -328,8 +333,7 @@ def _copy_from_file(out, array: np.ndarray) -> int:
                 return done
             raise
         if n == 0:  # the file ends before the weight: it was cut shorter
-            raise OnnxError(f"{changed(root(array)) or 'the model file'}: the model file "
-                            "changed while it was read; not written")
+            raise _changed_error(changed(root(array)) or "the model file")
         done += n
     return done
 
