@@ -115,11 +115,10 @@ class Folding:
             what = f"folding a {node.op} of {node.axes.size} elements"
             self.meter.check_time(what)
             args = [self._value(a) for a in node.args]
-            spending = self._spending
-            value = None if spending is None else spending.fold(node, args, self._memo)
+            kernel, spending = get_op(node.op).kernel(node), self._spending
+            value = None if spending is None else spending.fold(node, kernel, args, self._memo)
             if value is None:
                 self.meter.charge(node.axes.size * np.dtype(node.dtype).itemsize, what)
-                kernel = get_op(node.op).kernel(node)
                 with np.errstate(all="ignore"):  # as at run time: inf and nan are values
                     value = kernel(*args)
             self._values[node] = value

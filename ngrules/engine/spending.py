@@ -50,15 +50,13 @@ class Spending:
         self.candidates = {n: bounds for bounds, _, n in _alone(regions) if self.reads[n] == 1}
         self.address = np.frombuffer(buffer, np.uint8).ctypes.data if self.candidates else 0
 
-    def fold(self, node: Node, values: Sequence[np.ndarray],
+    def fold(self, node: Node, kernel, values: Sequence[np.ndarray],
              memo: Mapping[Node, Node]) -> np.ndarray | None:
-        """node's value computed into the bytes of a Constant only it reads (read-only), or
-        None when there is none (or the kernel is not a ufunc): then compute as usual."""
-        if not self.candidates:
-            return None
-        opdef = get_op(node.op)
-        kernel = opdef.kernel(node) if opdef.has("elementwise") else None
-        if not isinstance(kernel, np.ufunc) or kernel.nout != 1 or kernel.nin != len(values):
+        """node's value, `kernel` (its op's, built once by the caller) on `values`, computed
+        into the bytes of a Constant only it reads (read-only), or None when there is none (or
+        the kernel is not an elementwise ufunc): then compute as usual."""
+        if not self.candidates or not isinstance(kernel, np.ufunc) or kernel.nout != 1 \
+                or kernel.nin != len(values) or not get_op(node.op).has("elementwise"):
             return None
         shape, dtype = tuple(node.axes.lengths), np.dtype(node.dtype)
         if any(v.dtype != dtype for v in values) or \
