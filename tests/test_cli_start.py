@@ -136,7 +136,7 @@ if os.environ.get("THREAD"):
 """
 
 #: What the `ngrules` script runs (pyproject.toml's [project.scripts]).
-PROGRAM = "import sys; from ngrules.cli import command_line; command_line()"
+PROGRAM = "from ngrules.cli import command_line; command_line()"
 
 
 def _program(folder: Path, *argv: str, **env: str) -> subprocess.CompletedProcess:

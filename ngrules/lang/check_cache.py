@@ -51,11 +51,8 @@ def checked_kept(files: Sequence[RulesFile], errors: Sequence[RuleError] = (),
 
 
 def _key(files: Sequence[RulesFile]) -> str:
-    from ngrules.lang.grammar import grammar_text, lark_digest
-
     texts = [part for f in files for part in (f.path, f.text)]
-    return code_cache.key("checked", code_cache.code_digest(code_cache.ABOVE), lark_digest(),
-                          grammar_text(), table_digest(), *texts)
+    return code_cache.trees_key("checked", table_digest(), *texts)
 
 
 def table_digest() -> str:

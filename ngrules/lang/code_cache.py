@@ -157,12 +157,11 @@ def parse_kept(text: str, path: str):
     command); a text with no file (`<string>`) is parsed as it is."""
     import pickle
 
-    from ngrules.lang.grammar import grammar_text, lark_digest
     from ngrules.lang.syntax import RulesFile
 
     if path.startswith("<"):
-        return _parse(text, path)
-    name = f"{key('rules', code_digest(ABOVE), lark_digest(), grammar_text(), path, text)}.ast"
+        return parse(text, path)
+    name = f"{trees_key('rules', path, text)}.ast"
     data = read(name)
     if data is not None:
         try:
@@ -171,12 +170,20 @@ def parse_kept(text: str, path: str):
                 return tree
         except Exception:  # a stale or truncated file: parsed again
             pass
-    tree = _parse(text, path)
+    tree = parse(text, path)
     write(name, pickle.dumps(tree))
     return tree
 
 
-def _parse(text: str, path: str):
+def trees_key(kind: str, *parts: str) -> str:
+    """`key` of what is made from syntax trees: also by what made the trees, the code of this
+    layer and below (`code_digest(ABOVE)`), the installed lark and the grammar."""
+    from ngrules.lang.grammar import grammar_text, lark_digest
+
+    return key(kind, code_digest(ABOVE), lark_digest(), grammar_text(), *parts)
+
+
+def parse(text: str, path: str):
     """`parser.parse`, lark imported only now: a file read from the cache needs none."""
     from ngrules.lang.parser import parse
 

@@ -32,14 +32,6 @@ from ngrules.lang.shipped import LIBRARY_PREFIX, library_import
 from ngrules.lang.syntax import Import, OpDecl, RulesFile
 
 
-def _parse(text: str, path: str):
-    """`parser.parse`, imported when a file is parsed (lark's import, 30-40 ms, is spared to a
-    command that reads every file from the cache, `code_cache.parse_kept`)."""
-    from ngrules.lang.parser import parse
-
-    return parse(text, path)
-
-
 def decode_source(data: bytes, path: str) -> str:
     """UTF-8 text, or an error located at the first byte that is not."""
     try:
@@ -104,7 +96,7 @@ class _Loader:
         self.order.append(path)
         self.warnings.extend(bidi_warnings(text, path))
         try:
-            parsed = code_cache.parse_kept(text, path) if kept else _parse(text, path)
+            parsed = code_cache.parse_kept(text, path) if kept else code_cache.parse(text, path)
         except RuleError as e:
             self.errors.append(e)
         else:
