@@ -128,7 +128,6 @@ def _function_call(em, n: Node, args, decl: declared.Declaration, emit, new_emit
 
 def _function(em, n: Node, decl, domain: str, name: str, emit, new_emitter, opset):
     """The declaration's body on the node's argument types, as an ONNX function."""
-
     from ngrules.interop.onnx.exporting.layout import full_value
     from ngrules.interop.onnx.exporting.passes.finish import finish
 

@@ -394,7 +394,6 @@ def _at_opset(text: str, source: int, target: int):
     node = graph_of(text).node[0]
     if source == target or node.domain not in ("", "ai.onnx"):
         return node
-
     try:
         if (proto.get_schema(node.op_type, source).since_version
                 == proto.get_schema(node.op_type, target).since_version):
