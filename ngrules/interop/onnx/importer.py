@@ -301,7 +301,7 @@ def _import(model_or_path, lengths, axis_names, constants, limits: Limits, symbo
         importer.convert(node)
     names = [o.name for o in importer.graph.output]
     outputs = [importer.output(n) for n in names]
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    opset = importer.folding.opset  # the model's default-domain opset, or None
     origins.record(importer, names, outputs, opset)  # outputs folded: the nodes that made them
     recipes.record(importer, opset)  # values folded: the nodes that made them
     symbolic_slices.record(importer)  # Slices to a symbolic length: written back as Slices

@@ -238,6 +238,7 @@ _LISTS = {"i": "ints", "f": "floats", "s": "strings", "t": "tensors",
 _TYPES = {"f": 1, "i": 2, "s": 3, "t": 4, "g": 5, "floats": 6, "ints": 7, "strings": 8,
           "tensors": 9, "graphs": 10, "sparse_tensor": 11, "sparse_tensors": 12,
           "tp": 13, "type_protos": 14}
+_KINDS = {t: k for k, t in _TYPES.items()}  # an AttributeProto type -> its field
 
 
 def make_attribute(key: str, value, doc_string: str | None = None,
@@ -274,7 +275,7 @@ def get_attribute_value(attr):
         raise ValueError(f"Cannot get value of reference attribute: {attr}")
     if attr.type == 0:
         return None
-    kind = next((k for k, t in _TYPES.items() if t == attr.type), None)
+    kind = _KINDS.get(attr.type)
     if kind is None:
         raise ValueError(f"Unsupported ONNX attribute: {attr}")
     value = getattr(attr, kind)

@@ -279,19 +279,19 @@ def restore(model, arrays: Mapping[str, np.ndarray] | None = None) -> None:
             raise OnnxError(f"cannot keep {symbol!r} symbolic: the constant {name!r} would have "
                             f"its stand-in length {tuple(dims)} (give its length: --length "
                             f"{symbol}=N)")
-
     graph = model.graph
     sources = [(vi.name, [d.dim_value for d in vi.type.tensor_type.shape.dim])
                for vi in graph.input]
+    ranks = dict(sources)
     held = any(symbolic.symbols_of(d) for _, dims in sources for d in dims)
-    read = _shared_input_shapes(graph, dict(sources)) if held else {}
+    read = _shared_input_shapes(graph, ranks) if held else {}
     constants = {t.name: ndarrays.to_array(t) for t in graph.initializer}
     constants.update(_constant_nodes(graph.node))
     found = _symbolic_constants(graph.node, constants)
     if found:
         added: list = []
         nodes = _rewired(list(graph.node), _Shapes(sources, "dyn_shape", added, read), found)
-        ranks = dict(sources)  # the inputs' Shapes first: the new shapes read the model's
+        # the inputs' Shapes first: the new shapes read the model's
         nodes.sort(key=lambda n: _input_shape(n, ranks) is None)
         del graph.node[:]
         graph.node.extend(nodes)
@@ -368,7 +368,6 @@ def _check_no_stand_ins(nodes, initializers, symbols: set[str]) -> None:
     length as a value, which no run-time shape replaced."""
     if not symbols:
         return
-
     constants = dict(_constant_nodes(nodes))
     for name, tensor in initializers.items():
         if tensor.data_type in (6, 7) and np.prod(tensor.dims) <= 4096:  # int32, int64

@@ -17,11 +17,16 @@ import numpy as np
 from ngrules.interop.onnx import ndarrays, proto
 
 
+def _one_type(a: np.ndarray, b: np.ndarray) -> bool:
+    """Both of one numeric (or bool) type: mixed types and strings go to the evaluator."""
+    return a.dtype == b.dtype and a.dtype != object
+
+
 def _same_type(fn: Callable) -> Callable:
     """A binary op of two tensors of one numeric (or bool) type, its result of that type."""
     def run(args, attrs):
         a, b = args
-        if a.dtype != b.dtype or a.dtype == object:
+        if not _one_type(a, b):
             return None
         out = np.asarray(fn(a, b))
         return out if out.dtype == a.dtype else None
@@ -31,7 +36,7 @@ def _same_type(fn: Callable) -> Callable:
 def _compare(fn: Callable) -> Callable:
     def run(args, attrs):
         a, b = args
-        return None if a.dtype != b.dtype or a.dtype == object else np.asarray(fn(a, b))
+        return np.asarray(fn(a, b)) if _one_type(a, b) else None
     return run
 
 
@@ -46,14 +51,14 @@ def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _mod(args, attrs):
     a, b = args
-    if a.dtype != b.dtype or a.dtype == object:
+    if not _one_type(a, b):
         return None
     return np.asarray((np.fmod if attrs.get("fmod", 0) == 1 else np.mod)(a, b))
 
 
 def _where(args, attrs):
     cond, x, y = args
-    if x.dtype != y.dtype or x.dtype == object:
+    if not _one_type(x, y):
         return None
     return np.where(cond, x, y).astype(x.dtype)
 

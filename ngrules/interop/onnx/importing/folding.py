@@ -60,6 +60,9 @@ class Folding:
         self.lengths = lengths
         self.consts: dict[str, np.ndarray] = dict(arrays or {})  # weights left out of `model`
         self.base = self._given = model
+        #: the default domain's opset, for `fold_kernels` (a copy of `model` keeps its imports)
+        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+                          None)
         self.symbolic: set[str] = set()  # values computed from a stand-in length
         self.sliced: dict[str, int] = {}  # a Slice read as Gathers: its output -> its inputs
         self.done: set[int] = set()
@@ -201,7 +204,7 @@ class Folding:
         if own is not None:
             return own(node, *values)
         inputs = [n for n in node.input if n]
-        computed = fold_kernels.run(node, self._opset(), dict(zip(inputs, values)))
+        computed = fold_kernels.run(node, self.opset, dict(zip(inputs, values)))
         if computed is not None:
             return computed
         from onnx.reference import ReferenceEvaluator
@@ -246,10 +249,6 @@ class Folding:
         except (ArithmeticError, ValueError, TypeError, IndexError):
             sizes.append(math.inf)
         return max(sizes)
-
-    def _opset(self) -> int | None:
-        return next((o.version for o in self.base.opset_import if o.domain in ("", "ai.onnx")),
-                    None)
 
     def _single_node_model(self, node):
         inputs = [n for n in node.input if n]

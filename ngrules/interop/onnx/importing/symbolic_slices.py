@@ -31,20 +31,23 @@ SLICED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def record(importer) -> None:
     """Note the Gather each symbolic Slice of one axis from 0 became (`SLICED`)."""
     for name, inputs in importer.folding.sliced.items():
-        t = importer.values.get(name)
-        node = getattr(t, "node", None)
-        while node is not None and node.op == "AxesCast":
-            node = node.args[0]
+        node = getattr(importer.values.get(name), "node", None)
+        node = None if node is None else _renamed_from(node)
         if node is not None and node.op == "Gather" and positions(node) is not None:
             SLICED[node] = inputs
 
 
 def positions(gather: Node) -> Node | None:
     """The `AxisIndex` a Gather reads its positions from (through renamings), or None."""
-    index = gather.args[1]
-    while index.op == "AxesCast":
-        index = index.args[0]
+    index = _renamed_from(gather.args[1])
     return index if index.op == "AxisIndex" else None
+
+
+def _renamed_from(node: Node) -> Node:
+    """The node under any renamings (`AxesCast`) of it."""
+    while node.op == "AxesCast":
+        node = node.args[0]
+    return node
 
 
 def as_gathers(folding, node) -> tuple[list, dict[str, np.ndarray]] | None:
