@@ -1,5 +1,5 @@
 """The ONNX file I/O that runs beside other work (issue 34, item 6): the model file is read on a
-thread while onnx is imported, and the written file is written and synced on a thread while
+thread while onnx is imported, and the written file is written on a thread while
 the exporter's check runs. What the threads raise reaches the caller; a model the check
 refuses leaves no file, temporary or final; the file written is the model the check saw."""
 
@@ -134,3 +134,44 @@ def test_the_file_written_while_checked_is_the_model_the_check_saw(tmp_path):
     np.testing.assert_array_equal(inits[name], w)
     assert written.graph.node == model.graph.node
     assert [i.name for i in written.graph.input] == [i.name for i in model.graph.input]
+
+
+def _fsyncs(monkeypatch) -> list[int]:
+    """The descriptors os.fsync is called with from now on (the real call still made)."""
+    called, real = [], os.fsync
+
+    def counting(fd):
+        called.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    return called
+
+
+@pytest.mark.parametrize("flags, synced", [([], 0), (["--sync"], 1)])
+def test_apply_syncs_its_output_only_when_asked(tmp_path, monkeypatch, flags, synced):
+    """A derived output is put in place whole without waiting for the disk; `--sync` waits
+    (one fsync of the one output), and both write the same bytes."""
+    from ngrules.cli import main
+
+    _dense(tmp_path / "m.onnx")
+    called = _fsyncs(monkeypatch)
+    out = tmp_path / f"out{synced}.onnx"
+    assert main(["apply", str(tmp_path / "m.onnx"), "--no-rules", "-o", str(out), *flags]) == 0
+    assert len(called) == synced
+    again = tmp_path / "again.onnx"
+    assert main(["apply", str(tmp_path / "m.onnx"), "--no-rules", "-o", str(again)]) == 0
+    assert out.read_bytes() == again.read_bytes()
+
+
+def test_files_staged_by_the_library_are_synced_by_default(tmp_path, monkeypatch):
+    from ngrules.ir import fileio
+
+    called = _fsyncs(monkeypatch)
+    with fileio.staged_files() as stage:
+        stage(tmp_path / "a.txt", lambda f: f.write("a"), text=True)
+        stage(tmp_path / "b.bin", lambda f: f.write(b"b"))
+    assert len(called) == 2
+    with fileio.staged_files(sync=False) as stage:
+        stage(tmp_path / "c.txt", lambda f: f.write("c"), text=True)
+    assert len(called) == 2 and (tmp_path / "c.txt").read_text() == "c"

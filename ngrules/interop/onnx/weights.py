@@ -239,16 +239,16 @@ def write(file, model, arrays, check: Callable[[Any, Any], None] | None = None) 
     bytes are written from the array itself (no copy of the weights is made).
 
     With `check(model, arrays)` (the exporter's `refused.check`, which raises for a model that
-    must not be written), the file is written and synced on a thread of its own while the
-    check runs on this one: the kernel copies and syncs the bytes while the interpreter
-    checks, and the check's error is raised once the writing has stopped (the caller's
-    `staged_files` then removes the file, so a refused model is never in place)."""
+    must not be written), the file is written on a thread of its own while the check runs on
+    this one: the kernel copies the bytes while the interpreter checks, and the check's error
+    is raised once the writing has stopped (the caller's `staged_files` then removes the
+    file, so a refused model is never in place; it also syncs the file, when asked)."""
     message = model.SerializeToString()  # before the check, which changes the model a moment
     _check_unchanged(arrays)  # a file cut shorter is not read past its end (a bus error)
     if check is None:
-        _write(file, message, arrays)
+        _write_parts(file, message, arrays)
     else:
-        writing = Background(lambda: _write(file, message, arrays, sync=True))
+        writing = Background(lambda: _write_parts(file, message, arrays))
         try:
             check(model, arrays)
         except BaseException:
@@ -272,14 +272,6 @@ def _check_unchanged(arrays) -> None:
 def _changed_error(name: str) -> OnnxError:
     """The refusal to write a model whose file `name` changed while it was read."""
     return OnnxError(f"{name}: the model file changed while it was read; not written")
-
-
-def _write(file, message: bytes, arrays, sync: bool = False) -> None:
-    """The file's bytes; with `sync`, synced (the file is put in place only once on disk)."""
-    _write_parts(file, message, arrays)
-    if sync:
-        file.flush()
-        os.fsync(file.fileno())
 
 
 def _write_parts(out, message: bytes, arrays) -> None:
