@@ -169,3 +169,53 @@ def test_a_thread_still_running_is_waited_for_as_python_does(tmp_path):
     assert proc.returncode == 0, proc.stderr
     # Python's own exit waited for the thread (its teardown may or may not free `KEPT`)
     assert (tmp_path / "thread.txt").exists() and (tmp_path / "atexit.txt").exists()
+
+
+#: An `--ops` module that notes the BLAS setting the program's process runs with.
+BLAS_MARK = """
+import os
+from pathlib import Path
+
+Path(__file__).with_name("blas.txt").write_text(os.environ.get("OPENBLAS_THREAD_TIMEOUT", "-"))
+"""
+
+
+def _blas_setting(folder: Path, *command: str, **env: str) -> str:
+    (folder / "blas_mark.py").write_text(BLAS_MARK)
+    environ = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    proc = subprocess.run([*command, "ops", "--ops", "blas_mark.py"], cwd=folder,
+                          capture_output=True, text=True,
+                          env={**environ, "PYTHONPATH": str(ROOT), **env})
+    assert proc.returncode == 0, proc.stderr
+    return (folder / "blas.txt").read_text()
+
+
+def test_the_program_s_blas_threads_sleep_when_idle(tmp_path):
+    """The `ngrules` script and `python -m ngrules.cli.main` set OpenBLAS's idle threads to
+    sleep at once (`ngrules.startup`: they spun ~50 ms of CPU through an apply's start); a user's
+    own value is kept, and a process that imports ngrules otherwise is left as it was."""
+    script = tmp_path / "ngrules"
+    script.write_text(f"#!{sys.executable}\n{PROGRAM}\n")
+    script.chmod(0o755)
+    assert _blas_setting(tmp_path, str(script)) == "4"
+    assert _blas_setting(tmp_path, sys.executable, "-m", "ngrules.cli.main") == "4"
+    assert _blas_setting(tmp_path, str(script), OPENBLAS_THREAD_TIMEOUT="12") == "12"
+    assert _blas_setting(tmp_path, sys.executable, "-c", PROGRAM) == "-"  # a library's user
+
+
+def test_only_the_program_s_own_command_lines_count_as_the_program(monkeypatch):
+    from ngrules import startup
+
+    for argv, orig, program in [
+        (["/usr/bin/ngrules", "apply"], [], True),
+        (["-m"], ["python", "-P", "-m", "ngrules.cli.main", "apply"], True),
+        (["-m"], ["python", "-mngrules"], True),
+        (["-m"], ["python", "-m", "pytest", "-q"], False),
+        (["-m"], ["python", "-m", "ngrulesx"], False),
+        (["-c"], ["python", "-c", "import ngrules"], False),
+        (["/usr/bin/ngrules-tool"], [], False),
+        ([], [], False),
+    ]:
+        monkeypatch.setattr(sys, "argv", argv)
+        monkeypatch.setattr(sys, "orig_argv", orig, raising=False)
+        assert startup.is_the_program() is program, (argv, orig)
