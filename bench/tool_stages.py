@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import runpy
 import statistics
 import subprocess
 import sys
@@ -74,12 +75,20 @@ def run_once(model: Path, out: Path, child: str = CHILD) -> dict:
     child code)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(ROOT)
+    env.update({k: v for k, v in _program_settings().items() if k not in env})
     cmd = [sys.executable, "-P", "-c", child, json.dumps(WRAPPED), "apply", str(model),
            "--pipeline", "inference", "-o", str(out), "-q"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-500:])
     return json.loads(proc.stderr.strip().splitlines()[-1])
+
+
+def _program_settings() -> dict:
+    """The environment the `ngrules` program gives itself (`ngrules/startup.py`), which the
+    child, run with `-c`, is not taken for (a tree without that module: none)."""
+    startup = ROOT / "ngrules" / "startup.py"
+    return runpy.run_path(str(startup))["BLAS_SETTINGS"] if startup.exists() else {}
 
 
 def main(argv=None) -> None:
