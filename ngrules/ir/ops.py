@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,7 @@ import numpy as np
 from ngrules.errors import OpError
 from ngrules.ir.axes import Axis, make_axes
 from ngrules.ir.filebytes import FileBytes
+from ngrules.records import frozen
 
 #: Traits an op may carry; the matcher, checker and test generators read them.
 TRAITS = frozenset(
@@ -51,7 +52,7 @@ class NotDifferentiable:
         raise OpError(f"{node.op} is not differentiable: {self.reason}")
 
 
-@dataclass(frozen=True)
+@frozen
 class AttrSpec:
     """One attribute of an op: its name, kind and default (REQUIRED if none)."""
 
@@ -65,7 +66,7 @@ class AttrSpec:
         return self.default is REQUIRED
 
 
-@dataclass(frozen=True)
+@frozen
 class OpDef:
     """Everything ngrules knows about one op.
 
