@@ -28,12 +28,13 @@ command_line()
 
 #: Modules an apply on an ONNX model never uses: the other commands' (their parsers are not
 #: built), graph files, explanations, stateful execution, the pictures (and the subprocess
-#: they run Graphviz in), a TOML parser for a pyproject.toml that does not name ngrules.
+#: they run Graphviz in), a TOML parser for a pyproject.toml that does not name ngrules,
+#: the close-match finder of error messages (`did you mean`).
 UNUSED_BY_APPLY = {
     "ngrules.cli.verify", "ngrules.cli.demo", "ngrules.cli.coverage", "ngrules.cli.fmt",
     "ngrules.cli.picture", "ngrules.engine.explain", "ngrules.ir.graphfile",
     "ngrules.ir.arraysfile", "ngrules.ir.graphset", "ngrules.ir.stateful", "ngrules.ir.userops",
-    "tomllib", "tomli",
+    "tomllib", "tomli", "difflib",
 }
 
 

@@ -7,7 +7,6 @@ declared in `ngrules/builtin_ops.py`; users add their own with `register_op`.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import field
 from typing import Any
@@ -189,6 +188,8 @@ def get_op(name: str) -> OpDef:
 
 def did_you_mean(name: str, choices) -> str:
     """A ' (did you mean ...?)' suffix, or '' when nothing is close."""
+    import difflib  # for error messages only: not imported at every start
+
     choices = list(choices)
     close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6)
     if not close and len(name) >= 2:
