@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import runpy
 import statistics
 import subprocess
 import sys
@@ -37,13 +36,16 @@ WRAPPED = [
 ]
 
 CHILD = """
-import importlib, json, os, sys, time
+import importlib, json, os, runpy, sys, time
 mark = [time.process_time()]
 cpu = {}
 def lap(stage):
     now = time.process_time()
     cpu[stage] = cpu.get(stage, 0.0) + now - mark[0]
     mark[0] = now
+startup = os.path.join(os.environ["PYTHONPATH"], "ngrules", "startup.py")
+if os.path.exists(startup):  # the settings the `ngrules` program makes first (older trees: none)
+    runpy.run_path(startup)["as_the_program"]()
 import ngrules.cli.main
 lap("cli import")
 def wrapped(f, stage):
@@ -75,20 +77,12 @@ def run_once(model: Path, out: Path, child: str = CHILD) -> dict:
     child code)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(ROOT)
-    env.update({k: v for k, v in _program_settings().items() if k not in env})
     cmd = [sys.executable, "-P", "-c", child, json.dumps(WRAPPED), "apply", str(model),
            "--pipeline", "inference", "-o", str(out), "-q"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-500:])
     return json.loads(proc.stderr.strip().splitlines()[-1])
-
-
-def _program_settings() -> dict:
-    """The environment the `ngrules` program gives itself (`ngrules/startup.py`), which the
-    child, run with `-c`, is not taken for (a tree without that module: none)."""
-    startup = ROOT / "ngrules" / "startup.py"
-    return runpy.run_path(str(startup))["BLAS_SETTINGS"] if startup.exists() else {}
 
 
 def main(argv=None) -> None:

@@ -7,7 +7,9 @@ table's entries, spans...; issue 34). `frozen` has dataclasses compile only `__i
 other five are functions shared by every record, reading its class's fields, and do what the
 generated ones do: equal when of the same class with equal compared fields; the hash of those
 fields; the repr of the shown fields (`...` where it recurses); `FrozenInstanceError` on
-assigning or deleting a field once it is set (its `__init__` sets each field once).
+assigning or deleting a field once it is set (its `__init__` sets each field once). Its
+`__dataclass_params__` say `eq=False, frozen=False` (what dataclasses made): a dataclass that
+extends a record is made with `@frozen` too.
 """
 
 from __future__ import annotations

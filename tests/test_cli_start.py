@@ -204,6 +204,21 @@ def test_the_program_s_blas_threads_sleep_when_idle(tmp_path):
     assert _blas_setting(tmp_path, sys.executable, "-c", PROGRAM) == "-"  # a library's user
 
 
+def test_the_program_s_collector_settings_hold_from_its_first_import(tmp_path):
+    """The program's garbage collector threshold is set as `import ngrules` starts, before
+    numpy's and ngrules' imports make their objects; not in a library user's process."""
+    code = "import ngrules, gc; print(gc.get_threshold()[0])"
+    script = tmp_path / "ngrules"
+    script.write_text(f"#!{sys.executable}\n{code}\n")
+    script.chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    python_s = subprocess.run([sys.executable, "-c", "import gc; print(gc.get_threshold()[0])"],
+                              capture_output=True, text=True).stdout.strip()  # Python's own
+    for command, threshold in (([str(script)], "50000"), ([sys.executable, "-c", code], python_s)):
+        proc = subprocess.run(command, capture_output=True, text=True, env=env)
+        assert proc.stdout.strip() == threshold, proc.stderr
+
+
 def test_only_the_program_s_own_command_lines_count_as_the_program(monkeypatch):
     from ngrules import startup
 
