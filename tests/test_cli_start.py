@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ngrules.startup import GC_THRESHOLD
+
 pytest.importorskip("onnxruntime")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,7 +159,7 @@ def test_the_program_ends_without_the_interpreter_s_teardown(tmp_path):
     assert proc.stdout.splitlines()[-1].startswith("stopped: ")  # flushed into the pipe
     assert (tmp_path / "out.onnx").stat().st_size > 0
     assert (tmp_path / "atexit.txt").exists() and not (tmp_path / "teardown.txt").exists()
-    assert (tmp_path / "gc.txt").read_text() == "50000"  # `as_program`: fewer collections
+    assert (tmp_path / "gc.txt").read_text() == str(GC_THRESHOLD)  # `as_program`
     proc = _program(tmp_path, "apply", "missing.onnx", "-o", "out.onnx")
     assert proc.returncode == 2 and "missing.onnx" in proc.stderr
 
@@ -214,7 +216,8 @@ def test_the_program_s_collector_settings_hold_from_its_first_import(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     python_s = subprocess.run([sys.executable, "-c", "import gc; print(gc.get_threshold()[0])"],
                               capture_output=True, text=True).stdout.strip()  # Python's own
-    for command, threshold in (([str(script)], "50000"), ([sys.executable, "-c", code], python_s)):
+    runs = (([str(script)], str(GC_THRESHOLD)), ([sys.executable, "-c", code], python_s))
+    for command, threshold in runs:
         proc = subprocess.run(command, capture_output=True, text=True, env=env)
         assert proc.stdout.strip() == threshold, proc.stderr
 
