@@ -36,13 +36,16 @@ WRAPPED = [
 ]
 
 CHILD = """
-import importlib, json, os, sys, time
+import importlib, json, os, runpy, sys, time
 mark = [time.process_time()]
 cpu = {}
 def lap(stage):
     now = time.process_time()
     cpu[stage] = cpu.get(stage, 0.0) + now - mark[0]
     mark[0] = now
+startup = os.path.join(os.environ["PYTHONPATH"], "ngrules", "startup.py")
+if os.path.exists(startup):  # the settings the `ngrules` program makes first (older trees: none)
+    runpy.run_path(startup)["as_the_program"]()
 import ngrules.cli.main
 lap("cli import")
 def wrapped(f, stage):

@@ -1,5 +1,8 @@
 """ngrules: a declarative rewrite-rule language for named-axes tensor-graph compilers."""
 
+from ngrules import startup  # noqa: F401 - first: the program's settings, before numpy loads
+
+# isort: split
 from ngrules.budget import Budget, BudgetExceeded
 from ngrules.engine.driver import rewrite
 from ngrules.engine.results import Firing, RewriteResult

@@ -12,13 +12,13 @@ exporter add a timer around onnx's evaluator (`interop.onnx.budget`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from ngrules.errors import NgrulesError
 from ngrules.interrupts import raise_if_interrupted
+from ngrules.records import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Budget:
     """What one job may take in all: bytes held and seconds spent."""
 

@@ -12,15 +12,16 @@ import os
 import re
 import stat
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from ngrules.errors import NgrulesError
+from ngrules.records import frozen
 
 KNOWN_KEYS = frozenset({"ops", "rules"})
 
 
-@dataclass(frozen=True)
+@frozen
 class ProjectConfig:
     """The `[tool.ngrules]` table; `path` is the pyproject.toml it came from (None: none found)."""
 

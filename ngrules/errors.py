@@ -6,10 +6,10 @@ Errors that come from text a user wrote carry a `Span`, and render as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ngrules.records import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Span:
     """A region of a source file; lines and columns count from 1."""
 

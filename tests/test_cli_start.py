@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ngrules.startup import GC_THRESHOLD
+
 pytest.importorskip("onnxruntime")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,12 +30,13 @@ command_line()
 
 #: Modules an apply on an ONNX model never uses: the other commands' (their parsers are not
 #: built), graph files, explanations, stateful execution, the pictures (and the subprocess
-#: they run Graphviz in), a TOML parser for a pyproject.toml that does not name ngrules.
+#: they run Graphviz in), a TOML parser for a pyproject.toml that does not name ngrules,
+#: the close-match finder of error messages (`did you mean`).
 UNUSED_BY_APPLY = {
     "ngrules.cli.verify", "ngrules.cli.demo", "ngrules.cli.coverage", "ngrules.cli.fmt",
     "ngrules.cli.picture", "ngrules.engine.explain", "ngrules.ir.graphfile",
     "ngrules.ir.arraysfile", "ngrules.ir.graphset", "ngrules.ir.stateful", "ngrules.ir.userops",
-    "tomllib", "tomli",
+    "tomllib", "tomli", "difflib",
 }
 
 
@@ -156,7 +159,7 @@ def test_the_program_ends_without_the_interpreter_s_teardown(tmp_path):
     assert proc.stdout.splitlines()[-1].startswith("stopped: ")  # flushed into the pipe
     assert (tmp_path / "out.onnx").stat().st_size > 0
     assert (tmp_path / "atexit.txt").exists() and not (tmp_path / "teardown.txt").exists()
-    assert (tmp_path / "gc.txt").read_text() == "50000"  # `as_program`: fewer collections
+    assert (tmp_path / "gc.txt").read_text() == str(GC_THRESHOLD)  # `as_program`
     proc = _program(tmp_path, "apply", "missing.onnx", "-o", "out.onnx")
     assert proc.returncode == 2 and "missing.onnx" in proc.stderr
 
@@ -169,3 +172,69 @@ def test_a_thread_still_running_is_waited_for_as_python_does(tmp_path):
     assert proc.returncode == 0, proc.stderr
     # Python's own exit waited for the thread (its teardown may or may not free `KEPT`)
     assert (tmp_path / "thread.txt").exists() and (tmp_path / "atexit.txt").exists()
+
+
+#: An `--ops` module that notes the BLAS setting the program's process runs with.
+BLAS_MARK = """
+import os
+from pathlib import Path
+
+Path(__file__).with_name("blas.txt").write_text(os.environ.get("OPENBLAS_THREAD_TIMEOUT", "-"))
+"""
+
+
+def _blas_setting(folder: Path, *command: str, **env: str) -> str:
+    (folder / "blas_mark.py").write_text(BLAS_MARK)
+    environ = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    proc = subprocess.run([*command, "ops", "--ops", "blas_mark.py"], cwd=folder,
+                          capture_output=True, text=True,
+                          env={**environ, "PYTHONPATH": str(ROOT), **env})
+    assert proc.returncode == 0, proc.stderr
+    return (folder / "blas.txt").read_text()
+
+
+def test_the_program_s_blas_threads_sleep_when_idle(tmp_path):
+    """The `ngrules` script and `python -m ngrules.cli.main` set OpenBLAS's idle threads to
+    sleep at once (`ngrules.startup`: they spun ~50 ms of CPU through an apply's start); a user's
+    own value is kept, and a process that imports ngrules otherwise is left as it was."""
+    script = tmp_path / "ngrules"
+    script.write_text(f"#!{sys.executable}\n{PROGRAM}\n")
+    script.chmod(0o755)
+    assert _blas_setting(tmp_path, str(script)) == "4"
+    assert _blas_setting(tmp_path, sys.executable, "-m", "ngrules.cli.main") == "4"
+    assert _blas_setting(tmp_path, str(script), OPENBLAS_THREAD_TIMEOUT="12") == "12"
+    assert _blas_setting(tmp_path, sys.executable, "-c", PROGRAM) == "-"  # a library's user
+
+
+def test_the_program_s_collector_settings_hold_from_its_first_import(tmp_path):
+    """The program's garbage collector threshold is set as `import ngrules` starts, before
+    numpy's and ngrules' imports make their objects; not in a library user's process."""
+    code = "import ngrules, gc; print(gc.get_threshold()[0])"
+    script = tmp_path / "ngrules"
+    script.write_text(f"#!{sys.executable}\n{code}\n")
+    script.chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    python_s = subprocess.run([sys.executable, "-c", "import gc; print(gc.get_threshold()[0])"],
+                              capture_output=True, text=True).stdout.strip()  # Python's own
+    runs = (([str(script)], str(GC_THRESHOLD)), ([sys.executable, "-c", code], python_s))
+    for command, threshold in runs:
+        proc = subprocess.run(command, capture_output=True, text=True, env=env)
+        assert proc.stdout.strip() == threshold, proc.stderr
+
+
+def test_only_the_program_s_own_command_lines_count_as_the_program(monkeypatch):
+    from ngrules import startup
+
+    for argv, orig, program in [
+        (["/usr/bin/ngrules", "apply"], [], True),
+        (["-m"], ["python", "-P", "-m", "ngrules.cli.main", "apply"], True),
+        (["-m"], ["python", "-mngrules"], True),
+        (["-m"], ["python", "-m", "pytest", "-q"], False),
+        (["-m"], ["python", "-m", "ngrulesx"], False),
+        (["-c"], ["python", "-c", "import ngrules"], False),
+        (["/usr/bin/ngrules-tool"], [], False),
+        ([], [], False),
+    ]:
+        monkeypatch.setattr(sys, "argv", argv)
+        monkeypatch.setattr(sys, "orig_argv", orig, raising=False)
+        assert startup.is_the_program() is program, (argv, orig)

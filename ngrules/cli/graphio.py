@@ -5,17 +5,18 @@ as ngrules' JSON graph format. Every command reads graphs with `load` and writes
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ngrules.ir.graph import Node
+from ngrules.records import frozen
 
 if TYPE_CHECKING:
     from ngrules.budget import Budget
 
 
-@dataclass(frozen=True)
+@frozen
 class ReadOptions:
     """How to read an ONNX model: lengths of symbolic dimensions, axis names for inputs, the
     budget for constants computed while importing (None: the importer's default)."""

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 
 from ngrules.errors import NgrulesError, OpError
 from ngrules.ir.graph import Node, creation_order, make_node
 from ngrules.ir.ops import OPS, READ_FROM_MODELS, AttrSpec, register_op
 from ngrules.ir.values import constant_source
+from ngrules.records import frozen
 
 #: The name of the built-in pass lowering every composite; `decompose_<Op>` lowers one op.
 PASS_NAME = "decompose"
@@ -37,7 +37,7 @@ ATTRS = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Composite:
     """One composite op: `build(node, args)` is its body written on `args` (nodes of the types
     of node.args); `domain` the format's domain of the op (`ai.onnx` as '')."""

@@ -10,12 +10,12 @@ instead of the body and verification checks against it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ngrules.errors import NgrulesError, OpError
 from ngrules.ir.graph import Node
 from ngrules.ir.ops import OPS
+from ngrules.records import frozen
 
 #: op name -> the reference kernel factory built from its body (node -> function of arrays).
 REFERENCE: dict[str, Callable] = {}
@@ -65,7 +65,7 @@ def declare(texts: object, where: str) -> None:
     _DECLARER[0](text, where)
 
 
-@dataclass(frozen=True)
+@frozen
 class OnnxOp:
     """The ONNX op a declaration names (`onnx Op(attr=expr)`): `attributes(node_attrs)` gives
     its attributes for one node of the declared op."""
@@ -75,7 +75,7 @@ class OnnxOp:
     attributes: Callable[[Mapping[str, Any]], dict[str, Any]]
 
 
-@dataclass(frozen=True)
+@frozen
 class Declaration:
     """What export needs of a declared op: `body(node)` builds its body on stand-in
     placeholders for the node's arguments, as (stand-ins, outputs); `source` is the rules

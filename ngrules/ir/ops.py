@@ -7,9 +7,8 @@ declared in `ngrules/builtin_ops.py`; users add their own with `register_op`.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -17,6 +16,7 @@ import numpy as np
 from ngrules.errors import OpError
 from ngrules.ir.axes import Axis, make_axes
 from ngrules.ir.filebytes import FileBytes
+from ngrules.records import frozen
 
 #: Traits an op may carry; the matcher, checker and test generators read them.
 TRAITS = frozenset(
@@ -51,7 +51,7 @@ class NotDifferentiable:
         raise OpError(f"{node.op} is not differentiable: {self.reason}")
 
 
-@dataclass(frozen=True)
+@frozen
 class AttrSpec:
     """One attribute of an op: its name, kind and default (REQUIRED if none)."""
 
@@ -65,7 +65,7 @@ class AttrSpec:
         return self.default is REQUIRED
 
 
-@dataclass(frozen=True)
+@frozen
 class OpDef:
     """Everything ngrules knows about one op.
 
@@ -188,6 +188,8 @@ def get_op(name: str) -> OpDef:
 
 def did_you_mean(name: str, choices) -> str:
     """A ' (did you mean ...?)' suffix, or '' when nothing is close."""
+    import difflib  # for error messages only: not imported at every start
+
     choices = list(choices)
     close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6)
     if not close and len(name) >= 2:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 import numpy as np
 
 from ngrules.errors import Span
 from ngrules.lang.formatter import format_expr
 from ngrules.lang.syntax import Assume, EBinary, ECall, ENum, EVar, Expr
+from ngrules.records import frozen
 
 Report = Callable[[str, Span | None], None]
 
@@ -27,7 +28,7 @@ _SHAPE = ("an assumption compares a pattern variable with a number (`x <= 30`, `
 _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
-@dataclass(frozen=True)
+@frozen
 class Assumption:
     """Every element of the variable `name` lies between `low` and `high` (±inf: no bound);
     an open end excludes the bound itself (`x < 30`)."""

@@ -250,10 +250,11 @@ def _declare(d: OpDecl, problems: Problems, result: Declarations) -> None:
         _check_onnx(d, problems)
     if problems.errors:
         return
-    _register(d, attrs, problems)
+    text = format_op(d)  # the op's doc and source: formatted once
+    _register(d, attrs, problems, text)
     if not problems.errors:
         DECLARED[d.name] = d
-        declared.SOURCE[d.name] = format_op(d)
+        declared.SOURCE[d.name] = text
         declared.USES[d.name] = tuple(dict.fromkeys(
             e.func for e in walk(d.body) if isinstance(e, ECall) and e.func in declared.REFERENCE
             and e.func != d.name))
@@ -331,7 +332,7 @@ def _attribute(d: OpDecl, p: OpParam, problems: Problems) -> AttrSpec | None:
     return AttrSpec(p.name, kind, REQUIRED if p.default is None else default)
 
 
-def _register(d: OpDecl, attrs: tuple[AttrSpec, ...], problems: Problems) -> None:
+def _register(d: OpDecl, attrs: tuple[AttrSpec, ...], problems: Problems, text: str) -> None:
     body = Body(d)
     traits, domain = _traits_and_domain(body, attrs)
     reference = _reference(body)
@@ -348,7 +349,7 @@ def _register(d: OpDecl, attrs: tuple[AttrSpec, ...], problems: Problems) -> Non
             traits=traits,
             domain=domain,
             outputs=len(d.body),
-            doc=format_op(d),
+            doc=text,
         )
     except OpError as e:
         declared.REFERENCE.pop(d.name, None)

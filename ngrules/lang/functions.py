@@ -11,7 +11,6 @@ from __future__ import annotations
 import builtins
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ngrules.errors import NgrulesError
@@ -21,9 +20,10 @@ from ngrules.ir.symbolic import STAND_INS, known
 from ngrules.ir.values import known_scalar, scalar_value
 from ngrules.lang.bounds import power
 from ngrules.lang.kinds import is_constant, is_scalar
+from ngrules.records import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class FunctionDef:
     """A callable the rules language knows by name, with its arity for the checker."""
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from ngrules.errors import NgrulesError, Span
 from ngrules.lang.assumptions import Assumption
 from ngrules.lang.shipped import short_location
 from ngrules.lang.syntax import Expr, Guard, Let, Pattern, RuleDecl
+from ngrules.records import frozen
 
 #: Passes the engine provides, which a pipeline may name without any rules file declaring
 #: them (and no rules file may declare): name -> what it does.
@@ -35,7 +36,7 @@ def builtin_pass(name: str) -> str | None:
     return f"lowers every {ops[0]} node (a composite op) into its body" if ops else None
 
 
-@dataclass(frozen=True)
+@frozen
 class Rule:
     """One checked rule.
 
@@ -78,7 +79,7 @@ class Rule:
         return short_location(f"{self.span.file}:{self.span.line}")
 
 
-@dataclass(frozen=True)
+@frozen
 class RuleSet:
     """Rules in load order, grouped into passes (highest priority first, then file order);
     `ops` names the ops its files declare (`op Name(...) = body`)."""

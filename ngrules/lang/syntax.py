@@ -7,9 +7,10 @@ re-parsed file compares equal to the original.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ngrules.errors import Span
+from ngrules.records import frozen
 
 
 def _span() -> Span | None:
@@ -17,7 +18,7 @@ def _span() -> Span | None:
 
 
 # -- patterns (left-hand sides) ---------------------------------------------------------------
-@dataclass(frozen=True)
+@frozen
 class PVar:
     """A variable: binds any node (of `kind`, an op name or trait, if given); `_` binds nothing."""
 
@@ -26,7 +27,7 @@ class PVar:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class PLit:
     """A number: matches a node whose value is known to be this constant everywhere."""
 
@@ -34,7 +35,7 @@ class PLit:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class POp:
     """`Op(p, ...)`; with `optional`, `Op?(p)` matches p with or without the Op around it."""
 
@@ -47,7 +48,7 @@ class POp:
     one_order: bool = field(default=False, compare=False)
 
 
-@dataclass(frozen=True)
+@frozen
 class PNamed:
     """`name @ pattern`: the node matched by pattern, bound to name (one node wherever used)."""
 
@@ -60,7 +61,7 @@ Pattern = PVar | PLit | POp | PNamed
 
 
 # -- expressions (guards, lets, replacements) -----------------------------------------------------
-@dataclass(frozen=True)
+@frozen
 class ENum:
     """A number literal."""
 
@@ -68,7 +69,7 @@ class ENum:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class EStr:
     """A string literal."""
 
@@ -76,7 +77,7 @@ class EStr:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class EBool:
     """`true` or `false`."""
 
@@ -84,7 +85,7 @@ class EBool:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class EVar:
     """A name: a pattern variable, a let, or a library constant."""
 
@@ -92,7 +93,7 @@ class EVar:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class EAttr:
     """`obj.name`: a node's axes, dtype, attribute or derived property; an axis's length..."""
 
@@ -101,7 +102,7 @@ class EAttr:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class EIndex:
     """`obj[index]`: an item of a tuple or of a node's axes."""
 
@@ -110,7 +111,7 @@ class EIndex:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class ESlice:
     """`obj[start:stop]`: part of a tuple or of a node's axes."""
 
@@ -120,7 +121,7 @@ class ESlice:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class ECall:
     """`f(args, key=value)`: an op (capitalised name, builds a node) or a library function."""
 
@@ -131,7 +132,7 @@ class ECall:
     kwarg_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@frozen
 class EBinary:
     """`left op right` for op in + - * / | & == != < <= > >= and or in."""
 
@@ -141,7 +142,7 @@ class EBinary:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class EUnary:
     """`-x` or `not x`."""
 
@@ -150,7 +151,7 @@ class EUnary:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class ETuple:
     """`(a, b, ...)`."""
 
@@ -162,7 +163,7 @@ Expr = ENum | EStr | EBool | EVar | EAttr | EIndex | ESlice | ECall | EBinary | 
 
 
 # -- rule clauses -----------------------------------------------------------------------------
-@dataclass(frozen=True)
+@frozen
 class Guard:
     """`if expr`: the match stands only when expr is true."""
 
@@ -170,7 +171,7 @@ class Guard:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Let:
     """`let name = expr`: a value computed once per match, usable below and in the replacement."""
 
@@ -179,7 +180,7 @@ class Let:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Where:
     """`where name = pattern`: a named sub-pattern; every use of name is one node."""
 
@@ -188,7 +189,7 @@ class Where:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Assume:
     """`assume x <= 30`: the author promises every element of x lies in the range; the engine
     never checks it (it cannot see values), verification checks the rule under it."""
@@ -201,7 +202,7 @@ Clause = Guard | Let | Where | Assume
 
 
 # -- declarations -----------------------------------------------------------------------------
-@dataclass(frozen=True)
+@frozen
 class RuleDecl:
     """`rule name [priority N]: roots clauses => replacement` as written."""
 
@@ -214,7 +215,7 @@ class RuleDecl:
     name_span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class PassDecl:
     """`pass name`: the rules that follow belong to this pass."""
 
@@ -222,7 +223,7 @@ class PassDecl:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class PipelineDecl:
     """`pipeline name: pass, pass, ...`: passes run in this order."""
 
@@ -232,7 +233,7 @@ class PipelineDecl:
     pass_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@frozen
 class Import:
     """`import "path.rules"`, relative to the importing file."""
 
@@ -240,7 +241,7 @@ class Import:
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class OpParam:
     """A parameter of `op Name(...)`: a tensor argument, or (with a kind or a default) an
     attribute such as `slope: float = 0.01`."""
@@ -255,7 +256,7 @@ class OpParam:
         return self.kind is not None or self.default is not None
 
 
-@dataclass(frozen=True)
+@frozen
 class OnnxTarget:
     """`onnx [DOMAIN.]OP(attr=expr, ...)` after an op's body: the ONNX op that computes it.
     `domain` is "" for the standard ops; each attribute is an expression over the declared
@@ -271,7 +272,7 @@ class OnnxTarget:
         return f"{self.domain}.{self.op}" if self.domain else self.op
 
 
-@dataclass(frozen=True)
+@frozen
 class OpDecl:
     """`op Name(params) = body`: an op whose inference, kernel and gradient come from its body
     (one expression per output); `onnx` names the ONNX op that computes it, if any."""
@@ -287,7 +288,7 @@ class OpDecl:
 Decl = RuleDecl | PassDecl | PipelineDecl | Import | OpDecl
 
 
-@dataclass(frozen=True)
+@frozen
 class RulesFile:
     """A parsed `.rules` file: its declarations in order; `text` is its source."""
 
