@@ -186,3 +186,20 @@ def test_a_model_over_the_imports_budget_is_not_read_ahead(tmp_path, monkeypatch
     with loading.read_ahead(tmp_path / "m.onnx"):  # left unread: discarded on leaving
         assert loading._AHEAD
     assert len(reads) == 1 and not loading._AHEAD
+
+
+def test_apply_reads_the_model_once_beside_its_rules(tmp_path, monkeypatch):
+    """`ngrules apply` begins the read before its rules load and imports those bytes."""
+    from ngrules.cli.main import main
+
+    w = _dense(tmp_path / "m.onnx")
+    reads, begun = _counting_reads(monkeypatch), []
+    real = loading._start
+    monkeypatch.setattr(loading, "_start", lambda *a: begun.append(real(*a)) or begun[-1])
+    assert main(["apply", str(tmp_path / "m.onnx"), "--pipeline", "inference",
+                 "-o", str(tmp_path / "out.onnx"), "-q"]) == 0
+    assert len(begun) == 1 and begun[0] is not None  # the read ahead: the one read
+    assert len(reads) == 1 and not loading._AHEAD
+    written = onnx.load(str(tmp_path / "out.onnx"))
+    inits = {t.name: numpy_helper.to_array(t) for t in written.graph.initializer}
+    assert any(v.shape == w.shape and np.array_equal(v, w) for v in inits.values())
