@@ -200,12 +200,17 @@ class Naming:
         self._axis: dict[Slot, Axis] = {}
         self._overrides = axis_names
         self._axes: dict[str, tuple[Axis, ...]] = {}  # `axes` of each value asked, once named
+        self._slots: dict[str, tuple[Slot, ...]] = {}  # `slots` of each value with a shape
 
     # -- union-find ---------------------------------------------------------------------------
     def slots(self, value: str) -> list[Slot]:
+        known = self._slots.get(value)  # (each value is read by its readers' ops too)
+        if known is not None:
+            return list(known)
         if not self.shapes.known(value):
             return []
         slots = [(value, i) for i in range(len(self.shapes.shape[value]))]
+        self._slots[value] = tuple(slots)
         if slots and slots[0] not in self._parent:
             given = self._overrides.get(value, ())
             for i, slot in enumerate(slots):
