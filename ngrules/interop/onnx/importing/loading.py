@@ -22,7 +22,7 @@ from ngrules.errors import FileError, printable
 from ngrules.interop.onnx import OnnxError, ndarrays, proto, require_onnx, weights
 from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Meter
 from ngrules.interop.onnx.importing import external
-from ngrules.ir.filebytes import CAN_MAP, MAP_BYTES, FileBytes, map_file, read_into
+from ngrules.ir.filebytes import CAN_MAP, MAP_BYTES, map_file, read_into
 from ngrules.ir.fileio import open_regular
 
 
@@ -109,20 +109,13 @@ _AHEAD: dict[str, _Ahead] = {}
 
 class _Ahead:
     """A model file's bytes being read on a thread (which then closes it), and what the file
-    was when opened: a `read_model` of a file that is no longer that one reads it again."""
+    was when opened: a `read_model` of a file that is no longer that one reads it again.
+    One no one takes is not waited for (an error in the rules is said at once): its thread
+    ends, then its bytes are freed, with the last reference to it."""
 
     def __init__(self, f, size: int):
         self.identity = _identity(f)
         self.reading = weights.Background(lambda: _read_closing(f, size))
-
-    def discard(self) -> None:
-        """Wait for the read (never leave the thread reading) and free what it read."""
-        try:
-            data = self.reading.result()
-        except Exception:  # noqa: BLE001  no one asked for these bytes: no one is told
-            return
-        if isinstance(data, FileBytes):
-            data.close()
 
 
 def _read_closing(f, size: int):
@@ -144,20 +137,16 @@ def read_ahead(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
     runs beside. Read ahead only is a file `read_model` would read whole (not one it maps:
     mapping takes no time) and may (of at most `memory_bytes`, what its import's budget
     allows, and `limits.model_bytes`); anything wrong with the file is left for `read_model`
-    to say. Bytes not taken are freed on leaving."""
+    to say. Bytes not taken are dropped on leaving."""
     where = os.fspath(path)
     ahead = _start(path, limits, memory_bytes)
     if ahead is not None:
-        previous = _AHEAD.pop(where, None)
-        if previous is not None:
-            previous.discard()
         _AHEAD[where] = ahead
     try:
         yield
     finally:
         if ahead is not None and _AHEAD.get(where) is ahead:
             del _AHEAD[where]
-            ahead.discard()
 
 
 def _start(path, limits: Limits, memory_bytes: int) -> _Ahead | None:
@@ -179,12 +168,9 @@ def _start(path, limits: Limits, memory_bytes: int) -> _Ahead | None:
 def _ahead_of(where: str, f):
     """The read of the file `where` begun by `read_ahead` (a `weights.Background`), if it
     reads the same file as `f`, unchanged since; else None (a read ahead of another file, or
-    of a changed one, is discarded)."""
+    of a changed one, is dropped)."""
     ahead = _AHEAD.pop(where, None)
-    if ahead is None:
-        return None
-    if ahead.identity != _identity(f):
-        ahead.discard()
+    if ahead is None or ahead.identity != _identity(f):
         return None
     return ahead.reading
 
