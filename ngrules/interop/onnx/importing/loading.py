@@ -113,9 +113,9 @@ class _Ahead:
     One no one takes is not waited for (an error in the rules is said at once): its thread
     ends, then its bytes are freed, with the last reference to it."""
 
-    def __init__(self, f, size: int):
-        self.identity = _identity(f)
-        self.reading = weights.Background(lambda: _read_closing(f, size))
+    def __init__(self, f, identity: tuple):
+        self.identity = identity
+        self.reading = weights.Background(lambda: _read_closing(f, identity[2]))
 
 
 def _read_closing(f, size: int):
@@ -150,19 +150,21 @@ def read_ahead(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
 
 
 def _start(path, limits: Limits, memory_bytes: int) -> _Ahead | None:
+    """The read ahead of the file, begun; None for a file not to read ahead, or whatever
+    goes wrong (`read_model`, doing the same, then says what)."""
     try:
         f = open_regular(path, limits.model_bytes)
-    except Exception:  # noqa: BLE001  read_model says what is wrong with it
-        return None
-    size = os.fstat(f.fileno()).st_size
-    if size == 0 or size > memory_bytes or _mapped(size):
-        f.close()
+    except Exception:  # noqa: BLE001
         return None
     try:
-        return _Ahead(f, size)
-    except BaseException:
-        f.close()
-        raise
+        identity = _identity(f)
+        size = identity[2]
+        if 0 < size <= memory_bytes and not _mapped(size):
+            return _Ahead(f, identity)  # the thread closes the file
+    except Exception:  # noqa: BLE001
+        pass
+    f.close()
+    return None
 
 
 def _ahead_of(where: str, f):
