@@ -175,3 +175,74 @@ def test_files_staged_by_the_library_are_synced_by_default(tmp_path, monkeypatch
     with fileio.staged_files(sync=False) as stage:
         stage(tmp_path / "c.txt", lambda f: f.write("c"), text=True)
     assert len(called) == 2 and (tmp_path / "c.txt").read_text() == "c"
+
+
+def _counting_reads(monkeypatch) -> list:
+    """Every whole-file read (`read_into`) the loading module makes, noted."""
+    reads = []
+    real = loading.read_into
+
+    def counted(f, size):
+        reads.append(size)
+        return real(f, size)
+
+    monkeypatch.setattr(loading, "read_into", counted)
+    return reads
+
+
+def test_a_model_read_ahead_is_read_once_and_its_bytes_are_the_files(tmp_path, monkeypatch):
+    """`apply` reads the model on a thread while its rules load: `read_model` then takes
+    those bytes rather than reading the file again."""
+    w = _dense(tmp_path / "m.onnx")
+    reads = _counting_reads(monkeypatch)
+    with loading.read_ahead(tmp_path / "m.onnx"):
+        model, arrays = loading.read_model(tmp_path / "m.onnx")
+    np.testing.assert_array_equal(arrays["w"], w)
+    assert len(reads) == 1 and not loading._AHEAD
+
+
+def test_a_model_replaced_after_its_read_ahead_began_is_read_again(tmp_path, monkeypatch):
+    """The bytes read ahead are of the file as it was: a file replaced (or changed) since is
+    read again, and the new weights are the ones imported."""
+    _dense(tmp_path / "m.onnx")
+    reads = _counting_reads(monkeypatch)
+    with loading.read_ahead(tmp_path / "m.onnx"):
+        os.replace(tmp_path / "m.onnx", tmp_path / "old.onnx")
+        _dense(tmp_path / "m.onnx")
+        model = onnx.load(str(tmp_path / "m.onnx"))
+        model.graph.initializer[0].raw_data = np.full(BIG // 8 * 8 + 8, 2, np.float32).tobytes()
+        onnx.save(model, str(tmp_path / "m.onnx"))
+        _, arrays = loading.read_model(tmp_path / "m.onnx")
+    assert np.all(arrays["w"] == 2)
+    assert len(reads) == 2 and not loading._AHEAD
+
+
+def test_a_model_over_the_imports_budget_is_not_read_ahead(tmp_path, monkeypatch):
+    """A file the import's memory budget refuses is never read (its import says why); one
+    read ahead that no one takes is dropped on leaving."""
+    _dense(tmp_path / "m.onnx")
+    reads = _counting_reads(monkeypatch)
+    size = os.path.getsize(tmp_path / "m.onnx")
+    with loading.read_ahead(tmp_path / "m.onnx", memory_bytes=size - 1):
+        assert not loading._AHEAD
+    assert not reads
+    with loading.read_ahead(tmp_path / "m.onnx"):
+        assert loading._AHEAD
+    assert not loading._AHEAD
+
+
+def test_apply_reads_the_model_once_beside_its_rules(tmp_path, monkeypatch):
+    """`ngrules apply` begins the read before its rules load and imports those bytes."""
+    from ngrules.cli.main import main
+
+    w = _dense(tmp_path / "m.onnx")
+    reads, begun = _counting_reads(monkeypatch), []
+    real = loading._start
+    monkeypatch.setattr(loading, "_start", lambda *a: begun.append(real(*a)) or begun[-1])
+    assert main(["apply", str(tmp_path / "m.onnx"), "--pipeline", "inference",
+                 "-o", str(tmp_path / "out.onnx"), "-q"]) == 0
+    assert len(begun) == 1 and begun[0] is not None  # the read ahead: the one read
+    assert len(reads) == 1 and not loading._AHEAD
+    written = onnx.load(str(tmp_path / "out.onnx"))
+    inits = {t.name: numpy_helper.to_array(t) for t in written.graph.initializer}
+    assert any(v.shape == w.shape and np.array_equal(v, w) for v in inits.values())

@@ -54,12 +54,14 @@ def run(args) -> int:
     check_saturate_options(args)
     _check_no_rules(args)
     _check_paths(args)
-    rules = None if args.no_rules else \
-        without_rules(rules_or_library(args.rules, args.import_path), args.disable)
-    # ONNX in and out: a dimension given no --length stays symbolic (a dynamic batch)
-    symbolic = graphio.is_onnx(args.graph) and graphio.is_onnx(args.output)
-    outputs, names, opset, spendable = graphio.load_spendable(  # may use its ops
-        args.graph, replace(graphio.read_options(args), symbolic=symbolic))
+    # the model's file read on a thread while the rules load (and onnx, the importer)
+    with graphio.reading_ahead(args.graph, graphio.budget_of(args, "import")):
+        rules = None if args.no_rules else \
+            without_rules(rules_or_library(args.rules, args.import_path), args.disable)
+        # ONNX in and out: a dimension given no --length stays symbolic (a dynamic batch)
+        symbolic = graphio.is_onnx(args.graph) and graphio.is_onnx(args.output)
+        outputs, names, opset, spendable = graphio.load_spendable(  # may use its ops
+            args.graph, replace(graphio.read_options(args), symbolic=symbolic))
     opset = graphio.written_opset(args.opset, opset)
     pipeline = None if rules is None else default_pipeline(rules, args.pipeline, args.passes)
     if rules is None:  # the round trip: the graph written back as read

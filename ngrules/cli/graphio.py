@@ -5,6 +5,7 @@ as ngrules' JSON graph format. Every command reads graphs with `load` and writes
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,6 +58,18 @@ def written_opset(asked: int | None, model: int | None) -> int | None:
 def load_with_opset(path: str, options: ReadOptions | None = None):
     """`load`, and the model's standard opset (for a graph file, the one it recorded, if any)."""
     return load_spendable(path, options)[:3]
+
+
+def reading_ahead(path: str, budget: Budget | None = None) -> AbstractContextManager:
+    """While inside, an ONNX model at `path` is read on a thread (beside the command's other
+    work: its rules loaded), and `load_spendable(path)` takes those bytes
+    (`loading.read_ahead`, within the import's `budget`); nothing for a graph file."""
+    if not is_onnx(path):
+        return nullcontext()
+    from ngrules.budget import DEFAULT_BUDGET
+    from ngrules.interop.onnx.importing.loading import DEFAULT_LIMITS, read_ahead
+
+    return read_ahead(path, DEFAULT_LIMITS, (budget or DEFAULT_BUDGET).memory_bytes)
 
 
 def load_spendable(path: str, options: ReadOptions | None = None):

@@ -11,7 +11,7 @@ Dimensions get named axes by unification (`axes`).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -226,12 +226,16 @@ def _bind_constants(model, constants: Mapping[str, np.ndarray], weights: Iterabl
     return copy
 
 
-def _load_model(model_or_path, limits: Limits, meter: Meter | None = None):
+def _load_model(model_or_path, limits: Limits, meter: Meter | None = None,
+                meanwhile: Callable[[], object] | None = None):
     """The model, read from its file when given a path, and checked, without its large
-    weights; and those weights as arrays sharing the file's (or serialised model's) bytes."""
+    weights; and those weights as arrays sharing the file's (or serialised model's) bytes.
+    `meanwhile()` runs while the file is read (first, given a ModelProto)."""
     meter = meter or Meter()
+    if not isinstance(model_or_path, (str, os.PathLike)) and meanwhile is not None:
+        meanwhile()
     if isinstance(model_or_path, (str, os.PathLike)):  # onnx loaded while the file is read
-        model, arrays = read_model(model_or_path, limits, meter)
+        model, arrays = read_model(model_or_path, limits, meter, meanwhile)
         where = os.fspath(model_or_path)
     elif isinstance(model_or_path, proto.ModelProto):
         model, arrays, where = model_or_path, {}, "the model"
@@ -286,9 +290,8 @@ def import_model(
 
 def _import(model_or_path, lengths, axis_names, constants, limits: Limits, symbolic: bool,
             unroll_recurrent: bool, budget: Budget, keep_whole: bool) -> Imported:
-    _load_converters()
     meter = Meter(budget, "import")
-    model, arrays = _load_model(model_or_path, limits, meter)
+    model, arrays = _load_model(model_or_path, limits, meter, meanwhile=_load_converters)
     lengths = dict(lengths or {})
     if symbolic:
         lengths = dynamic.with_stand_ins(model, lengths)

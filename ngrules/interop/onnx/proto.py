@@ -176,6 +176,13 @@ def get_schema(op_type: str, max_inclusive_version: int, domain: str = ""):
     return _cpp().defs.get_schema(op_type, max_inclusive_version, domain)
 
 
+def build_schemas() -> None:
+    """onnx's op schemas built: its first checker, shape inference or schema call builds every
+    one (0.01 s, holding the interpreter), which a caller may do while a thread waits on the
+    kernel (`loading.read_model`: while the model file is read)."""
+    _cpp().defs.has_schema("Conv")
+
+
 def onnx_opset_version() -> int:
     """The newest opset of the default domain the installed onnx knows."""
     return _cpp().defs.schema_version_map()[""][1]

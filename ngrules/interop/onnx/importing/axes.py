@@ -199,12 +199,18 @@ class Naming:
         self._recipe: dict[Slot, list[Slot]] = {}
         self._axis: dict[Slot, Axis] = {}
         self._overrides = axis_names
+        self._axes: dict[str, tuple[Axis, ...]] = {}  # `axes` of each value asked, once named
+        self._slots: dict[str, tuple[Slot, ...]] = {}  # `slots` of each value with a shape
 
     # -- union-find ---------------------------------------------------------------------------
     def slots(self, value: str) -> list[Slot]:
+        known = self._slots.get(value)  # (each value is read by its readers' ops too)
+        if known is not None:
+            return list(known)
         if not self.shapes.known(value):
             return []
         slots = [(value, i) for i in range(len(self.shapes.shape[value]))]
+        self._slots[value] = tuple(slots)
         if slots and slots[0] not in self._parent:
             given = self._overrides.get(value, ())
             for i, slot in enumerate(slots):
@@ -304,9 +310,14 @@ class Naming:
 
     def axes(self, value: str, node_name: str = "") -> tuple[Axis, ...]:
         """The named axes of a value, in ONNX's positional order (an error when its shape is
-        not static: never the empty axes of a scalar)."""
-        self.shapes.of(value, node_name)
-        return tuple(self._axis[self.find(s)] for s in self.slots(value))
+        not static: never the empty axes of a scalar). Asked of a value several times (each
+        reader's converter, the importer), computed once: the classes are named already."""
+        found = self._axes.get(value)
+        if found is None:
+            self.shapes.of(value, node_name)
+            found = tuple(self._axis[self.find(s)] for s in self.slots(value))
+            self._axes[value] = found
+        return found
 
 
 def default_name(value: str, position: int) -> str:

@@ -16,17 +16,24 @@ from ngrules.ir.graph import Node, make_node
 if TYPE_CHECKING:
     from ngrules.interop.onnx.importer import Importer
 
-#: ONNX element types the graph can hold (float ones), as numpy dtypes.
+#: ONNX element type -> `graph_dtype`'s answer, as found (asked of every value read).
+_GRAPH_DTYPES: dict[int, np.dtype | None] = {}
+
+
 def graph_dtype(elem) -> np.dtype | None:
     """The numpy dtype of an ONNX element type, when an ngrules tensor can hold it."""
-
+    if elem.__class__ is int and elem in _GRAPH_DTYPES:
+        return _GRAPH_DTYPES[elem]
     from ngrules.ir.builtin.common import DTYPES
 
     try:
         dtype = np.dtype(ndarrays.tensor_dtype_to_np_dtype(elem))
     except (KeyError, TypeError, ValueError):
         return None
-    return dtype if dtype in DTYPES else None
+    dtype = dtype if dtype in DTYPES else None
+    if elem.__class__ is int:
+        _GRAPH_DTYPES[elem] = dtype
+    return dtype
 
 #: op_type -> converter(ctx) -> list of Tensors (one per output); filled by the op modules.
 CONVERTERS: dict[str, Callable[[Context], list]] = {}

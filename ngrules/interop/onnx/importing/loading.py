@@ -10,7 +10,9 @@ from deeper in the importer. `tensor_array` reads one tensor, checking its data 
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +20,7 @@ import numpy as np
 
 from ngrules.errors import FileError, printable
 from ngrules.interop.onnx import OnnxError, ndarrays, proto, require_onnx, weights
-from ngrules.interop.onnx.budget import Meter
+from ngrules.interop.onnx.budget import DEFAULT_BUDGET, Meter
 from ngrules.interop.onnx.importing import external
 from ngrules.ir.filebytes import CAN_MAP, MAP_BYTES, map_file, read_into
 from ngrules.ir.fileio import open_regular
@@ -41,13 +43,15 @@ def one_line(text: object) -> str:
 
 
 def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
-               meter: Meter | None = None):
+               meter: Meter | None = None, meanwhile: Callable[[], object] | None = None):
     """The ModelProto in a file, its external tensors loaded, but its large weights left out
     (`weights.split`: graph inputs in their place), and those weights as arrays viewing the
     file's bytes (or the external files'). The file's bytes, and what is read of external
     files, are charged to the import's `meter` before they are read. The file is read on a
     thread of its own while onnx's protobuf module and C++ extension load (`proto.load`,
-    `weights.Background`): the read waits on the kernel, the loading on the interpreter."""
+    `weights.Background`), onnx builds its op schemas (which its checker needs next) and
+    `meanwhile()` runs (the importer's converters loaded): the read waits on the kernel, the
+    rest on the interpreter."""
     meter = meter or Meter()
     where = os.fspath(path)
     try:
@@ -64,9 +68,12 @@ def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
         except Exception:
             require_onnx()
             raise
-        reading = weights.Background(lambda: _bytes_of(f, size, where))
+        reading = _ahead_of(where, f) or weights.Background(lambda: _bytes_of(f, size, where))
         try:
             require_onnx()
+            proto.build_schemas()
+            if meanwhile is not None:
+                meanwhile()
         finally:
             data = reading.result()
     if data is None or len(data) > size:
@@ -86,9 +93,88 @@ def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
 
 def _bytes_of(f, size: int, where: str):
     """The file's bytes: mapped if large, else read (`ir.filebytes`); None if it changed."""
-    if size >= max(MAP_BYTES, 1) and CAN_MAP:  # (an empty file cannot be mapped)
+    if _mapped(size):
         return map_file(f, size, printable(where))
     return read_into(f, size)
+
+
+def _mapped(size: int) -> bool:
+    return size >= max(MAP_BYTES, 1) and CAN_MAP  # (an empty file cannot be mapped)
+
+
+# -- reading ahead --------------------------------------------------------------------------------
+#: The model files being read ahead (`read_ahead`): path as given -> `_Ahead`.
+_AHEAD: dict[str, _Ahead] = {}
+
+
+class _Ahead:
+    """A model file's bytes being read on a thread (which then closes it), and what the file
+    was when opened: a `read_model` of a file that is no longer that one reads it again.
+    One no one takes is not waited for (an error in the rules is said at once): its thread
+    ends, then its bytes are freed, with the last reference to it."""
+
+    def __init__(self, f, identity: tuple):
+        self.identity = identity
+        self.reading = weights.Background(lambda: _read_closing(f, identity[2]))
+
+
+def _read_closing(f, size: int):
+    with f:
+        return read_into(f, size)
+
+
+def _identity(f) -> tuple:
+    info = os.fstat(f.fileno())
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+@contextlib.contextmanager
+def read_ahead(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
+               memory_bytes: int = DEFAULT_BUDGET.memory_bytes) -> Iterator[None]:
+    """While inside, the model file at `path` is read on a thread, and `read_model(path)`
+    takes those bytes rather than reading it again (when the file it opens is the same file,
+    unchanged): a caller starts it before other work (the rules loaded), which the read then
+    runs beside. Read ahead only is a file `read_model` would read whole (not one it maps:
+    mapping takes no time) and may (of at most `memory_bytes`, what its import's budget
+    allows, and `limits.model_bytes`); anything wrong with the file is left for `read_model`
+    to say. Bytes not taken are dropped on leaving."""
+    where = os.fspath(path)
+    ahead = _start(path, limits, memory_bytes)
+    if ahead is not None:
+        _AHEAD[where] = ahead
+    try:
+        yield
+    finally:
+        if ahead is not None and _AHEAD.get(where) is ahead:
+            del _AHEAD[where]
+
+
+def _start(path, limits: Limits, memory_bytes: int) -> _Ahead | None:
+    """The read ahead of the file, begun; None for a file not to read ahead, or whatever
+    goes wrong (`read_model`, doing the same, then says what)."""
+    try:
+        f = open_regular(path, limits.model_bytes)
+    except Exception:  # noqa: BLE001
+        return None
+    try:
+        identity = _identity(f)
+        size = identity[2]
+        if 0 < size <= memory_bytes and not _mapped(size):
+            return _Ahead(f, identity)  # the thread closes the file
+    except Exception:  # noqa: BLE001
+        pass
+    f.close()
+    return None
+
+
+def _ahead_of(where: str, f):
+    """The read of the file `where` begun by `read_ahead` (a `weights.Background`), if it
+    reads the same file as `f`, unchanged since; else None (a read ahead of another file, or
+    of a changed one, is dropped)."""
+    ahead = _AHEAD.pop(where, None)
+    if ahead is None or ahead.identity != _identity(f):
+        return None
+    return ahead.reading
 
 
 def check_model(model, where: str) -> None:
