@@ -56,14 +56,16 @@ class Spending:
         into the bytes of a Constant only it reads (read-only), or None when there is none (or
         the kernel is not an elementwise ufunc): then compute as usual."""
         if not self.candidates or not isinstance(kernel, np.ufunc) or kernel.nout != 1 \
-                or kernel.nin != len(values) or not get_op(node.op).has("elementwise"):
+                or kernel.nin != len(values):
+            return None
+        sources = [self._source(arg, memo) for arg in node.args]  # most often none: first
+        if sources.count(None) == len(sources) or not get_op(node.op).has("elementwise"):
             return None
         shape, dtype = tuple(node.axes.lengths), np.dtype(node.dtype)
         if any(v.dtype != dtype for v in values) or \
                 np.broadcast_shapes(*(v.shape for v in values)) != shape:
             return None
-        for arg, value in zip(node.args, values):
-            source = self._source(arg, memo)
+        for source, value in zip(sources, values):
             bounds = None if source is None else self.candidates[source]
             out = None if bounds is None else self._over(value, shape, bounds)
             if out is not None:
