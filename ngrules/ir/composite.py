@@ -259,13 +259,31 @@ def _rebuilt_body(node: Node, candidates) -> Node | None:
     """The composite whose recorded body `node` is, on other computed arguments of the same
     types (its leaves the same): the same ops and attributes down to the composite's
     arguments, and its body built on them of node's axes and type."""
+    args = node.args
     for root, whole, frontier in candidates:
+        if root not in frontier and (len(root.args) != len(args)
+                                     or not _may_be(root.args, args, frontier)):
+            continue
         bound: dict[Node, Node] = {}
         if _same_body(root, node, frontier, bound) and bound:
             candidate = whole.with_args(tuple(bound.get(a, a) for a in whole.args))
             if _body_is(candidate, node):
                 return candidate
     return None
+
+
+def _may_be(old_args: tuple, new_args: tuple, frontier) -> bool:
+    """What `_same_body` asks first of the arguments of a root not in the frontier and of
+    node (same op and attributes): False where it would fail at once (most candidates),
+    without its stack (it asks more: True here decides nothing)."""
+    for old, new in zip(old_args, new_args):
+        if old in frontier:
+            if (not old.args and old is not new) or old.axes != new.axes \
+                    or old.dtype != new.dtype:
+                return False
+        elif old is not new and old.op != new.op:
+            return False
+    return True
 
 
 def _body_is(candidate: Node, node: Node) -> bool:
