@@ -19,9 +19,9 @@ def _walked(monkeypatch) -> list[str]:
     names: list[str] = []
     walk = driver._Pass.walk
 
-    def counted(self, outputs, order=None):
+    def counted(self, outputs, census=None):
         names.append(self.name)
-        return walk(self, outputs, order)
+        return walk(self, outputs, census)
 
     monkeypatch.setattr(driver._Pass, "walk", counted)
     return names

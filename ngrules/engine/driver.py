@@ -115,24 +115,26 @@ class _Pass(Normalizing):
             rules = self._multi_index[op] = rules_at_op(self.multi, op)
         return rules
 
-    def _on_view(self, order: list[Node]) -> dict[str, object]:
-        """For each op of these nodes whose rules are all `=> x`, their generated `first_on`
-        (see dispatch), which tries them on a node's view before it is built (the walk reads
-        it for the nodes of `order` only)."""
-        ops = {n.op for n in order} if self.returning else ()
+    def _on_view(self, order: list[Node], ops: set[str] | None) -> dict[str, object]:
+        """For each op of these nodes (`ops`, when known) whose rules are all `=> x`, their
+        generated `first_on` (see dispatch), which tries them on a node's view before it is
+        built (the walk reads it for the nodes of `order` only)."""
+        if ops is None:
+            ops = {n.op for n in order} if self.returning else set()
         found = {op: self.rules_for(op).first_on for op in self.returning if op in ops}
         return {op: f for op, f in found.items() if f is not None}
 
     # -- single-root rules: one walk from the leaves up ----------------------------------------
-    def walk(self, outputs: Sequence[Node], order: list[Node] | None = None) -> list[Node]:
+    def walk(self, outputs: Sequence[Node], census: Census | None = None) -> list[Node]:
         """Normal forms of the outputs. Arguments come first in topological order. A node whose
         arguments changed is rebuilt on their normal forms, unless a rule could fuse it away
         (its op is in `lazy`): then it becomes pending (see `pending`), matched through its
         view and rebuilt only if needed. Only a rewrite's result is normalised on the explicit
-        stack. `order`: the graph's nodes in creation order, when known."""
+        stack. `census`: the graph's order and ops, when known (`presence`)."""
         memo, pending, lazy, index = self.memo, self.pending, self.lazy, self._index
-        order = creation_order(outputs) if order is None else order
-        returning, on_view, run, name = self.returning, self._on_view(order), self.run, self.name
+        order = creation_order(outputs) if census is None else census.order
+        on_view = self._on_view(order, None if census is None else census.ops)
+        returning, run, name = self.returning, self.run, self.name
         memo_get, bare, direct = memo.get, self.pending.bare, self.direct
         self.run.budget.size_for(len(order))
         for node in run.budget.paced(order, f"matching in pass {name}"):
@@ -352,7 +354,7 @@ class _Pass(Normalizing):
         census = self.census.of(outputs)
         if self.direct and skipped(self, census):  # no rule can match: nothing would change
             return list(outputs)
-        outputs = self.walk(outputs, census.order)
+        outputs = self.walk(outputs, census)
         while self.multi and not self.run.budget.exhausted:
             chosen = self.multi_round(outputs)
             if not chosen:

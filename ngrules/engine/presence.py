@@ -15,6 +15,7 @@ nothing hands the next one the same outputs, whose walk then needs no new order.
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -25,14 +26,18 @@ if TYPE_CHECKING:
     from ngrules.engine.driver import _Pass
 
 
+_OP = operator.attrgetter("op")
+
+
 class Census:
-    """The last graph's outputs, its nodes in creation order and how many nodes have each op
-    (held for one rewrite call: the next pass, given the same outputs, reads them again)."""
+    """The last graph's outputs, its nodes in creation order and the ops they have (held for
+    one rewrite call: the next pass, given the same outputs, reads them again)."""
 
     def __init__(self) -> None:
         self._outputs: tuple[Node, ...] | None = None
         self.order: list[Node] = []
-        self.ops: Counter[str] = Counter()
+        self.ops: set[str] = set()
+        self._counts: Counter[str] | None = None
 
     def of(self, outputs: Sequence[Node]) -> Census:
         """This census, of the graph of `outputs` (counted again unless it is the last one)."""
@@ -41,15 +46,17 @@ class Census:
                 or any(a is not b for a, b in zip(kept, outputs)):
             self._outputs = tuple(outputs)
             self.order = creation_order(outputs)
-            self.ops = Counter([n.op for n in self.order])
+            self.ops, self._counts = set(map(_OP, self.order)), None
         return self
 
     def nodes_at(self, root_ops: frozenset[str] | None) -> int:
         """How many nodes have one of these ops (None: any op)."""
         if root_ops is None:
             return len(self.order)
-        ops = self.ops
-        return sum(ops.get(op, 0) for op in root_ops)
+        if self._counts is None:  # counted only when a pass is skipped
+            self._counts = Counter(map(_OP, self.order))
+        counts = self._counts
+        return sum(counts.get(op, 0) for op in root_ops)
 
 
 def skipped(one: _Pass, census: Census) -> bool:
