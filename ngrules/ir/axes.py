@@ -257,13 +257,13 @@ class Axes:
         return Axes(a for a in self._axes if a.name == name)
 
     def is_equal_set(self, other: AxesLike) -> bool:
-        return set(self._names) == set(make_axes(other).names)
+        return set(self._names) == set(_names_of(other))
 
     def is_sub_set(self, other: AxesLike) -> bool:
-        return set(self._names) <= set(make_axes(other).names)
+        return set(self._names).issubset(_names_of(other))
 
     def is_super_set(self, other: AxesLike) -> bool:
-        return set(self._names) >= set(make_axes(other).names)
+        return set(self._names).issuperset(_names_of(other))
 
     def batch_axes(self) -> Axes:
         return Axes(a for a in self._axes if a.is_batch)
@@ -285,6 +285,10 @@ class Axes:
     def unflatten(self) -> Axes:
         """Expand every flattened axis by one level."""
         return Axes(c for a in self._axes for c in a.axes)
+
+
+def _names_of(axes: AxesLike) -> tuple[str, ...]:
+    return axes._names if axes.__class__ is Axes else make_axes(axes).names
 
 
 def make_axis(length: int, name: str | None = None) -> Axis:
