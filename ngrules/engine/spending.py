@@ -24,8 +24,10 @@ weights from the file itself, writes those ranges from memory.
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -33,6 +35,8 @@ from ngrules.ir import composite
 from ngrules.ir.filebytes import FileBytes, root
 from ngrules.ir.graph import Node
 from ngrules.ir.ops import get_op
+
+_ARGS = operator.attrgetter("args")
 
 
 class Spending:
@@ -42,8 +46,7 @@ class Spending:
         self.buffer = buffer
         self.spent: list[Node] = []
         self.reads: Counter[Node] = Counter(outputs)
-        for node in order:
-            self.reads.update(node.args)
+        self.reads.update(chain.from_iterable(map(_ARGS, order)))  # each argument of each node
         regions = sorted((_bounds(n.attrs["value"]), id(n), n) for n in order
                          if n.op == "Constant" and n.attrs["value"].size
                          and root(n.attrs["value"]) is buffer)
