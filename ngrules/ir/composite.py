@@ -164,7 +164,7 @@ def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None,
             memo[node] = _lower(whole.with_args(tuple(memo.get(a, a) for a in whole.args)),
                                 record=record)
             continue  # a body an earlier decompose wrote, lowered again on its new arguments
-        rebuilt = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
+        rebuilt = node.with_args(tuple([memo[a] for a in node.args])) if node.args else node
         if where is not None:
             picked = where(rebuilt) if node.op in COMPOSITES else False
             if picked is not False and picked is not None:  # True, or the body it built
@@ -241,7 +241,7 @@ def recompose(outputs: Sequence[Node]) -> list[Node]:
                 roots = _recorded_by_key()
             whole = _rebuilt_body(node, roots.get((node.op, node._key[2]), ()))
         whole = node if whole is None else whole
-        args = tuple(memo.get(a, a) for a in whole.args)
+        args = tuple([memo.get(a, a) for a in whole.args])
         memo[node] = whole.with_args(args) if args else whole
     return [memo[o] for o in outputs]
 
