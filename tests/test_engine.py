@@ -279,6 +279,16 @@ def test_trace_records_rule_location_root_and_new_nodes():
     assert (stats.attempts, stats.matches) == (1, 1) and stats.seconds >= 0
 
 
+def test_locations_are_the_traces_without_building_it():
+    rs = rules("rule exp_log: Exp(Log(x)) => x\nrule neg_neg: -(-x) => x\n"
+               "rule sq: x * x => Square(x)\n")
+    (p,) = leaves("p")
+    res = ng.rewrite([ng.exp(ng.log(-(-p))) * ng.exp(ng.log(-(-p)))], rs)
+    assert res.locations() == {"neg_neg": "t.rules:2", "exp_log": "t.rules:1", "sq": "t.rules:3"}
+    assert res._trace is None  # `=> x` firings at roots not built: not rebuilt for this
+    assert res.locations() == {f.rule: f.location for f in res.trace}
+
+
 def test_attempts_are_timed_only_when_stats_are_asked_for():
     rs = rules("rule exp_log: Exp(Log(x)) => x\nrule neg_neg: -(-x) => x\n")
     (p,) = leaves("p")

@@ -149,7 +149,8 @@ def _rewrite(outputs, rules, pipeline, args, spend=None) -> tuple[list, str, int
         print(_passes_line(pipeline, args.pipeline, result.passes), file=sys.stderr)
     for warning in result.warnings:  # matches rejected because an expression failed there
         print(printable(warning), file=sys.stderr)
-    _print_firings(result, args.trace, rules)  # first: shown even when writing fails
+    _print_firings(result, args.trace, rules, args.picture is not None)  # first: shown even
+    # when writing fails (with --picture, the trace built as before: see _print_firings)
     if result.folded:
         print(f"folded {len(result.folded):5d}  constant computations (fold_constants)")
     if args.stats:
@@ -166,14 +167,17 @@ def _passes_line(pipeline: str | None, named: str | None, passes: list[str]) -> 
     return f"pipeline {pipeline}{why}: passes {', '.join(passes)}"
 
 
-def _print_firings(result, trace: bool, rules) -> None:
+def _print_firings(result, trace: bool, rules, picture: bool = False) -> None:
     from ngrules.lang.library import short_location
 
     if trace:
         _print_trace(result, rules)
 
-    locations = {f.rule: f.location for f in result.trace}  # shortened once per rule
-    locations = {rule: short_location(where) for rule, where in locations.items()}
+    # the trace (its pending roots rebuilt) only when --trace or --picture reads it: a root
+    # rebuilt into a node of the graph gives it its origin, which the picture colours
+    locations = {f.rule: f.location for f in result.trace} if trace or picture \
+        else result.locations()
+    locations = {rule: short_location(where) for rule, where in locations.items()}  # each once
     for name, count in result.fired().items():
         print(f"fired {count:6d}  {name:24s} {locations[name]}")
 

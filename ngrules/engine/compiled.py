@@ -85,6 +85,24 @@ def root_ops(pattern) -> frozenset[str] | None:
     return None
 
 
+def required_ops(rule: Rule) -> frozenset[str]:
+    """The ops every match of the rule binds a node of: each root's, and those its patterns
+    name outside `Op?(...)` (matching compares ops by name: see `presence`)."""
+    found: set[str] = set()
+    stack = list(rule.roots)
+    while stack:
+        p = stack.pop()
+        if isinstance(p, PNamed):
+            stack.append(p.pattern)
+        elif isinstance(p, POp):
+            if not p.optional:
+                found.add(p.op)
+            stack.extend(p.args)
+        elif isinstance(p, PVar) and p.kind is not None and p.kind in OPS:
+            found.add(p.kind)
+    return frozenset(found)
+
+
 def _anchor(pattern, bound: set[str], depth: int = 0) -> tuple[str, int] | None:
     """A name bound by earlier roots, and how many levels below this pattern's root it sits."""
     if isinstance(pattern, (PVar, PNamed)) and pattern.name in bound:
@@ -124,6 +142,11 @@ class CompiledRule:
     @cached_property
     def location(self) -> str:
         return self.rule.location
+
+    @cached_property
+    def needs(self) -> frozenset[str]:
+        """The ops every match binds a node of (`presence`)."""
+        return required_ops(self.rule)
 
     @cached_property
     def _needs_nodes(self) -> tuple[str, ...]:

@@ -41,6 +41,7 @@ from ngrules.engine.multiroot import Context, apply_together
 from ngrules.engine.normalize import Cycle, Normalizing
 from ngrules.engine.passes import Lowering, as_ruleset, pass_names, steps
 from ngrules.engine.pending import Pending
+from ngrules.engine.presence import Census, skipped
 from ngrules.engine.results import RewriteResult, Run, stopped_by_cycle
 from ngrules.ir import composite
 from ngrules.ir.canonical import PASS_NAME as CANONICAL
@@ -68,8 +69,10 @@ def _any_pending(args: tuple[Node, ...], pending: Pending) -> bool:
 class _Pass(Normalizing):
     """One pass's rules, indexed by root op, with the pass-wide memo of normal forms."""
 
-    def __init__(self, name: str, rules: list[CompiledRule], run: Run):
+    def __init__(self, name: str, rules: list[CompiledRule], run: Run,
+                 census: Census | None = None):
         self.name, self.run = name, run
+        self.census = Census() if census is None else census  # the graph's order, op counts
         self.direct = not run.timed  # walks call the generated `first` of each op directly
         self.single = [r for r in rules if not r.is_multi_root]
         self.multi = [r for r in rules if r.is_multi_root]
@@ -112,24 +115,26 @@ class _Pass(Normalizing):
             rules = self._multi_index[op] = rules_at_op(self.multi, op)
         return rules
 
-    def _on_view(self, order: list[Node]) -> dict[str, object]:
-        """For each op of these nodes whose rules are all `=> x`, their generated `first_on`
-        (see dispatch), which tries them on a node's view before it is built (the walk reads
-        it for the nodes of `order` only)."""
-        ops = {n.op for n in order} if self.returning else ()
+    def _on_view(self, order: list[Node], ops: set[str] | None) -> dict[str, object]:
+        """For each op of these nodes (`ops`, when known) whose rules are all `=> x`, their
+        generated `first_on` (see dispatch), which tries them on a node's view before it is
+        built (the walk reads it for the nodes of `order` only)."""
+        if ops is None:
+            ops = {n.op for n in order} if self.returning else set()
         found = {op: self.rules_for(op).first_on for op in self.returning if op in ops}
         return {op: f for op, f in found.items() if f is not None}
 
     # -- single-root rules: one walk from the leaves up ----------------------------------------
-    def walk(self, outputs: Sequence[Node]) -> list[Node]:
+    def walk(self, outputs: Sequence[Node], census: Census | None = None) -> list[Node]:
         """Normal forms of the outputs. Arguments come first in topological order. A node whose
         arguments changed is rebuilt on their normal forms, unless a rule could fuse it away
         (its op is in `lazy`): then it becomes pending (see `pending`), matched through its
         view and rebuilt only if needed. Only a rewrite's result is normalised on the explicit
-        stack."""
+        stack. `census`: the graph's order and ops, when known (`presence`)."""
         memo, pending, lazy, index = self.memo, self.pending, self.lazy, self._index
-        order = creation_order(outputs)
-        returning, on_view, run, name = self.returning, self._on_view(order), self.run, self.name
+        order = creation_order(outputs) if census is None else census.order
+        on_view = self._on_view(order, None if census is None else census.ops)
+        returning, run, name = self.returning, self.run, self.name
         memo_get, bare, direct = memo.get, self.pending.bare, self.direct
         self.run.budget.size_for(len(order))
         for node in run.budget.paced(order, f"matching in pass {name}"):
@@ -346,7 +351,10 @@ class _Pass(Normalizing):
         return chosen
 
     def apply(self, outputs: list[Node]) -> list[Node]:
-        outputs = self.walk(outputs)
+        census = self.census.of(outputs)
+        if self.direct and skipped(self, census):  # no rule can match: nothing would change
+            return list(outputs)
+        outputs = self.walk(outputs, census)
         while self.multi and not self.run.budget.exhausted:
             chosen = self.multi_round(outputs)
             if not chosen:
@@ -400,6 +408,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
     stats: dict[str, RuleStats] = {}
     result = RewriteResult(current, run, stats, names)
     auto = reading.by_default(ruleset, names)  # composites lowered as each pass's rules read
+    census = Census()  # the graph's order and op counts, kept while passes change nothing
     for name in steps(names, ruleset):
         run.budget.settle(f"before pass {name}")
         if isinstance(name, Lowering):  # built-in `decompose` or `decompose_<Op>` passes
@@ -419,7 +428,7 @@ def _rewrite(outputs, ruleset: RuleSet, names: list[str], run: Run, fold_limit=N
         compiled = [_compile(r) for r in ruleset.passes[name]]
         for c in compiled:
             c.stats = stats.setdefault(c.name, RuleStats())
-        one = _Pass(name, compiled, run)
+        one = _Pass(name, compiled, run, census)
         try:
             current = (reading.applied(one, current, ruleset.passes[name], run.trace) if auto
                        else one.apply(current))

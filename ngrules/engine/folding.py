@@ -62,7 +62,7 @@ class Folding:
         try:
             for node in order:
                 if node.args:
-                    rebuilt = node.with_args(tuple(memo[a] for a in node.args))
+                    rebuilt = node.with_args(tuple([memo[a] for a in node.args]))
                 else:
                     rebuilt = node
                     if node.op == "Placeholder":
@@ -86,9 +86,12 @@ class Folding:
         opdef = get_op(node.op)
         if opdef.has("view") or opdef.kernel is None:
             return False
-        sources = [constant_source(a) for a in node.args]
-        if any(s is None for s in sources):
-            return False
+        sources = []
+        for a in node.args:  # most nodes read a computed value: asked one by one
+            source = constant_source(a)
+            if source is None:
+                return False
+            sources.append(source)
         if symbolic.STAND_INS and any(symbolic.symbols_of(a.axes.size) for a in node.args):
             return False  # its value would count a symbolic length's stand-in
         size = node.axes.size

@@ -148,6 +148,11 @@ class RewriteResult:
                 )
         return out
 
+    def locations(self) -> dict[str, str]:
+        """Each rule that fired -> where it is written, from the firings as recorded (the
+        trace is not built: that rebuilds the roots that were pending when they fired)."""
+        return {f[0]: f[1] for f in self._firings}
+
     def fired(self) -> dict[str, int]:
         """How many times each rule fired, in order of first firing."""
         counts: dict[str, int] = {}

@@ -24,8 +24,10 @@ weights from the file itself, writes those ranges from memory.
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -33,6 +35,8 @@ from ngrules.ir import composite
 from ngrules.ir.filebytes import FileBytes, root
 from ngrules.ir.graph import Node
 from ngrules.ir.ops import get_op
+
+_ARGS = operator.attrgetter("args")
 
 
 class Spending:
@@ -42,8 +46,7 @@ class Spending:
         self.buffer = buffer
         self.spent: list[Node] = []
         self.reads: Counter[Node] = Counter(outputs)
-        for node in order:
-            self.reads.update(node.args)
+        self.reads.update(chain.from_iterable(map(_ARGS, order)))  # each argument of each node
         regions = sorted((_bounds(n.attrs["value"]), id(n), n) for n in order
                          if n.op == "Constant" and n.attrs["value"].size
                          and root(n.attrs["value"]) is buffer)
@@ -56,14 +59,16 @@ class Spending:
         into the bytes of a Constant only it reads (read-only), or None when there is none (or
         the kernel is not an elementwise ufunc): then compute as usual."""
         if not self.candidates or not isinstance(kernel, np.ufunc) or kernel.nout != 1 \
-                or kernel.nin != len(values) or not get_op(node.op).has("elementwise"):
+                or kernel.nin != len(values):
+            return None
+        sources = [self._source(arg, memo) for arg in node.args]  # most often none: first
+        if sources.count(None) == len(sources) or not get_op(node.op).has("elementwise"):
             return None
         shape, dtype = tuple(node.axes.lengths), np.dtype(node.dtype)
         if any(v.dtype != dtype for v in values) or \
                 np.broadcast_shapes(*(v.shape for v in values)) != shape:
             return None
-        for arg, value in zip(node.args, values):
-            source = self._source(arg, memo)
+        for source, value in zip(sources, values):
             bounds = None if source is None else self.candidates[source]
             out = None if bounds is None else self._over(value, shape, bounds)
             if out is not None:

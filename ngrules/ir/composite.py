@@ -164,7 +164,7 @@ def decompose(outputs: Sequence[Node], ops: Sequence[str] | None = None,
             memo[node] = _lower(whole.with_args(tuple(memo.get(a, a) for a in whole.args)),
                                 record=record)
             continue  # a body an earlier decompose wrote, lowered again on its new arguments
-        rebuilt = node.with_args(tuple(memo[a] for a in node.args)) if node.args else node
+        rebuilt = node.with_args(tuple([memo[a] for a in node.args])) if node.args else node
         if where is not None:
             picked = where(rebuilt) if node.op in COMPOSITES else False
             if picked is not False and picked is not None:  # True, or the body it built
@@ -233,23 +233,25 @@ def recompose(outputs: Sequence[Node]) -> list[Node]:
         return list(outputs)
     memo: dict[Node, Node] = {}
     roots: dict | None = None
+    recorded = dict(_RECORDED.items()).get  # (a plain dict: no weak reference per lookup)
     for node in creation_order(outputs):
-        whole = _RECORDED.get(node)
+        whole = recorded(node)
         if whole is None and node.args:
             if roots is None:
                 roots = _recorded_by_key()
             whole = _rebuilt_body(node, roots.get((node.op, node._key[2]), ()))
         whole = node if whole is None else whole
-        args = tuple(memo.get(a, a) for a in whole.args)
+        args = tuple([memo.get(a, a) for a in whole.args])
         memo[node] = whole.with_args(args) if args else whole
     return [memo[o] for o in outputs]
 
 
-def _recorded_by_key() -> dict[tuple, list[tuple[Node, Node]]]:
-    """Recorded (body root, composite) pairs by the root's op and attributes."""
-    out: dict[tuple, list[tuple[Node, Node]]] = {}
+def _recorded_by_key() -> dict[tuple, list[tuple[Node, Node, frozenset]]]:
+    """Recorded (body root, composite, the composite's arguments) by the root's op and
+    attributes."""
+    out: dict[tuple, list[tuple[Node, Node, frozenset]]] = {}
     for root, whole in list(_RECORDED.items()):
-        out.setdefault((root.op, root._key[2]), []).append((root, whole))
+        out.setdefault((root.op, root._key[2]), []).append((root, whole, frozenset(whole.args)))
     return out
 
 
@@ -257,13 +259,31 @@ def _rebuilt_body(node: Node, candidates) -> Node | None:
     """The composite whose recorded body `node` is, on other computed arguments of the same
     types (its leaves the same): the same ops and attributes down to the composite's
     arguments, and its body built on them of node's axes and type."""
-    for root, whole in candidates:
+    args = node.args
+    for root, whole, frontier in candidates:
+        if root not in frontier and (len(root.args) != len(args)
+                                     or not _may_be(root.args, args, frontier)):
+            continue
         bound: dict[Node, Node] = {}
-        if _same_body(root, node, set(whole.args), bound, set()) and bound:
+        if _same_body(root, node, frontier, bound) and bound:
             candidate = whole.with_args(tuple(bound.get(a, a) for a in whole.args))
             if _body_is(candidate, node):
                 return candidate
     return None
+
+
+def _may_be(old_args: tuple, new_args: tuple, frontier) -> bool:
+    """What `_same_body` asks first of the arguments of a root not in the frontier and of
+    node (same op and attributes): False where it would fail at once (most candidates),
+    without its stack (it asks more: True here decides nothing)."""
+    for old, new in zip(old_args, new_args):
+        if old in frontier:
+            if (not old.args and old is not new) or old.axes != new.axes \
+                    or old.dtype != new.dtype:
+                return False
+        elif old is not new and old.op != new.op:
+            return False
+    return True
 
 
 def _body_is(candidate: Node, node: Node) -> bool:
@@ -277,16 +297,27 @@ def _body_is(candidate: Node, node: Node) -> bool:
         return False
 
 
-def _same_body(old: Node, new: Node, frontier: set, bound: dict, seen: set) -> bool:
+def _same_body(old: Node, new: Node, frontier: Collection[Node], bound: dict) -> bool:
     """Whether `new` is `old` with the frontier's nodes (the composite's arguments) replaced by
     those `bound` records (filled here). A leaf there (a weight) must stay: a rule that scaled
-    it wrote its bias beside the product, which the writer joins to a raised Gemm or Conv."""
-    if old in frontier:
-        if (not old.args and old is not new) or bound.setdefault(old, new) is not new:
+    it wrote its bias beside the product, which the writer joins to a raised Gemm or Conv.
+    Each pair of nodes below the two is compared once (no recursion: the pairs on a stack)."""
+    stack, seen = [(old, new)], set()
+    while stack:
+        old, new = stack.pop()
+        if old in frontier:
+            if (not old.args and old is not new) or bound.setdefault(old, new) is not new \
+                    or old.axes != new.axes or old.dtype != new.dtype:
+                return False
+            continue
+        if old is new:
+            continue
+        pair = (id(old), id(new))
+        if pair in seen:
+            continue
+        seen.add(pair)
+        args = old.args
+        if old.op != new.op or old._key[2] != new._key[2] or len(args) != len(new.args):
             return False
-        return old.axes == new.axes and old.dtype == new.dtype
-    if old is new or (id(old), id(new)) in seen:
-        return True
-    seen.add((id(old), id(new)))
-    return (old.op == new.op and old._key[2] == new._key[2] and len(old.args) == len(new.args)
-            and all(_same_body(a, b, frontier, bound, seen) for a, b in zip(old.args, new.args)))
+        stack.extend(zip(args, new.args))
+    return True

@@ -178,13 +178,15 @@ def _float_agreeing(x: Node, y: Node) -> tuple[Node, Node]:
 
 
 def _binary(op: str, x: Operand, y: Operand) -> Node:
-    if isinstance(x, Node):
-        x, y = _with_number(x, y)
-    elif isinstance(y, Node):
-        y, x = _with_number(y, x)
-    else:
-        raise OpError(f"{op} needs at least one node operand")
-    x, y = _float_agreeing(x, y)
+    if x.__class__ is not Node or y.__class__ is not Node or x.dtype != y.dtype:
+        # (two nodes of one dtype, the commonest operands, are what these return them as)
+        if isinstance(x, Node):
+            x, y = _with_number(x, y)
+        elif isinstance(y, Node):
+            y, x = _with_number(y, x)
+        else:
+            raise OpError(f"{op} needs at least one node operand")
+        x, y = _float_agreeing(x, y)
     out = elementwise_axes(x.axes, y.axes)
     return make_node(op, (broadcast(x, out), broadcast(y, out)))
 

@@ -41,8 +41,9 @@ def _freeze(value: Any) -> Any:
     """A hashable stand-in for an attribute value that keeps every length and array byte."""
     if isinstance(value, float):  # first: the commonest value; 1.0 must not be the key of 1
         return ("float", value)
-    if isinstance(value, Axes):
-        return tuple(_freeze(a) for a in value)
+    if isinstance(value, Axes):  # a plain Axis's key in line (the commonest: half the time)
+        return tuple([(a.name, a.length, None) if a.__class__ is Axis else _freeze(a)
+                      for a in value])
     if isinstance(value, Axis):
         comps = getattr(value, "components", None)
         return (value.name, value.length, _freeze(comps) if comps is not None else None)

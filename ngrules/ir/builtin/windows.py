@@ -35,9 +35,10 @@ def geometry(attrs) -> tuple[tuple[int, ...], ...]:
     out = []
     for key, low in (("padding", 0), ("strides", 1), ("dilation", 1)):
         value = attrs.get(key, _ONES)  # pooling has no dilation
-        if value.shape != (3,) or (value < low).any():
-            raise OpError(f"{key} needs 3 values (d, h, w), each >= {low}; got {value.tolist()}")
-        out.append(tuple(int(v) for v in value))
+        values = value.tolist()  # Python numbers: no numpy call per comparison or element
+        if value.shape != (3,) or any(v < low for v in values):
+            raise OpError(f"{key} needs 3 values (d, h, w), each >= {low}; got {values}")
+        out.append(tuple([int(v) for v in values]))
     return tuple(out)
 
 

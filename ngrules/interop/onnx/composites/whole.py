@@ -107,7 +107,7 @@ class BodyContext(Context):
     """A composite node's context: its converter, run again, writes its body on `args`."""
 
     def __init__(self, node: Node, args):
-        graph = graph_of(node.attrs["spec"])
+        graph, outputs, shapes, self.orders = _read_spec(node.attrs["spec"])
         importer = SimpleNamespace(
             opset=node.attrs["opset"], unroll_recurrent=False,
             shapes=SimpleNamespace(known=lambda name: True),
@@ -117,11 +117,9 @@ class BodyContext(Context):
         self.args = args
         self.values = _constants(graph)
         self.index = node.attrs["output"]
-        outputs = {int(v.name[1:]): v for v in graph.output}
-        self.axes = positional(node, _perm(outputs[self.index]))  # ONNX's order
+        self.axes = positional(node, outputs[self.index])  # ONNX's order
         self.dtype = node.attrs["dtype"]
-        self.shapes = {i: v.type.tensor_type for i, v in outputs.items()}
-        self.orders = {v.name: _perm(v) for v in graph.input}
+        self.shapes = shapes
 
     def x(self, i: int) -> Tensor:
         name = self.node.input[i]
@@ -143,6 +141,17 @@ class BodyContext(Context):
 
     def out_dtype(self, i: int = 0):
         return self.dtype if i == self.index else graph_dtype(self.shapes[i].elem_type)
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_spec(text: str) -> tuple:
+    """A spec's graph, its outputs' orders and types by index and its inputs' orders by
+    name: read once per spec (a network's layers share a few), not once per body."""
+    graph = graph_of(text)
+    outputs = {int(v.name[1:]): v for v in graph.output}
+    return (graph, {i: _perm(v) for i, v in outputs.items()},
+            {i: v.type.tensor_type for i, v in outputs.items()},
+            {v.name: _perm(v) for v in graph.input})
 
 
 def _perm(value_info) -> tuple[int, ...]:
