@@ -170,6 +170,35 @@ def test_a_transposed_weight_is_written_in_blocks_as_its_c_order(tmp_path, monke
     assert len(list(weights._blocks(array))) > 1
 
 
+@pytest.mark.parametrize("order", ["C", "transposed"])
+def test_no_write_call_is_given_more_than_write_bytes(tmp_path, monkeypatch, order):
+    """Each weight goes to the file in calls of at most WRITE_BYTES (a large call can stall
+    in the kernel), and the file read back holds the weight."""
+    monkeypatch.setattr(weights, "WRITE_BYTES", 1000)
+    array = np.arange(40 * 300, dtype=np.float32).reshape(40, 300)
+    array = array if order == "C" else array.T
+    light = helper.make_model(helper.make_graph(
+        [helper.make_node("Identity", ["w"], ["y"])], "g", [],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(array.shape))]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    sizes = []
+
+    class Recording:
+        def __init__(self, f):
+            self.f = f
+
+        def write(self, data):
+            sizes.append(len(memoryview(data).cast("B")))
+            return self.f.write(data)
+
+    path = tmp_path / "w.onnx"
+    with open(path, "wb") as f:
+        weights.write(Recording(f), light, {"w": array})
+    (tensor,) = onnx.load(str(path)).graph.initializer
+    np.testing.assert_array_equal(numpy_helper.to_array(tensor), array)
+    assert sum(sizes) > array.nbytes and max(sizes) <= 1000
+
+
 def test_constants_bind_inputs_only_not_the_weights_left_out_of_the_model():
     model, _ = dense()
     with pytest.raises(OnnxError, match="has no input 'w'"):

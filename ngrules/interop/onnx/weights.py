@@ -287,10 +287,22 @@ def _write_parts(out, message: bytes, arrays) -> None:
         out.write(graph + init + tensor)
         copied = _copy_from_file(out, array)
         if copied:
-            out.write(memoryview(array.reshape(-1).view(np.uint8))[copied:])
+            _write_bytes(out, memoryview(array.reshape(-1).view(np.uint8))[copied:])
             continue
         for block in _blocks(array):
-            out.write(memoryview(_little(block).reshape(-1).view(np.uint8)))
+            _write_bytes(out, memoryview(_little(block).reshape(-1).view(np.uint8)))
+
+
+#: The most bytes given to one `write` call. The kernel measured (6.18, ext4) gives a large
+#: write large page-cache folios, and finding memory for those now and then stalls the write
+#: for 0.3-1.2 s (3 of 50 writes of a 98 MiB file in 8 MiB calls, none in 1 MiB calls).
+WRITE_BYTES = 1 << 20
+
+
+def _write_bytes(out, data: memoryview) -> None:
+    """`out.write(data)` in calls of at most WRITE_BYTES (no copy: slices of the view)."""
+    for start in range(0, len(data), WRITE_BYTES):
+        out.write(data[start:start + WRITE_BYTES])
 
 
 #: What `copy_file_range` answers where it cannot copy between these two files (another file
