@@ -15,6 +15,10 @@ onnxruntime's offline optimizer is a session with `optimized_model_filepath`, at
 level and at all (`ort-basic`, `ort-all`).
 With `--base TREE` (a checkout of another revision, e.g. `git archive REV | tar -x -C TREE`)
 the same command also runs from that tree (`ngrules-base`), taking turns with this one.
+The tools run in reverse order every other round (a tool run right after another pays for
+what that one left behind, such as its file's writeback), and ngrules' wall time is compared
+with each other tool's of the same round: the median difference and in how many rounds it
+was faster.
 Run: `python bench/tool_speed.py [--models resnet50,vgg19] [--rounds 5]
 [--other-python /work/torchenv/bin/python] [--base TREE] [--tools ngrules,ngrules-base]`.
 """
@@ -107,8 +111,8 @@ def _measure(args, out: Path) -> None:
         runs: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cmds}
         for cmd in cmds.values():  # warm: bytecode and caches written, the file in memory
             timed(cmd)
-        for _ in range(args.rounds):
-            for tool, cmd in cmds.items():
+        for i in range(args.rounds):
+            for tool, cmd in (cmds.items() if i % 2 == 0 else reversed(cmds.items())):
                 runs[tool].append(timed(cmd))
         for tool, rows in runs.items():
             walls, cpus = [r[0] for r in rows], [r[1] for r in rows]
@@ -117,7 +121,21 @@ def _measure(args, out: Path) -> None:
                   f"{statistics.median(walls):.2f} s; CPU min {min(cpus):.2f} s, median "
                   f"{statistics.median(cpus):.2f} s; peak RSS {peak:.0f} MB "
                   f"({peak / size:.2f}x the file); load {os.getloadavg()[0]:.1f}")
+        _print_paired(name, runs)
     print(f"load average after: {os.getloadavg()}")
+
+
+def _print_paired(name: str, runs: dict[str, list[tuple[float, float, float]]]) -> None:
+    """ngrules' wall time against each other tool's in the same round."""
+    if "ngrules" not in runs:
+        return
+    for tool, rows in runs.items():
+        if tool == "ngrules":
+            continue
+        diffs = [a[0] - b[0] for a, b in zip(runs["ngrules"], rows)]
+        print(f"{name} ngrules - {tool}: median {statistics.median(diffs):+.3f} s a round; "
+              f"faster in {sum(d < 0 for d in diffs)}, slower in {sum(d > 0 for d in diffs)} "
+              f"of {len(diffs)} rounds")
 
 
 if __name__ == "__main__":
