@@ -82,7 +82,7 @@ def run(args) -> int:
     del outputs, spendable  # only the result is read from here on
     sys.stdout.flush()
     pictures = _pictures(args, new, egraph)
-    with staged_files(sync=args.sync) as stage:  # derived outputs: synced only if asked
+    with staged_files() as stage:
         graphio.stage_any(stage, args.output, new, names, args.target, opset,
                           graphio.budget_of(args, "export"))
         for stage_it, _ in pictures:
@@ -225,10 +225,6 @@ def register(sub) -> None:
                         "as itself, at its opset)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="do not print the pipeline and passes run (stderr)")
-    p.add_argument("--sync", action="store_true",
-                   help="flush the output to the disk before putting it in place (a power cut "
-                        "then cannot lose it); without it the output still replaces the old "
-                        "file whole or not at all")
     p.add_argument("--fold-limit", type=_elements, default=None, metavar="N",
                    help="the most elements one value folded by the built-in pass "
                         "fold_constants may have (default 16777216)")

@@ -7,9 +7,6 @@ Writing (`staged_files`): every output is written completely to a hidden tempora
 it and moved into place only when all of them are complete, so a failure or Ctrl-C leaves the
 old files and no temporary. Outputs are checked before anything is written; a replaced file
 keeps its permission bits; a symbolic link keeps pointing at its target, which is replaced.
-With `sync` (the default) each temporary is also flushed to the disk before it is moved, so
-a power cut after the move finds the new bytes; a caller whose outputs can be written again
-from its inputs may skip that wait (`ngrules apply` without `--sync`): the move stays atomic.
 
 Concurrency: writers take an exclusive lock (flock) on the output's folder while they create
 their temporary files and while they move them into place, and readers of a file pair take a
@@ -268,7 +265,7 @@ class _Temp:
             if fcntl is not None:
                 fcntl.flock(self.lock, fcntl.LOCK_EX)
 
-    def write(self, write: Callable[[IO], None], text: bool, sync: bool) -> None:
+    def write(self, write: Callable[[IO], None], text: bool) -> None:
         if text:
             f = os.fdopen(self.fd, "w", encoding="utf-8", newline="\n")
         else:
@@ -276,8 +273,7 @@ class _Temp:
         with f:
             write(f)
             f.flush()
-            if sync:
-                os.fsync(f.fileno())
+            os.fsync(f.fileno())
         os.chmod(self.name, _file_mode(self.target))
 
     def discard(self) -> None:
@@ -309,10 +305,9 @@ def _commit(temps: list[_Temp]) -> None:
 
 
 @contextlib.contextmanager
-def staged_files(sync: bool = True) -> Iterator[Callable[..., str]]:
+def staged_files() -> Iterator[Callable[..., str]]:
     """Yield `stage(path, write, text=False) -> temporary name`; on a clean exit move every
-    staged file into place (each synced to the disk first, with `sync`), on an error (or
-    Ctrl-C) remove them all.
+    staged file into place, on an error (or Ctrl-C) remove them all.
 
     Nothing is replaced until every file is complete, so a failure leaves the old files as
     they were and no temporary file behind.
@@ -326,7 +321,7 @@ def staged_files(sync: bool = True) -> Iterator[Callable[..., str]]:
         except OSError as e:
             raise _as_output_error(e, path) from None
         try:
-            temp.write(write, text, sync)
+            temp.write(write, text)
         except OSError as e:
             raise _as_output_error(e, path) from None
         return temp.name

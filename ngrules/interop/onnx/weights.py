@@ -242,7 +242,8 @@ def write(file, model, arrays, check: Callable[[Any, Any], None] | None = None) 
     must not be written), the file is written on a thread of its own while the check runs on
     this one: the kernel copies the bytes while the interpreter checks, and the check's error
     is raised once the writing has stopped (the caller's `staged_files` then removes the
-    file, so a refused model is never in place; it also syncs the file, when asked)."""
+    file, so a refused model is never in place; it syncs the file before putting it in
+    place)."""
     message = model.SerializeToString()  # before the check, which changes the model a moment
     _check_unchanged(arrays)  # a file cut shorter is not read past its end (a bus error)
     if check is None:
