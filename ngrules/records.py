@@ -32,6 +32,7 @@ class _Shape(NamedTuple):
 
     cls: type
     names: frozenset[str]
+    set_by_init: frozenset[str]  # the fields `__init__` sets (not an init=False one's default)
     compared: Callable[[Any], tuple]
     shown: tuple[str, ...]
 
@@ -45,6 +46,8 @@ def frozen(cls: T) -> T:
     cls = dataclasses.dataclass(cls, eq=False, repr=False)  # compiles only __init__
     fields = dataclasses.fields(cls)
     cls._record_shape = _Shape(cls, frozenset(f.name for f in fields),
+                               frozenset(f.name for f in fields if f.init
+                                         or f.default_factory is not dataclasses.MISSING),
                                _getter(tuple(f.name for f in fields if f.compare)),
                                tuple(f.name for f in fields if f.repr))
     cls.__setattr__, cls.__delattr__ = _setattr, _delattr
@@ -64,7 +67,7 @@ def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple]:
 
 def _setattr(self, name: str, value) -> None:
     shape = self._record_shape
-    if name in shape.names and name not in self.__dict__:  # `__init__` setting it
+    if name in shape.set_by_init and name not in self.__dict__:  # `__init__` setting it
         object.__setattr__(self, name, value)
     elif type(self) is shape.cls or name in shape.names:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")

@@ -82,6 +82,23 @@ def test_dataclass_tools_copies_and_pickles_work_alike():
         Record()  # `x` has no default, as the generated __init__ says
 
 
+def test_a_field_init_does_not_set_cannot_be_assigned_either():
+    """A field out of `__init__` with a plain default is read from the class (`__init__`
+    never sets it): assigning it afterwards is refused, as dataclass(frozen=True) refuses."""
+    @frozen
+    class Later:
+        x: int
+        y: int = field(default=3, init=False)
+        z: list = field(default_factory=list, init=False)
+
+    later = Later(1)
+    assert (later.y, later.z) == (3, [])
+    for name in ("y", "z"):
+        with pytest.raises(FrozenInstanceError, match="cannot assign to field"):
+            setattr(later, name, 4)
+    assert later.y == 3 and later == Later(1)
+
+
 def test_a_repr_that_reaches_itself_shows_dots():
     @frozen
     class Box:
