@@ -344,8 +344,8 @@ def _copy_from_file(out, array: np.ndarray) -> int:
 
 
 class Background:
-    """`run()` on a thread of its own, for work that waits on the kernel (reading, writing,
-    syncing a file), which releases the interpreter meanwhile; `result()` waits for it and
+    """`run()` on a thread of its own, for work that waits on the kernel (reading or writing
+    a file), which releases the interpreter meanwhile; `result()` waits for it and
     returns what it returned, or raises what it raised."""
 
     def __init__(self, run: Callable[[], Any]):

@@ -51,7 +51,8 @@ def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
     thread of its own while onnx's protobuf module and C++ extension load (`proto.load`,
     `weights.Background`), onnx builds its op schemas (which its checker needs next) and
     `meanwhile()` runs (the importer's converters loaded): the read waits on the kernel, the
-    rest on the interpreter."""
+    rest on the interpreter. Inside `read_ahead(path)`, that read is the one it began (if the
+    file is the one it read)."""
     meter = meter or Meter()
     where = os.fspath(path)
     try:
