@@ -3,6 +3,7 @@ thread while onnx is imported, and the written file is written on a thread while
 the exporter's check runs. What the threads raise reaches the caller; a model the check
 refuses leaves no file, temporary or final; the file written is the model the check saw."""
 
+import contextlib
 import os
 
 import numpy as np
@@ -183,6 +184,28 @@ def _counting_reads(monkeypatch) -> list:
 
     monkeypatch.setattr(loading, "read_into", counted)
     return reads
+
+
+@pytest.mark.parametrize("ahead", [False, True])
+def test_a_ctrl_c_while_the_model_is_read_is_what_is_raised(tmp_path, monkeypatch, ahead):
+    """A Ctrl-C while onnx and the converters load beside the read is raised once the read
+    has stopped, not replaced by an error the read met meanwhile."""
+    _dense(tmp_path / "m.onnx")
+
+    def failing(*args):
+        raise OSError(5, "Input/output error")
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(loading, "_bytes_of", failing)
+    monkeypatch.setattr(loading, "read_into", failing)  # the read ahead's
+    with loading.read_ahead(tmp_path / "m.onnx") if ahead else contextlib.nullcontext():
+        assert bool(loading._AHEAD) == ahead
+        with pytest.raises(KeyboardInterrupt):
+            loading.read_model(tmp_path / "m.onnx", meanwhile=interrupted)
+    with pytest.raises(OSError, match="Input/output"):  # the read's error, when nothing else
+        loading.read_model(tmp_path / "m.onnx")
 
 
 def test_a_model_read_ahead_is_read_once_and_its_bytes_are_the_files(tmp_path, monkeypatch):

@@ -75,8 +75,10 @@ def read_model(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS,
             proto.build_schemas()
             if meanwhile is not None:
                 meanwhile()
-        finally:
-            data = reading.result()
+        except BaseException:  # a Ctrl-C, onnx missing...: said, not what the read met
+            reading.wait()  # the file is closed only once the read has stopped
+            raise
+        data = reading.result()
     if data is None or len(data) > size:
         raise OnnxError(f"{where}: it changed (from {size} bytes) while it was read")
     if not data:
