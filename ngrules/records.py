@@ -5,7 +5,8 @@ On Python 3.11 a frozen dataclass compiles six functions as its class is made (`
 every command's start for the records `import ngrules` makes (the syntax tree's nodes, the op
 table's entries, spans...; issue 34). `frozen` has dataclasses compile only `__init__`; the
 other five are functions shared by every record, reading its class's fields, and do what the
-generated ones do: equal when of the same class with equal compared fields; the hash of those
+generated ones do: equal when of the same class with equal compared fields (compared as a
+tuple, or from Python 3.13 one by one, as dataclasses there compares them); the hash of those
 fields; the repr of the shown fields (`...` where it recurses); `FrozenInstanceError` on
 assigning or deleting a field once it is set (its `__init__` sets each field once). Its
 `__dataclass_params__` say `eq=False, frozen=False` (what dataclasses made): a dataclass that
@@ -15,6 +16,7 @@ extends a record is made with `@frozen` too.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import FrozenInstanceError
@@ -51,7 +53,7 @@ def frozen(cls: T) -> T:
                                _getter(tuple(f.name for f in fields if f.compare)),
                                tuple(f.name for f in fields if f.repr))
     cls.__setattr__, cls.__delattr__ = _setattr, _delattr
-    cls.__eq__, cls.__hash__, cls.__repr__ = _eq, _hash, _repr
+    cls.__eq__, cls.__hash__, cls.__repr__ = _EQ, _hash, _repr
     return cls
 
 
@@ -87,6 +89,25 @@ def _eq(self, other):
         compared = self._record_shape.compared
         return compared(self) == compared(other)
     return NotImplemented
+
+
+def _eq_by_field(self, other):
+    """Python 3.13's generated `__eq__`: a record equals itself; else the compared fields'
+    `==` in turn, joined as `and` joins them (a NaN that two records both hold is unequal)."""
+    if self is other:
+        return True
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    compared, equal = self._record_shape.compared, True
+    for mine, theirs in zip(compared(self), compared(other)):
+        equal = mine == theirs
+        if not equal:
+            break
+    return equal
+
+
+#: The `__eq__` of records: dataclasses' changed in Python 3.13 (fields compared in turn).
+_EQ = _eq_by_field if sys.version_info >= (3, 13) else _eq
 
 
 def _hash(self) -> int:

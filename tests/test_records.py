@@ -50,6 +50,26 @@ def test_equality_hash_and_repr_are_the_generated_ones(args):
     assert record == record and hash(record) == hash(same)
 
 
+class _Odd:
+    """A value whose `==` answers neither True nor False."""
+
+    def __eq__(self, other):
+        return "odd"
+
+    __hash__ = object.__hash__
+
+
+def test_equality_compares_fields_as_this_python_s_dataclasses_do():
+    """As a tuple up to 3.12 (a NaN held by both records: equal), field by field from 3.13
+    (unequal; a field's own `==` answer returned): what the generated `__eq__` says here."""
+    nan, odd = float("nan"), _Odd()
+    for args in [(nan,), (nan, 1.0, (nan,)), (1.0, odd), (odd, 2.0), (odd,), (1.0, nan)]:
+        assert (Record(*args) == Record(*args)) == (Reference(*args) == Reference(*args)), args
+        assert (Record(*args) != Record(*args)) == (Reference(*args) != Reference(*args)), args
+        record = Record(*args)
+        assert record == record
+
+
 def test_compared_fields_only_and_the_class_must_match():
     a, b = Record(1.0, 2.0, where="a"), Record(1.0, 2.0, where="b")
     assert a == b and hash(a) == hash(b)  # `where` is not compared
