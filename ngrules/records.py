@@ -40,8 +40,8 @@ class _Shape(NamedTuple):
 
 
 def frozen(cls: T) -> T:
-    """`@dataclass(frozen=True)` with the methods it would generate but `__init__` shared
-    (see the module docstring); a class that defines one of them itself is refused."""
+    """`@dataclass(frozen=True)`: its `__init__` generated, the other five methods shared
+    (see the module docstring); a class that defines one of those itself is refused."""
     own = [name for name in SHARED if name in cls.__dict__]
     if own:
         raise TypeError(f"{cls.__name__} defines {', '.join(own)}: use @dataclass")
