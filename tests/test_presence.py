@@ -15,6 +15,7 @@ pass absent
 rule exp_log: Exp(Log(x)) => x
 rule neg_tanh: Negative(Tanh(x)) => x
 rule pair: e @ Exp(x), l @ Log(e) => (Negative(x), Tanh(x))
+rule opt_root: Negative?(Exp(l: Log)) => Exp(l)
 pass present
 rule exp_neg: Exp(Negative(x)) => Reciprocal(Exp(x))
 """
@@ -44,11 +45,12 @@ def test_a_pass_whose_rules_name_an_absent_op_counts_as_walked_without_walking(m
     assert walked == ["absent", "present"]
     assert untimed.outputs == timed.outputs and untimed.fired() == {"exp_neg": 1}
     assert untimed.rounds == timed.rounds == 1  # the multi-root round of `absent`
-    for name in ("exp_log", "neg_tanh", "pair", "exp_neg"):
+    for name in ("exp_log", "neg_tanh", "pair", "opt_root", "exp_neg"):
         a, b = untimed.stats[name], timed.stats[name]
         assert (a.attempts, a.matches) == (b.attempts, b.matches), name
     assert untimed.stats["exp_log"].attempts == 2  # two Exp nodes: exp(x) is one node
     assert untimed.stats["neg_tanh"].attempts == 1
+    assert untimed.stats["opt_root"].attempts == 3  # at each Negative and each Exp node
 
 
 def test_an_optional_op_or_an_op_kind_absent_from_the_graph_does_not_skip(monkeypatch):
@@ -81,6 +83,8 @@ POOL = [
     "rule leaf_kind: Negative(l: leaf) => Exp(l)",
     "rule pair_absent: e @ Exp(x), l @ Log(e) => (Negative(x), Tanh(x))",
     "rule pair_present: e @ Exp(x), n @ Negative(e) => (Exp(x), Reciprocal(e))",
+    "rule opt_root: Negative?(Exp(l: Log)) => Exp(l)",  # tried at Negative and Exp nodes
+    "rule leaf_log: v: leaf, l @ Log(v) => (v, Exp(l))",  # tried at every node
 ]
 
 
@@ -96,7 +100,7 @@ def _passes(draw) -> str:
 _LEAVES = [ng.placeholder({"A": 2}, np.float64, name=n) for n in ("p", "q")]
 
 
-@given(graph=expressions(_LEAVES, depth=4, stop_odds=2), text=_passes(),
+@given(graph=expressions(_LEAVES, depth=4, stop_odds=4), text=_passes(),
        fuel=st.sampled_from([None, 1, 2, 5]))
 def test_skipping_by_presence_changes_neither_the_result_nor_the_stats(graph, text, fuel):
     rules = ng.parse_rules(text)
