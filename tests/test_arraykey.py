@@ -41,3 +41,23 @@ def test_a_key_holds_the_array_itself_and_the_sample_reads_no_copy():
     node = F.constant(view, axes)
     writable[0] = -1.0
     assert node.attrs["value"] is not view and node.attrs["value"][0, 0] == 0.0
+
+
+def test_equal_values_of_other_bytes_are_other_keys_on_either_side_of_the_small_compare():
+    """-0.0 is not 0.0 and NaNs are equal exactly when their bytes are, whether the arrays are
+    compared as `bytes` (at most `_SMALL` bytes) or as uint8 arrays (larger, or not C-ordered);
+    the element changed is one the hash does not sample, so equality itself decides."""
+    from ngrules.ir.arraykey import _SMALL
+
+    other_nan = np.array([0x7FF8000000000001], np.uint64).view(np.float64)[0]
+    for n in (_SMALL // 8, _SMALL // 8 + 1):  # float64: the last small size, the first large
+        for x, y, equal in ((0.0, -0.0, False), (np.nan, np.nan, True), (np.nan, other_nan, False)):
+            a, b = np.zeros(n), np.zeros(n)
+            a[1], b[1] = x, y
+            assert hash(ArrayKey(a)) == hash(ArrayKey(b))  # index 1 is not sampled
+            assert (ArrayKey(a) == ArrayKey(b)) is equal, (n, x, y)
+        grid = np.zeros((n // 2, 2))
+        moved = np.asfortranarray(grid)  # not C-ordered: compared in C order all the same
+        assert ArrayKey(grid) == ArrayKey(moved)
+        moved[0, 1] = -0.0
+        assert ArrayKey(grid) != ArrayKey(moved)

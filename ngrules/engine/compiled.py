@@ -86,8 +86,9 @@ def root_ops(pattern) -> frozenset[str] | None:
 
 
 def required_ops(rule: Rule) -> frozenset[str]:
-    """The ops every match of the rule binds a node of: each root's, and those its patterns
-    name outside `Op?(...)` (matching compares ops by name: see `presence`)."""
+    """The ops every match of the rule binds a node of: each op its patterns name but an
+    optional wrapper's (`Op?(p)` may match p alone; p's ops count), and each `x: Op`'s
+    (matching compares ops by name: see `presence`)."""
     found: set[str] = set()
     stack = list(rule.roots)
     while stack:

@@ -1,9 +1,10 @@
 """Passes that cannot match: a pass whose every rule names an op the graph does not hold is
 not walked.
 
-A match binds a node of each op its patterns name outside `Op?(...)` (and of each `x: Op`:
-`compiled.required_ops`), and matching compares ops by name, so a rule naming an op no node
-of the graph has cannot match anywhere in it. A walk in which no rule matches changes nothing
+A match binds a node of each op its patterns name but an optional wrapper's (`Op?(p)` may
+match p alone, whose ops do count) and of each `x: Op` (`compiled.required_ops`), and
+matching compares ops by name, so a rule naming an op no node of the graph has cannot match
+anywhere in it. A walk in which no rule matches changes nothing
 (no node is rebuilt, none becomes pending, a multi-root round takes nothing), so such a pass
 returns its graph as it was: 7 of the 12 passes of rules of the `inference` pipeline on a
 ResNet-50. What the walk would have counted is counted all the same (`RewriteResult.stats`:

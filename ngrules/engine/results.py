@@ -123,7 +123,8 @@ class RewriteResult:
 
     @property
     def rounds(self) -> int:
-        """Rounds of multi-root matching, over every pass (each one walk over the graph)."""
+        """Rounds of multi-root matching, over every pass (each one walk over the graph; a
+        pass that cannot match counts its one round unwalked: `presence`)."""
         return self._run.rounds
 
     @property
