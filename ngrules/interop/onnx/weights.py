@@ -25,6 +25,7 @@ import numpy as np
 
 from ngrules.interop.onnx import OnnxError, proto
 from ngrules.ir.filebytes import FileBytes, changed, file_span, root
+from ngrules.ir.writeback import Writeback
 
 #: Initializers of at most this many elements stay in the parsed model (folding's bound on
 #: values that steer shapes).
@@ -276,7 +277,9 @@ def _changed_error(name: str) -> OnnxError:
 
 
 def _write_parts(out, message: bytes, arrays) -> None:
-    """The message, then each array as a message merging into the graph (see `write`)."""
+    """The message, then each array as a message merging into the graph (see `write`), the
+    disk given the bytes as they come (`ir.writeback`)."""
+    writeback = Writeback(out)
     out.write(message)
     for name, array in arrays.items():
         header = proto.TensorProto(name=name, data_type=elem_of(array), dims=array.shape)
@@ -288,10 +291,11 @@ def _write_parts(out, message: bytes, arrays) -> None:
         out.write(graph + init + tensor)
         copied = _copy_from_file(out, array)
         if copied:
-            _write_bytes(out, memoryview(array.reshape(-1).view(np.uint8))[copied:])
+            writeback.advanced()
+            _write_bytes(out, memoryview(array.reshape(-1).view(np.uint8))[copied:], writeback)
             continue
         for block in _blocks(array):
-            _write_bytes(out, memoryview(_little(block).reshape(-1).view(np.uint8)))
+            _write_bytes(out, memoryview(_little(block).reshape(-1).view(np.uint8)), writeback)
 
 
 #: The most bytes given to one `write` call. The kernel measured (6.18, ext4) gives a large
@@ -300,10 +304,11 @@ def _write_parts(out, message: bytes, arrays) -> None:
 WRITE_BYTES = 1 << 20
 
 
-def _write_bytes(out, data: memoryview) -> None:
+def _write_bytes(out, data: memoryview, writeback: Writeback) -> None:
     """`out.write(data)` in calls of at most WRITE_BYTES (no copy: slices of the view)."""
     for start in range(0, len(data), WRITE_BYTES):
         out.write(data[start:start + WRITE_BYTES])
+        writeback.advanced()
 
 
 #: What `copy_file_range` answers where it cannot copy between these two files (another file
