@@ -1,7 +1,8 @@
 """Whether the written model's check is on the critical path of `ngrules apply -o out.onnx`
 (issue 34, item 6): the check (onnx's checker, onnxruntime's import and a session built on the
-weightless model) runs on the main thread while the writer thread writes and syncs the file
-(`weights.write`), so it costs wall time only where it outlasts the writer.
+weightless model) runs on the main thread while the writer thread writes the file
+(`weights.write`; the staged file syncs it afterwards), so it costs wall time only where it
+outlasts the writer.
 
 Each round runs the command in a fresh process and prints, in milliseconds, the check, the
 writer thread alone and the two together (the `weights.write` call); where "write" equals
@@ -16,15 +17,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 CHILD = """
-import sys, time
+import json, sys, time
 from ngrules.interop.onnx import weights
 from ngrules.interop.onnx.exporting.passes import refused
 spent = {}
@@ -37,31 +35,29 @@ def timed(module, name, label):
         finally:
             spent[label] = (time.perf_counter() - start) * 1000
     setattr(module, name, g)
-timed(weights, "write", "write"); timed(weights, "_write", "writer")
+timed(weights, "write", "write"); timed(weights, "_write_parts", "writer")
 timed(refused, "check", "check")
 from ngrules.cli import main
-main(sys.argv[1:])
-print(" ".join(f"{k} {v:.0f}" for k, v in spent.items()), file=sys.stderr)
+main(sys.argv[2:])  # argv[1]: tool_stages' wrapped functions, not used here
+print(json.dumps(spent), file=sys.stderr)
 """
 
 
 def main(argv=None) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from tool_speed import model_file
+    from tool_stages import run_once
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="resnet50")
     parser.add_argument("--rounds", type=int, default=6)
     args = parser.parse_args(argv)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with tempfile.TemporaryDirectory(prefix="ngrules-overlap-") as folder:
         for name in args.models.split(","):
             print(f"{name} (load average {os.getloadavg()[0]:.1f}): ms")
             for _ in range(args.rounds):
-                cmd = [sys.executable, "-P", "-c", CHILD, "apply", str(model_file(name)),
-                       "--pipeline", "inference", "-o", str(Path(folder) / "out.onnx"), "-q"]
-                proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
-                print("  " + proc.stderr.strip().splitlines()[-1])
+                spent = run_once(model_file(name), Path(folder) / "out.onnx", CHILD)
+                print("  " + " ".join(f"{k} {v:.0f}" for k, v in spent.items()))
 
 
 if __name__ == "__main__":

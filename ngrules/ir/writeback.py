@@ -43,10 +43,11 @@ class Writeback:
             self.fd = None
 
     def advanced(self) -> None:
-        if self.fd is None or _sync_file_range() is None:
+        start_writing = _sync_file_range()
+        if self.fd is None or start_writing is None:
             return
         end = self.out.tell()
         if end - self.started >= STEP_BYTES:
             self.out.flush()  # the bytes in the kernel's hands first
-            _sync_file_range()(self.fd, self.started, end - self.started, _SYNC_FILE_RANGE_WRITE)
+            start_writing(self.fd, self.started, end - self.started, _SYNC_FILE_RANGE_WRITE)
             self.started = end
